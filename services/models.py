@@ -1,0 +1,155 @@
+"""Plain data types shared by every part of the engine (no Qt, no I/O)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+CHUNK_KINDS = (
+    "function", "method", "class", "struct", "interface", "protocol",
+    "enum", "module", "text",
+)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One retrievable unit of code: a function, a class body, a module tail, a text window."""
+
+    path: str  # workspace-relative, POSIX separators
+    language: str  # "python", "typescript", ..., "markdown", "text"
+    start_line: int  # 1-based, inclusive
+    end_line: int  # 1-based, inclusive
+    content: str
+    symbol: str = ""  # bare name ("save"); "" for module/text chunks
+    qualified_name: str = ""  # "Store.save"
+    kind: str = "text"  # one of CHUNK_KINDS
+    bases: tuple[str, ...] = ()  # base types / conformances / implemented interfaces
+    docstring: str = ""  # docstring or leading comment summary
+    content_hash: str = ""
+    file_hash: str = ""
+    references: int = 0  # how many other chunks mention this symbol (set at index time)
+
+    @property
+    def id(self) -> str:
+        """Stable id: same file version and span give the same id."""
+        return f"{self.path}:{self.start_line}-{self.end_line}:{self.content_hash[:16]}"
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    path: str
+    reason: str  # e.g. "binary", "too large (2.3 MiB > 1 MiB)", "not UTF-8", "unreadable: ..."
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A chunk in a ranking. `score` is the current (possibly reranked) score."""
+
+    chunk: Chunk
+    score: float
+    original_score: float | None  # cosine similarity from the vector search; None if only BM25 found it
+    original_rank: int | None  # 1-based rank in the vector ranking; None if only BM25 found it
+    keyword_score: float | None = None  # BM25 score, when the keyword index was consulted
+    keyword_rank: int | None = None
+
+
+@dataclass(frozen=True)
+class RerankRequest:
+    """Everything a strategy may look at. Candidates are in original (vector) order."""
+
+    query: str
+    candidates: list[Candidate]
+    keyword_hits: list[Candidate] = field(default_factory=list)  # BM25 ranking, only if asked for
+    top_k: int = 10
+
+
+@dataclass(frozen=True)
+class Availability:
+    available: bool
+    reason: str = ""  # why not, or a short note when available
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    phase: str  # "scanning", "chunking", "embedding", "writing", "finalizing", "done", "cancelled"
+    files_done: int
+    files_total: int
+    chunks_done: int
+    chunks_total: int
+    rate: float  # chunks per second
+    eta_seconds: float | None
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    files_indexed: int
+    files_unchanged: int
+    files_removed: int
+    chunks_embedded: int
+    chunks_total: int
+    seconds: float
+    cancelled: bool = False
+    rebuilt_reason: str = ""  # why a full rebuild happened ("" if incremental)
+    skipped: tuple[SkippedFile, ...] = ()
+
+
+@dataclass(frozen=True)
+class StaleFile:
+    path: str
+    change: str  # "new", "modified", "deleted"
+
+
+@dataclass(frozen=True)
+class IndexHealth:
+    workspace: str
+    indexed: bool
+    files: int = 0
+    chunks: int = 0
+    languages: dict[str, int] = field(default_factory=dict)  # language -> chunk count
+    stale_files: tuple[StaleFile, ...] = ()
+    needs_reindex: bool = False
+    skipped: tuple[SkippedFile, ...] = ()
+    model: str = ""
+    dimension: int = 0
+    created_at: str = ""  # ISO 8601 UTC
+    updated_at: str = ""
+    size_bytes: int = 0
+    last_error: str = ""
+
+
+@dataclass(frozen=True)
+class QueryOptions:
+    workspace: str
+    top_k: int = 10
+    strategy: str = "none"
+    min_relevance: float = 0.2
+    languages: tuple[str, ...] = ()
+    path_glob: str = ""
+    context_lines: int = 5
+    expand_context: bool = True
+
+
+@dataclass(frozen=True)
+class ResultChunk:
+    chunk: Chunk
+    rank: int  # 1-based, in the reranked list
+    score: float  # reranked score (equals original_score when not reranked)
+    original_rank: int | None  # None: not in the original vector ranking (e.g. found by BM25 only)
+    original_score: float | None
+    context: str = ""  # chunk plus surrounding lines
+    context_start_line: int = 0  # first line number of `context`
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    question: str
+    strategy: str
+    results: list[ResultChunk]  # reranked ranking, cut to top_k
+    original: list[ResultChunk]  # the vector ranking as is, cut to top_k (for side-by-side)
+    relevant_files: list[str]
+    total_chunks_searched: int
+    chunks_above_threshold: int
+    reranked: bool
+    fallback_reason: str | None
+    cache_hit: bool
+    timings_ms: dict[str, float]  # "embed", "search", "rerank", "expand", "total"

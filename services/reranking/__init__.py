@@ -1,0 +1,18 @@
+"""Reranking strategies: one module each, behind `base.RerankStrategy` and its registry."""
+
+from services.reranking.base import (
+    PROBABILITY,
+    RELATIVE,
+    SIMILARITY,
+    BaseStrategy,
+    RerankStrategy,
+    create_strategy,
+    register,
+    strategy_class,
+    strategy_names,
+)
+
+__all__ = [
+    "PROBABILITY", "RELATIVE", "SIMILARITY", "BaseStrategy", "RerankStrategy",
+    "create_strategy", "register", "strategy_class", "strategy_names",
+]

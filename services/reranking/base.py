@@ -1,0 +1,99 @@
+"""The one protocol every reranking strategy implements, and the registry that finds them.
+
+A new strategy is one new module in this package that defines a class with `@register`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import ClassVar, Protocol, runtime_checkable
+
+from services.models import Availability, Candidate, RerankRequest
+from services.settings import Settings
+
+# How a strategy's scores relate to cosine similarity; decides where min_relevance applies.
+SIMILARITY = "similarity"  # cosine similarity, possibly boosted: min_relevance applies to the reranked score
+RELATIVE = "relative"  # rank-fusion scores normalised within one query: min_relevance applies to the original score
+PROBABILITY = "probability"  # a model's 0-1 relevance: its own threshold applies; min_relevance to the original score
+
+
+@runtime_checkable
+class RerankStrategy(Protocol):
+    name: ClassVar[str]  # registry key, e.g. "keyword-boost"
+    label: ClassVar[str]  # shown in the UI, e.g. "Keyword boost"
+    description: ClassVar[str]
+    scale: ClassVar[str]  # SIMILARITY, RELATIVE or PROBABILITY
+    uses_keyword_index: ClassVar[bool]  # the pipeline fills RerankRequest.keyword_hits
+
+    def __init__(self, settings: Settings) -> None: ...
+
+    def availability(self) -> Availability: ...
+
+    def pool_size(self, top_k: int) -> int:
+        """How many vector candidates to fetch for a request of top_k results."""
+
+    def rerank(self, request: RerankRequest) -> list[Candidate]:
+        """Return candidates best first, each with `score` set to its reranked score.
+
+        Deterministic for the same input. Raise StrategyUnavailable to make the pipeline
+        fall back to the original ranking with the reason shown to the user.
+        """
+
+
+class BaseStrategy:
+    """Sensible defaults; strategies may subclass it (not required by the protocol)."""
+
+    name: ClassVar[str] = ""
+    label: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    scale: ClassVar[str] = SIMILARITY
+    uses_keyword_index: ClassVar[bool] = False
+    order: ClassVar[int] = 100  # position in lists shown to users
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def availability(self) -> Availability:
+        return Availability(True)
+
+    def pool_size(self, top_k: int) -> int:
+        return top_k * self.settings.overfetch_factor
+
+    def rerank(self, request: RerankRequest) -> list[Candidate]:
+        raise NotImplementedError
+
+
+_REGISTRY: dict[str, type] = {}
+
+
+def register(cls: type) -> type:
+    """Class decorator: make a strategy available under `cls.name`."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _load_all() -> None:
+    package = importlib.import_module("services.reranking")
+    for module in pkgutil.iter_modules(package.__path__):
+        if module.name != "base" and not module.name.startswith("_"):
+            importlib.import_module(f"services.reranking.{module.name}")
+
+
+def strategy_names() -> list[str]:
+    _load_all()
+    return sorted(_REGISTRY, key=lambda n: (getattr(_REGISTRY[n], "order", 100), n))
+
+
+def strategy_class(name: str) -> type:
+    _load_all()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown strategy {name!r}; known: {', '.join(strategy_names())}") from None
+
+
+def create_strategy(name: str, settings: Settings) -> RerankStrategy:
+    return strategy_class(name)(settings)

