@@ -127,6 +127,7 @@ class QueryOptions:
     path_glob: str = ""
     context_lines: int = 5
     expand_context: bool = True
+    use_cache: bool = True
 
 
 @dataclass(frozen=True)
@@ -153,3 +154,22 @@ class QueryResult:
     fallback_reason: str | None
     cache_hit: bool
     timings_ms: dict[str, float]  # "embed", "search", "rerank", "expand", "total"
+
+
+@dataclass(frozen=True)
+class StrategyInfo:
+    name: str
+    label: str
+    description: str
+    available: bool
+    reason: str  # why it is unavailable (or a note)
+
+
+@dataclass(frozen=True)
+class RelevantFile:
+    path: str
+    language: str
+    best_score: float
+    match_count: int
+    summary: str
+    lines: tuple[int, ...]  # start lines of the matching chunks
