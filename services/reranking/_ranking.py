@@ -1,0 +1,52 @@
+"""Small helpers shared by the strategies: deterministic ordering, min-max, word matching."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+from services.models import Candidate
+
+
+def tie_key(candidate: Candidate) -> tuple:
+    """Ties broken by original rank, then keyword rank (BM25-only hits), then chunk id."""
+    rank = candidate.original_rank if candidate.original_rank is not None else math.inf
+    keyword_rank = candidate.keyword_rank if candidate.keyword_rank is not None else math.inf
+    return (rank, keyword_rank, candidate.chunk.id)
+
+
+def best_first(candidates: Iterable[Candidate]) -> list[Candidate]:
+    """Highest `score` first; deterministic for equal scores."""
+    return sorted(candidates, key=lambda c: (-c.score, *tie_key(c)))
+
+
+def min_max(values: list[float]) -> list[float]:
+    """Scale to 0-1. When every value is the same (range 0) each becomes 1.0."""
+    if not values:
+        return []
+    low, high = min(values), max(values)
+    if high - low <= 0:
+        return [1.0] * len(values)
+    return [(v - low) / (high - low) for v in values]
+
+
+@lru_cache(maxsize=1024)
+def word_pattern(word: str) -> re.Pattern[str]:
+    """`\\bword\\b`, case-insensitive, as the spec's ContainsKeyword."""
+    return re.compile(rf"\b{re.escape(word)}\b", re.IGNORECASE)
+
+
+def contains_word(text: str, word: str) -> bool:
+    return word_pattern(word).search(text) is not None
+
+
+def count_words(text: str, word: str) -> int:
+    return sum(1 for _ in word_pattern(word).finditer(text))
+
+
+def searchable_text(candidate: Candidate) -> str:
+    """What keyword matching looks at: the chunk's names plus its content."""
+    chunk = candidate.chunk
+    return "\n".join(part for part in (chunk.qualified_name, chunk.symbol, chunk.content) if part)

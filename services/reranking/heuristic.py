@@ -1,0 +1,76 @@
+"""`heuristic`: heuristic-and-llm-reranking.md, HeuristicReranker (no model, < 5 ms / 100 chunks).
+
+boost = exact_name_boost   if the chunk's name equals the question (see `name_matches`)
+      + name_term_boost    for each question term contained in the chunk's name
+      + summary_boost x    (fraction of question terms found in the docstring/summary)
+      - stub_penalty       if the content (stripped) is shorter than stub_max_chars, empty included
+      + connection_boost   if more than connection_min other chunks reference this symbol
+new score = original score + boost (not capped, so it can leave 0-1).
+Terms: the question lower-cased, split on whitespace and punctuation, > 2 chars, no stop words.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from services.models import Candidate, RerankRequest
+from services.reranking._ranking import best_first
+from services.reranking.base import SIMILARITY, BaseStrategy, register
+from services.text import STOP_WORDS
+
+_TERM_SPLIT = re.compile(r"[^\w]+")
+_NAME_NOISE = re.compile(r"[\s_]+")
+
+
+def query_terms(query: str) -> list[str]:
+    words = _TERM_SPLIT.split(query.lower())
+    return list(dict.fromkeys(w for w in words if len(w) > 2 and w not in STOP_WORDS))
+
+
+def squash(text: str) -> str:
+    """Lower case without spaces and underscores: 'entity store' == 'EntityStore' == 'entity_store'."""
+    return _NAME_NOISE.sub("", text.lower())
+
+
+@register
+class HeuristicStrategy(BaseStrategy):
+    name = "heuristic"
+    label = "Heuristic"
+    description = ("Fast content signals: exact name match, question terms in the name or "
+                   "docstring, penalty for stubs, bonus for much-referenced symbols.")
+    scale = SIMILARITY
+    order = 40
+
+    def rerank(self, request: RerankRequest) -> list[Candidate]:
+        terms = query_terms(request.query)
+        wanted = squash(request.query.strip())
+        return best_first(
+            replace(c, score=c.score + self.boost(c, terms, wanted)) for c in request.candidates)
+
+    def boost(self, candidate: Candidate, terms: list[str], wanted_name: str) -> float:
+        s = self.settings
+        chunk = candidate.chunk
+        boost = 0.0
+        name = chunk.symbol.lower()
+        if name_matches(chunk.symbol, chunk.qualified_name, wanted_name):
+            boost += s.exact_name_boost
+        if name:
+            boost += s.name_term_boost * sum(1 for t in terms if t in name)
+        if chunk.docstring and terms:
+            summary = chunk.docstring.lower()
+            boost += s.summary_boost * sum(1 for t in terms if t in summary) / len(terms)
+        if len(chunk.content.strip()) < s.stub_max_chars:
+            boost -= s.stub_penalty
+        if chunk.references > s.connection_min:
+            boost += s.connection_boost
+        return boost
+
+
+def name_matches(symbol: str, qualified_name: str, wanted: str) -> bool:
+    """Exact name match: the symbol or qualified name equals the question, ignoring case,
+    spaces and underscores ('EntityStore', 'entity store', 'entity_store' all match EntityStore;
+    'Store.save' matches the qualified name Store.save)."""
+    if not wanted:
+        return False
+    return any(name and squash(name) == wanted for name in (symbol, qualified_name))

@@ -1,0 +1,101 @@
+"""`metadata`: hybrid-fusion-and-metadata-reranking.md, metadata-aware reranking by query intent.
+
+Two intents are recognised (conformance first, as it is the more specific one):
+* Conformance, "what implements / extends / conforms to / inherits from / subclasses of X",
+  "implementations of X", "X implementations/subclasses": chunks whose `bases` name X
+  (case-insensitive, ignoring module prefixes like `abc.` and generics like `[T]` / `<T>`)
+  get score x conformance_match_boost.
+* Protocol definition, "X protocol/interface/trait", "protocol/interface/trait X",
+  "interface for X": chunks of kind protocol/interface get score x protocol_kind_boost.
+  When X is named and some protocol/interface candidate has that name (ignoring case, spaces
+  and underscores), only those are boosted; when no candidate has that name, or no X is named,
+  every protocol/interface chunk is boosted.
+Boosted scores are not capped. No intent -> the vector order, scores unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from services.models import Candidate, RerankRequest
+from services.reranking._ranking import best_first
+from services.reranking.base import SIMILARITY, BaseStrategy, register
+from services.reranking.heuristic import squash
+from services.text import STOP_WORDS
+
+PROTOCOL_KINDS = frozenset({"protocol", "interface"})
+_NAME = r"([A-Za-z_][\w.:]*(?:<[^>]*>|\[[^\]]*\])?)"
+_ARTICLE = r"(?:(?:the|a|an)\s+)?"
+_CONFORMANCE = [
+    re.compile(rf"\b(?:implements?|implementing|extends?|extending|conforms?\s+to|conforming\s+to"
+               rf"|inherits?\s+from|inheriting\s+from|derives?\s+from|subclass(?:es)?\s+of"
+               rf"|subtypes?\s+of|implementations?\s+of|implementers?\s+of|adopts?)\s+{_ARTICLE}{_NAME}",
+               re.IGNORECASE),
+    re.compile(rf"\b{_NAME}\s+(?:implementations|implementers|subclasses|subtypes|conformances)\b",
+               re.IGNORECASE),
+]
+_PROTOCOL = [
+    re.compile(rf"\b(?:protocol|interface|trait)s?\s+(?:for|of)\s+{_ARTICLE}{_NAME}", re.IGNORECASE),
+    re.compile(rf"\b{_NAME}\s+(?:protocol|interface|trait)s?\b", re.IGNORECASE),
+    re.compile(rf"\b(?:protocol|interface|trait)s?\s+{_NAME}", re.IGNORECASE),
+]
+_KIND_WORDS = re.compile(r"\b(?:protocol|interface|trait)s?\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Intent:
+    kind: str  # "conformance" or "protocol"
+    target: str  # normalised type name, "" when the question names none
+
+
+def type_name(text: str) -> str:
+    """'abc.ABC' -> 'abc', 'Repo<T>' -> 'repo', 'typing.Generic[T]' -> 'generic', 'a::B' -> 'b'."""
+    bare = re.split(r"[\[<(]", text.strip(), maxsplit=1)[0]
+    return re.split(r"\.|::", bare)[-1].strip().lower()
+
+
+def _useful(name: str) -> str:
+    target = type_name(name)
+    return "" if target in STOP_WORDS or target in {"protocol", "interface", "trait"} else target
+
+
+def detect_intent(query: str) -> Intent | None:
+    for pattern in _CONFORMANCE:
+        match = pattern.search(query)
+        if match and _useful(match.group(1)):
+            return Intent("conformance", _useful(match.group(1)))
+    if not _KIND_WORDS.search(query):
+        return None
+    for pattern in _PROTOCOL:
+        match = pattern.search(query)
+        if match and _useful(match.group(1)):
+            return Intent("protocol", _useful(match.group(1)))
+    return Intent("protocol", "")
+
+
+@register
+class MetadataStrategy(BaseStrategy):
+    name = "metadata"
+    label = "Metadata-aware"
+    description = ("Reads the question's intent: 'X protocol' boosts protocol/interface "
+                   "definitions (x1.3), 'what implements X' boosts types that list X as a base (x1.5).")
+    scale = SIMILARITY
+    order = 50
+
+    def rerank(self, request: RerankRequest) -> list[Candidate]:
+        intent = detect_intent(request.query)
+        if intent is None:
+            return list(request.candidates)
+        factor, chosen = self._selection(intent, request.candidates)
+        return best_first(replace(c, score=c.score * factor) if c.chunk.id in chosen else c
+                          for c in request.candidates)
+
+    def _selection(self, intent: Intent, candidates: list[Candidate]) -> tuple[float, set[str]]:
+        if intent.kind == "conformance":
+            chosen = {c.chunk.id for c in candidates
+                      if any(type_name(b) == intent.target for b in c.chunk.bases)}
+            return self.settings.conformance_match_boost, chosen
+        kinds = [c for c in candidates if c.chunk.kind in PROTOCOL_KINDS]
+        named = [c for c in kinds if intent.target and squash(c.chunk.symbol) == squash(intent.target)]
+        return self.settings.protocol_kind_boost, {c.chunk.id for c in (named or kinds)}

@@ -1,0 +1,21 @@
+"""`none`: the vector ranking as it is."""
+
+from __future__ import annotations
+
+from services.models import Candidate, RerankRequest
+from services.reranking.base import SIMILARITY, BaseStrategy, register
+
+
+@register
+class NoReranking(BaseStrategy):
+    name = "none"
+    label = "No reranking"
+    description = "Results in the order of their cosine similarity to the question."
+    scale = SIMILARITY
+    order = 0
+
+    def pool_size(self, top_k: int) -> int:
+        return top_k
+
+    def rerank(self, request: RerankRequest) -> list[Candidate]:
+        return list(request.candidates)

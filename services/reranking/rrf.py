@@ -1,0 +1,50 @@
+"""`rrf`: reranking-strategies.md, ReciprocalRankFusionStrategy.
+
+Semantic rank = input (vector) order. Keyword rank = order by keyword-frequency score
+(substring occurrences + 0.5 x word-boundary matches, summed over query keywords; ties keep
+vector order). rrf = w_sem / (k + rank_sem) + w_kw / (k + rank_kw), then min-max scaled to 0-1
+within the query; if every candidate has the same rrf value they all get 1.0.
+A question without keywords returns the vector order with the original scores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from services.models import Candidate, RerankRequest
+from services.reranking._ranking import best_first, count_words, min_max
+from services.reranking.base import RELATIVE, BaseStrategy, register
+from services.text import query_keywords
+
+
+def keyword_frequency(content: str, keywords: list[str]) -> float:
+    """The spec's CalculateKeywordScore."""
+    lower = content.lower()
+    return sum(lower.count(k) + 0.5 * count_words(content, k) for k in keywords)
+
+
+@register
+class ReciprocalRankFusionStrategy(BaseStrategy):
+    name = "rrf"
+    label = "Reciprocal rank fusion"
+    description = ("Fuses the vector ranking with a keyword-frequency ranking of the same chunks "
+                   "(1/(60+rank) each, keyword ranking weighted 0.8); scores scaled to 0-1.")
+    scale = RELATIVE
+    order = 20
+
+    def rrf_score(self, semantic_rank: int, keyword_rank: int) -> float:
+        s = self.settings
+        return (s.rrf_semantic_weight / (s.rrf_k + semantic_rank)
+                + s.rrf_keyword_weight / (s.rrf_k + keyword_rank))
+
+    def rerank(self, request: RerankRequest) -> list[Candidate]:
+        candidates = list(request.candidates)
+        keywords = query_keywords(request.query)
+        if not candidates or not keywords:
+            return candidates
+        frequencies = [keyword_frequency(c.chunk.content, keywords) for c in candidates]
+        by_keywords = sorted(range(len(candidates)), key=lambda i: -frequencies[i])  # stable
+        keyword_rank = {index: rank for rank, index in enumerate(by_keywords, start=1)}
+        raw = [self.rrf_score(i + 1, keyword_rank[i]) for i in range(len(candidates))]
+        scaled = min_max(raw)
+        return best_first(replace(c, score=v) for c, v in zip(candidates, scaled))
