@@ -1,0 +1,127 @@
+"""Workspace scanning: ignore rules, skipped folders, bad files with reasons, symlinks."""
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from services.scanning import SkipFileError, file_hash, read_source, scan_workspace
+
+SAMPLE = Path(__file__).parent / "sample_workspace"
+
+
+def paths(result):
+    return {f.path for f in result.files}
+
+
+def reasons(result):
+    return {s.path: s.reason for s in result.skipped}
+
+
+def test_sample_workspace_lists_sources_with_languages():
+    result = scan_workspace(SAMPLE)
+    languages = {f.path: f.language for f in result.files}
+    assert languages["notes/store.py"] == "python"
+    assert languages["web/src/search.ts"] == "typescript"
+    assert languages["web/src/NoteList.tsx"] == "tsx"
+    assert languages["swift/Sources/Notes/ChunkStore.swift"] == "swift"
+    assert languages["README.md"] == "markdown"
+    assert all("/" not in f.path or "\\" not in f.path for f in result.files)
+
+
+def test_sample_workspace_honours_root_nested_and_project_ignores():
+    found = paths(scan_workspace(SAMPLE))
+    assert (SAMPLE / "scratch/todo.txt").exists() and "scratch/todo.txt" not in found
+    assert (SAMPLE / "web/src/generated/api.ts").exists() and "web/src/generated/api.ts" not in found
+    assert (SAMPLE / "docs/drafts/wip.md").exists() and "docs/drafts/wip.md" not in found
+    assert "docs/architecture.md" in found
+
+
+def test_nested_gitignore_applies_only_to_its_subtree(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a/.gitignore").write_text("secret.py\n")
+    (tmp_path / "a/secret.py").write_text("x = 1\n")
+    (tmp_path / "b/secret.py").write_text("x = 2\n")
+    (tmp_path / ".gitignore").write_text("*.md\n!keep.md\n")
+    (tmp_path / "drop.md").write_text("# x\n")
+    (tmp_path / "keep.md").write_text("# y\n")
+    found = paths(scan_workspace(tmp_path))
+    assert found == {"b/secret.py", "keep.md"}
+
+
+def test_always_skipped_folders_and_virtualenvs(tmp_path):
+    for folder in ("node_modules/pkg", ".git", "__pycache__", "build", "target", "myenv", "src"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "code.py").write_text("print('hi')\n")
+    (tmp_path / "myenv/pyvenv.cfg").write_text("home = /usr\n")
+    (tmp_path / "notes.xyz").write_text("unknown extension\n")
+    result = scan_workspace(tmp_path)
+    assert paths(result) == {"src/code.py"}
+    assert result.skipped == []
+
+
+def test_bad_files_are_skipped_with_reasons_while_good_files_are_listed(tmp_path):
+    (tmp_path / "good.py").write_text("def ok():\n    return 1\n")
+    (tmp_path / "blob.py").write_bytes(b"abc\x00def")
+    (tmp_path / "huge.txt").write_text("x" * 3000)
+    result = scan_workspace(tmp_path, max_file_bytes=1024)
+    assert paths(result) == {"good.py"}
+    assert reasons(result)["blob.py"] == "binary file"
+    assert reasons(result)["huge.txt"].startswith("too large (2.9 KiB > 1.0 KiB)")
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs POSIX permissions, non-root")
+def test_unreadable_file_is_skipped(tmp_path):
+    secret = tmp_path / "secret.py"
+    secret.write_text("x = 1\n")
+    secret.chmod(0)
+    try:
+        result = scan_workspace(tmp_path)
+    finally:
+        secret.chmod(0o644)
+    assert reasons(result)["secret.py"] == "unreadable: permission denied"
+
+
+def test_read_source_rejects_non_utf8_and_accepts_bom(tmp_path):
+    (tmp_path / "latin.py").write_bytes("name = 'café'\n".encode("latin-1"))
+    (tmp_path / "bom.py").write_bytes(b"\xef\xbb\xbfx = 1\n")
+    files = {f.path: f for f in scan_workspace(tmp_path).files}
+    with pytest.raises(SkipFileError) as error:
+        read_source(files["latin.py"])
+    assert error.value.reason == "not UTF-8 text"
+    text, digest = read_source(files["bom.py"])
+    assert text == "x = 1\n"
+    assert digest == file_hash(b"\xef\xbb\xbfx = 1\n")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="symlinks")
+def test_symlinks_followed_only_inside_workspace(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "leak.py").write_text("SECRET = 1\n")
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "src/real.py").write_text("x = 1\n")
+    (root / "escape").symlink_to(outside, target_is_directory=True)
+    (root / "leak.py").symlink_to(outside / "leak.py")
+    (root / "alias").symlink_to(root / "src", target_is_directory=True)
+    (root / "src/loop").symlink_to(root, target_is_directory=True)
+    result = scan_workspace(root)
+    assert paths(result) == {"src/real.py", "alias/real.py"}
+    assert reasons(result) == {"escape": "symlink outside the workspace",
+                               "leak.py": "symlink outside the workspace"}
+
+
+def test_scanning_thousands_of_files_is_fast(tmp_path):
+    for d in range(50):
+        folder = tmp_path / f"pkg{d}"
+        folder.mkdir()
+        for i in range(100):
+            (folder / f"m{i}.py").write_text("x = 1\n")
+    started = time.perf_counter()
+    result = scan_workspace(tmp_path)
+    assert len(result.files) == 5000
+    assert time.perf_counter() - started < 3.0
