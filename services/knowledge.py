@@ -1,66 +1,248 @@
 """KnowledgeService: the engine's one public entry point (async, Qt-free).
 
-The UI and the CLI use only this class and the types in services.models.
-Long work runs in worker threads; progress callbacks are delivered on the caller's event loop.
+The UI and the CLI use only this class and the types in services.models. Long work runs in
+worker threads (one for indexing, two for queries); progress callbacks are delivered on the
+caller's event loop, so a Qt slot connected through qasync runs on the GUI thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import platformdirs
+from cachetools import TTLCache
+
+from services import context, pipeline
+from services.embedding import Embedder
+from services.errors import KnowledgeError, QueryError
+from services.health import index_health
+from services.indexer import Indexer
 from services.models import (
-    IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
+    IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, RelevantFile, RerankRequest,
+    StrategyInfo,
 )
+from services.reranking import create_strategy, strategy_names
 from services.settings import Settings
+from services.workspace_index import WorkspaceIndex, workspace_root
 
 ProgressCallback = Callable[[ProgressEvent], None]
+
+
+def default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("knowledge-explorer", appauthor=False))
 
 
 class KnowledgeService:
     def __init__(self, settings: Settings | None = None, *, data_dir: str | Path | None = None,
                  chroma_url: str | None = None) -> None:
-        raise NotImplementedError
+        self.settings = settings or Settings()
+        self.data_dir = Path(data_dir) if data_dir else default_data_dir()
+        self.chroma_url = chroma_url
+        self.embedder = Embedder(self.settings.embedding_model, self.settings.max_seq_length,
+                                 self.settings.embed_batch_size)
+        self._indexes: dict[Path, WorkspaceIndex] = {}
+        self._strategies: dict = {}
+        self._errors: dict[Path, str] = {}
+        self._cache = TTLCache(maxsize=self.settings.cache_size, ttl=self.settings.cache_ttl_seconds)
+        self._lock = threading.RLock()
+        self._index_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-index")
+        self._query_pool = ThreadPoolExecutor(2, thread_name_prefix="ke-query")
+
+    # --- plumbing ---
+    async def _run(self, pool: ThreadPoolExecutor, func, *args):
+        return await asyncio.get_running_loop().run_in_executor(pool, func, *args)
+
+    def _index(self, workspace: str | Path) -> WorkspaceIndex:
+        root = workspace_root(workspace)
+        with self._lock:
+            if root not in self._indexes:
+                self._indexes[root] = WorkspaceIndex(root, self.data_dir, self.chroma_url)
+            return self._indexes[root]
+
+    def _strategy(self, name: str):
+        with self._lock:
+            if name not in self._strategies:
+                if name not in strategy_names():
+                    raise QueryError(f"Unknown strategy {name!r}. Known: {', '.join(strategy_names())}.")
+                self._strategies[name] = create_strategy(name, self.settings)
+            return self._strategies[name]
+
+    def _invalidate(self, root: Path) -> None:
+        with self._lock:
+            for key in [k for k in self._cache if k[1] == str(root)]:
+                self._cache.pop(key, None)
 
     # --- indexing ---
     async def index(self, workspace: str | Path, *, full: bool = False,
                     progress: ProgressCallback | None = None,
                     cancel: threading.Event | None = None) -> IndexReport:
         """Index (incrementally, or fully with full=True). Set `cancel` to stop; the index stays consistent."""
-        raise NotImplementedError
+        index = self._index(workspace)
+        loop = asyncio.get_running_loop()
+        deliver = (lambda event: loop.call_soon_threadsafe(progress, event)) if progress else None
+        indexer = Indexer(index, self.embedder, self.settings, deliver, cancel)
+        try:
+            report = await self._run(self._index_pool, indexer.run, full)
+        except Exception as error:
+            self._record_error(index, error)
+            raise
+        finally:
+            self._invalidate(index.root)
+        self._errors.pop(index.root, None)
+        return report
+
+    def _record_error(self, index: WorkspaceIndex, error: Exception) -> None:
+        message = str(error) if isinstance(error, KnowledgeError) else f"{type(error).__name__}: {error}"
+        self._errors[index.root] = message
+        try:
+            if index.folder.exists():
+                index.catalog().set_meta(last_error=message)
+        except Exception:
+            pass
 
     async def health(self, workspace: str | Path) -> IndexHealth:
-        raise NotImplementedError
+        index = self._index(workspace)
+        return await self._run(self._query_pool, self._health, index)
+
+    def _health(self, index: WorkspaceIndex) -> IndexHealth:
+        error = self._errors.get(index.root, "")
+        if index._catalog is not None and not index.folder.exists():
+            index.reset_handles()
+            error = error or f"The index folder {index.folder} was deleted. Reindex to rebuild it."
+        return index_health(index, self.settings, error)
 
     async def is_indexed(self, workspace: str | Path) -> bool:
-        raise NotImplementedError
+        index = self._index(workspace)
+        return await self._run(self._query_pool, index.exists)
 
     # --- querying ---
     async def query(self, question: str, options: QueryOptions) -> QueryResult:
-        """Raises QueryError (bad input), IndexMissingError, ModelLoadError."""
-        raise NotImplementedError
+        """Raises QueryError (bad input), WorkspaceError, IndexMissingError, ModelLoadError."""
+        self._validate(question, options)
+        index = self._index(options.workspace)
+        key = (question.strip(), str(index.root), options)
+        if options.use_cache:
+            with self._lock:
+                cached = self._cache.get(key)
+            if cached is not None:
+                return pipeline.mark_cached(cached)
+        result = await self._run(self._query_pool, self._query, question.strip(), options, index)
+        if options.use_cache:
+            with self._lock:
+                self._cache[key] = result
+        return result
+
+    def _validate(self, question: str, options: QueryOptions) -> None:
+        if not isinstance(question, str) or not question.strip():
+            raise QueryError("Type a question first: the question is empty.")
+        if options.top_k < 1:
+            raise QueryError(f"The result count must be at least 1 (got {options.top_k}).")
+        self._strategy(options.strategy)
+
+    def _query(self, question: str, options: QueryOptions, index: WorkspaceIndex) -> QueryResult:
+        index.require()
+        stages = pipeline.Stages()
+        strategy = self._strategy(options.strategy)
+        pool = max(strategy.pool_size(options.top_k), options.top_k)
+        vector = self.embedder.encode([question])[0]
+        stages.mark("embed")
+        semantic, keyword, total = self._search(question, vector, options, index, pool, strategy.uses_keyword_index)
+        stages.mark("search")
+        request = RerankRequest(question, semantic, keyword, options.top_k)
+        ranked, was_reranked, fallback = pipeline.rerank(strategy, request)
+        kept = pipeline.above_threshold(ranked, strategy.scale if was_reranked else "similarity",
+                                        options.min_relevance)
+        original = [c for c in semantic if c.original_score >= options.min_relevance][:options.top_k]
+        stages.mark("rerank")
+        top = kept[:options.top_k]
+        contexts = self._contexts(index, top + original, options)
+        stages.mark("expand")
+        return pipeline.assemble(question, options, pipeline.to_results(top, contexts),
+                                 pipeline.to_results(original, contexts), total, len(kept),
+                                 was_reranked, fallback, stages)
+
+    def _search(self, question, vector, options: QueryOptions, index: WorkspaceIndex, pool: int,
+                with_keywords: bool):
+        catalog = index.catalog()
+        paths = pipeline.allowed_paths(sorted(catalog.files()), options.path_glob)
+        hits = index.store().search(vector.tolist(), pool, paths, list(options.languages))
+        keyword_hits = []
+        if with_keywords:
+            allowed = None if paths is None and not options.languages else self._allowed_ids(catalog, paths, options)
+            keyword_hits = index.keywords.search(question, pool, allowed)
+        chunks = {c.id: c for c in catalog.chunks([i for i, _ in hits] + [i for i, _ in keyword_hits])}
+        floor = options.min_relevance * self.settings.prefetch_threshold_factor
+        semantic = pipeline.semantic_candidates(hits, chunks, floor)
+        keyword = pipeline.keyword_candidates(keyword_hits, chunks, semantic)
+        return semantic, keyword, catalog.counts()[1]
+
+    @staticmethod
+    def _allowed_ids(catalog, paths: list[str] | None, options: QueryOptions) -> set[str]:
+        wanted_paths = set(paths) if paths is not None else None
+        languages = set(options.languages)
+        return {c.id for c in catalog.chunks()
+                if (wanted_paths is None or c.path in wanted_paths) and (not languages or c.language in languages)}
+
+    def _contexts(self, index: WorkspaceIndex, items, options: QueryOptions) -> dict[str, tuple[str, int]]:
+        if not options.expand_context:
+            return {c.chunk.id: (c.chunk.content, c.chunk.start_line) for c in items}
+        files: dict[str, list[str] | None] = {}
+        out = {}
+        for c in items:
+            if c.chunk.path not in files:
+                files[c.chunk.path] = _read_lines(index.root / c.chunk.path)
+            out[c.chunk.id] = pipeline.expand(c.chunk, files[c.chunk.path], options.context_lines)
+        return out
 
     def strategies(self) -> list[StrategyInfo]:
-        raise NotImplementedError
+        infos = []
+        for name in strategy_names():
+            strategy = self._strategy(name)
+            availability = strategy.availability()
+            infos.append(StrategyInfo(name, strategy.label or name, strategy.description,
+                                      availability.available, availability.reason))
+        return infos
 
     async def relevant_files(self, question: str, workspace: str | Path,
                              max_files: int = 10) -> list[RelevantFile]:
-        raise NotImplementedError
+        options = QueryOptions(workspace=str(workspace), top_k=max_files * 3, min_relevance=0.4,
+                               expand_context=False)
+        result = await self.query(question, options)
+        return context.relevant_files(result.results, max_files)
 
     async def build_context(self, question: str, options: QueryOptions, token_budget: int = 2000) -> str:
-        raise NotImplementedError
+        result = await self.query(question, options)
+        return context.build_context(result.results, token_budget)
 
     async def suggestions(self, prefix: str, workspace: str | Path, limit: int = 10) -> list[str]:
-        raise NotImplementedError
+        return context.suggestions(prefix, await self.symbol_names(workspace), limit)
 
     async def symbol_names(self, workspace: str | Path) -> list[str]:
-        raise NotImplementedError
+        index = self._index(workspace)
+        return await self._run(self._query_pool, lambda: index.catalog().symbols() if index.exists() else [])
 
     async def warm_up(self) -> None:
         """Load the embedding model (and any model-backed strategy) ahead of the first query."""
-        raise NotImplementedError
+        await self._run(self._query_pool, self.embedder.load)
+        for name in strategy_names():
+            strategy = self._strategy(name)
+            if hasattr(strategy, "warm_up") and strategy.availability().available:
+                await self._run(self._query_pool, strategy.warm_up)
 
     def close(self) -> None:
         """Shut down worker threads. Safe to call twice."""
-        raise NotImplementedError
+        self._index_pool.shutdown(wait=True, cancel_futures=True)
+        self._query_pool.shutdown(wait=True, cancel_futures=True)
+        for index in self._indexes.values():
+            index.close()
+
+
+def _read_lines(path: Path) -> list[str] | None:
+    try:
+        return path.read_text(encoding="utf-8-sig").splitlines(keepends=True)
+    except (OSError, UnicodeDecodeError):
+        return None

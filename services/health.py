@@ -1,0 +1,49 @@
+"""Index health: what is indexed, and which files changed since (new, modified, deleted)."""
+
+from __future__ import annotations
+
+from services.models import IndexHealth, StaleFile
+from services.scanning import file_hash, scan_workspace
+from services.settings import Settings
+from services.workspace_index import WorkspaceIndex
+
+
+def stale_files(index: WorkspaceIndex, settings: Settings) -> list[StaleFile]:
+    known = index.catalog().files()
+    skipped = {s.path for s in index.catalog().skipped()}
+    scan = scan_workspace(index.root, settings.max_file_bytes)
+    stale, seen = [], set()
+    for source in scan.files:
+        seen.add(source.path)
+        record = known.get(source.path)
+        if record is None:
+            if source.path not in skipped:
+                stale.append(StaleFile(source.path, "new"))
+        elif (record.size, record.mtime_ns) != (source.size, source.mtime_ns) and _hash(source) != record.file_hash:
+            stale.append(StaleFile(source.path, "modified"))
+    stale.extend(StaleFile(path, "deleted") for path in sorted(set(known) - seen))
+    return sorted(stale, key=lambda s: s.path)
+
+
+def _hash(source) -> str:
+    try:
+        return file_hash(source.abs_path.read_bytes())
+    except OSError:
+        return ""
+
+
+def index_health(index: WorkspaceIndex, settings: Settings, last_error: str = "") -> IndexHealth:
+    if not index.exists():
+        return IndexHealth(workspace=str(index.root), indexed=False, last_error=last_error)
+    catalog = index.catalog()
+    files, chunks = catalog.counts()
+    stale = stale_files(index, settings)
+    return IndexHealth(
+        workspace=str(index.root), indexed=True, files=files, chunks=chunks,
+        languages=catalog.languages(), stale_files=tuple(stale),
+        needs_reindex=len(stale) > settings.stale_ratio_for_reindex * files,
+        skipped=tuple(catalog.skipped()), model=catalog.get_meta("model"),
+        dimension=int(catalog.get_meta("dimension", "0") or 0),
+        created_at=catalog.get_meta("created_at"), updated_at=catalog.get_meta("updated_at"),
+        size_bytes=index.size_bytes(), last_error=last_error or catalog.get_meta("last_error"),
+    )

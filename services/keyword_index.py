@@ -1,0 +1,70 @@
+"""BM25 keyword index (bm25s) over the same chunks as the vector index, persisted beside it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import bm25s
+import numpy as np
+
+from services.models import Chunk
+from services.text import code_tokens
+
+IDS_FILE = "chunk_ids.json"
+
+
+def chunk_tokens(chunk: Chunk) -> list[str]:
+    return code_tokens(f"{chunk.qualified_name} {chunk.docstring} {chunk.content}")
+
+
+class KeywordIndex:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._retriever: bm25s.BM25 | None = None
+        self._ids: list[str] = []
+        self._lock = threading.Lock()
+
+    def build(self, chunks: list[Chunk]) -> None:
+        """Rebuild from all chunks and save atomically (write aside, then swap folders)."""
+        retriever = bm25s.BM25()
+        ids = [c.id for c in chunks]
+        if chunks:
+            retriever.index([chunk_tokens(c) or [""] for c in chunks], show_progress=False)
+        staging = self.folder.with_name(self.folder.name + ".new")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        if chunks:
+            retriever.save(str(staging), show_progress=False)
+        (staging / IDS_FILE).write_text(json.dumps(ids))
+        shutil.rmtree(self.folder, ignore_errors=True)
+        staging.rename(self.folder)
+        with self._lock:
+            self._retriever, self._ids = (retriever if chunks else None), ids
+
+    def exists(self) -> bool:
+        return (self.folder / IDS_FILE).exists()
+
+    def _load(self) -> None:
+        if self._retriever is not None or not self.exists():
+            return
+        ids = json.loads((self.folder / IDS_FILE).read_text())
+        retriever = bm25s.BM25.load(str(self.folder), show_progress=False) if ids else None
+        self._retriever, self._ids = retriever, ids
+
+    def search(self, query: str, k: int, allowed: set[str] | None = None) -> list[tuple[str, float]]:
+        """Top-k (id, BM25 score) with score > 0; `allowed` restricts to those ids (filters inside)."""
+        with self._lock:
+            self._load()
+            retriever, ids = self._retriever, self._ids
+        tokens = [t for t in dict.fromkeys(code_tokens(query)) if t in getattr(retriever, "vocab_dict", {})]
+        if retriever is None or not tokens or k <= 0:
+            return []
+        scores = retriever.get_scores(tokens)
+        if allowed is not None:
+            mask = np.fromiter((i in allowed for i in ids), dtype=bool, count=len(ids))
+            scores = np.where(mask, scores, 0.0)
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [(ids[i], float(scores[i])) for i in top if scores[i] > 0]

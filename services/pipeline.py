@@ -1,0 +1,124 @@
+"""The query pipeline, stage by stage (synchronous; the service runs it in a worker thread).
+
+Threshold rule (scores from different strategies live on different scales):
+- the vector search over-fetches `pool_size(top_k)` candidates (spec: 2 × top_k) whose cosine
+  similarity is at least 0.8 × min_relevance;
+- after reranking, min_relevance is applied to the score that is on the cosine scale:
+  * SIMILARITY strategies (none, keyword-boost, heuristic, metadata) keep cosine-based scores
+    (boosted or offset), so min_relevance applies to the reranked score, as in the spec;
+  * RELATIVE (rrf, hybrid: fused, normalised per query) and PROBABILITY (cross-encoder, llm)
+    scores are not cosine similarities, so min_relevance applies to the candidate's original
+    cosine score instead; a candidate that only the keyword index found has no cosine score
+    and is kept. Nothing is dropped because of a scale mismatch.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import time
+from dataclasses import dataclass, replace
+
+from services.errors import StrategyUnavailable
+from services.models import Candidate, Chunk, QueryOptions, QueryResult, RerankRequest, ResultChunk
+from services.reranking.base import SIMILARITY
+
+
+@dataclass
+class Stages:
+    """Wall-clock time of each stage in milliseconds."""
+
+    times: dict
+
+    def __init__(self) -> None:
+        self.times = {}
+        self._start = time.perf_counter()
+        self._last = self._start
+
+    def mark(self, name: str) -> None:
+        now = time.perf_counter()
+        self.times[name] = round((now - self._last) * 1000, 2)
+        self._last = now
+
+    def total(self) -> dict:
+        self.times["total"] = round((time.perf_counter() - self._start) * 1000, 2)
+        return self.times
+
+
+def allowed_paths(all_paths: list[str], glob: str) -> list[str] | None:
+    """Paths matching a glob (or several, comma-separated); None means no path filter."""
+    patterns = [p.strip() for p in glob.split(",") if p.strip()]
+    if not patterns:
+        return None
+    return [p for p in all_paths if any(fnmatch.fnmatch(p, pat) or fnmatch.fnmatch(p, f"*/{pat}") for pat in patterns)]
+
+
+def semantic_candidates(hits: list[tuple[str, float]], chunks: dict[str, Chunk], floor: float) -> list[Candidate]:
+    """Vector hits above the pre-rerank floor that the catalogue lists (the committed versions)."""
+    kept = [(i, s) for i, s in hits if s >= floor and i in chunks]
+    return [Candidate(chunks[i], s, s, rank) for rank, (i, s) in enumerate(kept, 1)]
+
+
+def keyword_candidates(hits: list[tuple[str, float]], chunks: dict[str, Chunk],
+                       semantic: list[Candidate]) -> list[Candidate]:
+    by_id = {c.chunk.id: c for c in semantic}
+    out = []
+    for rank, (i, score) in enumerate(((i, s) for i, s in hits if i in chunks), 1):
+        known = by_id.get(i)
+        out.append(Candidate(chunks[i], score, known.original_score if known else None,
+                             known.original_rank if known else None, score, rank))
+    return out
+
+
+def rerank(strategy, request: RerankRequest) -> tuple[list[Candidate], bool, str | None]:
+    """Run a strategy; on unavailability fall back to the original ranking and say why."""
+    if strategy.name == "none":
+        return list(request.candidates), False, None
+    availability = strategy.availability()
+    if not availability.available:
+        return list(request.candidates), False, availability.reason
+    try:
+        ranked = strategy.rerank(request)
+    except StrategyUnavailable as error:
+        return list(request.candidates), False, str(error)
+    note = getattr(strategy, "last_note", "") or None
+    return ranked, note is None, note
+
+
+def above_threshold(ranked: list[Candidate], scale: str, min_relevance: float) -> list[Candidate]:
+    if scale == SIMILARITY:
+        return [c for c in ranked if c.score >= min_relevance]
+    return [c for c in ranked if c.original_score is None or c.original_score >= min_relevance]
+
+
+def expand(chunk: Chunk, lines: list[str] | None, context_lines: int) -> tuple[str, int]:
+    """The chunk with `context_lines` lines around it, from the file as it is on disk now.
+
+    When the file changed since it was indexed (lines differ), the chunk's own text is shown.
+    """
+    if lines is None or chunk.end_line > len(lines) or \
+            "".join(lines[chunk.start_line - 1:chunk.end_line]).rstrip("\n") != chunk.content.rstrip("\n"):
+        return chunk.content, chunk.start_line
+    start = max(1, chunk.start_line - context_lines)
+    end = min(len(lines), chunk.end_line + context_lines)
+    return "".join(lines[start - 1:end]), start
+
+
+def to_results(ranked: list[Candidate], contexts: dict[str, tuple[str, int]]) -> list[ResultChunk]:
+    out = []
+    for rank, c in enumerate(ranked, 1):
+        text, start = contexts.get(c.chunk.id, ("", 0))
+        out.append(ResultChunk(c.chunk, rank, c.score, c.original_rank, c.original_score, text, start))
+    return out
+
+
+def assemble(question: str, options: QueryOptions, reranked: list[ResultChunk], original: list[ResultChunk],
+             total: int, above: int, was_reranked: bool, fallback: str | None, stages: Stages) -> QueryResult:
+    files = list(dict.fromkeys(r.chunk.path for r in reranked))
+    return QueryResult(question=question, strategy=options.strategy, results=reranked, original=original,
+                       relevant_files=files, total_chunks_searched=total, chunks_above_threshold=above,
+                       reranked=was_reranked, fallback_reason=fallback, cache_hit=False,
+                       timings_ms=stages.total())
+
+
+def mark_cached(result: QueryResult) -> QueryResult:
+    return replace(result, cache_hit=True)

@@ -1,0 +1,104 @@
+"""Where a workspace's index lives: its folder, catalogue, vector collection and keyword index."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+from services.catalog import Catalog
+from services.errors import IndexMissingError, WorkspaceError
+from services.keyword_index import KeywordIndex
+from services.store import VectorStore, forget_client, make_client
+
+CATALOG_FILE = "manifest.sqlite"
+
+
+def workspace_root(workspace: str | Path) -> Path:
+    root = Path(workspace).expanduser()
+    if not root.exists():
+        raise WorkspaceError(f"Workspace folder {root} does not exist.")
+    if not root.is_dir():
+        raise WorkspaceError(f"Workspace {root} is not a folder.")
+    return root.resolve()
+
+
+def workspace_key(root: Path) -> str:
+    digest = hashlib.sha1(str(root).encode()).hexdigest()[:12]
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in root.name)[:40] or "root"
+    return f"{safe}-{digest}"
+
+
+class WorkspaceIndex:
+    """Opened lazily; `exists()` tells whether an index was ever built (and not deleted since)."""
+
+    def __init__(self, root: Path, data_dir: Path, chroma_url: str | None = None) -> None:
+        self.root = root
+        self.key = workspace_key(root)
+        self.folder = data_dir / "workspaces" / self.key
+        self.chroma_url = chroma_url
+        self.keywords = KeywordIndex(self.folder / "bm25")
+        self._catalog: Catalog | None = None
+        self._store: VectorStore | None = None
+
+    @property
+    def chroma_path(self) -> Path:
+        return self.folder / "chroma"
+
+    def exists(self) -> bool:
+        return (self.folder / CATALOG_FILE).exists() and self._catalog_has_model()
+
+    def _catalog_has_model(self) -> bool:
+        return bool(self.catalog().get_meta("model"))
+
+    def catalog(self) -> Catalog:
+        if self._catalog is None:
+            self._catalog = Catalog(self.folder / CATALOG_FILE)
+        return self._catalog
+
+    def store(self) -> VectorStore:
+        if self._store is None:
+            client = make_client(None if self.chroma_url else self.chroma_path, self.chroma_url)
+            self._store = VectorStore(client, "ke_" + self.key.replace("-", "_")[:50])
+        return self._store
+
+    def require(self) -> None:
+        """Raise a clear error when the index folder vanished under a running app."""
+        if not (self.folder / CATALOG_FILE).exists():
+            was_open = self._catalog is not None
+            self.reset_handles()
+            if was_open:
+                raise IndexMissingError(
+                    f"The index folder {self.folder} was deleted. Reindex to rebuild it.")
+            raise IndexMissingError(f"{self.root} is not indexed yet. Index it first.")
+        if not self._catalog_has_model():
+            raise IndexMissingError(f"{self.root} is not indexed yet. Index it first.")
+
+    def reset_handles(self) -> None:
+        if self._catalog is not None:
+            try:
+                self._catalog.close()
+            except Exception:
+                pass
+        self._catalog = None
+        self._store = None
+        self.keywords = KeywordIndex(self.folder / "bm25")
+        if not self.chroma_url:
+            forget_client(self.chroma_path)
+
+    def wipe(self) -> None:
+        """Delete everything of this workspace's index (for a full rebuild)."""
+        if self.chroma_url:
+            self.store().drop()
+        self.reset_handles()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def size_bytes(self) -> int:
+        if not self.folder.exists():
+            return 0
+        return sum(p.stat().st_size for p in self.folder.rglob("*") if p.is_file())
+
+    def close(self) -> None:
+        if self._catalog is not None:
+            self._catalog.close()
+            self._catalog = None
