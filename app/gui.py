@@ -1,0 +1,93 @@
+"""GUI entry point: QApplication + qasync loop + KnowledgeService + MainWindow (and --screenshot)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtWidgets import QApplication
+
+log = logging.getLogger(__name__)
+
+
+def default_workspace(path: str | None, settings) -> str:
+    """PATH if given, else the last workspace (when it still exists), else the current folder."""
+    if path:
+        return path
+    last = str(settings.value("lastWorkspace", "") or "")
+    if last and Path(last).is_dir():
+        return last
+    return os.getcwd()
+
+
+async def take_screenshot(window, workspace: str, out: str, query: str | None,
+                          strategy: str | None) -> int:
+    """Open `workspace` (index it if needed), run `query`, select the first result, save the window."""
+    health = await window.open_workspace(workspace)
+    if not health.indexed or health.needs_reindex or health.stale_files:
+        task = window.start_index(full=health.needs_reindex)
+        if task is not None:
+            await task
+    if strategy and not window.query_bar.select_strategy(strategy):
+        log.warning("strategy %r is unknown or unavailable; using %s", strategy,
+                    window.query_bar.strategy_name())
+    if query:
+        task = window.run_query(query)
+        if task is not None:
+            await task
+            window.results.select_first()
+    await asyncio.sleep(0.3)  # let layouts and the highlighter settle
+    QApplication.processEvents()
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    if not window.grab().save(out):
+        log.error("could not save the screenshot to %s", out)
+        return 1
+    print(f"screenshot saved to {out}")
+    return 0
+
+
+def run_gui(path: str | None, screenshot: str | None, query: str | None, strategy: str | None,
+            service_kwargs: dict) -> int:
+    """Start the desktop app on `path`; with `screenshot`, render the window to that PNG and exit."""
+    import qasync
+
+    from services.knowledge import KnowledgeService
+    from ui.main_window import APPLICATION, ORGANIZATION, MainWindow, app_settings
+    from ui.theme import apply_theme
+
+    QCoreApplication.setOrganizationName(ORGANIZATION)
+    QCoreApplication.setApplicationName(APPLICATION)
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    apply_theme(app)
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    settings = app_settings()
+    service = KnowledgeService(**(service_kwargs or {}))
+    window = MainWindow(service, settings)
+    workspace = default_workspace(path, settings)
+    if strategy:
+        window.query_bar.select_strategy(strategy)
+    window.show()
+    try:
+        with loop:
+            if screenshot:
+                return loop.run_until_complete(
+                    take_screenshot(window, workspace, screenshot, query, strategy))
+            window.open_workspace(workspace)
+            if query:
+                window.run_query(query)
+            closed = asyncio.Event()
+            app.aboutToQuit.connect(closed.set)
+            app.lastWindowClosed.connect(closed.set)
+            loop.run_until_complete(closed.wait())
+            return 0
+    finally:
+        window.shutdown()
+        if screenshot:
+            window.save_settings = lambda: None  # a screenshot run leaves the user's layout alone
+        window.close()
+        service.close()

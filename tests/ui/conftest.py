@@ -1,0 +1,48 @@
+"""pytest-qt fixtures: one session-wide qasync loop on the QApplication, real services in temp dirs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import pytest  # noqa: E402
+import qasync  # noqa: E402
+from PySide6.QtCore import QSettings  # noqa: E402
+
+from ui.theme import apply_theme  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def qasync_loop(qapp):
+    """ONE loop for the whole session. Never stopped between tests (stop() would quit the app)."""
+    apply_theme(qapp)
+    loop = qasync.QEventLoop(qapp, already_running=True)
+    asyncio.set_event_loop(loop)
+    asyncio.events._set_running_loop(None)  # marked running only while a UI test runs (see `loop`)
+    yield loop
+
+
+@pytest.fixture
+def loop(qasync_loop, qtbot):
+    """The qasync loop, seen by asyncio as running during this test only (so pytest-asyncio tests
+    elsewhere in the session still get a clean thread)."""
+    asyncio.set_event_loop(qasync_loop)
+    asyncio.events._set_running_loop(qasync_loop)
+    yield qasync_loop
+    pending = [t for t in asyncio.all_tasks(qasync_loop) if not t.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        qtbot.waitUntil(lambda: all(t.done() for t in pending), timeout=10_000)
+    asyncio.events._set_running_loop(None)
+
+
+@pytest.fixture
+def qsettings(tmp_path):
+    """A private ini file, so tests never read or write the user's settings."""
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    yield settings
+    settings.sync()

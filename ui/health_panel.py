@@ -1,0 +1,229 @@
+"""Index-health panel: status badge, facts, stale/skipped files, reindex controls and progress."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QFormLayout, QHBoxLayout, QLabel, QProgressBar, QPushButton, QTreeWidget, QTreeWidgetItem,
+    QVBoxLayout, QWidget,
+)
+
+from services.models import IndexHealth, ProgressEvent
+
+# badge state -> (css state name)
+UP_TO_DATE, STALE, NEEDS_REINDEX, NOT_INDEXED, UNKNOWN = "ok", "stale", "reindex", "missing", "unknown"
+
+
+def badge_for(health: IndexHealth | None) -> tuple[str, str]:
+    """(text, state) of the status badge."""
+    if health is None:
+        return "no workspace", UNKNOWN
+    if not health.indexed:
+        return "not indexed", NOT_INDEXED
+    if health.needs_reindex:
+        return "needs reindex", NEEDS_REINDEX
+    if health.stale_files:
+        return f"{len(health.stale_files)} stale", STALE
+    return "up to date", UP_TO_DATE
+
+
+def human_size(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"
+
+
+def human_time(iso: str) -> str:
+    """ISO 8601 UTC -> local 'YYYY-MM-DD HH:MM' plus how long ago."""
+    if not iso:
+        return "—"
+    try:
+        when = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return iso
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    ago = (datetime.now(timezone.utc) - when).total_seconds()
+    if ago < 90:
+        rel = "just now"
+    elif ago < 5400:
+        rel = f"{ago / 60:.0f} min ago"
+    elif ago < 172800:
+        rel = f"{ago / 3600:.0f} h ago"
+    else:
+        rel = f"{ago / 86400:.0f} days ago"
+    return f"{when.astimezone().strftime('%Y-%m-%d %H:%M')} ({rel})"
+
+
+def languages_text(languages: dict[str, int]) -> str:
+    if not languages:
+        return "—"
+    ordered = sorted(languages.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{name} {count}" for name, count in ordered)
+
+
+def progress_text(event: ProgressEvent) -> str:
+    parts = [event.phase.capitalize()]
+    if event.files_total:
+        parts.append(f"files {event.files_done}/{event.files_total}")
+    if event.chunks_total:
+        parts.append(f"chunks {event.chunks_done}/{event.chunks_total}")
+    if event.rate:
+        parts.append(f"{event.rate:.0f}/s")
+    if event.eta_seconds is not None and event.phase not in ("done", "cancelled"):
+        eta = int(round(event.eta_seconds))
+        parts.append(f"ETA {eta // 60}:{eta % 60:02d}")
+    return " · ".join(parts)
+
+
+def progress_fraction(event: ProgressEvent) -> tuple[int, int]:
+    """(value, maximum) for a progress bar: chunks when known, else files."""
+    if event.chunks_total:
+        return event.chunks_done, event.chunks_total
+    if event.files_total:
+        return event.files_done, event.files_total
+    return 0, 0  # busy indicator
+
+
+class HealthPanel(QWidget):
+    reindex_requested = Signal(bool)  # full rebuild?
+    cancel_requested = Signal()
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.health: IndexHealth | None = None
+        self.badge = QLabel()
+        self.badge.setObjectName("healthBadge")
+        self.badge.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.workspace_label = QLabel()
+        self.workspace_label.setObjectName("healthWorkspace")
+        self.workspace_label.setWordWrap(True)
+        self.values: dict[str, QLabel] = {}
+        form = QFormLayout()
+        form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
+        form.setHorizontalSpacing(10)
+        form.setVerticalSpacing(4)
+        for key in ("Files", "Chunks", "Languages", "Model", "Size", "Updated", "Created", "Last error"):
+            label = QLabel("—")
+            label.setWordWrap(True)
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            self.values[key] = label
+            form.addRow(f"{key}:", label)
+        self.values["Last error"].setObjectName("healthError")
+
+        self.files = QTreeWidget()
+        self.files.setHeaderLabels(["File", "Status"])
+        self.files.setRootIsDecorated(False)
+        self.files.setAlternatingRowColors(True)
+        self.files.setUniformRowHeights(True)
+        self.files.header().setStretchLastSection(True)
+        self.files.setColumnWidth(0, 200)
+
+        self.reindex_button = QPushButton("Reindex")
+        self.reindex_button.setToolTip("Index new and changed files only")
+        self.rebuild_button = QPushButton("Full rebuild")
+        self.rebuild_button.setToolTip("Drop the index and embed every file again")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.reindex_button.clicked.connect(lambda: self.reindex_requested.emit(False))
+        self.rebuild_button.clicked.connect(lambda: self.reindex_requested.emit(True))
+        self.cancel_button.clicked.connect(self.cancel_requested.emit)
+        self.progress = QProgressBar()
+        self.progress.setTextVisible(True)
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.progress_label = QLabel("")
+        self.progress_label.setObjectName("progressLabel")
+
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.reindex_button)
+        buttons.addWidget(self.rebuild_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.cancel_button)
+
+        top = QHBoxLayout()
+        top.addWidget(self.badge)
+        top.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 10, 10, 10)
+        layout.setSpacing(8)
+        layout.addLayout(top)
+        layout.addWidget(self.workspace_label)
+        layout.addLayout(form)
+        self.files_title = QLabel("Stale and skipped files")
+        self.files_title.setObjectName("sectionTitle")
+        layout.addWidget(self.files_title)
+        layout.addWidget(self.files, 1)
+        layout.addLayout(buttons)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.progress_label)
+        self.set_health(None)
+
+    # --- health ---
+    def set_health(self, health: IndexHealth | None) -> None:
+        self.health = health
+        text, state = badge_for(health)
+        self.badge.setText(text)
+        self.badge.setProperty("state", state)
+        self.badge.style().unpolish(self.badge)
+        self.badge.style().polish(self.badge)
+        self.workspace_label.setText(health.workspace if health else "Open a workspace to see its index")
+        h = health or IndexHealth(workspace="", indexed=False)
+        self.values["Files"].setText(f"{h.files:,}" if h.indexed else "—")
+        self.values["Chunks"].setText(f"{h.chunks:,}" if h.indexed else "—")
+        self.values["Languages"].setText(languages_text(h.languages))
+        self.values["Model"].setText(f"{h.model} ({h.dimension}-d)" if h.model else "—")
+        self.values["Size"].setText(human_size(h.size_bytes) if h.indexed else "—")
+        self.values["Updated"].setText(human_time(h.updated_at))
+        self.values["Created"].setText(human_time(h.created_at))
+        self.values["Last error"].setText(h.last_error or "none")
+        self.values["Last error"].setProperty("error", bool(h.last_error))
+        self._fill_files(h)
+        self.reindex_button.setEnabled(health is not None and not self.is_indexing())
+        self.rebuild_button.setEnabled(health is not None and not self.is_indexing())
+        self.reindex_button.setText("Index now" if health is not None and not health.indexed else "Reindex")
+
+    def _fill_files(self, h: IndexHealth) -> None:
+        self.files.clear()
+        for stale in h.stale_files:
+            QTreeWidgetItem(self.files, [stale.path, f"stale: {stale.change}"])
+        for skipped in h.skipped:
+            item = QTreeWidgetItem(self.files, [skipped.path, f"skipped: {skipped.reason}"])
+            item.setToolTip(1, skipped.reason)
+        count = len(h.stale_files) + len(h.skipped)
+        self.files_title.setText(
+            f"Stale and skipped files ({len(h.stale_files)} stale, {len(h.skipped)} skipped)" if count
+            else "Stale and skipped files (none)")
+
+    # --- indexing state ---
+    def is_indexing(self) -> bool:
+        return self.cancel_button.isEnabled()
+
+    def indexing_started(self, full: bool) -> None:
+        self.cancel_button.setEnabled(True)
+        self.reindex_button.setEnabled(False)
+        self.rebuild_button.setEnabled(False)
+        self.progress.setRange(0, 0)
+        self.progress_label.setText("Full rebuild: starting…" if full else "Reindex: starting…")
+
+    def show_progress(self, event: ProgressEvent) -> None:
+        value, maximum = progress_fraction(event)
+        self.progress.setRange(0, maximum)
+        if maximum:
+            self.progress.setValue(value)
+        self.progress_label.setText(progress_text(event))
+
+    def indexing_finished(self, message: str) -> None:
+        self.cancel_button.setEnabled(False)
+        enabled = self.health is not None
+        self.reindex_button.setEnabled(enabled)
+        self.rebuild_button.setEnabled(enabled)
+        if self.progress.maximum() == 0:
+            self.progress.setRange(0, 1)
+            self.progress.setValue(0)
+        self.progress_label.setText(message)

@@ -1,0 +1,406 @@
+"""Main window: workspace picker, query bar, rankings side by side, code view, index health."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QDockWidget, QFileDialog, QLabel, QMainWindow, QMenu, QSizePolicy, QSplitter, QToolBar, QToolButton,
+    QVBoxLayout, QWidget,
+)
+
+from services.knowledge import KnowledgeService
+from services.models import IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, StrategyInfo
+from ui.async_runner import AsyncRunner
+from ui.code_view import CodeView
+from ui.health_panel import HealthPanel
+from ui.message_bar import ERROR, INFO, WARNING, MessageBar
+from ui.query_bar import QueryBar
+from ui.results_view import ResultsView
+
+log = logging.getLogger(__name__)
+
+ORGANIZATION = "KnowledgeExplorer"
+APPLICATION = "KnowledgeExplorer"
+MAX_RECENT = 10
+STAGES = ("embed", "search", "rerank", "expand")
+
+
+def app_settings() -> QSettings:
+    return QSettings(ORGANIZATION, APPLICATION)
+
+
+def recent_workspaces(settings: QSettings) -> list[str]:
+    value = settings.value("recentWorkspaces", [])
+    if isinstance(value, str):
+        value = [value]
+    return [str(v) for v in (value or []) if v]
+
+
+def remember_workspace(settings: QSettings, path: str) -> list[str]:
+    recent = [path] + [p for p in recent_workspaces(settings) if p != path]
+    recent = recent[:MAX_RECENT]
+    settings.setValue("recentWorkspaces", recent)
+    settings.setValue("lastWorkspace", path)
+    return recent
+
+
+def timings_text(result: QueryResult) -> str:
+    parts = [f"{stage} {result.timings_ms[stage]:.0f} ms" for stage in STAGES if stage in result.timings_ms]
+    parts += [f"{k} {v:.0f} ms" for k, v in result.timings_ms.items() if k not in STAGES and k != "total"]
+    total = result.timings_ms.get("total")
+    if total is not None:
+        parts.append(f"total {total:.0f} ms")
+    return " · ".join(parts)
+
+
+def fallback_strategies() -> list[StrategyInfo]:
+    return [StrategyInfo("none", "None (vector order)", "The vector ranking as is", True, "")]
+
+
+class MainWindow(QMainWindow):
+    progress_received = Signal(object)  # ProgressEvent, from any thread
+
+    def __init__(self, service: KnowledgeService, settings: QSettings | None = None) -> None:
+        super().__init__()
+        self.service = service
+        self.settings = settings if settings is not None else app_settings()
+        self.runner = AsyncRunner(self)
+        self.workspace = ""
+        self.health: IndexHealth | None = None
+        self.last_result: QueryResult | None = None
+        self.last_report: IndexReport | None = None
+        self.cancel_event: threading.Event | None = None
+        self.progress_events: list[ProgressEvent] = []
+        self.setWindowTitle("Knowledge Explorer")
+
+        self.messages = MessageBar()
+        self.query_bar = QueryBar()
+        self.results = ResultsView()
+        self.code = CodeView()
+        self.health_panel = HealthPanel()
+        self._build_layout()
+        self._build_toolbar()
+        self._build_status_bar()
+        self._connect()
+        self._load_strategies()
+        self._restore_settings()
+
+    # ------------------------------------------------------------------ layout
+    def _build_layout(self) -> None:
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter.addWidget(self.results)
+        self.splitter.addWidget(self.code)
+        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(1, 4)
+        self.splitter.setChildrenCollapsible(False)
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(6, 0, 6, 0)
+        layout.setSpacing(4)
+        layout.addWidget(self.messages)
+        layout.addWidget(self.query_bar)
+        layout.addWidget(self.splitter, 1)
+        self.setCentralWidget(central)
+
+        self.health_dock = QDockWidget("Index health", self)
+        self.health_dock.setObjectName("healthDock")
+        self.health_dock.setWidget(self.health_panel)
+        self.health_dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                                     | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+                                     | QDockWidget.DockWidgetFeature.DockWidgetClosable)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.health_dock)
+        self.compare_dock = self._build_compare_dock()
+
+    def _build_compare_dock(self) -> QDockWidget | None:
+        try:
+            from ui.compare import CompareView  # written by another engineer; optional until it lands
+        except ImportError:
+            return None
+        try:
+            view = CompareView(self.service)
+        except TypeError:
+            view = CompareView()
+        except Exception:  # its constructor failing must not take the main window down
+            log.exception("CompareView could not be created")
+            return None
+        dock = QDockWidget("Compare strategies", self)
+        dock.setObjectName("compareDock")
+        dock.setWidget(view)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        self.tabifyDockWidget(self.health_dock, dock)
+        self.health_dock.raise_()
+        return dock
+
+    def _build_toolbar(self) -> None:
+        toolbar = QToolBar("Workspace")
+        toolbar.setObjectName("workspaceToolbar")
+        toolbar.setMovable(False)
+        self.addToolBar(toolbar)
+        self.open_action = QAction("Open workspace…", self)
+        self.open_action.setShortcut(QKeySequence.StandardKey.Open)
+        self.open_action.triggered.connect(self.choose_workspace)
+        toolbar.addAction(self.open_action)
+        self.recent_menu = QMenu("Recent workspaces", self)
+        self.recent_button = QToolButton()
+        self.recent_button.setText("Recent")
+        self.recent_button.setMenu(self.recent_menu)
+        self.recent_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        toolbar.addWidget(self.recent_button)
+        toolbar.addSeparator()
+        self.workspace_label = QLabel("No workspace")
+        self.workspace_label.setObjectName("workspaceLabel")
+        toolbar.addWidget(self.workspace_label)
+        spacer = QWidget()
+        spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        toolbar.addWidget(spacer)
+        toolbar.addAction(self.health_dock.toggleViewAction())
+        focus = QAction("Focus query", self)
+        focus.setShortcut(QKeySequence("Ctrl+L"))
+        focus.triggered.connect(lambda: (self.query_bar.query.setFocus(), self.query_bar.query.selectAll()))
+        self.addAction(focus)
+
+    def _build_status_bar(self) -> None:
+        bar = self.statusBar()
+        self.status_results = QLabel("")
+        self.timings_label = QLabel("")
+        self.timings_label.setObjectName("timingsLabel")
+        self.cache_label = QLabel("")
+        self.cache_label.setObjectName("cacheLabel")
+        bar.addWidget(self.status_results, 1)
+        bar.addPermanentWidget(self.timings_label)
+        bar.addPermanentWidget(self.cache_label)
+
+    def _connect(self) -> None:
+        self.runner.failed.connect(self._show_failure)
+        self.runner.busy_changed.connect(self._busy_changed)
+        self.query_bar.submitted.connect(self.run_query)
+        self.results.chunk_selected.connect(self.code.show_chunk)
+        self.code.open_failed.connect(lambda text: self.messages.show_message(text, WARNING))
+        self.health_panel.reindex_requested.connect(self.start_index)
+        self.health_panel.cancel_requested.connect(self.cancel_index)
+        self.progress_received.connect(self._on_progress)
+
+    def _load_strategies(self) -> None:
+        try:
+            strategies = self.service.strategies() or fallback_strategies()
+        except Exception as exc:
+            log.exception("strategies() failed")
+            self.messages.show_message(f"Could not list reranking strategies: {exc}", ERROR)
+            strategies = fallback_strategies()
+        preferred = str(self.settings.value("strategy", "") or "")
+        self.query_bar.set_strategies(strategies, preferred)
+
+    # ---------------------------------------------------------------- settings
+    def _restore_settings(self) -> None:
+        geometry = self.settings.value("geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1440, 900)
+        state = self.settings.value("windowState")
+        if state is not None:
+            self.restoreState(state)
+        else:
+            self.resizeDocks([self.health_dock], [340], Qt.Orientation.Horizontal)
+        splitter = self.settings.value("splitter")
+        if splitter is not None:
+            self.splitter.restoreState(splitter)
+        else:
+            self.splitter.setSizes([340, 460])
+        try:
+            self.query_bar.top_k.setValue(int(self.settings.value("topK", 10)))
+        except (TypeError, ValueError):
+            pass
+        self._fill_recent_menu()
+
+    def save_settings(self) -> None:
+        self.settings.setValue("geometry", self.saveGeometry())
+        self.settings.setValue("windowState", self.saveState())
+        self.settings.setValue("splitter", self.splitter.saveState())
+        self.settings.setValue("strategy", self.query_bar.strategy_name())
+        self.settings.setValue("topK", self.query_bar.top_k.value())
+        if self.workspace:
+            self.settings.setValue("lastWorkspace", self.workspace)
+        self.settings.sync()
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        recent = recent_workspaces(self.settings)
+        for path in recent:
+            action = self.recent_menu.addAction(path)
+            action.triggered.connect(lambda _checked=False, p=path: self.open_workspace(p))
+        self.recent_button.setEnabled(bool(recent))
+
+    # --------------------------------------------------------------- workspace
+    def choose_workspace(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Open workspace", self.workspace or str(Path.home()))
+        if path:
+            self.open_workspace(path)
+
+    def open_workspace(self, path: str) -> asyncio.Task:
+        """Switch to `path`: show its health at once, offer indexing when there is no index."""
+        path = str(Path(path).expanduser().resolve())
+        self.workspace = path
+        self.code.set_workspace(path)
+        self.workspace_label.setText(path)
+        self.setWindowTitle(f"Knowledge Explorer — {Path(path).name}")
+        remember_workspace(self.settings, path)
+        self._fill_recent_menu()
+        self.messages.hide()
+        self.results.set_result(None)
+        self.code.show_chunk(None)
+        self.health_panel.set_health(IndexHealth(workspace=path, indexed=False))
+        self.health_panel.badge.setText("checking…")
+        return self.runner.run(self._load_workspace(path), key="workspace", context="Opening workspace")
+
+    async def _load_workspace(self, path: str) -> IndexHealth:
+        health = await self.service.health(path)
+        if path != self.workspace:
+            return health
+        self._apply_health(health)
+        if health.indexed:
+            await self._load_symbols(path)
+        return health
+
+    def _apply_health(self, health: IndexHealth) -> None:
+        self.health = health
+        self.health_panel.set_health(health)
+        self.query_bar.set_languages(list(health.languages))
+        if not health.indexed:
+            self.messages.show_message(
+                f"{Path(health.workspace).name} is not indexed yet.", INFO,
+                action_text="Index now", action=lambda: self.start_index(False))
+        elif health.needs_reindex:
+            self.messages.show_message(
+                "The index is out of date (many files changed or the model changed).", WARNING,
+                action_text="Rebuild index", action=lambda: self.start_index(True))
+        elif self.messages.level == INFO:
+            self.messages.hide()
+
+    async def _load_symbols(self, path: str) -> None:
+        names = await self.service.symbol_names(path)
+        if path == self.workspace:
+            self.query_bar.set_symbols(list(names))
+
+    def refresh_health(self) -> asyncio.Task:
+        return self.runner.run(self._load_workspace(self.workspace), key="workspace",
+                               context="Reading index health")
+
+    # ---------------------------------------------------------------- indexing
+    def start_index(self, full: bool = False) -> asyncio.Task | None:
+        if not self.workspace:
+            self.messages.show_message("Open a workspace first.", WARNING)
+            return None
+        if self.runner.is_running("index"):
+            return None
+        self.cancel_event = threading.Event()
+        self.progress_events = []
+        self.health_panel.indexing_started(full)
+        return self.runner.run(self._index(self.workspace, full, self.cancel_event), key="index",
+                               context="Indexing", on_error=self._index_failed)
+
+    async def _index(self, path: str, full: bool, cancel: threading.Event) -> IndexReport:
+        started = time.monotonic()
+        try:
+            report = await self.service.index(path, full=full, progress=self.progress_received.emit,
+                                              cancel=cancel)
+        except asyncio.CancelledError:
+            cancel.set()
+            raise
+        self.last_report = report
+        seconds = report.seconds or (time.monotonic() - started)
+        if report.cancelled:
+            message = f"Cancelled after {seconds:.1f} s; the index keeps what was finished."
+        else:
+            message = (f"Done in {seconds:.1f} s: {report.files_indexed} files indexed, "
+                       f"{report.chunks_embedded} chunks embedded, {report.chunks_total:,} in total")
+            if report.rebuilt_reason:
+                message += f" (full rebuild: {report.rebuilt_reason})"
+        self.health_panel.indexing_finished(message)
+        if path == self.workspace:
+            await self._load_workspace(path)
+        return report
+
+    def _index_failed(self, exc: BaseException) -> None:
+        self.health_panel.indexing_finished("Indexing failed")
+        if self.workspace:
+            self.refresh_health()
+
+    def cancel_index(self) -> None:
+        if self.cancel_event is not None:
+            self.cancel_event.set()
+            self.health_panel.progress_label.setText("Cancelling…")
+
+    def _on_progress(self, event: ProgressEvent) -> None:
+        self.progress_events.append(event)
+        self.health_panel.show_progress(event)
+
+    # ------------------------------------------------------------------ query
+    def query_options(self) -> QueryOptions:
+        return QueryOptions(workspace=self.workspace, top_k=self.query_bar.top_k.value(),
+                            strategy=self.query_bar.strategy_name(),
+                            languages=self.query_bar.selected_languages(),
+                            path_glob=self.query_bar.path_glob.text().strip())
+
+    def run_query(self, text: str | None = None) -> asyncio.Task | None:
+        """Run the query in the box (or `text`); a query still running is cancelled."""
+        if text is not None:
+            self.query_bar.query.setText(text)
+        question = self.query_bar.query.text().strip()
+        if not question:
+            return None
+        if not self.workspace:
+            self.messages.show_message("Open a workspace first.", WARNING)
+            return None
+        self.status_results.setText(f"Searching for “{question}”…")
+        return self.runner.run(self.service.query(question, self.query_options()), key="query",
+                               context="Query", on_result=self.show_result,
+                               on_error=lambda _exc: self.status_results.setText("Query failed"))
+
+    def show_result(self, result: QueryResult) -> None:
+        self.last_result = result
+        if self.messages.level == ERROR:
+            self.messages.hide()
+        self.results.set_result(result)
+        self.results.select_first()
+        count = len(result.results)
+        summary = (f"{count} result{'s' if count != 1 else ''} for “{result.question}” · "
+                   f"{result.chunks_above_threshold} above threshold of "
+                   f"{result.total_chunks_searched:,} chunks")
+        if result.fallback_reason:
+            summary += f" · not reranked: {result.fallback_reason}"
+        self.status_results.setText(summary)
+        self.timings_label.setText(timings_text(result))
+        self.cache_label.setText("cache hit" if result.cache_hit else "cache miss")
+        self.cache_label.setProperty("hit", result.cache_hit)
+        self.cache_label.style().unpolish(self.cache_label)
+        self.cache_label.style().polish(self.cache_label)
+        if not result.results and not result.original:
+            self.messages.show_message("No chunk matched the question above the relevance threshold.",
+                                       INFO, timeout_ms=8000)
+
+    # ------------------------------------------------------------------ misc
+    def _show_failure(self, context: str, message: str) -> None:
+        self.messages.show_message(f"{context} failed: {message}" if context else message, ERROR)
+
+    def _busy_changed(self, key: str, running: bool) -> None:
+        if key == "query":
+            self.query_bar.search_button.setText("Searching…" if running else "Search")
+
+    def shutdown(self) -> None:
+        """Stop background work: cancel indexing and pending tasks."""
+        if self.cancel_event is not None:
+            self.cancel_event.set()
+        self.runner.cancel_all()
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
+        self.save_settings()
+        self.shutdown()
+        super().closeEvent(event)

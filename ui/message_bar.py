@@ -1,0 +1,67 @@
+"""Inline message banner (no modal dialogs, so nothing blocks and tests never hang)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton
+
+ERROR, WARNING, INFO = "error", "warning", "info"
+
+
+class MessageBar(QFrame):
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setObjectName("messageBar")
+        self.level = INFO
+        self.icon = QLabel()
+        self.icon.setObjectName("messageIcon")
+        self.label = QLabel()
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.action_button = QPushButton()
+        self.action_button.setObjectName("messageAction")
+        self.action_button.hide()
+        self.action_button.clicked.connect(self._run_action)
+        self._action = None
+        self.close_button = QToolButton()
+        self.close_button.setText("✕")
+        self.close_button.setAutoRaise(True)
+        self.close_button.setToolTip("Dismiss")
+        self.close_button.clicked.connect(self.hide)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(10, 6, 6, 6)
+        layout.addWidget(self.icon)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(self.action_button)
+        layout.addWidget(self.close_button)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.timeout.connect(self.hide)
+        self.hide()
+
+    def show_message(self, text: str, level: str = ERROR, timeout_ms: int = 0,
+                     action_text: str = "", action=None) -> None:
+        """Show `text`; with `action_text` and a callable `action`, add a one-click button."""
+        self.level = level
+        self._action = action
+        self.action_button.setText(action_text)
+        self.action_button.setVisible(bool(action_text and action))
+        self.setProperty("level", level)
+        self.style().unpolish(self)
+        self.style().polish(self)
+        self.icon.setText({ERROR: "⛔", WARNING: "⚠", INFO: "ℹ"}.get(level, ""))
+        self.label.setText(text)
+        self.show()
+        if timeout_ms:
+            self._timer.start(timeout_ms)
+        else:
+            self._timer.stop()
+
+    def text(self) -> str:
+        return self.label.text() if self.isVisible() else ""
+
+    def _run_action(self) -> None:
+        action = self._action
+        self.hide()
+        if action is not None:
+            action()

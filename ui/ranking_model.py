@@ -1,0 +1,208 @@
+"""Table view-models for the two rankings shown side by side (testable without a window)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QBrush, QColor, QFont
+
+from services.models import QueryResult, ResultChunk
+
+ORIGINAL = "original"
+RERANKED = "reranked"
+
+UP_COLOR = QColor("#2e9d57")
+DOWN_COLOR = QColor("#d1483f")
+NEW_COLOR = QColor("#2f7bd8")
+SAME_COLOR = QColor("#8a8f98")
+MUTED_COLOR = QColor("#8a8f98")
+
+ChunkIdRole = Qt.ItemDataRole.UserRole + 1
+SortRole = Qt.ItemDataRole.UserRole + 2
+
+
+def movement(item: ResultChunk) -> tuple[str, int | None]:
+    """Rank movement from the vector ranking to the reranked one: ("▲2", 2), ("▼1", -1), ("=", 0), ("new", None)."""
+    if item.original_rank is None:
+        return "new", None
+    delta = item.original_rank - item.rank
+    if delta > 0:
+        return f"▲{delta}", delta
+    if delta < 0:
+        return f"▼{-delta}", delta
+    return "=", 0
+
+
+def movement_color(delta: int | None) -> QColor:
+    if delta is None:
+        return NEW_COLOR
+    if delta > 0:
+        return UP_COLOR
+    if delta < 0:
+        return DOWN_COLOR
+    return SAME_COLOR
+
+
+def symbol_text(item: ResultChunk) -> str:
+    chunk = item.chunk
+    name = chunk.qualified_name or chunk.symbol
+    if not name:
+        name = chunk.path.rsplit("/", 1)[-1]
+    return name
+
+
+def location_text(item: ResultChunk) -> str:
+    chunk = item.chunk
+    return f"{chunk.path}:{chunk.start_line}-{chunk.end_line}"
+
+
+def format_score(score: float | None) -> str:
+    return "—" if score is None else f"{score:.3f}"
+
+
+class RankingModel(QAbstractTableModel):
+    """One ranking of a QueryResult: `side` is ORIGINAL (vector order) or RERANKED.
+
+    Every row shows both scores: in the original list the reranked score is looked up by chunk id
+    in the reranked list ("—" when the chunk did not make the reranked cut), and vice versa.
+    """
+
+    def __init__(self, side: str, parent=None) -> None:
+        super().__init__(parent)
+        if side not in (ORIGINAL, RERANKED):
+            raise ValueError(f"side must be {ORIGINAL!r} or {RERANKED!r}")
+        self.side = side
+        self._rows: list[ResultChunk] = []
+        self._other: dict[str, ResultChunk] = {}
+        self._row_of: dict[str, int] = {}
+        self.columns = (["#", "Δ"] if side == RERANKED else ["#"]) + [
+            "Symbol", "Kind", "Location", "Vector", "Reranked"]
+        self._mono = QFont("monospace")
+        self._mono.setStyleHint(QFont.StyleHint.Monospace)
+
+    # --- data in ---
+    def set_result(self, result: QueryResult | None) -> None:
+        self.beginResetModel()
+        if result is None:
+            self._rows, others = [], []
+        elif self.side == ORIGINAL:
+            self._rows, others = list(result.original), list(result.results)
+        else:
+            self._rows, others = list(result.results), list(result.original)
+        self._other = {r.chunk.id: r for r in others}
+        self._row_of = {r.chunk.id: i for i, r in enumerate(self._rows)}
+        self.endResetModel()
+
+    def clear(self) -> None:
+        self.set_result(None)
+
+    # --- lookups ---
+    def item(self, row: int) -> ResultChunk:
+        return self._rows[row]
+
+    def row_of(self, chunk_id: str) -> int | None:
+        return self._row_of.get(chunk_id)
+
+    def column_of(self, title: str) -> int:
+        return self.columns.index(title)
+
+    def rank_of(self, item: ResultChunk) -> int | None:
+        if self.side == RERANKED:
+            return item.rank
+        return item.original_rank if item.original_rank is not None else self._rows.index(item) + 1
+
+    def scores(self, item: ResultChunk) -> tuple[float | None, float | None]:
+        """(vector score, reranked score) for a row."""
+        if self.side == RERANKED:
+            return item.original_score, item.score
+        other = self._other.get(item.chunk.id)
+        return item.original_score, (other.score if other is not None else None)
+
+    # --- Qt model API ---
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.columns)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):
+        if orientation != Qt.Orientation.Horizontal:
+            return None
+        title = self.columns[section]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return title
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            return self._alignment(title)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return {
+                "#": "Rank in this list",
+                "Δ": "Movement from the vector ranking (▲ up, ▼ down, = same, new = not in the vector top list)",
+                "Vector": "Cosine similarity from the vector search",
+                "Reranked": "Score after reranking (— when the chunk is not in the reranked list)",
+            }.get(title)
+        return None
+
+    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
+        if not index.isValid() or not 0 <= index.row() < len(self._rows):
+            return None
+        item = self._rows[index.row()]
+        title = self.columns[index.column()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self._display(item, title)
+        if role == SortRole:
+            return self._sort_value(item, title)
+        if role == ChunkIdRole:
+            return item.chunk.id
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            return self._alignment(title)
+        if role == Qt.ItemDataRole.ForegroundRole:
+            return self._foreground(item, title)
+        if role == Qt.ItemDataRole.FontRole and title in ("#", "Vector", "Reranked", "Δ"):
+            return self._mono
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return self._tooltip(item)
+        return None
+
+    def _display(self, item: ResultChunk, title: str) -> str:
+        vector, reranked = self.scores(item)
+        if title == "#":
+            return str(self.rank_of(item))
+        if title == "Δ":
+            return movement(item)[0]
+        if title == "Symbol":
+            return symbol_text(item)
+        if title == "Kind":
+            return item.chunk.kind
+        if title == "Location":
+            return location_text(item)
+        if title == "Vector":
+            return format_score(vector)
+        return format_score(reranked)
+
+    def _sort_value(self, item: ResultChunk, title: str):
+        vector, reranked = self.scores(item)
+        return {"#": self.rank_of(item), "Δ": movement(item)[1], "Vector": vector,
+                "Reranked": reranked}.get(title, self._display(item, title))
+
+    @staticmethod
+    def _alignment(title: str):
+        if title in ("#", "Vector", "Reranked"):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if title == "Δ":
+            return int(Qt.AlignmentFlag.AlignCenter)
+        return int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+
+    def _foreground(self, item: ResultChunk, title: str):
+        if title == "Δ":
+            return QBrush(movement_color(movement(item)[1]))
+        if title in ("Kind", "Location"):
+            return QBrush(MUTED_COLOR)
+        if title == "Reranked" and self.scores(item)[1] is None:
+            return QBrush(MUTED_COLOR)
+        return None
+
+    def _tooltip(self, item: ResultChunk) -> str:
+        chunk = item.chunk
+        lines = [f"{symbol_text(item)} ({chunk.kind})", location_text(item)]
+        if chunk.docstring:
+            lines.append(chunk.docstring.strip().splitlines()[0][:200])
+        return "\n".join(lines)

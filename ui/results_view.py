@@ -1,0 +1,142 @@
+"""The two rankings side by side, with selection kept in step by chunk id."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QItemSelectionModel, Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView, QHeaderView, QLabel, QSplitter, QTableView, QVBoxLayout, QWidget,
+)
+
+from services.models import QueryResult, ResultChunk
+from ui.ranking_model import ORIGINAL, RERANKED, RankingModel
+
+
+def make_table(model: RankingModel) -> QTableView:
+    table = QTableView()
+    table.setModel(model)
+    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.setAlternatingRowColors(True)
+    table.setShowGrid(False)
+    table.setWordWrap(False)
+    table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+    table.verticalHeader().hide()
+    table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 8)
+    table.setTabKeyNavigation(False)
+    header = table.horizontalHeader()
+    header.setHighlightSections(False)
+    header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+    digit = table.fontMetrics().horizontalAdvance("0")
+    for title, width in (("#", 4), ("Δ", 5), ("Kind", 9), ("Vector", 8), ("Reranked", 10)):
+        if title in model.columns:
+            column = model.column_of(title)
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Fixed)
+            table.setColumnWidth(column, digit * width + 16)
+    header.setSectionResizeMode(model.column_of("Symbol"), QHeaderView.ResizeMode.Stretch)
+    header.setSectionResizeMode(model.column_of("Location"), QHeaderView.ResizeMode.Stretch)
+    return table
+
+
+class RankingPane(QWidget):
+    def __init__(self, title: str, model: RankingModel, parent=None) -> None:
+        super().__init__(parent)
+        self.title = QLabel(title)
+        self.title.setObjectName("paneTitle")
+        self.model = model
+        self.table = make_table(model)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addWidget(self.title)
+        layout.addWidget(self.table, 1)
+
+
+class ResultsView(QWidget):
+    """Left: the vector ranking (QueryResult.original). Right: the reranked ranking (QueryResult.results)."""
+
+    chunk_selected = Signal(object)  # ResultChunk or None
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.original_model = RankingModel(ORIGINAL, self)
+        self.reranked_model = RankingModel(RERANKED, self)
+        self.left = RankingPane("Vector ranking", self.original_model)
+        self.right = RankingPane("Reranked", self.reranked_model)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(self.left)
+        self.splitter.addWidget(self.right)
+        self.splitter.setChildrenCollapsible(False)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.splitter)
+        self._syncing = False
+        self.result: QueryResult | None = None
+        for table, other in ((self.left.table, self.right.table), (self.right.table, self.left.table)):
+            table.selectionModel().currentRowChanged.connect(
+                lambda current, _prev, t=table, o=other: self._row_changed(t, o, current))
+
+    @property
+    def original_table(self) -> QTableView:
+        return self.left.table
+
+    @property
+    def reranked_table(self) -> QTableView:
+        return self.right.table
+
+    def set_result(self, result: QueryResult | None) -> None:
+        self.result = result
+        self._syncing = True
+        try:
+            self.original_model.set_result(result)
+            self.reranked_model.set_result(result)
+        finally:
+            self._syncing = False
+        if result is None:
+            self.right.title.setText("Reranked")
+        elif result.reranked:
+            self.right.title.setText(f"Reranked · {result.strategy}")
+        elif result.fallback_reason:
+            self.right.title.setText(f"Not reranked · {result.fallback_reason}")
+        else:
+            self.right.title.setText(f"Reranked · {result.strategy} (order unchanged)")
+        self.left.title.setText("Vector ranking" if result is None
+                                else f"Vector ranking · {result.total_chunks_searched:,} chunks searched")
+        self.chunk_selected.emit(None)
+
+    def select_first(self) -> None:
+        table = self.reranked_table if self.reranked_model.rowCount() else self.original_table
+        if table.model().rowCount():
+            table.setFocus()
+            table.selectRow(0)
+
+    def selected_chunk(self) -> ResultChunk | None:
+        for table in (self.reranked_table, self.original_table):
+            index = table.selectionModel().currentIndex()
+            if index.isValid() and table.selectionModel().isRowSelected(index.row()):
+                return table.model().item(index.row())
+        return None
+
+    def _row_changed(self, table: QTableView, other: QTableView, current) -> None:
+        if self._syncing:
+            return
+        if not current.isValid():
+            return
+        item = table.model().item(current.row())
+        self._syncing = True
+        try:
+            row = other.model().row_of(item.chunk.id)
+            selection = other.selectionModel()
+            if row is None:
+                selection.clearSelection()
+                selection.setCurrentIndex(other.model().index(-1, -1),
+                                          QItemSelectionModel.SelectionFlag.NoUpdate)
+            else:
+                index = other.model().index(row, 0)
+                selection.setCurrentIndex(
+                    index, QItemSelectionModel.SelectionFlag.ClearAndSelect
+                    | QItemSelectionModel.SelectionFlag.Rows)
+                other.scrollTo(index)
+        finally:
+            self._syncing = False
+        self.chunk_selected.emit(item)
