@@ -168,7 +168,7 @@ def test_broken_model_folder_raises_a_clear_error(tmp_path):
         strategy.warm_up()
 
 
-def test_downloaded_model_id_in_the_hub_cache_is_available(model_folder, tmp_path, monkeypatch):
+def test_downloaded_model_id_in_the_hub_cache_loads_offline(model_folder, tmp_path, monkeypatch):
     from huggingface_hub import constants
     snapshot = tmp_path / "models--tiny--ce" / "snapshots" / "0123abcd"
     snapshot.mkdir(parents=True)
@@ -177,5 +177,7 @@ def test_downloaded_model_id_in_the_hub_cache_is_available(model_folder, tmp_pat
     (tmp_path / "models--tiny--ce" / "refs").mkdir()
     (tmp_path / "models--tiny--ce" / "refs" / "main").write_text("0123abcd")
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
-    available = create_strategy("cross-encoder", Settings().with_changes(cross_encoder_model="tiny/ce"))
-    assert available.availability().available
+    strategy = create_strategy("cross-encoder", Settings().with_changes(cross_encoder_model="tiny/ce"))
+    assert strategy.availability().available
+    result = strategy.rerank(request(QUERY, ranked([chunk("a", BODIES["save_session"])], [0.5])))
+    assert 0.0 <= result[0].score <= 1.0
