@@ -16,6 +16,8 @@ from services.errors import ModelLoadError  # noqa: E402
 from services.models import Chunk  # noqa: E402
 
 BUNDLED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+_LOADED: dict[tuple[str, int, str], object] = {}  # one copy of each model per process
+_LOADED_LOCK = threading.Lock()
 
 
 def bundled_model_path() -> Path | None:
@@ -61,21 +63,35 @@ def chunk_text(chunk: Chunk) -> str:
 class Embedder:
     """Loads the model once (thread-safe) and encodes to unit-length float32 vectors."""
 
-    def __init__(self, model_name: str, max_seq_length: int = 256, batch_size: int = 32) -> None:
+    def __init__(self, model_name: str, max_seq_length: int = 256, batch_size: int = 32,
+                 role: str = "query") -> None:
+        """`role` keeps separate model copies for indexing and querying: a query never waits
+        for an indexing batch, and no tokenizer is shared between threads."""
         self.model_name = model_name
+        self.role = role
         self.max_seq_length = max_seq_length
         self.batch_size = batch_size
-        self._model = None
+        self._loaded = None
         self._lock = threading.Lock()
 
     def load(self):
+        return self._model_and_lock()[0]
+
+    def _model_and_lock(self):
         with self._lock:
-            if self._model is None:
-                self._model = self._load()
-            return self._model
+            if self._loaded is None:
+                self._loaded = self._load()
+            return self._loaded
 
     def _load(self):
         source = resolve_model(self.model_name)
+        key = (source, self.max_seq_length, self.role)
+        with _LOADED_LOCK:
+            if key not in _LOADED:
+                _LOADED[key] = (self._load_from(source), threading.Lock())
+            return _LOADED[key]
+
+    def _load_from(self, source: str):
         from sentence_transformers import SentenceTransformer
 
         try:
@@ -94,10 +110,12 @@ class Embedder:
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        vectors = self.load().encode(
-            texts, batch_size=self.batch_size, normalize_embeddings=True,
-            convert_to_numpy=True, show_progress_bar=False,
-        )
+        model, encode_lock = self._model_and_lock()
+        with encode_lock:
+            vectors = model.encode(
+                texts, batch_size=self.batch_size, normalize_embeddings=True,
+                convert_to_numpy=True, show_progress_bar=False,
+            )
         return vectors.astype(np.float32)
 
     def encode_chunks(self, chunks: list[Chunk]) -> np.ndarray:

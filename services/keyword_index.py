@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import threading
 from pathlib import Path
@@ -14,6 +15,7 @@ from services.models import Chunk
 from services.text import code_tokens
 
 IDS_FILE = "chunk_ids.json"
+logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets DEBUG on import
 
 
 def chunk_tokens(chunk: Chunk) -> list[str]:

@@ -43,7 +43,9 @@ class KnowledgeService:
         self.data_dir = Path(data_dir) if data_dir else default_data_dir()
         self.chroma_url = chroma_url
         self.embedder = Embedder(self.settings.embedding_model, self.settings.max_seq_length,
-                                 self.settings.embed_batch_size)
+                                 self.settings.embed_batch_size, role="query")
+        self.index_embedder = Embedder(self.settings.embedding_model, self.settings.max_seq_length,
+                                       self.settings.embed_batch_size, role="index")
         self._indexes: dict[Path, WorkspaceIndex] = {}
         self._strategies: dict = {}
         self._errors: dict[Path, str] = {}
@@ -84,7 +86,7 @@ class KnowledgeService:
         index = self._index(workspace)
         loop = asyncio.get_running_loop()
         deliver = (lambda event: loop.call_soon_threadsafe(progress, event)) if progress else None
-        indexer = Indexer(index, self.embedder, self.settings, deliver, cancel)
+        indexer = Indexer(index, self.index_embedder, self.settings, deliver, cancel)
         try:
             report = await self._run(self._index_pool, indexer.run, full)
         except Exception as error:

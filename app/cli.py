@@ -1,0 +1,257 @@
+"""Command-line entry point: `knowledge-explorer [PATH]` opens the app; subcommands index, query, ..."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from dataclasses import asdict
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+COMMANDS = ("index", "health", "query", "strategies", "eval", "gui")
+
+
+def common_options() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    group = common.add_argument_group("global options")
+    group.add_argument("--data-dir", default=argparse.SUPPRESS,
+                       help="where indexes are kept (default: the user data dir)")
+    group.add_argument("--chroma-url", default=argparse.SUPPRESS,
+                       help="use a Chroma server, e.g. http://127.0.0.1:8000, instead of embedded Chroma")
+    group.add_argument("--model", default=argparse.SUPPRESS,
+                       help="embedding model: a Hugging Face id or a local folder (default all-MiniLM-L6-v2)")
+    group.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS, help="log more")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = common_options()
+    parser = argparse.ArgumentParser(
+        prog="knowledge-explorer", parents=[common],
+        description="Explore a codebase by meaning and compare reranking strategies side by side.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    index = sub.add_parser("index", parents=[common], help="index a workspace (incrementally)")
+    index.add_argument("path")
+    index.add_argument("--full", action="store_true", help="rebuild the whole index")
+    index.add_argument("--json", action="store_true", help="print the report as JSON")
+    health = sub.add_parser("health", parents=[common], help="show a workspace's index health")
+    health.add_argument("path")
+    health.add_argument("--json", action="store_true")
+    query = sub.add_parser("query", parents=[common], help="ask a question")
+    query.add_argument("path")
+    query.add_argument("question")
+    query.add_argument("--strategy", default="none")
+    query.add_argument("--top-k", type=int, default=10)
+    query.add_argument("--min-relevance", type=float, default=None)
+    query.add_argument("--language", action="append", default=[], help="only this language (repeatable)")
+    query.add_argument("--path-glob", default="", help="only paths matching this glob, e.g. 'src/*.py'")
+    query.add_argument("--json", action="store_true")
+    strategies = sub.add_parser("strategies", parents=[common], help="list reranking strategies")
+    strategies.add_argument("--json", action="store_true")
+    gui = sub.add_parser("gui", parents=[common], help="open the desktop app (the default)")
+    gui.add_argument("path", nargs="?")
+    gui.add_argument("--screenshot", help="write a PNG of the window to this file and exit")
+    gui.add_argument("--query", help="with --screenshot: run this question first")
+    gui.add_argument("--strategy", help="with --screenshot: use this strategy")
+    _add_eval(sub, common)
+    return parser
+
+
+def _add_eval(sub, common) -> None:
+    try:
+        from app.eval_command import add_eval_parser
+    except ImportError:
+        return
+    add_eval_parser(sub, parents=[common])
+
+
+def normalise_argv(argv: list[str]) -> list[str]:
+    """`knowledge-explorer [PATH]` means `knowledge-explorer gui [PATH]`."""
+    if any(a in ("-h", "--help") for a in argv[:1]):
+        return argv
+    positionals = [a for a in argv if not a.startswith("-")]
+    if not positionals or positionals[0] not in COMMANDS:
+        return ["gui", *argv]
+    return argv
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(normalise_argv(list(sys.argv[1:] if argv is None else argv)))
+    from app.logging_setup import setup_logging
+
+    setup_logging(getattr(args, "verbose", False))
+    if args.command == "gui":
+        from app.gui import run_gui
+
+        return run_gui(args.path, args.screenshot, args.query, args.strategy, service_kwargs(args))
+    return asyncio.run(run_command(args))
+
+
+def service_kwargs(args) -> dict:
+    from services.settings import settings_from_env
+
+    settings = settings_from_env()
+    if getattr(args, "model", None):
+        settings = settings.with_changes(embedding_model=args.model)
+    return {"settings": settings, "data_dir": getattr(args, "data_dir", None),
+            "chroma_url": getattr(args, "chroma_url", None)}
+
+
+async def run_command(args) -> int:
+    from services.errors import KnowledgeError
+    from services.knowledge import KnowledgeService
+
+    service = KnowledgeService(**service_kwargs(args))
+    try:
+        return await COMMAND_HANDLERS[args.command](args, service)
+    except KnowledgeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        service.close()
+
+
+async def cmd_index(args, service) -> int:
+    from app.progress import TerminalProgress
+
+    progress = TerminalProgress(enabled=not args.json and sys.stderr.isatty())
+    try:
+        report = await service.index(args.path, full=args.full, progress=progress.update)
+    finally:
+        progress.close()
+    if args.json:
+        print(json.dumps(index_report_json(report), indent=2))
+    else:
+        print(index_report_text(report))
+    return 0
+
+
+def index_report_json(report) -> dict:
+    return {
+        "files_indexed": report.files_indexed, "files_unchanged": report.files_unchanged,
+        "files_removed": report.files_removed, "chunks_embedded": report.chunks_embedded,
+        "chunks_total": report.chunks_total, "seconds": report.seconds, "cancelled": report.cancelled,
+        "rebuilt_reason": report.rebuilt_reason or None,
+        "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
+    }
+
+
+def index_report_text(report) -> str:
+    lines = []
+    if report.rebuilt_reason:
+        lines.append(f"Rebuilt the index: {report.rebuilt_reason}.")
+    lines.append(f"{report.files_indexed} files indexed, {report.files_unchanged} unchanged, "
+                 f"{report.files_removed} removed; {report.chunks_embedded} chunks embedded, "
+                 f"{report.chunks_total} in the index ({report.seconds:.1f} s).")
+    if report.skipped:
+        lines.append(f"{len(report.skipped)} files skipped:")
+        lines.extend(f"  {s.path}: {s.reason}" for s in report.skipped)
+    return "\n".join(lines)
+
+
+async def cmd_health(args, service) -> int:
+    health = await service.health(args.path)
+    if args.json:
+        print(json.dumps(health_json(health), indent=2))
+    else:
+        print(health_text(health))
+    return 0
+
+
+def health_json(health) -> dict:
+    data = asdict(health)
+    data["stale_files"] = [{"path": s.path, "change": s.change} for s in health.stale_files]
+    data["skipped"] = [{"path": s.path, "reason": s.reason} for s in health.skipped]
+    data["last_error"] = health.last_error or None
+    return data
+
+
+def health_text(health) -> str:
+    if not health.indexed:
+        text = f"{health.workspace}: not indexed. Run: knowledge-explorer index {health.workspace}"
+        return text + (f"\nLast error: {health.last_error}" if health.last_error else "")
+    status = "needs reindex" if health.needs_reindex else (
+        f"{len(health.stale_files)} stale" if health.stale_files else "up to date")
+    languages = ", ".join(f"{k} {v}" for k, v in health.languages.items())
+    lines = [f"{health.workspace}: {status}",
+             f"  {health.files} files, {health.chunks} chunks ({languages})",
+             f"  model {health.model} ({health.dimension} dimensions), {health.size_bytes / 1e6:.1f} MB on disk",
+             f"  created {health.created_at}, updated {health.updated_at}"]
+    lines += [f"  {s.change:>8}: {s.path}" for s in health.stale_files]
+    lines += [f"  skipped: {s.path} ({s.reason})" for s in health.skipped]
+    if health.last_error:
+        lines.append(f"  last error: {health.last_error}")
+    return "\n".join(lines)
+
+
+async def cmd_query(args, service) -> int:
+    from services.models import QueryOptions
+
+    options = QueryOptions(workspace=args.path, top_k=args.top_k, strategy=args.strategy,
+                           languages=tuple(args.language), path_glob=args.path_glob,
+                           **({} if args.min_relevance is None else {"min_relevance": args.min_relevance}))
+    result = await service.query(args.question, options)
+    print(json.dumps(query_json(result), indent=2) if args.json else query_text(result))
+    return 0
+
+
+def query_json(result) -> dict:
+    return {
+        "question": result.question, "strategy": result.strategy, "reranked": result.reranked,
+        "fallback_reason": result.fallback_reason, "cache_hit": result.cache_hit,
+        "timings_ms": result.timings_ms, "total_chunks_searched": result.total_chunks_searched,
+        "chunks_above_threshold": result.chunks_above_threshold,
+        "results": [{
+            "rank": r.rank, "original_rank": r.original_rank, "path": r.chunk.path,
+            "start_line": r.chunk.start_line, "end_line": r.chunk.end_line, "symbol": r.chunk.qualified_name
+            or r.chunk.symbol, "kind": r.chunk.kind, "language": r.chunk.language,
+            "original_score": r.original_score, "score": r.score,
+        } for r in result.results],
+    }
+
+
+def query_text(result) -> str:
+    lines = [f"{result.question!r} with {result.strategy}"
+             + (f" (fell back to the original ranking: {result.fallback_reason})" if result.fallback_reason else "")]
+    for r in result.results:
+        was = f"was {r.original_rank}" if r.original_rank else "new"
+        original = f"{r.original_score:.3f}" if r.original_score is not None else "  -  "
+        lines.append(f"{r.rank:>3}. {r.score:7.3f} (orig {original}, {was:>6})  "
+                     f"{r.chunk.path}:{r.chunk.start_line}-{r.chunk.end_line}  {r.chunk.kind} "
+                     f"{r.chunk.qualified_name or r.chunk.symbol}")
+    timings = ", ".join(f"{k} {v:.1f} ms" for k, v in result.timings_ms.items())
+    lines.append(f"({timings}{'; cache hit' if result.cache_hit else ''})")
+    return "\n".join(lines)
+
+
+async def cmd_strategies(args, service) -> int:
+    infos = service.strategies()
+    if args.json:
+        print(json.dumps([{"name": s.name, "available": s.available, "reason": s.reason or None}
+                          for s in infos], indent=2))
+    else:
+        for s in infos:
+            state = "available" if s.available else f"unavailable: {s.reason}"
+            print(f"{s.name:<14} {state}\n{'':<14} {s.description}")
+    return 0
+
+
+async def cmd_eval(args, service) -> int:
+    from app.eval_command import run_eval_command
+
+    return await run_eval_command(args, service)
+
+
+COMMAND_HANDLERS = {"index": cmd_index, "health": cmd_health, "query": cmd_query,
+                    "strategies": cmd_strategies, "eval": cmd_eval}
+
+if __name__ == "__main__":
+    sys.exit(main())
