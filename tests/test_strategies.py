@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from services.models import Availability, Candidate
+from services.models import Availability
 from services.reranking import PROBABILITY, RELATIVE, SIMILARITY, create_strategy, strategy_names
 from services.reranking.metadata import detect_intent
 from services.reranking.rrf import keyword_frequency

@@ -70,14 +70,14 @@ def _number(value) -> float | None:
     return number if 0.0 <= number <= 10.0 else None
 
 
-def _entries(value, count: int) -> dict[int, float | None]:
+def _entries(value) -> dict[int, float | None]:
     """1-based index -> score (None when unusable) from one parsed JSON value."""
     if isinstance(value, dict):
         for key in ("scores", "results", "rankings", "ratings"):
             if isinstance(value.get(key), list | dict):
-                return _entries(value[key], count)
+                return _entries(value[key])
         if "index" in value:
-            return _entries([value], count)
+            return _entries([value])
         return {int(k): _number(v) for k, v in value.items() if str(k).strip().isdigit()}
     if not isinstance(value, list):
         return {}
@@ -97,7 +97,7 @@ def _entries(value, count: int) -> dict[int, float | None]:
 def parse_scores(text: str, count: int) -> list[float]:
     """0-10 scores for candidates 1..count; raises ValueError when nothing usable is found."""
     for value in _json_values(text):
-        entries = {i: s for i, s in _entries(value, count).items() if 1 <= i <= count}
+        entries = {i: s for i, s in _entries(value).items() if 1 <= i <= count}
         if entries:
             return [entries.get(i) if entries.get(i) is not None else NEUTRAL
                     for i in range(1, count + 1)]

@@ -14,8 +14,5 @@ class NoReranking(BaseStrategy):
     scale = SIMILARITY
     order = 0
 
-    def pool_size(self, top_k: int) -> int:
-        return top_k
-
     def rerank(self, request: RerankRequest) -> list[Candidate]:
         return list(request.candidates)
