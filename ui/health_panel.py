@@ -212,6 +212,14 @@ class HealthPanel(QWidget):
         self.progress_label.setText("Full rebuild: starting…" if full else "Reindex: starting…")
 
     def show_progress(self, event: ProgressEvent) -> None:
+        if event.phase == "done":
+            self.progress.setRange(0, 1)
+            self.progress.setValue(1)
+            self.progress_label.setText("Done")
+            return
+        if event.phase == "cancelled":
+            self.progress_label.setText("Cancelled")
+            return
         value, maximum = progress_fraction(event)
         self.progress.setRange(0, maximum)
         if maximum:

