@@ -186,3 +186,106 @@ def test_labelled_query_round_trips_through_json():
     query = LabelledQuery("q1", "t", (RelevantItem("a.py", "f", 2), RelevantItem("b.md")))
     assert query.to_json() == {"id": "q1", "text": "t", "relevant": [
         {"path": "a.py", "symbol": "f", "grade": 2}, {"path": "b.md", "grade": 1}]}
+
+
+# --------------------------------------------------------------------------- end to end (real model, real Chroma)
+
+CORPUS = [
+    ("c-sum", "def sum_list(values):\n    \"\"\"Add up all numbers in a list.\"\"\"\n    total = 0\n"
+              "    for v in values:\n        total += v\n    return total"),
+    ("c-reverse", "def reverse_string(text):\n    \"\"\"Return the string reversed.\"\"\"\n    return text[::-1]"),
+    ("c-read", "def read_json_file(path):\n    \"\"\"Load a JSON document from a file on disk.\"\"\"\n"
+               "    import json\n    with open(path) as f:\n        return json.load(f)"),
+    ("c-sleep", "def wait_seconds(n):\n    \"\"\"Pause the program for n seconds.\"\"\"\n    import time\n"
+                "    time.sleep(n)"),
+    ("c-upper", "def shout(text):\n    \"\"\"Convert text to upper case letters.\"\"\"\n    return text.upper()"),
+    ("c-prime", "def is_prime(n):\n    \"\"\"Check whether a number is prime.\"\"\"\n    if n < 2:\n        return False\n"
+                "    return all(n % d for d in range(2, int(n ** 0.5) + 1))"),
+    ("c-http", "def fetch_url(url):\n    \"\"\"Download a web page over HTTP.\"\"\"\n    import urllib.request\n"
+               "    return urllib.request.urlopen(url).read()"),
+    ("c-sort", "def sort_by_age(people):\n    \"\"\"Sort a list of people dictionaries by their age.\"\"\"\n"
+               "    return sorted(people, key=lambda p: p['age'])"),
+]
+QUERIES = [("q1", "python check if number is prime", "c-prime"),
+           ("q2", "how to reverse a string in python", "c-reverse"),
+           ("q3", "python load json from file", "c-read"),
+           ("q4", "python sleep for some seconds", "c-sleep")]
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    import os
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from services.knowledge import KnowledgeService
+    from services.settings import Settings
+    svc = KnowledgeService(Settings(), data_dir=tmp_path_factory.mktemp("data"))
+    yield svc
+    svc.close()
+
+
+def _eval_args(*argv):
+    import argparse
+    from app.eval_command import add_eval_parser
+    parser = argparse.ArgumentParser()
+    add_eval_parser(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["eval", *argv])
+
+
+@pytest.mark.slow
+async def test_eval_on_a_tiny_corpus_reports_every_available_strategy(service, tmp_path, capsys):
+    from app.eval_command import run_eval_command
+    corpus, queries, qrels = tmp_path / "corpus.jsonl", tmp_path / "queries.jsonl", tmp_path / "qrels.tsv"
+    corpus.write_text("".join(json.dumps({"id": i, "code": c, "language": "python"}) + "\n" for i, c in CORPUS))
+    queries.write_text("".join(json.dumps({"id": q, "text": t}) + "\n" for q, t, _ in QUERIES))
+    qrels.write_text("query_id\tdoc_id\trelevance\n" + "".join(f"{q}\t{d}\t1\n" for q, _, d in QUERIES))
+
+    code = await run_eval_command(_eval_args("--queries", str(queries), "--qrels", str(qrels),
+                                             "--corpus", str(corpus), "--json"), service)
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["queries"] == 4 and data["documents"] == 8
+    available = {s.name for s in service.strategies() if s.available}
+    assert set(data["strategies"]) == available
+    assert {"none", "hybrid", "rrf", "keyword-boost", "heuristic", "metadata"} <= available
+    for name, row in data["strategies"].items():
+        assert set(row) >= {"mrr@10", "ndcg@10", "p@5", "r@10", "r@100", "latency_ms_p50", "latency_ms_p95"}
+        assert row["r@100"] == 1.0, name  # 8 documents, ranking depth 100: every relevant one is found
+        assert 0 < row["latency_ms_p50"] <= row["latency_ms_p95"]
+    assert data["strategies"]["none"]["mrr@10"] >= 0.75  # these questions are easy for the model
+    assert (service.data_dir / "corpora").is_dir()
+
+    code = await run_eval_command(_eval_args("--queries", str(queries), "--qrels", str(qrels), "--corpus",
+                                             str(corpus), "--strategies", "none,rrf", "--limit", "2"), service)
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "| rrf |" in out and "| hybrid |" not in out and "2 queries, 8 documents" in out
+
+
+@pytest.mark.slow
+async def test_eval_on_a_workspace_with_labelled_symbols(service, tmp_path, capsys):
+    from app.eval_command import run_eval_command
+    workspace = tmp_path / "ws"
+    (workspace / "text").mkdir(parents=True)
+    (workspace / "text" / "strings.py").write_text("\n\n".join(c for i, c in CORPUS[1:5:3]) + "\n")
+    (workspace / "maths.py").write_text("\n\n".join(c for i, c in CORPUS if i in ("c-sum", "c-prime")) + "\n")
+    (workspace / "io.py").write_text("\n\n".join(c for i, c in CORPUS if i in ("c-read", "c-http")) + "\n")
+    queries = tmp_path / "labels.jsonl"
+    record_label(queries, "check whether a number is prime", "maths.py", "is_prime", True)
+    record_label(queries, "check whether a number is prime", "maths.py", "sum_list", False)
+    record_label(queries, "download a web page", "io.py", "", True)
+
+    code = await run_eval_command(_eval_args("--queries", str(queries), "--workspace", str(workspace),
+                                             "--strategies", "none", "--json"), service)
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["queries"] == 2 and data["documents"] == 3
+    assert data["strategies"]["none"]["mrr@10"] == 1.0
+
+
+async def test_eval_explains_bad_input(service, tmp_path, capsys):
+    from app.eval_command import run_eval_command
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(json.dumps({"id": "q1", "text": "unlabelled"}) + "\n")
+    code = await run_eval_command(_eval_args("--queries", str(queries), "--workspace", str(tmp_path)), service)
+    assert code == 2
+    assert "no query has a relevant document" in capsys.readouterr().err
