@@ -18,9 +18,9 @@ from services.evaluation import (
 )
 
 
-def add_eval_parser(subparsers) -> argparse.ArgumentParser:
+def add_eval_parser(subparsers, parents: list[argparse.ArgumentParser] | None = None) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
-        "eval", help="measure the reranking strategies on labelled queries",
+        "eval", parents=parents or [], help="measure the reranking strategies on labelled queries",
         description="Run labelled queries through the query pipeline for every strategy and report "
                     "MRR@10, nDCG@10, P@5, R@10, R@100 and latency (see docs/evaluation.md).")
     parser.add_argument("--queries", required=True, type=Path,
