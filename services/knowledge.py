@@ -157,7 +157,7 @@ class KnowledgeService:
         request = RerankRequest(question, semantic, keyword, options.top_k)
         ranked, was_reranked, fallback = pipeline.rerank(strategy, request)
         kept = pipeline.above_threshold(ranked, strategy.scale if was_reranked else "similarity",
-                                        options.min_relevance)
+                                        options.min_relevance, getattr(strategy, "score_threshold", 0.0))
         original = [c for c in semantic if c.original_score >= options.min_relevance][:options.top_k]
         stages.mark("rerank")
         top = kept[:options.top_k]

@@ -9,7 +9,10 @@ Threshold rule (scores from different strategies live on different scales):
   * RELATIVE (rrf, hybrid: fused, normalised per query) and PROBABILITY (cross-encoder, llm)
     scores are not cosine similarities, so min_relevance applies to the candidate's original
     cosine score instead; a candidate that only the keyword index found has no cosine score
-    and is kept. Nothing is dropped because of a scale mismatch.
+    and is kept. A PROBABILITY strategy's own threshold (cross-encoder score_threshold, on its
+    0-1 scale) cuts its scores too. Nothing is dropped because of a scale mismatch;
+  * when a strategy falls back (unavailable, adaptive skip), the original ranking is filtered
+    as for `none`.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from services.errors import StrategyUnavailable
 from services.models import Candidate, Chunk, QueryOptions, QueryResult, RerankRequest, ResultChunk
-from services.reranking.base import SIMILARITY
+from services.reranking.base import PROBABILITY, SIMILARITY
 
 
 @dataclass
@@ -84,10 +87,14 @@ def rerank(strategy, request: RerankRequest) -> tuple[list[Candidate], bool, str
     return ranked, note is None, note
 
 
-def above_threshold(ranked: list[Candidate], scale: str, min_relevance: float) -> list[Candidate]:
+def above_threshold(ranked: list[Candidate], scale: str, min_relevance: float,
+                    own_threshold: float = 0.0) -> list[Candidate]:
+    """Apply min_relevance where it means something (see the module docstring); a PROBABILITY
+    strategy's own threshold (e.g. the cross-encoder's score_threshold) applies to its scores."""
     if scale == SIMILARITY:
         return [c for c in ranked if c.score >= min_relevance]
-    return [c for c in ranked if c.original_score is None or c.original_score >= min_relevance]
+    kept = [c for c in ranked if c.original_score is None or c.original_score >= min_relevance]
+    return [c for c in kept if c.score >= own_threshold] if scale == PROBABILITY else kept
 
 
 def expand(chunk: Chunk, lines: list[str] | None, context_lines: int) -> tuple[str, int]:

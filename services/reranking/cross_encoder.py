@@ -120,6 +120,11 @@ class CrossEncoderStrategy(BaseStrategy):
     def pool_size(self, top_k: int) -> int:
         return max(top_k, self.settings.cross_encoder_pool)
 
+    @property
+    def score_threshold(self) -> float:
+        """Results scoring below this (on the model's 0-1 scale) are cut by the pipeline."""
+        return self.settings.cross_encoder_score_threshold
+
     def warm_up(self) -> None:
         """Load the model now (the service calls this in a background thread)."""
         self._model()
