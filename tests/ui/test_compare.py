@@ -1,0 +1,141 @@
+"""Compare view on the real KnowledgeService (real model, real Chroma), offscreen."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from services.evaluation import EvalReport, StrategyReport, load_queries
+from services.knowledge import KnowledgeService
+from ui.compare import CompareView
+from tests.ui.factories import sample_result
+
+FILES = {
+    "maths.py": 'def is_prime(n):\n    """Check whether a number is prime."""\n    if n < 2:\n        return False\n'
+                '    return all(n % d for d in range(2, int(n ** 0.5) + 1))\n\n\n'
+                'def mean(values):\n    """Average of a list of numbers."""\n    return sum(values) / len(values)\n',
+    "text/strings.py": 'def reverse_string(text):\n    """Return the string reversed."""\n    return text[::-1]\n\n\n'
+                       'def shout(text):\n    """Upper-case the text."""\n    return text.upper()\n',
+    "io_utils.py": 'import json\n\n\ndef read_json_file(path):\n    """Load a JSON document from disk."""\n'
+                   '    with open(path) as f:\n        return json.load(f)\n',
+}
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    svc = KnowledgeService(data_dir=tmp_path_factory.mktemp("ke-data"))
+    yield svc
+    svc.close()
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ws") / "tiny"
+    for name, text in FILES.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+@pytest.fixture
+def view(loop, qtbot, service, workspace, tmp_path):
+    import asyncio
+    task = asyncio.ensure_future(service.index(workspace))
+    qtbot.waitUntil(task.done, timeout=240_000)
+    task.result()
+    widget = CompareView(service)
+    qtbot.addWidget(widget)
+    widget.set_workspace(workspace)
+    widget.set_labels_file(tmp_path / "labels.jsonl")
+    widget.show()
+    return widget
+
+
+def column_titles(table):
+    return [table.horizontalHeaderItem(c).text().split("\n")[0] for c in range(table.columnCount())]
+
+
+def test_question_runs_through_every_available_strategy_as_columns(view, service, qtbot):
+    view.set_question("check whether a number is prime")
+    task = view.run_question()
+    qtbot.waitUntil(task.done, timeout=120_000)
+    available = [s.name for s in service.strategies() if s.available]
+    assert column_titles(view.rankings) == ["none"] + [n for n in available if n != "none"]
+    assert view.rankings.item(0, 0).text() == "is_prime  ·  maths.py"  # rank 1 of the vector ranking
+    assert all(view.rankings.item(0, c) is not None for c in range(view.rankings.columnCount()))
+    assert view.status.text() == "Done" and not view.cancel_button.isEnabled()
+
+
+def test_labels_from_the_rankings_feed_an_evaluation_with_metrics_and_charts(view, qtbot, tmp_path):
+    view.set_question("check whether a number is prime")
+    qtbot.waitUntil(view.run_question().done, timeout=120_000)
+    assert view.label_cell(0, 0, True)
+    table = view.rankings
+    row, col = next((r, c) for r in range(table.rowCount()) for c in range(table.columnCount())
+                    if table.item(r, c) is not None and table.item(r, c).text() != table.item(0, 0).text())
+    bottom = table.item(row, col)
+    assert view.label_cell(row, col, False)
+    assert view.rankings.item(0, 0).background().color().green() > view.rankings.item(0, 0).background().color().red()
+    assert bottom.background().color().red() > bottom.background().color().green()
+    stored = load_queries(tmp_path / "labels.jsonl")
+    assert [(r.path, r.symbol, r.grade) for r in stored[0].relevant][0] == ("maths.py", "is_prime", 1)
+
+    assert view.load_query_set(tmp_path / "labels.jsonl") == 1
+    task = view.run_query_set()
+    qtbot.waitUntil(task.done, timeout=180_000)
+    report = view.report
+    assert report is not None and report.queries == 1 and report.documents == 3
+    assert report.strategies["none"].metrics["mrr@10"] == 1.0
+    assert view.metrics.rowCount() >= len(report.strategies)
+    assert view.metrics.item(0, 0).text() == "1.000"
+    assert len(view.bar_items(view.quality_plot)) == 5  # one series per metric
+    assert len(view.bar_items(view.latency_plot)) == 2  # p50 and p95
+    assert view.tabs.currentIndex() == 1
+
+
+def test_a_long_evaluation_can_be_cancelled(view, qtbot, tmp_path):
+    queries = tmp_path / "many.jsonl"
+    queries.write_text("".join(json.dumps({"id": f"q{i}", "text": f"reverse a string, variant {i}",
+                                           "relevant": [{"path": "text/strings.py", "symbol": "reverse_string"}]})
+                               + "\n" for i in range(200)))
+    view.load_query_set(queries)
+    outcome = []
+    view.finished.connect(outcome.append)
+    task = view.run_query_set()
+    qtbot.waitUntil(lambda: view.progress.value() >= 1, timeout=120_000)
+    assert view.cancel_button.isEnabled()
+    qtbot.mouseClick(view.cancel_button, qtbot_left())
+    qtbot.waitUntil(task.done, timeout=30_000)
+    assert task.cancelled() and outcome == ["cancelled"]
+    assert view.status.text() == "Cancelled" and view.report is None
+    assert view.run_set_button.isEnabled()
+
+
+def test_without_a_workspace_nothing_runs(qtbot, loop):
+    widget = CompareView(None)
+    qtbot.addWidget(widget)
+    widget.set_question("anything")
+    assert widget.run_question() is None
+    assert widget.status.text() == "Open a workspace first."
+
+
+def test_rankings_and_report_display_hand_made_results(qtbot, loop):
+    widget = CompareView(None)
+    qtbot.addWidget(widget)
+    result = sample_result()
+    widget.show_rankings({"none": result, "hybrid": result})
+    assert widget.rankings.rowCount() == 4 and widget.rankings.columnCount() == 2
+    assert widget.rankings.item(2, 1).text() == "SyncNotes  ·  notes/sync.go"
+    assert "new (keyword match)" in widget.rankings.item(2, 1).toolTip()
+    base = StrategyReport("none", {"mrr@10": 0.5, "ndcg@10": 0.5, "p@5": 0.1, "r@10": 0.5, "r@100": 1.0}, [5.0])
+    worse = StrategyReport("rrf", {"mrr@10": 0.25, "ndcg@10": 0.4, "p@5": 0.1, "r@10": 0.5, "r@100": 1.0}, [9.0])
+    widget.show_report(EvalReport({"none": base, "rrf": worse}, 2, 4, skipped={"llm": "no endpoint"}))
+    assert widget.metrics.item(1, 0).text() == "0.250 (-0.250)"
+    assert widget.metrics.verticalHeaderItem(2).text() == "llm"
+    assert widget.metrics.item(2, 0).text() == "not run: no endpoint"
+
+
+def qtbot_left():
+    from PySide6.QtCore import Qt
+    return Qt.MouseButton.LeftButton

@@ -1,0 +1,409 @@
+"""Compare view: one question, or a labelled query set, through every available strategy at once.
+
+Rankings appear as columns (one per strategy, rows = rank); a query set gives a metrics table and
+bar charts (quality metrics, latency). The evaluation loop lives in services.evaluation; this widget
+only starts it on the qasync loop, shows progress, lets the user cancel, and displays the outcome.
+Right-click a ranked result to label it relevant / not relevant (services.labels.record_label).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (
+    QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMenu, QProgressBar, QPushButton, QSpinBox, QSplitter,
+    QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget,
+)
+
+from services.evaluation import (
+    BASELINE, COLUMNS, EvalProgress, EvalReport, LabelledQuery, Qrels, WorkspaceDocIds, choose_strategies,
+    evaluate, load_qrels, load_queries, qrels_from_queries,
+)
+from services.labels import labels_for, record_label
+from services.models import QueryOptions, QueryResult, ResultChunk
+from ui.async_runner import AsyncRunner, describe_error
+
+log = logging.getLogger(__name__)
+
+RELEVANT_COLOR = QColor("#2e9d57")
+NOT_RELEVANT_COLOR = QColor("#d1483f")
+BAR_COLORS = ["#2f7bd8", "#2e9d57", "#e0a030", "#8e5bd8", "#d1483f"]
+TASK_KEY = "compare"
+ResultRole = Qt.ItemDataRole.UserRole + 11
+
+
+def cell_text(item: ResultChunk) -> str:
+    chunk = item.chunk
+    name = chunk.qualified_name or chunk.symbol
+    return f"{name}  ·  {chunk.path}" if name else chunk.path
+
+
+class CompareView(QWidget):
+    """Side-by-side strategies. API for the main window: set_workspace(path), set_question(text)."""
+
+    finished = Signal(str)  # "question", "query set", "cancelled", "failed"
+
+    def __init__(self, service=None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.service = service
+        self.workspace = ""
+        self.labels_file: Path | None = None
+        self.queries: list[LabelledQuery] = []
+        self.qrels: Qrels = {}
+        self.results: dict[str, QueryResult] = {}
+        self.report: EvalReport | None = None
+        self.runner = AsyncRunner(self)
+        self._build()
+        self._set_busy(False)
+
+    # ------------------------------------------------------------------ layout
+    def _build(self) -> None:
+        layout = QVBoxLayout(self)
+        layout.addLayout(self._question_row())
+        layout.addLayout(self._query_set_row())
+        layout.addLayout(self._progress_row())
+        self.tabs = QTabWidget()
+        self.rankings = self._rankings_table()
+        self.tabs.addTab(self.rankings, "Rankings")
+        self.tabs.addTab(self._metrics_panel(), "Metrics")
+        layout.addWidget(self.tabs, 1)
+
+    def _question_row(self) -> QHBoxLayout:
+        row = QHBoxLayout()
+        self.question = QLineEdit()
+        self.question.setPlaceholderText("Question to run through every strategy")
+        self.question.returnPressed.connect(self.run_question)
+        self.top_k = QSpinBox()
+        self.top_k.setRange(1, 100)
+        self.top_k.setValue(10)
+        self.top_k.setPrefix("top ")
+        self.run_question_button = QPushButton("Compare")
+        self.run_question_button.clicked.connect(self.run_question)
+        row.addWidget(self.question, 1)
+        row.addWidget(self.top_k)
+        row.addWidget(self.run_question_button)
+        return row
+
+    def _query_set_row(self) -> QHBoxLayout:
+        row = QHBoxLayout()
+        self.load_button = QPushButton("Load query set…")
+        self.load_button.clicked.connect(self._choose_query_set)
+        self.query_set_label = QLabel("No query set")
+        self.limit = QSpinBox()
+        self.limit.setRange(0, 100_000)
+        self.limit.setSpecialValueText("all queries")
+        self.limit.setPrefix("first ")
+        self.run_set_button = QPushButton("Evaluate")
+        self.run_set_button.clicked.connect(self.run_query_set)
+        row.addWidget(self.load_button)
+        row.addWidget(self.query_set_label, 1)
+        row.addWidget(self.limit)
+        row.addWidget(self.run_set_button)
+        return row
+
+    def _progress_row(self) -> QHBoxLayout:
+        row = QHBoxLayout()
+        self.progress = QProgressBar()
+        self.status = QLabel("")
+        self.status.setObjectName("compareStatus")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(self.cancel)
+        row.addWidget(self.progress, 1)
+        row.addWidget(self.status, 2)
+        row.addWidget(self.cancel_button)
+        return row
+
+    def _rankings_table(self) -> QTableWidget:
+        table = QTableWidget(0, 0)
+        table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        table.customContextMenuRequested.connect(self._label_menu)
+        table.horizontalHeader().setStretchLastSection(True)
+        return table
+
+    def _metrics_panel(self) -> QWidget:
+        panel = QSplitter(Qt.Orientation.Vertical)
+        self.metrics = QTableWidget(0, 0)
+        self.metrics.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        charts = QSplitter(Qt.Orientation.Horizontal)
+        self.quality_plot = pg.PlotWidget(title="Quality per strategy")
+        self.quality_plot.addLegend(offset=(5, 5))
+        self.quality_plot.setYRange(0, 1)
+        self.latency_plot = pg.PlotWidget(title="Latency per strategy (ms)")
+        self.latency_plot.addLegend(offset=(5, 5))
+        charts.addWidget(self.quality_plot)
+        charts.addWidget(self.latency_plot)
+        charts.setStretchFactor(0, 3)
+        charts.setStretchFactor(1, 2)
+        panel.addWidget(self.metrics)
+        panel.addWidget(charts)
+        return panel
+
+    # ------------------------------------------------------------------ small API
+    def set_workspace(self, path: str | Path | None) -> None:
+        self.workspace = str(path or "")
+        self.results = {}
+        self.show_rankings({})
+
+    def set_question(self, text: str) -> None:
+        self.question.setText(text)
+
+    def set_labels_file(self, path: str | Path | None) -> None:
+        """Where right-click labels go (a labelled query set, JSONL). Loading a query set also sets it."""
+        self.labels_file = Path(path) if path else None
+        self._colour_labels()
+
+    def load_query_set(self, queries_path: str | Path, qrels_path: str | Path | None = None) -> int:
+        """Load JSONL queries (+ optional TSV qrels; else their `relevant` field). Returns judged queries."""
+        queries = load_queries(queries_path)
+        qrels = load_qrels(qrels_path) if qrels_path else qrels_from_queries(queries)
+        self.queries = [q for q in queries if any(g > 0 for g in qrels.get(q.id, {}).values())]
+        self.qrels = qrels
+        if not qrels_path:
+            self.set_labels_file(queries_path)
+        self.query_set_label.setText(f"{Path(queries_path).name}: {len(self.queries)} judged queries")
+        return len(self.queries)
+
+    def is_running(self) -> bool:
+        return self.runner.is_running(TASK_KEY)
+
+    # ------------------------------------------------------------------ runs
+    def run_question(self) -> asyncio.Task | None:
+        text = self.question.text().strip()
+        if not self._ready(text or None, "Type a question first."):
+            return None
+        return self._start(self._compare_question(text, self.top_k.value()), "question")
+
+    def run_query_set(self) -> asyncio.Task | None:
+        if not self._ready(self.queries or None, "Load a query set with judged queries first."):
+            return None
+        queries = self.queries[:self.limit.value()] if self.limit.value() else self.queries
+        return self._start(self._evaluate(queries), "query set")
+
+    def cancel(self) -> None:
+        if self.runner.cancel(TASK_KEY):
+            self.status.setText("Cancelling…")
+
+    def _ready(self, needed, message: str) -> bool:
+        if self.service is None or not self.workspace:
+            self.status.setText("Open a workspace first.")
+            return False
+        if not needed:
+            self.status.setText(message)
+            return False
+        return True
+
+    def _start(self, coro, kind: str) -> asyncio.Task:
+        self._set_busy(True)
+        self.progress.setValue(0)
+        task = self.runner.run(coro, key=TASK_KEY, context="Compare",
+                               on_result=lambda _: self._done(kind), on_error=self._failed)
+        task.add_done_callback(lambda t: self._cancelled() if t.cancelled() else None)
+        return task
+
+    async def _compare_question(self, text: str, top_k: int) -> None:
+        names, _ = choose_strategies(self.service, "all")
+        self.progress.setRange(0, len(names))
+        results = {}
+        for i, name in enumerate(names):
+            self.status.setText(f"Running {name}…")
+            options = QueryOptions(workspace=self.workspace, top_k=top_k, strategy=name, expand_context=False)
+            results[name] = await self.service.query(text, options)
+            self.progress.setValue(i + 1)
+        self.show_rankings(results)
+
+    async def _evaluate(self, queries: list[LabelledQuery]) -> None:
+        names, skipped = choose_strategies(self.service, "all")
+        self.progress.setRange(0, len(queries) * len(names))
+        self.status.setText(f"Evaluating {len(queries)} queries × {len(names)} strategies…")
+        health = await self.service.health(self.workspace)
+        report = await evaluate(self.service, queries, self.qrels, names, self.workspace, 100,
+                                doc_id_for=WorkspaceDocIds(self.qrels), documents=health.files,
+                                progress=self._progress)
+        report.skipped = skipped
+        self.show_report(report)
+
+    def _progress(self, event: EvalProgress) -> None:
+        self.progress.setValue(event.done)
+        self.status.setText(f"{event.done}/{event.total}: {event.strategy} — {event.query[:50]}")
+
+    def _done(self, kind: str) -> None:
+        self._set_busy(False)
+        self.status.setText("Done" if kind == "question" else
+                            f"Done: {self.report.queries} queries" if self.report else "Done")
+        self.finished.emit(kind)
+
+    def _failed(self, error: BaseException) -> None:
+        self._set_busy(False)
+        self.status.setText(f"Failed: {describe_error(error)}")
+        self.finished.emit("failed")
+
+    def _cancelled(self) -> None:
+        self._set_busy(False)
+        self.status.setText("Cancelled")
+        self.finished.emit("cancelled")
+
+    def _set_busy(self, busy: bool) -> None:
+        self.cancel_button.setEnabled(busy)
+        for widget in (self.run_question_button, self.run_set_button, self.load_button):
+            widget.setEnabled(not busy)
+
+    # ------------------------------------------------------------------ display
+    def show_rankings(self, results: dict[str, QueryResult]) -> None:
+        """One column per strategy; row r holds each strategy's rank r+1."""
+        self.results = results
+        table = self.rankings
+        table.clear()
+        table.setColumnCount(len(results))
+        table.setRowCount(max((len(r.results) for r in results.values()), default=0))
+        table.setHorizontalHeaderLabels([self._column_title(n, r) for n, r in results.items()])
+        for col, result in enumerate(results.values()):
+            for item in result.results:
+                table.setItem(item.rank - 1, col, self._ranking_cell(item))
+        table.resizeColumnsToContents()
+        self._colour_labels()
+
+    @staticmethod
+    def _column_title(name: str, result: QueryResult) -> str:
+        total = result.timings_ms.get("total")
+        title = f"{name}\n{total:.0f} ms" if total is not None else name
+        return title + ("\n(fell back)" if result.fallback_reason else "")
+
+    @staticmethod
+    def _ranking_cell(item: ResultChunk) -> QTableWidgetItem:
+        cell = QTableWidgetItem(cell_text(item))
+        was = "new (keyword match)" if item.original_rank is None else f"vector rank {item.original_rank}"
+        cell.setToolTip(f"{item.chunk.path}:{item.chunk.start_line}-{item.chunk.end_line}\n"
+                        f"score {item.score:.3f}, {was}")
+        cell.setData(ResultRole, item)
+        return cell
+
+    def show_report(self, report: EvalReport) -> None:
+        self.report = report
+        self._fill_metrics_table(report)
+        self._plot(report)
+        self.tabs.setCurrentIndex(1)
+
+    def _fill_metrics_table(self, report: EvalReport) -> None:
+        head = [label for _, label in COLUMNS] + ["p50 ms", "p95 ms"]
+        names = list(report.strategies)
+        self.metrics.clear()
+        self.metrics.setRowCount(len(names) + len(report.skipped))
+        self.metrics.setColumnCount(len(head))
+        self.metrics.setHorizontalHeaderLabels(head)
+        self.metrics.setVerticalHeaderLabels(names + list(report.skipped))
+        for row, name in enumerate(names):
+            strategy = report.strategies[name]
+            for col, (key, _) in enumerate(COLUMNS):
+                self.metrics.setItem(row, col, self._metric_cell(report, name, key))
+            self.metrics.setItem(row, len(COLUMNS), QTableWidgetItem(f"{strategy.latency_ms_p50:.0f}"))
+            self.metrics.setItem(row, len(COLUMNS) + 1, QTableWidgetItem(f"{strategy.latency_ms_p95:.0f}"))
+        for row, (name, reason) in enumerate(report.skipped.items(), len(names)):
+            self.metrics.setItem(row, 0, QTableWidgetItem(f"not run: {reason}"))
+        self.metrics.resizeColumnsToContents()
+
+    @staticmethod
+    def _metric_cell(report: EvalReport, name: str, key: str) -> QTableWidgetItem:
+        value = report.strategies[name].metrics[key]
+        change = report.delta(name, key)
+        if name == BASELINE or change is None:
+            return QTableWidgetItem(f"{value:.3f}")
+        cell = QTableWidgetItem(f"{value:.3f} ({change:+.3f})")
+        if abs(change) >= 0.0005:
+            cell.setForeground(QBrush(RELEVANT_COLOR if change > 0 else NOT_RELEVANT_COLOR))
+        return cell
+
+    def _plot(self, report: EvalReport) -> None:
+        names = list(report.strategies)
+        ticks = [[(i, name) for i, name in enumerate(names)]]
+        self._grouped_bars(self.quality_plot, names, [
+            (label, [report.strategies[n].metrics[key] for n in names]) for key, label in COLUMNS])
+        self._grouped_bars(self.latency_plot, names, [
+            ("p50", [report.strategies[n].latency_ms_p50 for n in names]),
+            ("p95", [report.strategies[n].latency_ms_p95 for n in names])])
+        for plot in (self.quality_plot, self.latency_plot):
+            plot.getAxis("bottom").setTicks(ticks)
+
+    @staticmethod
+    def _grouped_bars(plot: pg.PlotWidget, names: list[str], series: list[tuple[str, list[float]]]) -> None:
+        plot.clear()
+        width = 0.8 / len(series)
+        for i, (label, values) in enumerate(series):
+            xs = [x - 0.4 + width * (i + 0.5) for x in range(len(names))]
+            plot.addItem(pg.BarGraphItem(x=xs, height=values, width=width, brush=BAR_COLORS[i % len(BAR_COLORS)],
+                                         name=label))
+
+    def bar_items(self, plot: pg.PlotWidget) -> list[pg.BarGraphItem]:
+        return [item for item in plot.getPlotItem().items if isinstance(item, pg.BarGraphItem)]
+
+    # ------------------------------------------------------------------ labels
+    def _label_menu(self, pos) -> None:
+        cell = self.rankings.itemAt(pos)
+        if cell is None or cell.data(ResultRole) is None:
+            return
+        menu = QMenu(self)
+        menu.addAction("Mark relevant", lambda: self.label_cell(cell.row(), cell.column(), True))
+        menu.addAction("Mark not relevant", lambda: self.label_cell(cell.row(), cell.column(), False))
+        menu.exec(self.rankings.viewport().mapToGlobal(pos))
+
+    def label_cell(self, row: int, column: int, relevant: bool) -> bool:
+        """Record a label for the result at (row, column) of the rankings for the current question."""
+        cell = self.rankings.item(row, column)
+        item: ResultChunk | None = cell.data(ResultRole) if cell else None
+        question = next(iter(self.results.values())).question if self.results else ""
+        if item is None or not question:
+            return False
+        if self.labels_file is None and not self._choose_labels_file():
+            return False
+        record_label(self.labels_file, question, item.chunk.path, item.chunk.qualified_name or item.chunk.symbol,
+                     relevant)
+        self._colour_labels()
+        self.status.setText(f"Labelled {cell_text(item)} as {'relevant' if relevant else 'not relevant'}")
+        return True
+
+    def _colour_labels(self) -> None:
+        if not self.results:
+            return
+        question = next(iter(self.results.values())).question
+        labels = labels_for(self.labels_file, question) if self.labels_file else {}
+        for row in range(self.rankings.rowCount()):
+            for col in range(self.rankings.columnCount()):
+                self._colour_cell(self.rankings.item(row, col), labels)
+
+    @staticmethod
+    def _colour_cell(cell: QTableWidgetItem | None, labels: dict[tuple[str, str], int]) -> None:
+        item: ResultChunk | None = cell.data(ResultRole) if cell else None
+        if item is None:
+            return
+        symbol = item.chunk.qualified_name or item.chunk.symbol
+        grade = labels.get((item.chunk.path, symbol), labels.get((item.chunk.path, "")))
+        if grade is None:
+            cell.setBackground(QBrush())
+        else:
+            colour = QColor(RELEVANT_COLOR if grade > 0 else NOT_RELEVANT_COLOR)
+            colour.setAlpha(60)
+            cell.setBackground(QBrush(colour))
+
+    # ------------------------------------------------------------------ dialogs
+    def _choose_query_set(self) -> None:
+        queries, _ = QFileDialog.getOpenFileName(self, "Labelled queries (JSONL)", "", "JSONL (*.jsonl);;All (*)")
+        if not queries:
+            return
+        qrels, _ = QFileDialog.getOpenFileName(self, "Judgements (TSV, optional: cancel to use the queries' "
+                                               "'relevant' field)", str(Path(queries).parent), "TSV (*.tsv);;All (*)")
+        try:
+            self.load_query_set(queries, qrels or None)
+        except (OSError, ValueError) as error:
+            self.status.setText(f"Could not load the query set: {error}")
+
+    def _choose_labels_file(self) -> bool:
+        path, _ = QFileDialog.getSaveFileName(self, "Save labels to (JSONL query set)", "labels.jsonl",
+                                              "JSONL (*.jsonl)")
+        if path:
+            self.labels_file = Path(path)
+        return bool(path)
