@@ -27,19 +27,25 @@ def default_workspace(path: str | None, settings) -> str:
 async def take_screenshot(window, workspace: str, out: str, query: str | None,
                           strategy: str | None) -> int:
     """Open `workspace` (index it if needed), run `query`, select the first result, save the window."""
-    health = await window.open_workspace(workspace)
-    if not health.indexed or health.needs_reindex or health.stale_files:
-        task = window.start_index(full=health.needs_reindex)
-        if task is not None:
-            await task
-    if strategy and not window.query_bar.select_strategy(strategy):
-        log.warning("strategy %r is unknown or unavailable; using %s", strategy,
-                    window.query_bar.strategy_name())
-    if query:
-        task = window.run_query(query)
-        if task is not None:
-            await task
-            window.results.select_first()
+    status = 0
+    try:
+        health = await window.open_workspace(workspace)
+        if not health.indexed or health.needs_reindex or health.stale_files:
+            task = window.start_index(full=health.needs_reindex)
+            if task is not None:
+                await task
+        if strategy and not window.query_bar.select_strategy(strategy):
+            log.warning("strategy %r is unknown or unavailable; using %s", strategy,
+                        window.query_bar.strategy_name())
+        if query:
+            await window.service.warm_up()  # so the status bar shows query timings, not model loading
+            task = window.run_query(query)
+            if task is not None:
+                await task
+                window.results.select_first()
+    except Exception as exc:  # the window shows the error banner; the screenshot still records it
+        log.error("screenshot run failed: %s", exc)
+        status = 1
     await asyncio.sleep(0.3)  # let layouts and the highlighter settle
     QApplication.processEvents()
     Path(out).parent.mkdir(parents=True, exist_ok=True)
@@ -47,7 +53,7 @@ async def take_screenshot(window, workspace: str, out: str, query: str | None,
         log.error("could not save the screenshot to %s", out)
         return 1
     print(f"screenshot saved to {out}")
-    return 0
+    return status
 
 
 def run_gui(path: str | None, screenshot: str | None, query: str | None, strategy: str | None,

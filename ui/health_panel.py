@@ -137,6 +137,7 @@ class HealthPanel(QWidget):
         self.progress.setTextVisible(True)
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
+        self.progress.setFormat("")
         self.progress_label = QLabel("")
         self.progress_label.setObjectName("progressLabel")
 
@@ -159,6 +160,7 @@ class HealthPanel(QWidget):
         self.files_title.setObjectName("sectionTitle")
         layout.addWidget(self.files_title)
         layout.addWidget(self.files, 1)
+        layout.addStretch(0)  # takes the space when the file list is hidden
         layout.addLayout(buttons)
         layout.addWidget(self.progress)
         layout.addWidget(self.progress_label)
@@ -196,6 +198,7 @@ class HealthPanel(QWidget):
             item = QTreeWidgetItem(self.files, [skipped.path, f"skipped: {skipped.reason}"])
             item.setToolTip(1, skipped.reason)
         count = len(h.stale_files) + len(h.skipped)
+        self.files.setVisible(count > 0)
         self.files_title.setText(
             f"Stale and skipped files ({len(h.stale_files)} stale, {len(h.skipped)} skipped)" if count
             else "Stale and skipped files (none)")
@@ -205,6 +208,7 @@ class HealthPanel(QWidget):
         return self.cancel_button.isEnabled()
 
     def indexing_started(self, full: bool) -> None:
+        self.progress.setFormat("%p%")
         self.cancel_button.setEnabled(True)
         self.reindex_button.setEnabled(False)
         self.rebuild_button.setEnabled(False)

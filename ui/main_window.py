@@ -11,8 +11,8 @@ from pathlib import Path
 from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
-    QDockWidget, QFileDialog, QLabel, QMainWindow, QMenu, QSizePolicy, QSplitter, QToolBar, QToolButton,
-    QVBoxLayout, QWidget,
+    QFileDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QTabWidget, QToolBar,
+    QToolButton, QVBoxLayout, QWidget,
 )
 
 from services.knowledge import KnowledgeService
@@ -94,49 +94,56 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ layout
     def _build_layout(self) -> None:
+        self.bottom = QSplitter(Qt.Orientation.Horizontal)
+        self.bottom.addWidget(self.code)
+        self.health_scroll = QScrollArea()
+        self.health_scroll.setObjectName("healthScroll")
+        self.health_scroll.setWidget(self.health_panel)
+        self.health_scroll.setWidgetResizable(True)
+        self.health_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.health_scroll.setMinimumWidth(300)
+        self.bottom.addWidget(self.health_scroll)
+        self.bottom.setStretchFactor(0, 1)
+        self.bottom.setStretchFactor(1, 0)
+        self.bottom.setChildrenCollapsible(False)
         self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.splitter.addWidget(self.results)
-        self.splitter.addWidget(self.code)
-        self.splitter.setStretchFactor(0, 3)
-        self.splitter.setStretchFactor(1, 4)
+        self.splitter.addWidget(self.bottom)
+        self.splitter.setStretchFactor(0, 2)
+        self.splitter.setStretchFactor(1, 3)
         self.splitter.setChildrenCollapsible(False)
-        central = QWidget()
-        layout = QVBoxLayout(central)
-        layout.setContentsMargins(6, 0, 6, 0)
+        explore = QWidget()
+        layout = QVBoxLayout(explore)
+        layout.setContentsMargins(6, 4, 6, 0)
         layout.setSpacing(4)
         layout.addWidget(self.messages)
         layout.addWidget(self.query_bar)
         layout.addWidget(self.splitter, 1)
-        self.setCentralWidget(central)
+        self.explore = explore
+        self.compare_view = self._build_compare_view()
+        if self.compare_view is None:
+            self.tabs = None
+            self.setCentralWidget(explore)
+        else:
+            self.tabs = QTabWidget()
+            self.tabs.setDocumentMode(True)
+            self.tabs.addTab(explore, "Explore")
+            self.tabs.addTab(self.compare_view, "Compare strategies")
+            self.setCentralWidget(self.tabs)
 
-        self.health_dock = QDockWidget("Index health", self)
-        self.health_dock.setObjectName("healthDock")
-        self.health_dock.setWidget(self.health_panel)
-        self.health_dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
-                                     | QDockWidget.DockWidgetFeature.DockWidgetFloatable
-                                     | QDockWidget.DockWidgetFeature.DockWidgetClosable)
-        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.health_dock)
-        self.compare_dock = self._build_compare_dock()
-
-    def _build_compare_dock(self) -> QDockWidget | None:
+    def _build_compare_view(self) -> QWidget | None:
         try:
             from ui.compare import CompareView  # written by another engineer; optional until it lands
         except ImportError:
             return None
         try:
-            view = CompareView(self.service)
-        except TypeError:
-            view = CompareView()
+            try:
+                return CompareView(self.service)
+            except TypeError:
+                return CompareView()
         except Exception:  # its constructor failing must not take the main window down
             log.exception("CompareView could not be created")
             return None
-        dock = QDockWidget("Compare strategies", self)
-        dock.setObjectName("compareDock")
-        dock.setWidget(view)
-        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
-        self.tabifyDockWidget(self.health_dock, dock)
-        self.health_dock.raise_()
-        return dock
 
     def _build_toolbar(self) -> None:
         toolbar = QToolBar("Workspace")
@@ -160,7 +167,11 @@ class MainWindow(QMainWindow):
         spacer = QWidget()
         spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         toolbar.addWidget(spacer)
-        toolbar.addAction(self.health_dock.toggleViewAction())
+        self.health_action = QAction("Index health", self)
+        self.health_action.setCheckable(True)
+        self.health_action.setChecked(True)
+        self.health_action.toggled.connect(self.health_scroll.setVisible)
+        toolbar.addAction(self.health_action)
         focus = QAction("Focus query", self)
         focus.setShortcut(QKeySequence("Ctrl+L"))
         focus.triggered.connect(lambda: (self.query_bar.query.setFocus(), self.query_bar.query.selectAll()))
@@ -194,6 +205,7 @@ class MainWindow(QMainWindow):
             log.exception("strategies() failed")
             self.messages.show_message(f"Could not list reranking strategies: {exc}", ERROR)
             strategies = fallback_strategies()
+        self.results.strategy_labels = {info.name: info.label or info.name for info in strategies}
         preferred = str(self.settings.value("strategy", "") or "")
         self.query_bar.set_strategies(strategies, preferred)
 
@@ -207,13 +219,12 @@ class MainWindow(QMainWindow):
         state = self.settings.value("windowState")
         if state is not None:
             self.restoreState(state)
-        else:
-            self.resizeDocks([self.health_dock], [340], Qt.Orientation.Horizontal)
-        splitter = self.settings.value("splitter")
-        if splitter is not None:
-            self.splitter.restoreState(splitter)
-        else:
-            self.splitter.setSizes([340, 460])
+        for name, splitter, sizes in (("splitter", self.splitter, [330, 470]),
+                                      ("bottomSplitter", self.bottom, [1040, 380])):
+            saved = self.settings.value(name)
+            if saved is None or not splitter.restoreState(saved):
+                splitter.setSizes(sizes)
+        self.health_action.setChecked(self.settings.value("healthVisible", "true") in (True, "true"))
         try:
             self.query_bar.top_k.setValue(int(self.settings.value("topK", 10)))
         except (TypeError, ValueError):
@@ -224,6 +235,8 @@ class MainWindow(QMainWindow):
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("windowState", self.saveState())
         self.settings.setValue("splitter", self.splitter.saveState())
+        self.settings.setValue("bottomSplitter", self.bottom.saveState())
+        self.settings.setValue("healthVisible", self.health_action.isChecked())
         self.settings.setValue("strategy", self.query_bar.strategy_name())
         self.settings.setValue("topK", self.query_bar.top_k.value())
         if self.workspace:
@@ -254,6 +267,7 @@ class MainWindow(QMainWindow):
         remember_workspace(self.settings, path)
         self._fill_recent_menu()
         self.messages.hide()
+        self._tell_compare("set_workspace", path)
         self.results.set_result(None)
         self.code.show_chunk(None)
         self.health_panel.set_health(IndexHealth(workspace=path, indexed=False))
@@ -360,6 +374,7 @@ class MainWindow(QMainWindow):
             self.messages.show_message("Open a workspace first.", WARNING)
             return None
         self.status_results.setText(f"Searching for “{question}”…")
+        self._tell_compare("set_question", question)
         return self.runner.run(self.service.query(question, self.query_options()), key="query",
                                context="Query", on_result=self.show_result,
                                on_error=lambda _exc: self.status_results.setText("Query failed"))
@@ -387,6 +402,16 @@ class MainWindow(QMainWindow):
                                        INFO, timeout_ms=8000)
 
     # ------------------------------------------------------------------ misc
+    def _tell_compare(self, method: str, *args) -> None:
+        """Keep the compare tab on the same workspace and question (its API: set_workspace, set_question)."""
+        target = getattr(self.compare_view, method, None)
+        if target is None:
+            return
+        try:
+            target(*args)
+        except Exception:
+            log.exception("CompareView.%s failed", method)
+
     def _show_failure(self, context: str, message: str) -> None:
         self.messages.show_message(f"{context} failed: {message}" if context else message, ERROR)
 
@@ -399,6 +424,7 @@ class MainWindow(QMainWindow):
         if self.cancel_event is not None:
             self.cancel_event.set()
         self.runner.cancel_all()
+        self._tell_compare("cancel")
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         self.save_settings()

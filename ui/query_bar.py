@@ -8,7 +8,7 @@ from PySide6.QtCore import QStringListModel, Qt, Signal
 from PySide6.QtGui import QAction, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QComboBox, QCompleter, QHBoxLayout, QLabel, QLineEdit, QMenu, QPushButton, QSpinBox, QToolButton,
-    QWidget,
+    QVBoxLayout, QWidget,
 )
 
 from services.models import StrategyInfo
@@ -65,7 +65,7 @@ class QueryBar(QWidget):
         self.query.returnPressed.connect(self.submitted.emit)
 
         self.strategy = QComboBox()
-        self.strategy.setMinimumContentsLength(16)
+        self.strategy.setMinimumContentsLength(22)
         self.strategy.setToolTip("Reranking strategy")
         self.top_k = QSpinBox()
         self.top_k.setRange(1, 100)
@@ -79,25 +79,33 @@ class QueryBar(QWidget):
         self.languages_button.setToolTip("Only search these languages")
         self.path_glob = QLineEdit()
         self.path_glob.setPlaceholderText("path glob, e.g. src/**/*.py")
-        self.path_glob.setMaximumWidth(190)
+        self.path_glob.setMinimumWidth(220)
         self.path_glob.returnPressed.connect(self.submitted.emit)
         self.search_button = QPushButton("Search")
         self.search_button.setObjectName("searchButton")
         self.search_button.setDefault(True)
         self.search_button.clicked.connect(self.submitted.emit)
 
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(8, 6, 8, 6)
+        search_row = QHBoxLayout()
+        search_row.setSpacing(6)
+        search_row.addWidget(self.query, 1)
+        search_row.addWidget(self.search_button)
+        options = QHBoxLayout()
+        options.setSpacing(6)
+        for label, widget in (("Strategy", self.strategy), ("Results", self.top_k),
+                              ("Languages", self.languages_button), ("Paths", self.path_glob)):
+            caption = QLabel(label)
+            caption.setObjectName("optionLabel")
+            caption.setBuddy(widget)
+            options.addWidget(caption)
+            options.addWidget(widget)
+            options.addSpacing(10)
+        options.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 4, 2, 4)
         layout.setSpacing(6)
-        layout.addWidget(self.query, 1)
-        layout.addWidget(self.search_button)
-        layout.addSpacing(8)
-        layout.addWidget(QLabel("Strategy"))
-        layout.addWidget(self.strategy)
-        layout.addWidget(QLabel("Top"))
-        layout.addWidget(self.top_k)
-        layout.addWidget(self.languages_button)
-        layout.addWidget(self.path_glob)
+        layout.addLayout(search_row)
+        layout.addLayout(options)
         self.set_languages([])
 
     # --- strategies ---

@@ -4,11 +4,24 @@ from __future__ import annotations
 
 from PySide6.QtCore import QItemSelectionModel, Qt, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView, QHeaderView, QLabel, QSplitter, QTableView, QVBoxLayout, QWidget,
+    QAbstractItemView, QHeaderView, QLabel, QSplitter, QStyledItemDelegate, QTableView, QVBoxLayout,
+    QWidget,
 )
 
 from services.models import QueryResult, ResultChunk
 from ui.ranking_model import ORIGINAL, RERANKED, RankingModel
+
+
+class ElideDelegate(QStyledItemDelegate):
+    """Elides on one side: Location keeps its end (file name and lines) visible."""
+
+    def __init__(self, mode: Qt.TextElideMode, parent=None) -> None:
+        super().__init__(parent)
+        self.mode = mode
+
+    def initStyleOption(self, option, index) -> None:  # noqa: N802 (Qt API)
+        super().initStyleOption(option, index)
+        option.textElideMode = self.mode
 
 
 def make_table(model: RankingModel) -> QTableView:
@@ -28,13 +41,15 @@ def make_table(model: RankingModel) -> QTableView:
     header.setHighlightSections(False)
     header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
     digit = table.fontMetrics().horizontalAdvance("0")
-    for title, width in (("#", 4), ("Δ", 5), ("Kind", 9), ("Vector", 8), ("Reranked", 10)):
+    for title, width in (("#", 3), ("Δ", 4), ("Kind", 9), ("Vector", 7), ("Reranked", 9)):
         if title in model.columns:
             column = model.column_of(title)
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Fixed)
             table.setColumnWidth(column, digit * width + 16)
     header.setSectionResizeMode(model.column_of("Symbol"), QHeaderView.ResizeMode.Stretch)
     header.setSectionResizeMode(model.column_of("Location"), QHeaderView.ResizeMode.Stretch)
+    table.setItemDelegateForColumn(model.column_of("Location"), ElideDelegate(Qt.TextElideMode.ElideLeft, table))
+    table.setItemDelegateForColumn(model.column_of("Symbol"), ElideDelegate(Qt.TextElideMode.ElideMiddle, table))
     return table
 
 
@@ -72,6 +87,7 @@ class ResultsView(QWidget):
         layout.addWidget(self.splitter)
         self._syncing = False
         self.result: QueryResult | None = None
+        self.strategy_labels: dict[str, str] = {}
         for table, other in ((self.left.table, self.right.table), (self.right.table, self.left.table)):
             table.selectionModel().currentRowChanged.connect(
                 lambda current, _prev, t=table, o=other: self._row_changed(t, o, current))
@@ -92,14 +108,15 @@ class ResultsView(QWidget):
             self.reranked_model.set_result(result)
         finally:
             self._syncing = False
+        label = self.strategy_labels.get(result.strategy, result.strategy) if result else ""
         if result is None:
             self.right.title.setText("Reranked")
         elif result.reranked:
-            self.right.title.setText(f"Reranked · {result.strategy}")
+            self.right.title.setText(f"Reranked · {label}")
         elif result.fallback_reason:
             self.right.title.setText(f"Not reranked · {result.fallback_reason}")
         else:
-            self.right.title.setText(f"Reranked · {result.strategy} (order unchanged)")
+            self.right.title.setText(f"Reranked · {label} (order unchanged)")
         self.left.title.setText("Vector ranking" if result is None
                                 else f"Vector ranking · {result.total_chunks_searched:,} chunks searched")
         self.chunk_selected.emit(None)
