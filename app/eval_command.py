@@ -52,6 +52,8 @@ class _ProgressLine:
         self.last_step = -1
 
     def __call__(self, done: int, total: int, note: str = "") -> None:
+        if total <= 0:
+            return
         percent = 100 * done // max(total, 1)
         if self.tty:
             print(f"\r{self.label}: {done}/{total} ({percent}%) {note[:40]:<40}", end="", file=sys.stderr,

@@ -399,8 +399,8 @@ async def evaluate(service, queries: Sequence[LabelledQuery], qrels: Qrels, stra
                 progress(EvalProgress(done, total, name, query.text))
         await asyncio.sleep(0)
     judged_qrels = {q.id: qrels[q.id] for q in judged}
-    for name in strategies:
-        reports[name].metrics = compute_metrics(judged_qrels, rankings[name])
+    for name in strategies:  # in a thread: ranx's first call compiles with numba and takes seconds
+        reports[name].metrics = await asyncio.to_thread(compute_metrics, judged_qrels, rankings[name])
     return EvalReport(reports, len(judged), documents, top_k, rankings=rankings)
 
 
