@@ -16,7 +16,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
-    QFileDialog, QHBoxLayout, QLabel, QLineEdit, QMenu, QProgressBar, QPushButton, QSpinBox, QSplitter,
+    QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMenu, QProgressBar, QPushButton, QSpinBox, QSplitter,
     QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget,
 )
 
@@ -123,7 +123,9 @@ class CompareView(QWidget):
         table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         table.customContextMenuRequested.connect(self._label_menu)
-        table.horizontalHeader().setStretchLastSection(True)
+        table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        table.setSelectionMode(QTableWidget.SelectionMode.MultiSelection)
+        table.currentCellChanged.connect(self._select_same_chunk)
         return table
 
     def _metrics_panel(self) -> QWidget:
@@ -131,10 +133,10 @@ class CompareView(QWidget):
         self.metrics = QTableWidget(0, 0)
         self.metrics.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         charts = QSplitter(Qt.Orientation.Horizontal)
-        self.quality_plot = pg.PlotWidget(title="Quality per strategy")
+        self.quality_plot = pg.PlotWidget(title="Quality per strategy", background=None)
         self.quality_plot.addLegend(offset=(5, 5))
         self.quality_plot.setYRange(0, 1)
-        self.latency_plot = pg.PlotWidget(title="Latency per strategy (ms)")
+        self.latency_plot = pg.PlotWidget(title="Latency per strategy (ms)", background=None)
         self.latency_plot.addLegend(offset=(5, 5))
         charts.addWidget(self.quality_plot)
         charts.addWidget(self.latency_plot)
@@ -265,8 +267,26 @@ class CompareView(QWidget):
         for col, result in enumerate(results.values()):
             for item in result.results:
                 table.setItem(item.rank - 1, col, self._ranking_cell(item))
-        table.resizeColumnsToContents()
         self._colour_labels()
+
+    def _select_same_chunk(self, row: int, column: int, *_ignored) -> None:
+        """Selecting a result selects the same chunk in every other strategy's column."""
+        table = self.rankings
+        current = table.item(row, column)
+        item: ResultChunk | None = current.data(ResultRole) if current else None
+        table.blockSignals(True)
+        table.clearSelection()
+        for r in range(table.rowCount()):
+            for c in range(table.columnCount()):
+                other = table.item(r, c)
+                if item is not None and other is not None and other.data(ResultRole).chunk.id == item.chunk.id:
+                    other.setSelected(True)
+        table.blockSignals(False)
+
+    def selected_ranks(self) -> dict[str, int]:
+        """{strategy: rank} of the selected chunk in each column that has it."""
+        names = list(self.results)
+        return {names[cell.column()]: cell.row() + 1 for cell in self.rankings.selectedItems()}
 
     @staticmethod
     def _column_title(name: str, result: QueryResult) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -139,3 +140,15 @@ def test_rankings_and_report_display_hand_made_results(qtbot, loop):
 def qtbot_left():
     from PySide6.QtCore import Qt
     return Qt.MouseButton.LeftButton
+
+
+def test_selecting_a_result_selects_it_in_every_strategy_column(qtbot, loop):
+    widget = CompareView(None)
+    qtbot.addWidget(widget)
+    reranked = sample_result()  # C, A, E, B
+    vector = dataclasses.replace(reranked, strategy="none", results=reranked.original)  # A, B, C, D
+    widget.show_rankings({"none": vector, "hybrid": reranked})
+    widget.rankings.setCurrentCell(0, 0)  # A
+    assert widget.selected_ranks() == {"none": 1, "hybrid": 2}
+    widget.rankings.setCurrentCell(2, 1)  # E: found by the keyword index only
+    assert widget.selected_ranks() == {"hybrid": 3}
