@@ -80,8 +80,17 @@ def load_model(model: str, max_length: int):
         except Exception as error:
             raise StrategyUnavailable(
                 f"cross-encoder model '{model}' could not be loaded: {error}") from error
+        _fit_max_length(loaded, max_length)
         _MODELS[key] = loaded
         return loaded
+
+
+def _fit_max_length(model, wanted: int) -> None:
+    """Never feed more tokens than the model has positions for (small models have 128 or 256)."""
+    config = getattr(getattr(model, "model", None), "config", None)
+    positions = getattr(config, "max_position_embeddings", None)
+    if positions and wanted > positions:
+        model.max_seq_length = positions
 
 
 def to_probabilities(raw) -> list[float]:
