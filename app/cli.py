@@ -75,10 +75,23 @@ def normalise_argv(argv: list[str]) -> list[str]:
     """`knowledge-explorer [PATH]` means `knowledge-explorer gui [PATH]`."""
     if any(a in ("-h", "--help") for a in argv[:1]):
         return argv
-    positionals = [a for a in argv if not a.startswith("-")]
-    if not positionals or positionals[0] not in COMMANDS:
+    first = _first_positional(argv)
+    if first is None or first not in COMMANDS:
         return ["gui", *argv]
     return argv
+
+
+def _first_positional(argv: list[str]) -> str | None:
+    takes_value = {"--data-dir", "--chroma-url", "--model"}
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in takes_value:
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:

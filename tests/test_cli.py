@@ -1,0 +1,75 @@
+"""The `knowledge-explorer` command line, run in-process on the sample workspace."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.cli import main, normalise_argv
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_index_health_query_and_strategies_print_stable_json(capsys, workspace, data_dir):
+    code, out, _ = run(capsys, "index", str(workspace), "--data-dir", str(data_dir), "--json")
+    report = json.loads(out)
+    assert code == 0 and report["files_indexed"] > 10 and report["chunks_embedded"] == report["chunks_total"]
+    assert {"files_indexed", "files_unchanged", "files_removed", "chunks_embedded", "chunks_total",
+            "seconds"} <= set(report)
+
+    code, out, _ = run(capsys, "health", str(workspace), "--data-dir", str(data_dir), "--json")
+    health = json.loads(out)
+    assert code == 0 and health["indexed"] and health["chunks"] == report["chunks_total"]
+    assert {"indexed", "files", "chunks", "languages", "stale_files", "needs_reindex", "skipped", "model",
+            "dimension", "updated_at", "size_bytes", "last_error"} <= set(health)
+
+    code, out, _ = run(capsys, "query", str(workspace), "what implements ChunkStore", "--strategy", "metadata",
+                       "--top-k", "3", "--data-dir", str(data_dir), "--json")
+    result = json.loads(out)
+    assert code == 0 and result["strategy"] == "metadata" and result["reranked"] is True
+    assert result["fallback_reason"] is None and result["cache_hit"] is False
+    assert set(result["timings_ms"]) >= {"embed", "search", "rerank", "expand"}
+    first = result["results"][0]
+    assert {"rank", "original_rank", "path", "start_line", "end_line", "symbol", "kind", "language",
+            "original_score", "score"} <= set(first)
+    assert first["symbol"] in ("MemoryChunkStore", "DiskChunkStore") and first["rank"] == 1
+
+    code, out, _ = run(capsys, "strategies", "--json")
+    strategies = {s["name"]: s for s in json.loads(out)}
+    assert {"none", "keyword-boost", "rrf", "hybrid", "heuristic", "metadata", "cross-encoder", "llm"} <= set(strategies)
+    assert strategies["cross-encoder"]["available"] is False and "not on this machine" in strategies["cross-encoder"]["reason"]
+
+
+def test_fallback_is_reported_in_query_json(capsys, workspace, data_dir):
+    run(capsys, "index", str(workspace), "--data-dir", str(data_dir), "--json")
+    code, out, _ = run(capsys, "query", str(workspace), "save a note", "--strategy", "cross-encoder",
+                       "--data-dir", str(data_dir), "--json")
+    result = json.loads(out)
+    assert code == 0 and result["reranked"] is False and "cross-encoder" in result["fallback_reason"]
+
+
+def test_errors_are_one_clear_line_and_exit_1(capsys, tmp_path, data_dir):
+    code, _, err = run(capsys, "index", str(tmp_path / "missing"), "--data-dir", str(data_dir))
+    assert code == 1 and err.startswith("error: ") and "does not exist" in err
+    code, _, err = run(capsys, "query", str(tmp_path), "   ", "--data-dir", str(data_dir))
+    assert code == 1 and "empty" in err
+    code, _, err = run(capsys, "index", str(tmp_path), "--data-dir", str(data_dir), "--model", "nobody/nothing")
+    assert code == 1 and "nobody/nothing" in err
+
+
+def test_health_of_an_unindexed_folder_says_so(capsys, tmp_path, data_dir):
+    code, out, _ = run(capsys, "health", str(tmp_path), "--data-dir", str(data_dir))
+    assert code == 0 and "not indexed" in out
+
+
+@pytest.mark.parametrize("argv, expected", [
+    ([], ["gui"]), (["some/folder"], ["gui", "some/folder"]),
+    (["index", "x"], ["index", "x"]), (["--data-dir", "d", "query", "x", "q"], ["--data-dir", "d", "query", "x", "q"]),
+])
+def test_a_bare_path_opens_the_app(argv, expected):
+    assert normalise_argv(argv) == expected
