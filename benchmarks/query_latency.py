@@ -1,0 +1,89 @@
+"""Query latency per stage and per strategy: p50/p95 over >= 100 queries on an index of >= 10,000
+chunks (the sources of some of this project's dependencies).
+
+    python benchmarks/query_latency.py [--queries 100] [--top-k 10]
+
+The corpus and its index are kept in the user cache dir, so a second run skips indexing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+import platformdirs
+
+from services.knowledge import KnowledgeService
+from services.models import QueryOptions
+from services.workspace_index import WorkspaceIndex, workspace_root
+
+PACKAGES = ("chromadb", "pyqtgraph", "sentence_transformers", "pygments")
+STAGES = ("embed", "search", "rerank", "expand", "total")
+
+
+def build_corpus(target: Path) -> Path:
+    import importlib
+
+    target.mkdir(parents=True, exist_ok=True)
+    for name in PACKAGES:
+        source = Path(importlib.import_module(name).__file__).parent
+        if not (target / name).exists():
+            shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return target
+
+
+def sample_queries(workspace: Path, data_dir: Path, count: int) -> list[str]:
+    """First sentences of docstrings: the kind of question a developer types."""
+    index = WorkspaceIndex(workspace_root(workspace), data_dir)
+    chunks = index.catalog().chunks()
+    index.close()
+    sentences = {c.docstring.split(".")[0].strip() for c in chunks if c.kind in ("function", "method", "class")}
+    pool = sorted(s for s in sentences if 4 <= len(s.split()) <= 14)
+    return random.Random(0).sample(pool, min(count, len(pool)))
+
+
+def percentile(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+async def main(args) -> None:
+    cache = Path(platformdirs.user_cache_dir("knowledge-explorer-bench"))
+    workspace, data_dir = build_corpus(cache / "corpus"), cache / "data"
+    service = KnowledgeService(data_dir=data_dir)
+    started = time.perf_counter()
+    report = await service.index(workspace)
+    print(f"index: {report.chunks_total} chunks in {report.files_indexed + report.files_unchanged} files "
+          f"({report.chunks_embedded} embedded now, {time.perf_counter() - started:.1f} s)")
+    queries = sample_queries(workspace, data_dir, args.queries)
+    await service.warm_up()
+    print(f"{len(queries)} queries, top_k {args.top_k}, cache off; milliseconds p50 / p95")
+    print(f"{'strategy':<14}" + "".join(f"{s:>16}" for s in STAGES))
+    for info in service.strategies():
+        if info.available:
+            await run_strategy(service, workspace, queries, info.name, args.top_k)
+        else:
+            print(f"{info.name:<14} unavailable: {info.reason}")
+    service.close()
+
+
+async def run_strategy(service, workspace, queries, strategy, top_k) -> None:
+    times = {s: [] for s in STAGES}
+    for question in queries:
+        result = await service.query(question, QueryOptions(workspace=str(workspace), strategy=strategy,
+                                                            top_k=top_k, use_cache=False))
+        for stage in STAGES:
+            times[stage].append(result.timings_ms[stage])
+    cells = "".join(f"{percentile(times[s], 50):>8.1f} /{percentile(times[s], 95):>6.1f}" for s in STAGES)
+    print(f"{strategy:<14}{cells}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--top-k", type=int, default=10)
+    asyncio.run(main(parser.parse_args()))
