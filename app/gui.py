@@ -84,6 +84,7 @@ def run_gui(path: str | None, screenshot: str | None, query: str | None, strateg
                 return loop.run_until_complete(
                     take_screenshot(window, workspace, screenshot, query, strategy))
             window.open_workspace(workspace)
+            window.warm_up()
             if query:
                 window.run_query(query)
             closed = asyncio.Event()

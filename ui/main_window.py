@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 from services.knowledge import KnowledgeService
 from services.models import IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, StrategyInfo
 from ui.async_runner import AsyncRunner
-from ui.code_view import CodeView
+from ui.code_view import CodeView, preload_lexers
 from ui.health_panel import HealthPanel
 from ui.message_bar import ERROR, INFO, WARNING, MessageBar
 from ui.query_bar import QueryBar
@@ -285,6 +285,9 @@ class MainWindow(QMainWindow):
 
     def _apply_health(self, health: IndexHealth) -> None:
         self.health = health
+        if health.languages:
+            self.runner.run(asyncio.to_thread(preload_lexers, sorted(health.languages)), key="lexers",
+                            context="Loading syntax highlighters")
         self.health_panel.set_health(health)
         self.query_bar.set_languages(list(health.languages))
         if not health.indexed:
@@ -302,6 +305,10 @@ class MainWindow(QMainWindow):
         names = await self.service.symbol_names(path)
         if path == self.workspace:
             self.query_bar.set_symbols(list(names))
+
+    def warm_up(self) -> asyncio.Task:
+        """Load the embedding model in the background so the first query and index start at once."""
+        return self.runner.run(self.service.warm_up(), key="warmup", context="Loading the model")
 
     def refresh_health(self) -> asyncio.Task:
         return self.runner.run(self._load_workspace(self.workspace), key="workspace",
