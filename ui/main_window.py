@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
 import time
 from pathlib import Path
 
@@ -72,6 +73,8 @@ class MainWindow(QMainWindow):
         self.service = service
         self.settings = settings if settings is not None else app_settings()
         self.runner = AsyncRunner(self)
+        self._closed = False
+        self._lexer_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ke-lexers")
         self.workspace = ""
         self.health: IndexHealth | None = None
         self.last_result: QueryResult | None = None
@@ -285,9 +288,10 @@ class MainWindow(QMainWindow):
 
     def _apply_health(self, health: IndexHealth) -> None:
         self.health = health
-        if health.languages:
-            self.runner.run(asyncio.to_thread(preload_lexers, sorted(health.languages)), key="lexers",
-                            context="Loading syntax highlighters")
+        if health.languages and not self._closed:
+            work = asyncio.get_running_loop().run_in_executor(self._lexer_pool, preload_lexers,
+                                                              sorted(health.languages))
+            self.runner.run(work, key="lexers", context="Loading syntax highlighters")
         self.health_panel.set_health(health)
         self.query_bar.set_languages(list(health.languages))
         if not health.indexed:
@@ -428,10 +432,12 @@ class MainWindow(QMainWindow):
 
     def shutdown(self) -> None:
         """Stop background work: cancel indexing and pending tasks."""
+        self._closed = True
         if self.cancel_event is not None:
             self.cancel_event.set()
         self.runner.cancel_all()
         self._tell_compare("cancel")
+        self._lexer_pool.shutdown(wait=False, cancel_futures=True)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         self.save_settings()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -20,9 +21,12 @@ def qasync_loop(qapp):
     """ONE loop for the whole session. Never stopped between tests (stop() would quit the app)."""
     apply_theme(qapp)
     loop = qasync.QEventLoop(qapp, already_running=True)
+    executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ui-tests-default")
+    loop.set_default_executor(executor)  # instead of qasync's QThreadExecutor, so it can be shut down
     asyncio.set_event_loop(loop)
     asyncio.events._set_running_loop(None)  # marked running only while a UI test runs (see `loop`)
     yield loop
+    executor.shutdown(wait=True, cancel_futures=True)
 
 
 @pytest.fixture
