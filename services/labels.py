@@ -24,6 +24,16 @@ def query_id(text: str) -> str:
     return "q-" + hashlib.sha1(normalise_query(text).encode("utf-8")).hexdigest()[:12]
 
 
+def default_labels_file(data_dir: str | Path, workspace: str | Path) -> Path:
+    """Where the app keeps a workspace's labels: `<data_dir>/labels/<folder name>-<path hash>.jsonl`.
+
+    Outside the workspace, so labelling never changes what gets indexed.
+    """
+    root = Path(workspace).expanduser().resolve()
+    digest = hashlib.sha1(str(root).encode("utf-8")).hexdigest()[:8]
+    return Path(data_dir) / "labels" / f"{root.name or 'root'}-{digest}.jsonl"
+
+
 def _read(queries_file: Path) -> list[dict]:
     if not queries_file.exists():
         return []
@@ -96,4 +106,4 @@ def labels_for(queries_file: str | Path, query: str) -> dict[tuple[str, str], in
     return {(item.path, item.symbol): item.grade for item in stored.relevant}
 
 
-__all__ = ["record_label", "labels_for", "query_id", "LabelledQuery", "RelevantItem"]
+__all__ = ["record_label", "labels_for", "default_labels_file", "query_id", "LabelledQuery", "RelevantItem"]

@@ -13,7 +13,7 @@ from services.evaluation import (
     compute_metrics, format_table, load_corpus, load_qrels, load_queries, materialise_corpus, percentile,
     qrels_from_queries, ranked_doc_ids,
 )
-from services.labels import labels_for, query_id, record_label
+from services.labels import default_labels_file, labels_for, query_id, record_label
 from services.models import Chunk, QueryResult, ResultChunk
 
 
@@ -289,3 +289,10 @@ async def test_eval_explains_bad_input(service, tmp_path, capsys):
     code = await run_eval_command(_eval_args("--queries", str(queries), "--workspace", str(tmp_path)), service)
     assert code == 2
     assert "no query has a relevant document" in capsys.readouterr().err
+
+
+def test_default_labels_file_lives_in_the_data_dir_one_per_workspace(tmp_path):
+    first = default_labels_file(tmp_path / "data", tmp_path / "a" / "proj")
+    assert first.parent == tmp_path / "data" / "labels" and first.name.startswith("proj-")
+    assert default_labels_file(tmp_path / "data", tmp_path / "b" / "proj") != first
+    assert default_labels_file(tmp_path / "data", str(tmp_path / "a" / "proj")) == first

@@ -24,7 +24,7 @@ from services.evaluation import (
     BASELINE, COLUMNS, EvalProgress, EvalReport, LabelledQuery, Qrels, WorkspaceDocIds, choose_strategies,
     evaluate, load_qrels, load_queries, qrels_from_queries,
 )
-from services.labels import labels_for, record_label
+from services.labels import default_labels_file, labels_for, record_label
 from services.models import QueryOptions, QueryResult, ResultChunk
 from ui.async_runner import AsyncRunner, describe_error
 
@@ -148,9 +148,13 @@ class CompareView(QWidget):
 
     # ------------------------------------------------------------------ small API
     def set_workspace(self, path: str | Path | None) -> None:
+        """Also points labels at the workspace's default labels file (see services.labels)."""
         self.workspace = str(path or "")
         self.results = {}
         self.show_rankings({})
+        data_dir = getattr(self.service, "data_dir", None)
+        if self.workspace and data_dir is not None:
+            self.set_labels_file(default_labels_file(data_dir, self.workspace))
 
     def set_question(self, text: str) -> None:
         self.question.setText(text)

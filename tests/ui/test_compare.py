@@ -152,3 +152,11 @@ def test_selecting_a_result_selects_it_in_every_strategy_column(qtbot, loop):
     assert widget.selected_ranks() == {"none": 1, "hybrid": 2}
     widget.rankings.setCurrentCell(2, 1)  # E: found by the keyword index only
     assert widget.selected_ranks() == {"hybrid": 3}
+
+
+def test_labels_go_to_the_workspace_default_file_in_the_data_dir(qtbot, loop, service, tmp_path):
+    from services.labels import default_labels_file
+    widget = CompareView(service)
+    qtbot.addWidget(widget)
+    widget.set_workspace(tmp_path / "proj")
+    assert widget.labels_file == default_labels_file(service.data_dir, tmp_path / "proj")
