@@ -137,7 +137,8 @@ class HealthPanel(QWidget):
         self.progress.setTextVisible(True)
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
-        self.progress.setFormat("")
+        self.progress.setFormat("%p%")
+        self.progress.hide()  # shown from the first indexing run on
         self.progress_label = QLabel("")
         self.progress_label.setObjectName("progressLabel")
 
@@ -208,7 +209,7 @@ class HealthPanel(QWidget):
         return self.cancel_button.isEnabled()
 
     def indexing_started(self, full: bool) -> None:
-        self.progress.setFormat("%p%")
+        self.progress.show()
         self.cancel_button.setEnabled(True)
         self.reindex_button.setEnabled(False)
         self.rebuild_button.setEnabled(False)
