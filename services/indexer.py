@@ -60,13 +60,15 @@ class Indexer:
         self.cancel = cancel or threading.Event()
         self.started = time.monotonic()
         self.embed_started: float | None = None
+        self.everything = False  # a full rebuild re-embeds every file, replacing each in place
         self.embedded = 0
 
     # --- the run ---
     def run(self, full: bool = False) -> IndexReport:
         self.embedder.load()  # a missing model fails here, before anything is touched
         rebuilt_reason = self._rebuild_reason(full)
-        if rebuilt_reason:
+        self.everything = bool(rebuilt_reason)
+        if rebuilt_reason and not full:  # an incompatible index: start from nothing
             self.index.wipe()
         self._start_catalog()
         self._sweep_orphans()
@@ -115,7 +117,7 @@ class Indexer:
         for source in scan.files:
             seen.add(source.path)
             record = known.get(source.path)
-            if record and record.size == source.size and record.mtime_ns == source.mtime_ns:
+            if record and not self.everything and (record.size, record.mtime_ns) == (source.size, source.mtime_ns):
                 plan.unchanged.append(source.path)
             else:
                 plan.changed.append(source)
@@ -149,7 +151,7 @@ class Indexer:
                 plan.removed.append(source.path)
             return None
         record = FileRecord(source.path, digest, source.size, source.mtime_ns, source.language)
-        if old and old.file_hash == digest:  # touched, not changed: just refresh its stat
+        if old and old.file_hash == digest and not self.everything:  # touched, not changed: refresh its stat
             self.index.catalog().commit_file(record, self.index.catalog().chunks(path=source.path))
             plan.unchanged.append(source.path)
             return None
@@ -183,7 +185,7 @@ class Indexer:
 
     def _vectors(self, batch: list[Pending], chunks: list[Chunk]) -> np.ndarray:
         """Embed only chunks whose content is new; reuse stored vectors for the others."""
-        reusable = self._reusable_ids(batch)
+        reusable = {} if self.everything else self._reusable_ids(batch)
         stored = self.index.store().embeddings(sorted(set(reusable.values())))
         vectors: list = [None] * len(chunks)
         fresh = []

@@ -182,3 +182,21 @@ async def test_stale_files_and_needs_reindex(service, workspace):
     for path in [p for p in workspace.rglob("*") if p.suffix in (".py", ".java", ".swift", ".ts")]:
         path.write_text(path.read_text() + "\n// touched\n")
     assert (await service.health(workspace)).needs_reindex
+
+
+async def test_queries_keep_working_during_a_full_rebuild(service, workspace):
+    import asyncio
+
+    first = await service.index(workspace)
+    options = QueryOptions(workspace=str(workspace), top_k=3, use_cache=False)
+    answers = []
+
+    def on_progress(event):
+        if event.phase == "embedding" and len(answers) < 3:
+            answers.append(asyncio.ensure_future(service.query("save a note to disk", options)))
+
+    rebuild = await service.index(workspace, full=True, progress=on_progress)
+    results = await asyncio.gather(*answers)
+    assert rebuild.rebuilt_reason == "full rebuild requested"
+    assert rebuild.chunks_embedded == first.chunks_total == rebuild.chunks_total
+    assert answers and all(len(r.results) == 3 for r in results)
