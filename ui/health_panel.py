@@ -210,6 +210,10 @@ class HealthPanel(QWidget):
 
     def indexing_started(self, full: bool) -> None:
         self.progress.show()
+        self.badge.setText("indexing…")
+        self.badge.setProperty("state", "busy")
+        self.badge.style().unpolish(self.badge)
+        self.badge.style().polish(self.badge)
         self.cancel_button.setEnabled(True)
         self.reindex_button.setEnabled(False)
         self.rebuild_button.setEnabled(False)

@@ -187,6 +187,7 @@ class MainWindow(QMainWindow):
         self.timings_label.setObjectName("timingsLabel")
         self.cache_label = QLabel("")
         self.cache_label.setObjectName("cacheLabel")
+        self.cache_label.hide()
         bar.addWidget(self.status_results, 1)
         bar.addPermanentWidget(self.timings_label)
         bar.addPermanentWidget(self.cache_label)
@@ -327,6 +328,8 @@ class MainWindow(QMainWindow):
             return None
         self.cancel_event = threading.Event()
         self.progress_events = []
+        if self.messages.level in (INFO, WARNING):
+            self.messages.hide()  # the "not indexed" / "out of date" offer is being acted on
         self.health_panel.indexing_started(full)
         return self.runner.run(self._index(self.workspace, full, self.cancel_event), key="index",
                                context="Indexing", on_error=self._index_failed)
@@ -405,6 +408,7 @@ class MainWindow(QMainWindow):
         self.status_results.setText(summary)
         self.timings_label.setText(timings_text(result))
         self.cache_label.setText("cache hit" if result.cache_hit else "cache miss")
+        self.cache_label.show()
         self.cache_label.setProperty("hit", result.cache_hit)
         self.cache_label.style().unpolish(self.cache_label)
         self.cache_label.style().polish(self.cache_label)

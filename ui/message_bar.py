@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QStyle, QToolButton
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 
@@ -49,7 +49,10 @@ class MessageBar(QFrame):
         self.setProperty("level", level)
         self.style().unpolish(self)
         self.style().polish(self)
-        self.icon.setText({ERROR: "⛔", WARNING: "⚠", INFO: "ℹ"}.get(level, ""))
+        pixmap = {ERROR: QStyle.StandardPixmap.SP_MessageBoxCritical,
+                  WARNING: QStyle.StandardPixmap.SP_MessageBoxWarning,
+                  INFO: QStyle.StandardPixmap.SP_MessageBoxInformation}[level]
+        self.icon.setPixmap(self.style().standardIcon(pixmap).pixmap(18, 18))
         self.label.setText(text)
         self.show()
         if timeout_ms:
