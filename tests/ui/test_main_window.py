@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage
 
 from services.knowledge import KnowledgeService
 from services.models import QueryOptions
@@ -235,3 +237,57 @@ def test_settings_persist_between_windows(qtbot, window, workspace, service, qse
     assert second.query_bar.top_k.value() == 17
     assert qsettings.value("lastWorkspace") == str(Path(workspace).resolve())
     assert second.recent_menu.actions()[0].text() == str(Path(workspace).resolve())
+
+
+def test_language_filter_limits_results(qtbot, window, workspace):
+    ensure_indexed(qtbot, window, workspace)
+    menu = window.query_bar.languages_menu
+    names = [a.text() for a in menu.actions()]
+    assert "python" in names and "java" in names  # filled from the index health
+    next(a for a in menu.actions() if a.text() == "java").setChecked(True)
+    assert window.query_bar.languages_button.text() == "java"
+    result = run_query(qtbot, window, "save a note to disk", "none")
+    assert result.results
+    assert {item.chunk.language for item in result.results} == {"java"}
+
+
+def test_open_in_editor_runs_editor_with_line(qtbot, window, workspace, tmp_path, monkeypatch):
+    ensure_indexed(qtbot, window, workspace)
+    record = tmp_path / "editor-args.txt"
+    script = tmp_path / "fake_editor.py"  # a real program standing in for the user's $EDITOR
+    script.write_text(f"import sys\nopen({str(record)!r}, 'w').write('\\n'.join(sys.argv[1:]))\n")
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {script}")
+    run_query(qtbot, window, "save a note to disk", "none")
+    item = window.code.item
+    qtbot.mouseClick(window.code.open_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: record.exists() and bool(record.read_text()), timeout=15_000)
+    assert record.read_text().splitlines() == [f"+{item.chunk.start_line}",
+                                               str(Path(workspace).resolve() / item.chunk.path)]
+
+
+def test_screenshot_mode_saves_the_window(qtbot, window, workspace, tmp_path):
+    from app.gui import take_screenshot
+
+    ensure_indexed(qtbot, window, workspace)
+    out = tmp_path / "shots" / "window.png"
+    task = asyncio.ensure_future(take_screenshot(window, workspace, str(out), "save a note", "keyword-boost"))
+    assert wait_task(qtbot, task, 120_000) == 0
+    assert window.results.reranked_table.currentIndex().row() == 0
+    assert window.code.item is not None
+    image = QImage(str(out))
+    assert (image.width(), image.height()) == (window.width(), window.height())
+
+
+def test_default_workspace_prefers_path_then_last_then_cwd(qsettings, tmp_path, monkeypatch):
+    from app.gui import default_workspace
+
+    monkeypatch.chdir(tmp_path)
+    assert default_workspace("/some/path", qsettings) == "/some/path"
+    assert default_workspace(None, qsettings) == str(tmp_path)
+    last = tmp_path / "last"
+    last.mkdir()
+    qsettings.setValue("lastWorkspace", str(last))
+    assert default_workspace(None, qsettings) == str(last)
+    qsettings.setValue("lastWorkspace", str(tmp_path / "gone"))
+    assert default_workspace(None, qsettings) == str(tmp_path)
