@@ -90,8 +90,13 @@ class PygmentsHighlighter(QSyntaxHighlighter):
         self._lines: list[list[tuple[int, int, QTextCharFormat]]] = []
 
     def set_source(self, text: str, lexer) -> None:
-        self._lines = self._spans(text, lexer)
+        """Re-colour the document already holding `text`."""
+        self.prepare(text, lexer)
         self.rehighlight()
+
+    def prepare(self, text: str, lexer) -> None:
+        """Lex `text` ahead of setting it on the document (setPlainText highlights right away)."""
+        self._lines = self._spans(text, lexer)
 
     def _format(self, token) -> QTextCharFormat | None:
         while token is not None:
@@ -284,7 +289,7 @@ class CodeView(QWidget):
             self.title.setText("No chunk selected")
             self.subtitle.setText("Select a result to see its code")
             self.open_button.setEnabled(False)
-            self.highlighter.set_source("", TextLexer())
+            self.highlighter.prepare("", TextLexer())
             self.editor.show_code("", 1, None)
             return
         chunk = item.chunk
@@ -297,8 +302,7 @@ class CodeView(QWidget):
         else:
             text, first = chunk.content, chunk.start_line
         text = text.rstrip("\n")
-        # highlighter spans must be ready before the text is set (setPlainText triggers highlighting)
-        self.highlighter._lines = self.highlighter._spans(text, lexer_for(chunk.path, chunk.language))
+        self.highlighter.prepare(text, lexer_for(chunk.path, chunk.language))
         self.editor.show_code(text, first, (chunk.start_line, chunk.end_line))
         self.editor.scroll_to_line(chunk.start_line)
 

@@ -196,6 +196,7 @@ class MainWindow(QMainWindow):
         self.runner.failed.connect(self._show_failure)
         self.runner.busy_changed.connect(self._busy_changed)
         self.query_bar.submitted.connect(self.run_query)
+        self.query_bar.strategy.currentIndexChanged.connect(self._strategy_changed)
         self.results.chunk_selected.connect(self.code.show_chunk)
         self.code.open_failed.connect(lambda text: self.messages.show_message(text, WARNING))
         self.health_panel.reindex_requested.connect(self.start_index)
@@ -392,6 +393,11 @@ class MainWindow(QMainWindow):
         return self.runner.run(self.service.query(question, self.query_options()), key="query",
                                context="Query", on_result=self.show_result,
                                on_error=lambda _exc: self.status_results.setText("Query failed"))
+
+    def _strategy_changed(self, _index: int) -> None:
+        """Switching strategy re-runs the question on screen, so rankings can be compared quickly."""
+        if self.last_result is not None and self.query_bar.query.text().strip():
+            self.run_query()
 
     def show_result(self, result: QueryResult) -> None:
         self.last_result = result

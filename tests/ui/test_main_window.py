@@ -291,3 +291,13 @@ def test_default_workspace_prefers_path_then_last_then_cwd(qsettings, tmp_path, 
     assert default_workspace(None, qsettings) == str(last)
     qsettings.setValue("lastWorkspace", str(tmp_path / "gone"))
     assert default_workspace(None, qsettings) == str(tmp_path)
+
+
+def test_switching_strategy_reruns_the_question(qtbot, window, workspace):
+    ensure_indexed(qtbot, window, workspace)
+    run_query(qtbot, window, "delete a note", "none")
+    assert window.results.right.title.text().startswith("Reranked · No reranking")
+    window.query_bar.select_strategy("keyword-boost")
+    qtbot.waitUntil(lambda: window.last_result.strategy == "keyword-boost", timeout=60_000)
+    assert window.last_result.question == "delete a note"
+    assert "Keyword boost" in window.results.right.title.text()
