@@ -65,7 +65,7 @@ class QueryBar(QWidget):
         self.query.returnPressed.connect(self.submitted.emit)
 
         self.strategy = QComboBox()
-        self.strategy.setMinimumContentsLength(22)
+        self.strategy.setMinimumContentsLength(18)
         self.strategy.setToolTip("Reranking strategy")
         self.top_k = QSpinBox()
         self.top_k.setRange(1, 100)
@@ -79,7 +79,7 @@ class QueryBar(QWidget):
         self.languages_button.setToolTip("Only search these languages")
         self.path_glob = QLineEdit()
         self.path_glob.setPlaceholderText("path glob, e.g. src/**/*.py")
-        self.path_glob.setMinimumWidth(220)
+        self.path_glob.setMinimumWidth(170)
         self.path_glob.returnPressed.connect(self.submitted.emit)
         self.search_button = QPushButton("Search")
         self.search_button.setObjectName("searchButton")
