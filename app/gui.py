@@ -6,9 +6,10 @@ import asyncio
 import logging
 import os
 import sys
+import tempfile
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QCoreApplication, QSettings
 from PySide6.QtWidgets import QApplication
 
 log = logging.getLogger(__name__)
@@ -72,9 +73,12 @@ def run_gui(path: str | None, screenshot: str | None, query: str | None, strateg
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     settings = app_settings()
+    workspace = default_workspace(path, settings)
+    if screenshot:  # a reproducible layout that leaves the user's saved window state alone
+        scratch = tempfile.TemporaryDirectory(prefix="ke-screenshot-")
+        settings = QSettings(str(Path(scratch.name) / "settings.ini"), QSettings.Format.IniFormat)
     service = KnowledgeService(**(service_kwargs or {}))
     window = MainWindow(service, settings)
-    workspace = default_workspace(path, settings)
     if strategy:
         window.query_bar.select_strategy(strategy)
     window.show()
@@ -94,7 +98,5 @@ def run_gui(path: str | None, screenshot: str | None, query: str | None, strateg
             return 0
     finally:
         window.shutdown()
-        if screenshot:
-            window.save_settings = lambda: None  # a screenshot run leaves the user's layout alone
         window.close()
         service.close()

@@ -60,11 +60,16 @@ def human_time(iso: str) -> str:
     return f"{when.astimezone().strftime('%Y-%m-%d %H:%M')} ({rel})"
 
 
-def languages_text(languages: dict[str, int]) -> str:
+def languages_text(languages: dict[str, int], limit: int = 0) -> str:
+    """'python 50, go 30' by chunk count; with `limit`, the first `limit` and '+n more'."""
     if not languages:
         return "—"
     ordered = sorted(languages.items(), key=lambda kv: (-kv[1], kv[0]))
-    return ", ".join(f"{name} {count}" for name, count in ordered)
+    shown = ordered[:limit] if limit else ordered
+    text = ", ".join(f"{name} {count}" for name, count in shown)
+    if len(shown) < len(ordered):
+        text += f", +{len(ordered) - len(shown)} more"
+    return text
 
 
 def progress_text(event: ProgressEvent) -> str:
@@ -179,7 +184,8 @@ class HealthPanel(QWidget):
         h = health or IndexHealth(workspace="", indexed=False)
         self.values["Files"].setText(f"{h.files:,}" if h.indexed else "—")
         self.values["Chunks"].setText(f"{h.chunks:,}" if h.indexed else "—")
-        self.values["Languages"].setText(languages_text(h.languages))
+        self.values["Languages"].setText(languages_text(h.languages, limit=4))
+        self.values["Languages"].setToolTip(languages_text(h.languages))
         self.values["Model"].setText(f"{h.model} ({h.dimension}-d)" if h.model else "—")
         self.values["Size"].setText(human_size(h.size_bytes) if h.indexed else "—")
         self.values["Updated"].setText(human_time(h.updated_at))

@@ -167,3 +167,12 @@ def test_progress_shows_counts_and_eta(qtbot):
     assert progress_text(event) == "Embedding · files 3/10 · chunks 40/160 · 55/s · ETA 2:05"
     panel.indexing_finished("done")
     assert not panel.cancel_button.isEnabled() and panel.reindex_button.isEnabled()
+
+
+def test_languages_line_stays_short_with_the_full_list_in_the_tooltip(qtbot):
+    panel = HealthPanel()
+    qtbot.addWidget(panel)
+    languages = {"python": 28, "java": 20, "swift": 18, "kotlin": 9, "rust": 9, "go": 8}
+    panel.set_health(sample_health(languages=languages))
+    assert panel.values["Languages"].text() == "python 28, java 20, swift 18, kotlin 9, +2 more"
+    assert panel.values["Languages"].toolTip().endswith("rust 9, go 8")
