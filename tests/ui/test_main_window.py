@@ -106,6 +106,10 @@ def test_open_index_cancel_then_finish_through_the_buttons(qtbot, window, worksp
     assert "stale" in window.health_panel.badge.text() or partial.needs_reindex or not partial.indexed
 
     qtbot.mouseClick(window.health_panel.reindex_button, Qt.MouseButton.LeftButton)
+    assert window.runner.is_running("index")
+    # a query while the reindex runs is answered from what is already indexed
+    during = run_query(qtbot, window, "save a note to disk", "none")
+    assert during.results and window.results.reranked_model.rowCount() == len(during.results)
     qtbot.waitUntil(lambda: not window.runner.is_running("index"), timeout=INDEX_TIMEOUT)
     assert not window.last_report.cancelled
     chunk_events = [e.chunks_done for e in window.progress_events if e.phase == "embedding"]
