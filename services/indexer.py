@@ -24,7 +24,8 @@ from services.scanning import SkipFileError, SourceFile, read_source, scan_works
 from services.settings import Settings
 from services.workspace_index import WorkspaceIndex
 
-BATCH_CHUNKS = 64
+WINDOW_CHUNKS = 256  # files are committed a window at a time
+ENCODE_SLICE = 64  # chunks encoded between two cancel checks
 
 
 def now_iso() -> str:
@@ -61,7 +62,9 @@ class Indexer:
         self.started = time.monotonic()
         self.embed_started: float | None = None
         self.everything = False  # a full rebuild re-embeds every file, replacing each in place
-        self.embedded = 0
+        self.embedded = 0  # chunks embedded and committed
+        self.window_embedded = 0  # chunks embedded in the window being written
+        self.total_chunks = self.files_total = self.files_committed = 0
 
     # --- the run ---
     def run(self, full: bool = False) -> IndexReport:
@@ -163,43 +166,70 @@ class Indexer:
         return Pending(record, chunks)
 
     def _embed_and_commit(self, pending: list[Pending]) -> int:
-        total = sum(len(p.chunks) for p in pending)
-        done_files = 0
+        self.total_chunks = sum(len(p.chunks) for p in pending)
+        self.files_total = len(pending)
         self.embed_started = time.monotonic()
-        self._emit("embedding", 0, len(pending), 0, total)
-        for batch in _batches(pending, BATCH_CHUNKS):
-            if self.cancel.is_set():
+        self._emit("embedding", 0, self.files_total, 0, self.total_chunks)
+        for batch in _batches(pending, WINDOW_CHUNKS):
+            if self.cancel.is_set() or not self._embed_batch(batch):
                 break
-            self._embed_batch(batch)
-            done_files += len(batch)
-            self._emit("embedding", done_files, len(pending), self.embedded, total)
-        return done_files
+            self._emit("embedding", self.files_committed, self.files_total, self.embedded, self.total_chunks)
+        return self.files_committed
 
-    def _embed_batch(self, batch: list[Pending]) -> None:
+    def _embed_batch(self, batch: list[Pending]) -> bool:
+        """Embed, store and commit a window of files. On a cancel, the files whose chunks are all
+        embedded are still stored and committed; the rest stay at their old version. False then."""
         chunks = [c for p in batch for c in p.chunks]
-        vectors = self._vectors(batch, chunks)
-        self.index.store().upsert(chunks, vectors)
-        for item in batch:  # commit: from here on readers see the new version of each file
+        vectors, ready = self._vectors(batch, chunks)
+        complete, position = [], 0
+        for item in batch:
+            span = range(position, position + len(item.chunks))
+            position = span.stop
+            if all(i in ready for i in span):
+                complete.append((item, span))
+        self._store_and_commit(complete, vectors)
+        return len(complete) == len(batch)
+
+    def _store_and_commit(self, complete: list, vectors: np.ndarray) -> None:
+        positions = [i for _, span in complete for i in span]
+        chunks = [c for item, _ in complete for c in item.chunks]
+        self.index.store().upsert(chunks, vectors[positions])
+        for item, _ in complete:  # commit: from here on readers see the new version of each file
             stale = self.index.catalog().commit_file(item.record, item.chunks)
             self.index.store().delete(stale)
+        self.files_committed += len(complete)
+        self.embedded += self.window_embedded
 
-    def _vectors(self, batch: list[Pending], chunks: list[Chunk]) -> np.ndarray:
-        """Embed only chunks whose content is new; reuse stored vectors for the others."""
+    def _vectors(self, batch: list[Pending], chunks: list[Chunk]) -> tuple[np.ndarray, set[int]]:
+        """Embed only chunks whose content is new; reuse stored vectors for the others.
+        Returns the vectors and the positions that have one."""
         reusable = {} if self.everything else self._reusable_ids(batch)
         stored = self.index.store().embeddings(sorted(set(reusable.values())))
-        vectors: list = [None] * len(chunks)
-        fresh = []
+        vectors = np.zeros((len(chunks), self.embedder.dimension), dtype=np.float32)
+        fresh, ready = [], set()
         for position, chunk in enumerate(chunks):
             old_id = reusable.get((chunk.path, chunk.content_hash))
             if old_id in stored:
-                vectors[position] = np.asarray(stored[old_id], dtype=np.float32)
+                vectors[position] = stored[old_id]
+                ready.add(position)
             else:
                 fresh.append(position)
-        encoded = self.embedder.encode_chunks([chunks[i] for i in fresh])
-        for position, vector in zip(fresh, encoded):
-            vectors[position] = vector
-        self.embedded += len(fresh)
-        return np.vstack(vectors) if vectors else np.zeros((0, self.embedder.dimension), np.float32)
+        ready |= self._encode_into(vectors, chunks, fresh)
+        return vectors, ready
+
+    def _encode_into(self, vectors: np.ndarray, chunks: list[Chunk], fresh: list[int]) -> set[int]:
+        """Encode in length-sorted slices (less padding), checking for a cancel between slices."""
+        fresh = sorted(fresh, key=lambda i: len(chunks[i].content))
+        self.window_embedded = 0
+        for start in range(0, len(fresh), ENCODE_SLICE):
+            if self.cancel.is_set():
+                return set(fresh[:start])
+            part = fresh[start:start + ENCODE_SLICE]
+            vectors[part] = self.embedder.encode_chunks([chunks[i] for i in part])
+            self.window_embedded += len(part)
+            self._emit("embedding", self.files_committed, self.files_total, self.embedded + self.window_embedded,
+                       self.total_chunks)
+        return set(fresh)
 
     def _reusable_ids(self, batch: list[Pending]) -> dict[tuple[str, str], str]:
         catalog = self.index.catalog()
@@ -219,7 +249,7 @@ class Indexer:
     def _emit(self, phase: str, files_done: int, files_total: int, chunks_done: int = 0,
               chunks_total: int = 0, message: str = "") -> None:
         elapsed = max(time.monotonic() - (self.embed_started or self.started), 1e-6)
-        rate = self.embedded / elapsed
+        rate = max(chunks_done, self.embedded) / elapsed
         remaining = max(chunks_total - chunks_done, 0)
         eta = remaining / rate if rate > 0 and chunks_total else None
         self.progress(ProgressEvent(phase, files_done, files_total, chunks_done, chunks_total,

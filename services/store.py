@@ -7,6 +7,7 @@ Embeddings are always passed in; the collection has no embedding function, so Ch
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -18,7 +19,7 @@ from services.errors import KnowledgeError
 from services.models import Chunk
 
 CHROMA_SETTINGS = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
-WRITE_BATCH = 2000
+WRITE_SLICE = 16  # small writes keep the GUI thread's waits for the GIL short
 
 
 def make_client(path: Path | None, url: str | None):
@@ -63,18 +64,20 @@ class VectorStore:
                 pass
 
     def upsert(self, chunks: list[Chunk], embeddings) -> None:
-        for start in range(0, len(chunks), WRITE_BATCH):
-            part = chunks[start:start + WRITE_BATCH]
+        for start in range(0, len(chunks), WRITE_SLICE):
+            part = chunks[start:start + WRITE_SLICE]
             self.collection().upsert(
                 ids=[c.id for c in part],
-                embeddings=embeddings[start:start + WRITE_BATCH],
+                embeddings=embeddings[start:start + WRITE_SLICE],
                 documents=[c.content for c in part],
                 metadatas=[_metadata(c) for c in part],
             )
+            time.sleep(0)  # Chroma holds the GIL while it writes: let the GUI thread run between slices
 
     def delete(self, ids: list[str]) -> None:
-        for start in range(0, len(ids), WRITE_BATCH):
-            self.collection().delete(ids=ids[start:start + WRITE_BATCH])
+        for start in range(0, len(ids), WRITE_SLICE):
+            self.collection().delete(ids=ids[start:start + WRITE_SLICE])
+            time.sleep(0)
 
     def embeddings(self, ids: list[str]) -> dict[str, list[float]]:
         if not ids:
