@@ -57,6 +57,15 @@ async def take_screenshot(window, workspace: str, out: str, query: str | None,
     return status
 
 
+GUI_SWITCH_INTERVAL = 0.001  # seconds; Python's default 5 ms lets a busy worker thread delay the GUI
+
+
+def prefer_gui_thread() -> None:
+    """Make Python hand the GIL over more often, so worker threads (indexing, queries) that run
+    Python code between native calls delay the Qt event loop by at most about a millisecond."""
+    sys.setswitchinterval(GUI_SWITCH_INTERVAL)
+
+
 def run_gui(path: str | None, screenshot: str | None, query: str | None, strategy: str | None,
             service_kwargs: dict) -> int:
     """Start the desktop app on `path`; with `screenshot`, render the window to that PNG and exit."""
@@ -70,6 +79,7 @@ def run_gui(path: str | None, screenshot: str | None, query: str | None, strateg
     QCoreApplication.setApplicationName(APPLICATION)
     app = QApplication.instance() or QApplication(sys.argv[:1])
     apply_theme(app)
+    prefer_gui_thread()
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     settings = app_settings()

@@ -25,6 +25,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import qasync  # noqa: E402
+
+from app.gui import prefer_gui_thread  # noqa: E402
 from PySide6.QtCore import QSettings, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
@@ -155,6 +157,7 @@ def main() -> int:
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     apply_theme(app)
+    prefer_gui_thread()  # as the app does
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     with tempfile.TemporaryDirectory(prefix="ke-ui-bench-") as tmp:

@@ -19,6 +19,10 @@ from services.errors import KnowledgeError
 from services.models import Chunk
 
 CHROMA_SETTINGS = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+# Chroma's native calls hold the GIL, and two threads inside Chroma at once (a query beside an
+# indexing write) were seen to hold it for over a second. One lock, taken before entering Chroma
+# (waiting on it releases the GIL), keeps every stall down to a single call's own length.
+CHROMA_CALL = threading.RLock()
 WRITE_SLICE = 16  # small writes keep the GUI thread's waits for the GIL short
 
 
@@ -48,7 +52,7 @@ class VectorStore:
         self._lock = threading.Lock()
 
     def collection(self):
-        with self._lock:
+        with self._lock, CHROMA_CALL:
             if self._collection is None:
                 self._collection = self.client.get_or_create_collection(
                     self.name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
@@ -56,7 +60,7 @@ class VectorStore:
             return self._collection
 
     def drop(self) -> None:
-        with self._lock:
+        with self._lock, CHROMA_CALL:
             self._collection = None
             try:
                 self.client.delete_collection(self.name)
@@ -66,39 +70,45 @@ class VectorStore:
     def upsert(self, chunks: list[Chunk], embeddings) -> None:
         for start in range(0, len(chunks), WRITE_SLICE):
             part = chunks[start:start + WRITE_SLICE]
-            self.collection().upsert(
-                ids=[c.id for c in part],
-                embeddings=embeddings[start:start + WRITE_SLICE],
-                documents=[c.content for c in part],
-                metadatas=[_metadata(c) for c in part],
-            )
+            with CHROMA_CALL:
+                self.collection().upsert(
+                    ids=[c.id for c in part],
+                    embeddings=embeddings[start:start + WRITE_SLICE],
+                    documents=[c.content for c in part],
+                    metadatas=[_metadata(c) for c in part],
+                )
             time.sleep(0)  # Chroma holds the GIL while it writes: let the GUI thread run between slices
 
     def delete(self, ids: list[str]) -> None:
         for start in range(0, len(ids), WRITE_SLICE):
-            self.collection().delete(ids=ids[start:start + WRITE_SLICE])
+            with CHROMA_CALL:
+                self.collection().delete(ids=ids[start:start + WRITE_SLICE])
             time.sleep(0)
 
     def embeddings(self, ids: list[str]) -> dict[str, list[float]]:
         if not ids:
             return {}
-        got = self.collection().get(ids=ids, include=["embeddings"])
+        with CHROMA_CALL:
+            got = self.collection().get(ids=ids, include=["embeddings"])
         return dict(zip(got["ids"], got["embeddings"]))
 
     def all_ids(self) -> set[str]:
-        return set(self.collection().get(include=[])["ids"])
+        with CHROMA_CALL:
+            return set(self.collection().get(include=[])["ids"])
 
     def count(self) -> int:
-        return self.collection().count()
+        with CHROMA_CALL:
+            return self.collection().count()
 
     def search(self, embedding, n: int, paths: list[str] | None = None,
                languages: list[str] | None = None) -> list[tuple[str, float]]:
         """Nearest chunks as (id, cosine similarity), filters applied inside the search."""
         if n <= 0 or paths == []:
             return []
-        result = self.collection().query(
-            query_embeddings=[embedding], n_results=n, where=_where(paths, languages), include=["distances"],
-        )
+        with CHROMA_CALL:
+            result = self.collection().query(
+                query_embeddings=[embedding], n_results=n, where=_where(paths, languages), include=["distances"],
+            )
         return [(i, 1.0 - d) for i, d in zip(result["ids"][0], result["distances"][0])]
 
 
