@@ -1,4 +1,8 @@
-"""GUI entry point: QApplication + qasync loop + KnowledgeService + MainWindow (and --screenshot)."""
+"""GUI entry point: QApplication + qasync loop + the engine process + MainWindow (and --screenshot).
+
+The window talks to KnowledgeService running in a child process (services.engine_process), so
+ChromaDB and model work never hold the GUI process's GIL.
+"""
 
 from __future__ import annotations
 
@@ -71,7 +75,7 @@ def run_gui(path: str | None, screenshot: str | None, query: str | None, strateg
     """Start the desktop app on `path`; with `screenshot`, render the window to that PNG and exit."""
     import qasync
 
-    from services.knowledge import KnowledgeService
+    from services.engine_process import EngineProcess
     from ui.main_window import APPLICATION, ORGANIZATION, MainWindow, app_settings
     from ui.theme import apply_theme
 
@@ -87,7 +91,7 @@ def run_gui(path: str | None, screenshot: str | None, query: str | None, strateg
     if screenshot:  # a reproducible layout that leaves the user's saved window state alone
         scratch = tempfile.TemporaryDirectory(prefix="ke-screenshot-")
         settings = QSettings(str(Path(scratch.name) / "settings.ini"), QSettings.Format.IniFormat)
-    service = KnowledgeService(**(service_kwargs or {}))
+    service = EngineProcess(**(service_kwargs or {}))
     window = MainWindow(service, settings)
     if strategy:
         window.query_bar.select_strategy(strategy)
