@@ -18,7 +18,12 @@ from chromadb.config import Settings as ChromaSettings
 from services.errors import KnowledgeError
 from services.models import Chunk
 
-CHROMA_SETTINGS = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+
+
+def chroma_settings() -> ChromaSettings:
+    """A fresh settings object for each client: chromadb's clients modify the one they are given
+    (an HttpClient would turn a later PersistentClient into a server client)."""
+    return ChromaSettings(anonymized_telemetry=False, allow_reset=False)
 # Chroma's native calls hold the GIL, and two threads inside Chroma at once (a query beside an
 # indexing write) were seen to hold it for over a second. One lock, taken before entering Chroma
 # (waiting on it releases the GIL), keeps every stall down to a single call's own length.
@@ -32,9 +37,9 @@ def make_client(path: Path | None, url: str | None):
         if not parsed.hostname:
             raise KnowledgeError(f"--chroma-url {url!r} is not a URL like http://127.0.0.1:8000")
         return chromadb.HttpClient(host=parsed.hostname, port=parsed.port or 8000,
-                                   ssl=parsed.scheme == "https", settings=CHROMA_SETTINGS)
+                                   ssl=parsed.scheme == "https", settings=chroma_settings())
     path.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(path), settings=CHROMA_SETTINGS)
+    return chromadb.PersistentClient(path=str(path), settings=chroma_settings())
 
 
 def forget_client(path: Path) -> None:

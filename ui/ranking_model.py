@@ -74,6 +74,7 @@ class RankingModel(QAbstractTableModel):
         self._rows: list[ResultChunk] = []
         self._other: dict[str, ResultChunk] = {}
         self._row_of: dict[str, int] = {}
+        self._cells: dict[tuple[int, int, int], object] = {}  # Qt asks for each cell's roles on every paint
         self.columns = (["#", "Δ"] if side == RERANKED else ["#"]) + [
             "Symbol", "Kind", "Location", "Vector", "Reranked"]
         self._mono = QFont("monospace")
@@ -90,6 +91,7 @@ class RankingModel(QAbstractTableModel):
             self._rows, others = list(result.results), list(result.original)
         self._other = {r.chunk.id: r for r in others}
         self._row_of = {r.chunk.id: i for i, r in enumerate(self._rows)}
+        self._cells = {}
         self.endResetModel()
 
     def clear(self) -> None:
@@ -142,6 +144,12 @@ class RankingModel(QAbstractTableModel):
         return None
 
     def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
+        key = (index.row(), index.column(), int(role))
+        if key not in self._cells:
+            self._cells[key] = self._cell(index, role)
+        return self._cells[key]
+
+    def _cell(self, index: QModelIndex | QPersistentModelIndex, role: int):
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
             return None
         item = self._rows[index.row()]
