@@ -26,6 +26,7 @@ from services.workspace_index import WorkspaceIndex
 
 WINDOW_CHUNKS = 256  # files are committed a window at a time
 ENCODE_SLICE = 64  # chunks encoded between two cancel checks
+FIRST_WINDOW_CHUNKS = 32
 
 
 def now_iso() -> str:
@@ -257,12 +258,14 @@ class Indexer:
 
 
 def _batches(pending: list[Pending], size: int):
-    batch, count = [], 0
+    """Windows of files holding about `size` chunks. The first windows are smaller (32, 64, ...),
+    so the first files are searchable within seconds and an early cancel still keeps some."""
+    batch, count, wanted = [], 0, min(FIRST_WINDOW_CHUNKS, size)
     for item in pending:
         batch.append(item)
         count += len(item.chunks)
-        if count >= size:
+        if count >= wanted:
             yield batch
-            batch, count = [], 0
+            batch, count, wanted = [], 0, min(wanted * 2, size)
     if batch:
         yield batch
