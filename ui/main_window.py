@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from services.knowledge import KnowledgeService
+from services.labels import default_labels_file, record_label
 from services.models import IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, StrategyInfo
 from ui.async_runner import AsyncRunner
 from ui.code_view import CodeView, preload_lexers
@@ -198,6 +199,7 @@ class MainWindow(QMainWindow):
         self.query_bar.submitted.connect(self.run_query)
         self.query_bar.strategy.currentIndexChanged.connect(self._strategy_changed)
         self.results.chunk_selected.connect(self.code.show_chunk)
+        self.results.label_requested.connect(self.label_result)
         self.code.open_failed.connect(lambda text: self.messages.show_message(text, WARNING))
         self.health_panel.reindex_requested.connect(self.start_index)
         self.health_panel.cancel_requested.connect(self.cancel_index)
@@ -432,6 +434,21 @@ class MainWindow(QMainWindow):
             target(*args)
         except Exception:
             log.exception("CompareView.%s failed", method)
+
+    def label_result(self, item, relevant: bool) -> None:
+        """Record a relevance label for the current question (the Compare view evaluates with them)."""
+        if self.last_result is None or not self.workspace:
+            return
+        labels_file = default_labels_file(self.service.data_dir, self.workspace)
+        symbol = item.chunk.qualified_name or item.chunk.symbol
+        try:
+            record_label(labels_file, self.last_result.question, item.chunk.path, symbol, relevant)
+        except OSError as exc:
+            self.messages.show_message(f"Could not save the label: {exc}", ERROR)
+            return
+        verdict = "relevant" if relevant else "not relevant"
+        self.messages.show_message(f"Marked {symbol or item.chunk.path} {verdict} for "
+                                   f"\u201c{self.last_result.question}\u201d (saved in {labels_file}).", INFO)
 
     def _show_failure(self, context: str, message: str) -> None:
         self.messages.show_message(f"{context} failed: {message}" if context else message, ERROR)

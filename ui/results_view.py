@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QItemSelectionModel, Qt, Signal
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
-    QAbstractItemView, QHeaderView, QLabel, QSplitter, QStyledItemDelegate, QTableView, QVBoxLayout,
+    QAbstractItemView, QHeaderView, QLabel, QMenu, QSplitter, QStyledItemDelegate, QTableView, QVBoxLayout,
     QWidget,
 )
 
@@ -71,6 +72,7 @@ class ResultsView(QWidget):
     """Left: the vector ranking (QueryResult.original). Right: the reranked ranking (QueryResult.results)."""
 
     chunk_selected = Signal(object)  # ResultChunk or None
+    label_requested = Signal(object, bool)  # ResultChunk, relevant?
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -91,6 +93,8 @@ class ResultsView(QWidget):
         for table, other in ((self.left.table, self.right.table), (self.right.table, self.left.table)):
             table.selectionModel().currentRowChanged.connect(
                 lambda current, _prev, t=table, o=other: self._row_changed(t, o, current))
+            table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+            table.customContextMenuRequested.connect(lambda pos, t=table: self._label_menu(t, pos))
 
     @property
     def original_table(self) -> QTableView:
@@ -126,6 +130,25 @@ class ResultsView(QWidget):
         if table.model().rowCount():
             table.setFocus()
             table.selectRow(0)
+
+    def label_actions(self, table: QTableView, row: int) -> list[QAction]:
+        """'Mark relevant' / 'Mark not relevant' for a row (labels feed evaluation on your own code)."""
+        item = table.model().item(row)
+        actions = []
+        for text, relevant in (("Mark relevant for this question", True),
+                               ("Mark not relevant for this question", False)):
+            action = QAction(text, table)
+            action.triggered.connect(lambda _=False, i=item, r=relevant: self.label_requested.emit(i, r))
+            actions.append(action)
+        return actions
+
+    def _label_menu(self, table: QTableView, pos) -> None:
+        index = table.indexAt(pos)
+        if not index.isValid():
+            return
+        menu = QMenu(table)
+        menu.addActions(self.label_actions(table, index.row()))
+        menu.exec(table.viewport().mapToGlobal(pos))
 
     def selected_chunk(self) -> ResultChunk | None:
         for table in (self.reranked_table, self.original_table):

@@ -311,3 +311,21 @@ def test_switching_strategy_reruns_the_question(qtbot, window, workspace):
     qtbot.waitUntil(lambda: window.last_result.strategy == "keyword-boost", timeout=60_000)
     assert window.last_result.question == "delete a note"
     assert "Keyword boost" in window.results.right.title.text()
+
+
+def test_marking_results_relevant_writes_the_labelled_query_set(qtbot, window, workspace, service):
+    from services.evaluation import load_queries
+    from services.labels import default_labels_file
+
+    ensure_indexed(qtbot, window, workspace)
+    result = run_query(qtbot, window, "save a note to disk", "keyword-boost")
+    table = window.results.reranked_table
+    relevant, not_relevant = window.results.label_actions(table, 0)
+    relevant.trigger()
+    window.results.label_actions(table, 1)[1].trigger()
+    labels_file = default_labels_file(service.data_dir, window.workspace)
+    assert "relevant" in window.messages.text() and labels_file.exists()
+    queries = [q for q in load_queries(labels_file) if q.text == "save a note to disk"]
+    assert len(queries) == 1
+    grades = {(r.path, r.grade) for r in queries[0].relevant}
+    assert (result.results[0].chunk.path, 1) in grades
