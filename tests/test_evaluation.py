@@ -89,7 +89,7 @@ def test_labelled_queries_give_qrels_by_path_and_symbol(tmp_path):
 
 
 def test_cosqa_files_load():
-    cosqa = Path("/work/shared/benchmarks/cosqa")
+    cosqa = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "cosqa"  # shared/ beside the repo
     if not cosqa.exists():
         pytest.skip("CoSQA data not present")
     assert len(load_queries(cosqa / "queries_dev.jsonl")) == 500
