@@ -16,7 +16,10 @@ from PySide6.QtWidgets import (
     QToolButton, QVBoxLayout, QWidget,
 )
 
-from services.knowledge import KnowledgeService
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the window talks to an engine process; the engine itself is not loaded here
+    from services.knowledge import KnowledgeService
 from services.labels import default_labels_file, record_label
 from services.models import IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, StrategyInfo
 from ui.async_runner import AsyncRunner
@@ -69,7 +72,7 @@ def fallback_strategies() -> list[StrategyInfo]:
 class MainWindow(QMainWindow):
     progress_received = Signal(object)  # ProgressEvent, from any thread
 
-    def __init__(self, service: KnowledgeService, settings: QSettings | None = None) -> None:
+    def __init__(self, service: "KnowledgeService", settings: QSettings | None = None) -> None:
         super().__init__()
         self.service = service
         self.settings = settings if settings is not None else app_settings()

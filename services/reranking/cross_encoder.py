@@ -121,7 +121,16 @@ class CrossEncoderStrategy(BaseStrategy):
 
     def __init__(self, settings) -> None:
         super().__init__(settings)
-        self.last_note = ""  # why the last call did not rerank (adaptive skip), else ""
+        self._notes = threading.local()  # one instance serves concurrent queries
+
+    @property
+    def last_note(self) -> str:
+        """Why this thread's last call did not rerank (adaptive skip), else ""."""
+        return getattr(self._notes, "text", "")
+
+    @last_note.setter
+    def last_note(self, text: str) -> None:
+        self._notes.text = text
 
     def availability(self) -> Availability:
         return model_availability(self.settings.cross_encoder_model)
