@@ -73,3 +73,23 @@ def test_health_of_an_unindexed_folder_says_so(capsys, tmp_path, data_dir):
 ])
 def test_a_bare_path_opens_the_app(argv, expected):
     assert normalise_argv(argv) == expected
+
+
+def test_gui_screenshot_mode_runs_the_real_app_with_its_engine_process(workspace, data_dir, tmp_path):
+    """`knowledge-explorer gui PATH --screenshot OUT.png --query Q` as a user runs it (offscreen)."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "window.png"
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    done = subprocess.run(
+        [sys.executable, "-m", "app.cli", "gui", str(workspace), "--data-dir", str(data_dir),
+         "--screenshot", str(out), "--query", "what implements ChunkStore", "--strategy", "metadata"],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 20_000
+    from PySide6.QtGui import QImage
+
+    image = QImage(str(out))
+    assert image.width() >= 1000 and image.height() >= 600
