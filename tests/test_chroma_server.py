@@ -5,7 +5,9 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
+import sys
 import time
+from pathlib import Path
 import urllib.request
 
 import pytest
@@ -22,7 +24,8 @@ def free_port() -> int:
 
 @pytest.fixture
 def chroma_url(tmp_path):
-    chroma = shutil.which("chroma")
+    beside_python = Path(sys.executable).parent / "chroma"  # the venv need not be on PATH
+    chroma = str(beside_python) if beside_python.exists() else shutil.which("chroma")
     if chroma is None:
         pytest.fail("the `chroma` command (installed with chromadb) is missing")
     port = free_port()
