@@ -46,8 +46,10 @@ class EngineProcess:
     # --- the child's life ---
     def _ensure_started(self) -> None:
         with self._lock:
-            if self._process is not None and self._process.is_alive():
+            if self._process is not None and self._process.is_alive() and self._conn is not None:
                 return
+            if self._process is not None:  # dead, or its pipe broke: make sure it is gone
+                self._process.kill()
             context = multiprocessing.get_context("spawn")
             parent, child = context.Pipe()
             kwargs = {"settings": self.settings, "data_dir": self.data_dir, "chroma_url": self.chroma_url}
@@ -63,6 +65,9 @@ class EngineProcess:
             try:
                 call_id, kind, payload = conn.recv()
             except (EOFError, OSError):
+                with self._lock:
+                    if self._conn is conn:
+                        self._conn = None  # the next call starts a new engine
                 self._fail_all(EngineStopped("The engine process stopped unexpectedly; it restarts on the "
                                              "next request."))
                 return
@@ -98,7 +103,13 @@ class EngineProcess:
         call_id, future = next(self._ids), loop.create_future()
         with self._lock:
             self._pending[call_id] = (loop, future, progress)
-        self._send((call_id, method, args, kwargs))
+        try:
+            self._send((call_id, method, args, kwargs))
+        except (OSError, AttributeError):  # the engine died before the reader noticed: start anew
+            with self._lock:
+                self._conn = None
+            self._ensure_started()
+            self._send((call_id, method, args, kwargs))
         try:
             if cancel is None:
                 return await future
@@ -161,13 +172,14 @@ class EngineProcess:
             return
         try:
             conn.send((0, CLOSE, (), {}))
-        except OSError:
+        except (OSError, AttributeError):  # already gone
             pass
         process.join(timeout=10)
         if process.is_alive():
             process.terminate()
             process.join(timeout=5)
-        conn.close()
+        if conn is not None:
+            conn.close()
 
 
 def _strategy_infos(settings) -> list[StrategyInfo]:
