@@ -132,7 +132,7 @@ class HealthPanel(QWidget):
         self.reindex_button = QPushButton("Reindex")
         self.reindex_button.setToolTip("Index new and changed files only")
         self.rebuild_button = QPushButton("Full rebuild")
-        self.rebuild_button.setToolTip("Drop the index and embed every file again")
+        self.rebuild_button.setToolTip("Embed every file again; queries keep answering from the old index meanwhile")
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
         self.reindex_button.clicked.connect(lambda: self.reindex_requested.emit(False))
@@ -146,6 +146,7 @@ class HealthPanel(QWidget):
         self.progress.hide()  # shown from the first indexing run on
         self.progress_label = QLabel("")
         self.progress_label.setObjectName("progressLabel")
+        self.progress_label.setWordWrap(True)  # a long "Done in ..." line must not widen the panel
 
         buttons = QHBoxLayout()
         buttons.addWidget(self.reindex_button)
