@@ -156,6 +156,9 @@ def _enter_dir(root, path: Path, rel, is_link, specs, max_bytes, result, seen) -
 
 def _add_file(root: Path, entry: os.DirEntry, rel: str, is_link: bool, max_bytes: int, result: ScanResult) -> None:
     path = Path(entry.path)
+    if is_link and not path.exists():
+        result.skipped.append(SkippedFile(rel, "broken symlink"))
+        return
     if is_link and not _inside(root, path):
         result.skipped.append(SkippedFile(rel, "symlink outside the workspace"))
         return

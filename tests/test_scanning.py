@@ -109,10 +109,11 @@ def test_symlinks_followed_only_inside_workspace(tmp_path):
     (root / "leak.py").symlink_to(outside / "leak.py")
     (root / "alias").symlink_to(root / "src", target_is_directory=True)
     (root / "src/loop").symlink_to(root, target_is_directory=True)
+    (root / "gone.py").symlink_to(root / "deleted.py")
     result = scan_workspace(root)
     assert paths(result) == {"src/real.py", "alias/real.py"}
     assert reasons(result) == {"escape": "symlink outside the workspace",
-                               "leak.py": "symlink outside the workspace"}
+                               "leak.py": "symlink outside the workspace", "gone.py": "broken symlink"}
 
 
 def test_scanning_thousands_of_files_is_fast(tmp_path):
