@@ -110,6 +110,10 @@ class Catalog:
                 f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE path = ? ORDER BY start_line", (path,))]
         return [_row_chunk(r) for r in self._query(f"SELECT {CHUNK_COLUMNS} FROM chunks ORDER BY rowid")]
 
+    def id_paths_languages(self) -> list[tuple[str, str, str]]:
+        """(id, path, language) of every chunk, without their text (for filtering)."""
+        return self._query("SELECT id, path, language FROM chunks")
+
     def chunk_ids(self) -> set[str]:
         return {r[0] for r in self._query("SELECT id FROM chunks")}
 

@@ -183,16 +183,10 @@ class EngineProcess:
 
 
 def _strategy_infos(settings) -> list[StrategyInfo]:
-    from services.reranking import create_strategy, strategy_names
+    from services.reranking import create_strategy, strategy_info, strategy_names
     from services.settings import Settings
 
-    infos = []
-    for name in strategy_names():
-        strategy = create_strategy(name, settings or Settings())
-        availability = strategy.availability()
-        infos.append(StrategyInfo(name, strategy.label or name, strategy.description,
-                                  availability.available, availability.reason))
-    return infos
+    return [strategy_info(create_strategy(name, settings or Settings())) for name in strategy_names()]
 
 
 def _settle(future, result, error) -> None:

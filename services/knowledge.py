@@ -25,7 +25,7 @@ from services.models import (
     IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, RelevantFile, RerankRequest,
     StrategyInfo,
 )
-from services.reranking import create_strategy, strategy_names
+from services.reranking import create_strategy, strategy_info, strategy_names
 from services.settings import Settings
 from services.workspace_index import WorkspaceIndex, workspace_root
 
@@ -186,8 +186,8 @@ class KnowledgeService:
     def _allowed_ids(catalog, paths: list[str] | None, options: QueryOptions) -> set[str]:
         wanted_paths = set(paths) if paths is not None else None
         languages = set(options.languages)
-        return {c.id for c in catalog.chunks()
-                if (wanted_paths is None or c.path in wanted_paths) and (not languages or c.language in languages)}
+        return {chunk_id for chunk_id, path, language in catalog.id_paths_languages()
+                if (wanted_paths is None or path in wanted_paths) and (not languages or language in languages)}
 
     def _contexts(self, index: WorkspaceIndex, items, options: QueryOptions) -> dict[str, tuple[str, int]]:
         if not options.expand_context:
@@ -201,13 +201,7 @@ class KnowledgeService:
         return out
 
     def strategies(self) -> list[StrategyInfo]:
-        infos = []
-        for name in strategy_names():
-            strategy = self._strategy(name)
-            availability = strategy.availability()
-            infos.append(StrategyInfo(name, strategy.label or name, strategy.description,
-                                      availability.available, availability.reason))
-        return infos
+        return [strategy_info(self._strategy(name)) for name in strategy_names()]
 
     async def relevant_files(self, question: str, workspace: str | Path,
                              max_files: int = 10) -> list[RelevantFile]:

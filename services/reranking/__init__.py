@@ -8,11 +8,12 @@ from services.reranking.base import (
     RerankStrategy,
     create_strategy,
     register,
+    strategy_info,
     strategy_class,
     strategy_names,
 )
 
 __all__ = [
     "PROBABILITY", "RELATIVE", "SIMILARITY", "BaseStrategy", "RerankStrategy",
-    "create_strategy", "register", "strategy_class", "strategy_names",
+    "create_strategy", "register", "strategy_info", "strategy_class", "strategy_names",
 ]

@@ -9,7 +9,7 @@ import importlib
 import pkgutil
 from typing import ClassVar, Protocol, runtime_checkable
 
-from services.models import Availability, Candidate, RerankRequest
+from services.models import Availability, Candidate, RerankRequest, StrategyInfo
 from services.settings import Settings
 
 # How a strategy's scores relate to cosine similarity; decides where min_relevance applies.
@@ -97,3 +97,10 @@ def strategy_class(name: str) -> type:
 
 def create_strategy(name: str, settings: Settings) -> RerankStrategy:
     return strategy_class(name)(settings)
+
+
+def strategy_info(strategy: RerankStrategy) -> StrategyInfo:
+    """What a user is shown about a strategy: its label, description and availability now."""
+    availability = strategy.availability()
+    return StrategyInfo(strategy.name, strategy.label or strategy.name, strategy.description,
+                        availability.available, availability.reason)
