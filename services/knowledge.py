@@ -111,10 +111,7 @@ class KnowledgeService:
         return await self._run(self._query_pool, self._health, index)
 
     def _health(self, index: WorkspaceIndex) -> IndexHealth:
-        error = self._errors.get(index.root, "")
-        if index._catalog is not None and not index.folder.exists():
-            index.reset_handles()
-            error = error or f"The index folder {index.folder} was deleted. Reindex to rebuild it."
+        error = self._errors.get(index.root, "") or index.vanished()
         return index_health(index, self.settings, error)
 
     async def is_indexed(self, workspace: str | Path) -> bool:

@@ -19,18 +19,15 @@ from __future__ import annotations
 
 import fnmatch
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from services.errors import StrategyUnavailable
 from services.models import Candidate, Chunk, QueryOptions, QueryResult, RerankRequest, ResultChunk
 from services.reranking.base import PROBABILITY, SIMILARITY
 
 
-@dataclass
 class Stages:
     """Wall-clock time of each stage in milliseconds."""
-
-    times: dict
 
     def __init__(self) -> None:
         self.times = {}

@@ -62,16 +62,20 @@ class WorkspaceIndex:
             self._store = VectorStore(client, "ke_" + self.key.replace("-", "_")[:50])
         return self._store
 
+    def vanished(self) -> str:
+        """If the index folder was deleted while open, drop the stale handles and say so; else ""."""
+        if (self.folder / CATALOG_FILE).exists():
+            return ""
+        was_open = self._catalog is not None
+        self.reset_handles()
+        return f"The index folder {self.folder} was deleted. Reindex to rebuild it." if was_open else ""
+
     def require(self) -> None:
-        """Raise a clear error when the index folder vanished under a running app."""
-        if not (self.folder / CATALOG_FILE).exists():
-            was_open = self._catalog is not None
-            self.reset_handles()
-            if was_open:
-                raise IndexMissingError(
-                    f"The index folder {self.folder} was deleted. Reindex to rebuild it.")
-            raise IndexMissingError(f"{self.root} is not indexed yet. Index it first.")
-        if not self._catalog_has_model():
+        """Raise a clear error when there is no index, or its folder vanished under a running app."""
+        deleted = self.vanished()
+        if deleted:
+            raise IndexMissingError(deleted)
+        if not (self.folder / CATALOG_FILE).exists() or not self._catalog_has_model():
             raise IndexMissingError(f"{self.root} is not indexed yet. Index it first.")
 
     def reset_handles(self) -> None:
