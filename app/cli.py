@@ -140,10 +140,12 @@ async def cmd_index(args, service) -> int:
         report = await service.index(args.path, full=args.full, progress=progress.update)
     finally:
         progress.close()
-    if args.json:
-        print(json.dumps(index_report_json(report), indent=2))
-    else:
-        print(index_report_text(report))
+    return emit(args, report, index_report_json, index_report_text)
+
+
+def emit(args, value, as_json, as_text) -> int:
+    """Print a command's result as JSON (--json) or as text; the command succeeded."""
+    print(json.dumps(as_json(value), indent=2) if args.json else as_text(value))
     return 0
 
 
@@ -171,12 +173,7 @@ def index_report_text(report) -> str:
 
 
 async def cmd_health(args, service) -> int:
-    health = await service.health(args.path)
-    if args.json:
-        print(json.dumps(health_json(health), indent=2))
-    else:
-        print(health_text(health))
-    return 0
+    return emit(args, await service.health(args.path), health_json, health_text)
 
 
 def health_json(health) -> dict:
@@ -211,9 +208,7 @@ async def cmd_query(args, service) -> int:
     options = QueryOptions(workspace=args.path, top_k=args.top_k, strategy=args.strategy,
                            languages=tuple(args.language), path_glob=args.path_glob,
                            **({} if args.min_relevance is None else {"min_relevance": args.min_relevance}))
-    result = await service.query(args.question, options)
-    print(json.dumps(query_json(result), indent=2) if args.json else query_text(result))
-    return 0
+    return emit(args, await service.query(args.question, options), query_json, query_text)
 
 
 def query_json(result) -> dict:
@@ -246,15 +241,16 @@ def query_text(result) -> str:
 
 
 async def cmd_strategies(args, service) -> int:
-    infos = service.strategies()
-    if args.json:
-        print(json.dumps([{"name": s.name, "available": s.available, "reason": s.reason or None}
-                          for s in infos], indent=2))
-    else:
-        for s in infos:
-            state = "available" if s.available else f"unavailable: {s.reason}"
-            print(f"{s.name:<14} {state}\n{'':<14} {s.description}")
-    return 0
+    return emit(args, service.strategies(), strategies_json, strategies_text)
+
+
+def strategies_json(infos) -> list[dict]:
+    return [{"name": s.name, "available": s.available, "reason": s.reason or None} for s in infos]
+
+
+def strategies_text(infos) -> str:
+    return "\n".join(f"{s.name:<14} {'available' if s.available else f'unavailable: {s.reason}'}\n"
+                     f"{'':<14} {s.description}" for s in infos)
 
 
 async def cmd_eval(args, service) -> int:
