@@ -167,7 +167,7 @@ class KnowledgeService:
     def _search(self, question, vector, options: QueryOptions, index: WorkspaceIndex, pool: int,
                 with_keywords: bool):
         catalog = index.catalog()
-        paths = pipeline.allowed_paths(sorted(catalog.files()), options.path_glob)
+        paths = pipeline.allowed_paths(sorted(catalog.files()), options.path_glob) if options.path_glob.strip() else None
         hits = index.store().search(vector.tolist(), pool, paths, list(options.languages))
         keyword_hits = []
         if with_keywords:
