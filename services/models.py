@@ -41,6 +41,20 @@ class SkippedFile:
 
 
 @dataclass(frozen=True)
+class Signal:
+    """One reason behind a reranked score, e.g. ("cosine", 0.62, 0.62, "add") or
+    ("implements NoteStore", 1.5, 1.5, "mul"). Applying every signal of a candidate in order
+    (add: score += contribution; mul: score *= contribution; set: score = contribution)
+    reproduces its reranked score."""
+
+    name: str
+    value: float  # the raw measurement (a cosine, a BM25 rank, a count)
+    contribution: float  # what it does to the score, as `op` says
+    op: str = "add"  # "add", "mul" or "set"
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Candidate:
     """A chunk in a ranking. `score` is the current (possibly reranked) score."""
 
@@ -50,6 +64,7 @@ class Candidate:
     original_rank: int | None  # 1-based rank in the vector ranking; None if only BM25 found it
     keyword_score: float | None = None  # BM25 score, when the keyword index was consulted
     keyword_rank: int | None = None
+    signals: tuple[Signal, ...] = ()  # why the strategy gave `score` (empty when not reranked)
 
 
 @dataclass(frozen=True)
@@ -139,6 +154,8 @@ class ResultChunk:
     original_score: float | None
     context: str = ""  # chunk plus surrounding lines
     context_start_line: int = 0  # first line number of `context`
+    signals: tuple[Signal, ...] = ()  # why it has `score` (see Signal)
+    stale: str = ""  # "" fresh; "modified" or "deleted" when the file changed since it was indexed
 
 
 @dataclass(frozen=True)
@@ -154,6 +171,7 @@ class QueryResult:
     fallback_reason: str | None
     cache_hit: bool
     timings_ms: dict[str, float]  # "embed", "search", "rerank", "expand", "total"
+    pool_size: int = 0  # candidates the strategy saw
 
 
 @dataclass(frozen=True)
