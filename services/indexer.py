@@ -155,7 +155,7 @@ class Indexer:
 
     def _plan(self) -> Plan:
         self._emit("scanning", 0, 0)
-        scan = scan_workspace(self.index.root, self.settings.max_file_bytes)
+        scan = scan_workspace(self.index.root, self.settings.max_file_bytes, self.settings.skip_machine_made)
         known = self.index.catalog().files()
         plan = Plan(skipped=list(scan.skipped))
         seen = set()
@@ -188,7 +188,7 @@ class Indexer:
 
     def _chunk_one(self, source: SourceFile, old: FileRecord | None, plan: Plan) -> Pending | None:
         try:
-            text, digest = read_source(source)
+            text, digest = read_source(source, self.settings.skip_machine_made)
         except SkipFileError as skip:
             plan.skipped.append(SkippedFile(source.path, skip.reason))
             if old:

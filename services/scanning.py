@@ -146,7 +146,7 @@ def format_size(size: int) -> str:
     return f"{size} bytes"
 
 
-def read_source(file: SourceFile) -> tuple[str, str]:
+def read_source(file: SourceFile, skip_machine_made: bool = True) -> tuple[str, str]:
     """Return (text, sha256 of the bytes); raise SkipFileError when the file cannot be used."""
     try:
         data = file.abs_path.read_bytes()
@@ -158,20 +158,27 @@ def read_source(file: SourceFile) -> tuple[str, str]:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise SkipFileError("not UTF-8 text") from exc
-    if machine_made(file.abs_path.name, text):
+    if skip_machine_made and machine_made(file.abs_path.name, text):
         raise SkipFileError(MACHINE_MADE)
     return text, file_hash(data)
 
 
-def scan_workspace(root: Path, max_file_bytes: int = MIB) -> ScanResult:
-    """List the indexable text files under root; bad files go to `skipped` with a reason."""
+def scan_workspace(root: Path, max_file_bytes: int = MIB, skip_machine_made: bool = True) -> ScanResult:
+    """List the indexable text files under root; every other file goes to `skipped` with a reason."""
     root = Path(root).resolve()
     result = ScanResult()
     rules = _Rules(_load_spec(root / PROJECT_IGNORE_FILE), [])
-    _walk(root, root, "", rules, max_file_bytes, result, {_dir_key(root)})
+    limits = _Limits(max_file_bytes, skip_machine_made)
+    _walk(root, root, "", rules, limits, result, {_dir_key(root)})
     result.files.sort(key=lambda f: f.path)
     result.skipped.sort(key=lambda s: s.path)
     return result
+
+
+@dataclass(frozen=True)
+class _Limits:
+    max_bytes: int
+    skip_machine_made: bool
 
 
 @dataclass(frozen=True)
@@ -212,7 +219,7 @@ def _verdict(spec: pathspec.PathSpec | None, rel: str, is_dir: bool) -> bool | N
     return spec.check_file(rel + "/" if is_dir else rel).include
 
 
-def _walk(root: Path, folder: Path, rel: str, rules: _Rules, max_bytes: int, result: ScanResult,
+def _walk(root: Path, folder: Path, rel: str, rules: _Rules, limits: _Limits, result: ScanResult,
           seen: set) -> None:
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
@@ -235,22 +242,22 @@ def _walk(root: Path, folder: Path, rel: str, rules: _Rules, max_bytes: int, res
             continue
         if is_dir:
             if entry.name not in SKIPPED_DIRS and rules.enter(child_rel):
-                _enter_dir(root, Path(entry.path), child_rel, is_link, rules, max_bytes, result, seen)
+                _enter_dir(root, Path(entry.path), child_rel, is_link, rules, limits, result, seen)
         elif not rules.ignored(child_rel, False):
-            _add_file(root, entry, child_rel, is_link, max_bytes, result)
+            _add_file(root, entry, child_rel, is_link, limits, result)
 
 
-def _enter_dir(root, path: Path, rel, is_link, rules, max_bytes, result, seen) -> None:
+def _enter_dir(root, path: Path, rel, is_link, rules, limits, result, seen) -> None:
     if is_link and not _inside(root, path):
         result.skipped.append(SkippedFile(rel, "symlink outside the workspace"))
         return
     key = _dir_key(path)
     if key in seen:
         return  # symlink loop or a folder already scanned
-    _walk(root, path, rel, rules, max_bytes, result, seen | {key})
+    _walk(root, path, rel, rules, limits, result, seen | {key})
 
 
-def _add_file(root: Path, entry: os.DirEntry, rel: str, is_link: bool, max_bytes: int, result: ScanResult) -> None:
+def _add_file(root: Path, entry: os.DirEntry, rel: str, is_link: bool, limits: _Limits, result: ScanResult) -> None:
     path = Path(entry.path)
     if is_link and not path.exists():
         result.skipped.append(SkippedFile(rel, "broken symlink"))
@@ -265,8 +272,8 @@ def _add_file(root: Path, entry: os.DirEntry, rel: str, is_link: bool, max_bytes
         if os.path.splitext(entry.name)[1].lower() in BINARY_EXTENSIONS:
             result.skipped.append(SkippedFile(rel, "binary file"))
             return
-        if info.st_size > max_bytes:
-            reason = f"too large ({format_size(info.st_size)} > {format_size(max_bytes)})"
+        if info.st_size > limits.max_bytes:
+            reason = f"too large ({format_size(info.st_size)} > {format_size(limits.max_bytes)})"
             result.skipped.append(SkippedFile(rel, reason))
             return
         with open(path, "rb") as handle:
@@ -276,7 +283,7 @@ def _add_file(root: Path, entry: os.DirEntry, rel: str, is_link: bool, max_bytes
         return
     if b"\0" in head:
         result.skipped.append(SkippedFile(rel, "binary file"))
-    elif machine_made(entry.name, head.decode("utf-8", "ignore")):
+    elif limits.skip_machine_made and machine_made(entry.name, head.decode("utf-8", "ignore")):
         result.skipped.append(SkippedFile(rel, MACHINE_MADE))
     else:
         language = language_for(entry.name, head)
