@@ -77,6 +77,7 @@ MACHINE_MADE_NAMES = (
 )
 MINIFIED_MIN_CHARS = 2048  # shorter texts are never judged minified by their line lengths
 MINIFIED_AVG_LINE = 300  # characters per line, on average, above which a text is minified
+MACHINE_LINE = 50_000  # a line this long was not written by hand
 _GENERATED_MARK = re.compile(r"(?i)\bgenerated\b.*\bdo not edit\b|@generated\b")
 GENERATED_MARK_LINES = 5
 
@@ -131,7 +132,9 @@ def machine_made(name: str, text: str) -> bool:
     if _GENERATED_MARK.search("\n".join(text.split("\n", GENERATED_MARK_LINES)[:GENERATED_MARK_LINES])):
         return True
     lines = text.count("\n") + 1
-    return len(text) >= MINIFIED_MIN_CHARS and len(text) / lines > MINIFIED_AVG_LINE
+    if len(text) >= MINIFIED_MIN_CHARS and len(text) / lines > MINIFIED_AVG_LINE:
+        return True
+    return len(text) > MACHINE_LINE and max(map(len, text.split("\n"))) > MACHINE_LINE
 
 
 def file_hash(data: bytes) -> str:
