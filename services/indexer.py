@@ -27,6 +27,7 @@ from services.workspace_index import WorkspaceIndex
 WINDOW_CHUNKS = 256  # files are committed a window at a time
 ENCODE_SLICE = 64  # chunks encoded between two cancel checks
 FIRST_WINDOW_CHUNKS = 32
+_KEYWORD_BUILDS = threading.Lock()
 
 
 def now_iso() -> str:
@@ -66,21 +67,26 @@ class Indexer:
         self.embedded = 0  # chunks embedded and committed
         self.window_embedded = 0  # chunks embedded in the window being written
         self.total_chunks = self.files_total = self.files_committed = 0
+        self.keywords_deferred = False  # a quick run leaves the keyword index to refresh_keywords()
 
     # --- the run ---
-    def run(self, full: bool = False) -> IndexReport:
+    def run(self, full: bool = False, quick: bool = False) -> IndexReport:
+        """Index what changed. `quick` (the watcher's runs) makes changed files searchable at once:
+        no orphan sweep, and the slow keyword-index and reference refresh is left to the caller
+        (refresh_keywords), so one edited file does not wait for a rebuild over every chunk."""
         self.embedder.load()  # a missing model fails here, before anything is touched
         rebuilt_reason = self._rebuild_reason(full)
         self.everything = bool(rebuilt_reason)
         if rebuilt_reason and not full:  # an incompatible index: start from nothing
             self.index.wipe()
         self._start_catalog()
-        self._sweep_orphans()
+        if not quick:
+            self._sweep_orphans()
         plan = self._plan()
         self._remove(plan.removed)
         pending = self._chunk(plan)
         done = self._embed_and_commit(pending)
-        self._finish(plan, bool(plan.removed) or done > 0 or bool(rebuilt_reason))
+        self._finish(plan, bool(plan.removed) or done > 0 or bool(rebuilt_reason), quick)
         return IndexReport(
             files_indexed=done, files_unchanged=len(plan.unchanged), files_removed=len(plan.removed),
             chunks_embedded=self.embedded, chunks_total=self.index.catalog().counts()[1],
@@ -236,14 +242,14 @@ class Indexer:
         catalog = self.index.catalog()
         return {(c.path, c.content_hash): c.id for item in batch for c in catalog.chunks(path=item.record.path)}
 
-    def _finish(self, plan: Plan, changed: bool) -> None:
+    def _finish(self, plan: Plan, changed: bool, quick: bool = False) -> None:
         catalog = self.index.catalog()
         catalog.set_skipped(plan.skipped)
-        if changed or not self.index.keywords.exists():
+        if changed and quick and self.index.keywords.exists():
+            self.keywords_deferred = True
+        elif changed or not self.index.keywords.exists():
             self._emit("finalizing", 0, 0, message="updating keyword index and references")
-            chunks = count_references(catalog.chunks())
-            catalog.set_references({c.id: c.references for c in chunks})
-            self.index.keywords.build(chunks)
+            refresh_keywords(self.index)
         catalog.set_meta(updated_at=now_iso())
         self._emit("cancelled" if self.cancel.is_set() else "done", 0, 0)
 
@@ -255,6 +261,15 @@ class Indexer:
         eta = remaining / rate if rate > 0 and chunks_total else None
         self.progress(ProgressEvent(phase, files_done, files_total, chunks_done, chunks_total,
                                     round(rate, 2), eta, message))
+
+
+def refresh_keywords(index: WorkspaceIndex) -> None:
+    """Recount references and rebuild the keyword index from the catalogue as it is now."""
+    with _KEYWORD_BUILDS:  # an index run and a deferred refresh must not swap folders at once
+        catalog = index.catalog()
+        chunks = count_references(catalog.chunks())
+        catalog.set_references({c.id: c.references for c in chunks})
+        index.keywords.build(chunks)
 
 
 def _batches(pending: list[Pending], size: int):
