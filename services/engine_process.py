@@ -30,12 +30,13 @@ class EngineProcess:
     """A KnowledgeService running in a child process (spawned, so no state is shared)."""
 
     def __init__(self, settings=None, *, data_dir: str | Path | None = None,
-                 chroma_url: str | None = None) -> None:
+                 chroma_url: str | None = None, kind: str = "gui") -> None:
         from services.knowledge import default_data_dir
 
         self.settings = settings
         self.data_dir = Path(data_dir) if data_dir else default_data_dir()
         self.chroma_url = chroma_url
+        self.kind = kind  # recorded as the data dir's owner (services.ownership)
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple] = {}  # id -> (loop, future, progress callback)
         self._watchers: dict[str, tuple] = {}  # workspace as passed to watch() -> (loop, callback)
@@ -54,7 +55,7 @@ class EngineProcess:
             context = multiprocessing.get_context("spawn")
             parent, child = context.Pipe()
             kwargs = {"settings": self.settings, "data_dir": self.data_dir, "chroma_url": self.chroma_url,
-                      "kind": "gui"}
+                      "kind": self.kind}
             self._process = context.Process(target=serve, args=(child, kwargs), daemon=True,
                                             name="knowledge-engine")
             self._process.start()

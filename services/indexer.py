@@ -245,7 +245,9 @@ class Indexer:
     def _finish(self, plan: Plan, changed: bool, quick: bool = False) -> None:
         catalog = self.index.catalog()
         catalog.set_skipped(plan.skipped)
+        changed = changed or catalog.get_meta("keywords_stale") == "1"  # a deferred refresh never ran
         if changed and quick and self.index.keywords.exists():
+            catalog.set_meta(keywords_stale="1")
             self.keywords_deferred = True
         elif changed or not self.index.keywords.exists():
             self._emit("finalizing", 0, 0, message="updating keyword index and references")
@@ -267,6 +269,7 @@ def refresh_keywords(index: WorkspaceIndex) -> None:
     """Recount references and rebuild the keyword index from the catalogue as it is now."""
     with _KEYWORD_BUILDS:  # an index run and a deferred refresh must not swap folders at once
         catalog = index.catalog()
+        catalog.set_meta(keywords_stale="")  # a quick run committing after this sets it again
         chunks = count_references(catalog.chunks())
         catalog.set_references({c.id: c.references for c in chunks})
         index.keywords.build(chunks)

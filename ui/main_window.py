@@ -206,6 +206,7 @@ class MainWindow(QMainWindow):
         self.query_bar.submitted.connect(self.run_query)
         self.query_bar.strategy.currentIndexChanged.connect(self._strategy_changed)
         self.results.chunk_selected.connect(self.code.show_chunk)
+        self.results.chunk_selected.connect(self._warn_if_deleted)
         self.results.label_requested.connect(self.label_result)
         self.code.open_failed.connect(lambda text: self.messages.show_message(text, WARNING))
         self.health_panel.reindex_requested.connect(self.start_index)
@@ -329,6 +330,11 @@ class MainWindow(QMainWindow):
             self.refresh_health()
         elif event.kind == WATCH_ERROR:
             self.messages.show_message(f"Indexing changed files failed: {event.message}", ERROR)
+
+    def _warn_if_deleted(self, item) -> None:
+        if item is not None and item.stale == "deleted":
+            self.messages.show_message(f"{item.chunk.path} was deleted since it was indexed; the code "
+                                       "shown is the indexed copy.", WARNING)
 
     def _health_failed(self, exc: BaseException) -> None:
         """The badge must not stay on "checking…": show why (another owner, or the error)."""
