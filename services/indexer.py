@@ -38,6 +38,7 @@ FAILURE_REASONS = ("unreadable", "could not be read", "could not be chunked", "c
                    "could not be stored")
 
 log = logging.getLogger(__name__)
+_KEYWORD_BUILDS = threading.Lock()
 
 
 def now_iso() -> str:
@@ -92,12 +93,16 @@ class Indexer:
         self.window_embedded = 0  # chunks embedded in the window being written
         self.total_chunks = self.files_total = self.files_committed = 0
         self.failed: list[SkippedFile] = []  # files whose embedding or storing failed
+        self.keywords_deferred = False  # a quick run leaves the keyword index to refresh_keywords()
 
     # --- the run ---
-    def run(self, full: bool = False) -> IndexReport:
-        """Index the workspace. Raises KnowledgeError subclasses only (details of others go to the log)."""
+    def run(self, full: bool = False, quick: bool = False) -> IndexReport:
+        """Index what changed. Raises KnowledgeError subclasses only (details of others go to the log).
+        `quick` (the watcher's runs) makes changed files searchable at once: no orphan sweep, and the
+        slow keyword-index and reference refresh is left to the caller (refresh_keywords), so one
+        edited file does not wait for a rebuild over every chunk."""
         try:
-            return self._run(full)
+            return self._run(full, quick)
         except KnowledgeError:
             raise
         except Exception as error:
@@ -105,20 +110,21 @@ class Indexer:
             raise IndexStoreError(f"indexing stopped: {short_reason(error)}. Files indexed so far are kept; "
                                   "run it again once this is fixed.") from error
 
-    def _run(self, full: bool) -> IndexReport:
+    def _run(self, full: bool, quick: bool) -> IndexReport:
         self.embedder.load()  # a missing model fails here, before anything is touched
         rebuilt_reason = self._rebuild_reason(full)
         self.everything = bool(rebuilt_reason)
         if rebuilt_reason and not full:  # an incompatible index: start from nothing
             self.index.wipe()
         self._start_catalog()
-        self._sweep_orphans()
+        if not quick:
+            self._sweep_orphans()
         plan = self._plan()
         self._remove(plan.removed)
         pending = self._chunk(plan)
         done = self._embed_and_commit(pending)
         plan.skipped = sorted(plan.skipped + self.failed, key=lambda s: s.path)
-        self._finish(plan, bool(plan.removed) or done > 0 or bool(rebuilt_reason))
+        self._finish(plan, bool(plan.removed) or done > 0 or bool(rebuilt_reason), quick)
         files, chunks = self.index.catalog().counts()
         return IndexReport(
             files_indexed=done, files_unchanged=len(plan.unchanged), files_removed=len(plan.removed),
@@ -336,14 +342,16 @@ class Indexer:
         catalog = self.index.catalog()
         return {(c.path, c.content_hash): c.id for item in batch for c in catalog.chunks(path=item.record.path)}
 
-    def _finish(self, plan: Plan, changed: bool) -> None:
+    def _finish(self, plan: Plan, changed: bool, quick: bool = False) -> None:
         catalog = self.index.catalog()
         catalog.set_skipped(plan.skipped)
-        if changed or not self.index.keywords.exists():
+        changed = changed or catalog.get_meta("keywords_stale") == "1"  # a deferred refresh never ran
+        if changed and quick and self.index.keywords.exists():
+            catalog.set_meta(keywords_stale="1")
+            self.keywords_deferred = True
+        elif changed or not self.index.keywords.exists():
             self._emit("finalizing", 0, 0, message="updating keyword index and references")
-            chunks = count_references(catalog.chunks())
-            catalog.set_references({c.id: c.references for c in chunks})
-            self.index.keywords.build(chunks)
+            refresh_keywords(self.index)
         catalog.set_meta(updated_at=now_iso())
         self._emit("cancelled" if self.cancel.is_set() else "done", 0, 0)
 
@@ -355,6 +363,16 @@ class Indexer:
         eta = remaining / rate if rate > 0 and chunks_total else None
         self.progress(ProgressEvent(phase, files_done, files_total, chunks_done, chunks_total,
                                     round(rate, 2), eta, message))
+
+
+def refresh_keywords(index: WorkspaceIndex) -> None:
+    """Recount references and rebuild the keyword index from the catalogue as it is now."""
+    with _KEYWORD_BUILDS:  # an index run and a deferred refresh must not swap folders at once
+        catalog = index.catalog()
+        catalog.set_meta(keywords_stale="")  # a quick run committing after this sets it again
+        chunks = count_references(catalog.chunks())
+        catalog.set_references({c.id: c.references for c in chunks})
+        index.keywords.build(chunks)
 
 
 def _batches(pending: list[Pending], size: int):
