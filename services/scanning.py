@@ -78,8 +78,10 @@ MACHINE_MADE_NAMES = (
 MINIFIED_MIN_CHARS = 2048  # shorter texts are never judged minified by their line lengths
 MINIFIED_AVG_LINE = 300  # characters per line, on average, above which a text is minified
 MACHINE_LINE = 50_000  # a line this long was not written by hand
+_MACHINE_MADE_NAME = re.compile("|".join(fnmatch.translate(pattern) for pattern in MACHINE_MADE_NAMES))
 _GENERATED_MARK = re.compile(r"(?i)\bgenerated\b.*\bdo not edit\b|@generated\b")
 GENERATED_MARK_LINES = 5
+GENERATED_MARK_CHARS = 1000
 
 
 class SkipFileError(Exception):
@@ -127,9 +129,10 @@ def shebang_language(head: bytes) -> str | None:
 
 def machine_made(name: str, text: str) -> bool:
     """A minified bundle, source map, lock file or generated file (by its name or its text)."""
-    if any(fnmatch.fnmatchcase(name, pattern) for pattern in MACHINE_MADE_NAMES):
+    if _MACHINE_MADE_NAME.match(name):
         return True
-    if _GENERATED_MARK.search("\n".join(text.split("\n", GENERATED_MARK_LINES)[:GENERATED_MARK_LINES])):
+    top = text[:GENERATED_MARK_CHARS].split("\n", GENERATED_MARK_LINES)[:GENERATED_MARK_LINES]
+    if _GENERATED_MARK.search("\n".join(top)):
         return True
     lines = text.count("\n") + 1
     if len(text) >= MINIFIED_MIN_CHARS and len(text) / lines > MINIFIED_AVG_LINE:
@@ -261,11 +264,10 @@ def _enter_dir(root, path: Path, rel, is_link, rules, limits, result, seen) -> N
 
 
 def _add_file(root: Path, entry: os.DirEntry, rel: str, is_link: bool, limits: _Limits, result: ScanResult) -> None:
-    path = Path(entry.path)
-    if is_link and not path.exists():
+    if is_link and not os.path.exists(entry.path):
         result.skipped.append(SkippedFile(rel, "broken symlink"))
         return
-    if is_link and not _inside(root, path):
+    if is_link and not _inside(root, Path(entry.path)):
         result.skipped.append(SkippedFile(rel, "symlink outside the workspace"))
         return
     try:
@@ -279,7 +281,7 @@ def _add_file(root: Path, entry: os.DirEntry, rel: str, is_link: bool, limits: _
             reason = f"too large ({format_size(info.st_size)} > {format_size(limits.max_bytes)})"
             result.skipped.append(SkippedFile(rel, reason))
             return
-        with open(path, "rb") as handle:
+        with open(entry.path, "rb") as handle:
             head = handle.read(BINARY_SNIFF_BYTES)
     except OSError as exc:
         result.skipped.append(SkippedFile(rel, f"unreadable: {_os_reason(exc)}"))
@@ -290,7 +292,7 @@ def _add_file(root: Path, entry: os.DirEntry, rel: str, is_link: bool, limits: _
         result.skipped.append(SkippedFile(rel, MACHINE_MADE))
     else:
         language = language_for(entry.name, head)
-        result.files.append(SourceFile(rel, path, info.st_size, info.st_mtime_ns, language))
+        result.files.append(SourceFile(rel, Path(entry.path), info.st_size, info.st_mtime_ns, language))
 
 
 def _load_spec(path: Path) -> pathspec.PathSpec | None:

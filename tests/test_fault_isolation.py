@@ -152,3 +152,39 @@ async def test_empty_or_all_binary_workspace_says_nothing_to_index(service, tmp_
     health = await service.health(root)
     assert health.state == "empty" and health.message == "nothing to index (2 files skipped)"
     assert health.skipped_by_reason == {"binary file": 2}
+
+
+async def test_chroma_server_dying_mid_run_stops_with_one_message(workspace, tmp_path):
+    """A real `chroma run` server killed while the indexer writes: the run stops with IndexStoreError,
+    and every file in the catalogue is complete (committed before the server died)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.test_chroma_server import free_port, wait_for
+
+    port = free_port()
+    server = subprocess.Popen([str(Path(sys.executable).parent / "chroma"), "run", "--path", str(tmp_path / "server"),
+                               "--host", "127.0.0.1", "--port", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    service = KnowledgeService(data_dir=tmp_path / "data", chroma_url=f"http://127.0.0.1:{port}")
+    try:
+        wait_for(f"http://127.0.0.1:{port}/api/v2/heartbeat")
+
+        def kill_after_first_write(event):
+            if event.phase == "embedding" and event.files_done > 0 and server.poll() is None:
+                server.kill()
+
+        with pytest.raises(IndexStoreError, match="indexing stopped"):
+            await service.index(workspace, progress=kill_after_first_write)
+        index = WorkspaceIndex(workspace_root(workspace), service.data_dir)
+        files = index.catalog().files()
+        for path, record in files.items():
+            assert all(c.file_hash == record.file_hash for c in index.catalog().chunks(path=path))
+        index.close()
+        assert 0 < len(files) < 20
+        assert "indexing stopped" in (await service.health(workspace)).last_error
+    finally:
+        service.close()
+        server.kill()
+        server.wait(timeout=10)
