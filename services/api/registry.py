@@ -1,0 +1,99 @@
+"""Workspaces registered on a server, persisted in its data dir, and the path confinement rules.
+
+Requests name a workspace by id (services.workspace_index.workspace_key of its folder); paths
+inside requests (path globs, file reads) must stay inside that folder: no absolute paths, no
+`..`, no symlink leading out.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path, PurePosixPath
+
+from services.errors import KnowledgeError, WorkspaceError
+from services.workspace_index import workspace_key, workspace_root
+
+REGISTRY_FILE = "server-workspaces.json"
+
+
+class UnknownWorkspace(KnowledgeError):
+    """No workspace with that id is registered."""
+
+
+class PathEscape(KnowledgeError):
+    """A path in a request points outside its workspace."""
+
+
+class WorkspaceRegistry:
+    def __init__(self, data_dir: Path) -> None:
+        self.file = Path(data_dir) / REGISTRY_FILE
+        self._lock = threading.Lock()
+        self._folders: dict[str, str] = self._load()
+
+    def _load(self) -> dict[str, str]:
+        try:
+            data = json.loads(self.file.read_text())
+        except (OSError, ValueError):
+            return {}
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+    def register(self, path: str) -> tuple[str, Path]:
+        """Register a folder (idempotent); raises WorkspaceError when it is not a folder."""
+        if not isinstance(path, str) or not path.strip():
+            raise WorkspaceError("Give the workspace folder's path.")
+        root = workspace_root(path)
+        key = workspace_key(root)
+        with self._lock:
+            if self._folders.get(key) != str(root):
+                self._folders[key] = str(root)
+                self.file.parent.mkdir(parents=True, exist_ok=True)
+                staging = self.file.with_suffix(".tmp")
+                staging.write_text(json.dumps(self._folders, indent=1))
+                staging.replace(self.file)
+        return key, root
+
+    def get(self, key: str) -> Path:
+        with self._lock:
+            folder = self._folders.get(key)
+        if folder is None:
+            raise UnknownWorkspace(f"No workspace {key!r} is registered on this server. "
+                                   "Register its folder with POST /v1/workspaces first.")
+        return Path(folder)
+
+    def find(self, path_or_id: str) -> tuple[str, Path]:
+        """A registered workspace by id or by folder path."""
+        with self._lock:
+            if path_or_id in self._folders:
+                return path_or_id, Path(self._folders[path_or_id])
+        try:
+            key = workspace_key(workspace_root(path_or_id))
+        except WorkspaceError:
+            key = None
+        if key is not None and key in self.all():
+            return key, self.get(key)
+        raise UnknownWorkspace(f"No workspace {path_or_id!r} is registered on this server.")
+
+    def all(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._folders)
+
+
+def check_glob(glob: str) -> None:
+    """A path filter may only match inside the workspace: relative, no `..` segment."""
+    for pattern in (p.strip() for p in glob.split(",")):
+        if pattern.startswith(("/", "\\", "~")) or ".." in PurePosixPath(pattern.replace("\\", "/")).parts \
+                or (len(pattern) > 1 and pattern[1] == ":"):
+            raise PathEscape(f"The path filter {pattern!r} points outside the workspace: use a relative "
+                             "pattern such as 'src/*.py'.")
+
+
+def confined(root: Path, relative: str) -> Path:
+    """`root / relative`, resolved (symlinks followed), or PathEscape when it leaves `root`."""
+    parts = PurePosixPath(relative.replace("\\", "/"))
+    if not relative or parts.is_absolute() or ".." in parts.parts:
+        raise PathEscape(f"The path {relative!r} is not a relative path inside the workspace.")
+    target = (root / parts).resolve()
+    if not target.is_relative_to(root.resolve()):
+        raise PathEscape(f"The path {relative!r} leads outside the workspace.")
+    return target
