@@ -38,3 +38,23 @@ def service(data_dir):
     svc = KnowledgeService(data_dir=data_dir)
     yield svc
     svc.close()
+
+
+@pytest.fixture(scope="session")
+def engine_server(tmp_path_factory):
+    """One real `serve` process for the session, with a copy of the sample workspace indexed:
+    {"url", "data_dir", "workspace", "id"}."""
+    import httpx
+
+    from tests.helpers.engine_server import index_and_wait, register, start_server, stop_server
+
+    root = tmp_path_factory.mktemp("engine-server")
+    data_dir, workspace = root / "data", copy_sample(root / "workspace")
+    process, url = start_server(data_dir, root / "server.log")
+    try:
+        with httpx.Client(base_url=url, timeout=120) as client:
+            key = register(client, workspace)
+            assert index_and_wait(client, key)["state"] == "done"
+        yield {"url": url, "data_dir": data_dir, "workspace": workspace, "id": key}
+    finally:
+        stop_server(process)
