@@ -189,8 +189,9 @@ class IndexRuns:
 
 # --- the application ---
 def build_app(service, data_dir: str | Path, *, token: str | None = None, max_body: int = MAX_BODY_BYTES,
-              warm: bool = True, mcp: bool = True) -> FastAPI:
-    """The HTTP app over `service` (a KnowledgeService). With `token`, every request needs it."""
+              warm: bool = True, mcp: bool = True, host: str = "127.0.0.1") -> FastAPI:
+    """The HTTP app over `service` (a KnowledgeService). With `token`, every request needs it.
+    `host` is the bound address: on loopback, /mcp also refuses foreign Host headers (DNS rebinding)."""
     registry = WorkspaceRegistry(Path(data_dir))
     runs = IndexRuns(service)
     configs: dict[str, RerankingConfig] = {}
@@ -199,7 +200,7 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
         from app.mcp_server import build_mcp
 
         mcp_server = build_mcp(service, registry)
-        mcp_routes = mcp_server.streamable_http_app(streamable_http_path="/mcp").routes
+        mcp_routes = mcp_server.streamable_http_app(streamable_http_path="/mcp", host=host).routes
 
     @contextlib.asynccontextmanager
     async def lifespan(_app):
@@ -396,7 +397,7 @@ def run_server(service_kwargs: dict, host: str, port: int, token_file: str | Non
     with acquire(data_dir, "server") as ownership:
         service = KnowledgeService(**{**service_kwargs, "data_dir": data_dir})
         try:
-            app = build_app(service, data_dir, token=token)
+            app = build_app(service, data_dir, token=token, host=host)
             server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                                    timeout_graceful_shutdown=5))
             asyncio.run(_serve(server, host, ownership, ready))

@@ -97,6 +97,8 @@ class RemoteEngine:
                 await self._call("DELETE", f"/v1/workspaces/{key}/index")
             await asyncio.sleep(POLL_SECONDS)
             status = await self._call("GET", f"/v1/workspaces/{key}/index", kind=IndexStatus)
+        if progress is not None and status.progress is not None and status.progress != last:
+            progress(status.progress)  # the last event ("done", "cancelled")
         if status.state == "failed" or status.report is None:
             raise KnowledgeError(status.error or f"The index run ended as {status.state}.")
         return status.report
