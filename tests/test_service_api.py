@@ -26,8 +26,8 @@ def client(engine_server):
         yield http
 
 
-def test_query_returns_both_rankings_with_timings_and_health_and_strategies(client, engine_server):
-    key = engine_server["id"]
+def test_query_returns_both_rankings_with_timings_and_health_and_strategies(client, served_workspace):
+    key = served_workspace["id"]
     response = client.post(f"/v1/workspaces/{key}/query",
                            json={"question": "what implements ChunkStore", "strategy": "metadata", "top_k": 3})
     assert response.status_code == 200, response.text
@@ -43,8 +43,8 @@ def test_query_returns_both_rankings_with_timings_and_health_and_strategies(clie
     assert client.get("/docs").status_code == 200 and "/v1/rerank" in client.get("/openapi.json").json()["paths"]
 
 
-def test_spec_rerank_endpoints_score_documents_and_search_results(client, engine_server):
-    key = engine_server["id"]
+def test_spec_rerank_endpoints_score_documents_and_search_results(client, served_workspace):
+    key = served_workspace["id"]
     documents = ["How to make authentic Neapolitan pizza at home", "History of the Roman empire",
                  "Pizza delivery services in New York"]
     boosted = client.post("/v1/rerank", json={"query": "make pizza at home", "documents": documents,
@@ -93,8 +93,8 @@ def snapshot(folder) -> dict:
     return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def test_bad_inputs_get_clear_errors_with_the_right_status_and_change_nothing(client, engine_server, tmp_path):
-    key = engine_server["id"]
+def test_bad_inputs_get_clear_errors_with_the_right_status_and_change_nothing(client, served_workspace, tmp_path):
+    key = served_workspace["id"]
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text("secret")
@@ -102,7 +102,7 @@ def test_bad_inputs_get_clear_errors_with_the_right_status_and_change_nothing(cl
     linked.mkdir()
     (linked / "escape").symlink_to(outside)
     linked_key = register(client, linked)
-    before = snapshot(engine_server["data_dir"])
+    before = snapshot(served_workspace["data_dir"])
     query = f"/v1/workspaces/{key}/query"
     cases = [
         (client.post(query, content=b'{"question": ', headers={"content-type": "application/json"}),
@@ -124,7 +124,7 @@ def test_bad_inputs_get_clear_errors_with_the_right_status_and_change_nothing(cl
     for response, status, code in cases:
         assert (response.status_code, response.json()["error"]["code"]) == (status, code), response.text
         assert response.json()["error"]["message"] and "Traceback" not in response.text
-    assert snapshot(engine_server["data_dir"]) == before
+    assert snapshot(served_workspace["data_dir"]) == before
     inside = client.get(f"/v1/workspaces/{key}/file", params={"path": "notes/models.py"})
     assert inside.status_code == 200 and "class Note" in inside.json()["text"]
 
@@ -178,8 +178,8 @@ def run_warm(*args: str) -> tuple[dict, str]:
     return json.loads(output), loaded.strip()
 
 
-def test_the_cli_goes_through_the_running_server_without_loading_the_engine(engine_server):
-    workspace, data_dir = str(engine_server["workspace"]), str(engine_server["data_dir"])
+def test_the_cli_goes_through_the_running_server_without_loading_the_engine(served_workspace):
+    workspace, data_dir = str(served_workspace["workspace"]), str(served_workspace["data_dir"])
     result, loaded = run_warm("query", workspace, "save a note", "--data-dir", data_dir, "--json", "--top-k", "3")
     assert loaded == "[]" and len(result["results"]) == 3 and result["results"][0]["path"]
     health, loaded = run_warm("health", workspace, "--data-dir", data_dir, "--json")
@@ -188,12 +188,12 @@ def test_the_cli_goes_through_the_running_server_without_loading_the_engine(engi
     assert loaded == "[]" and report["files_unchanged"] == health["files"] and report["files_indexed"] == 0
 
 
-async def test_mcp_over_stdio_calls_every_tool(engine_server):
+async def test_mcp_over_stdio_calls_every_tool(served_workspace):
     from mcp import Client, StdioServerParameters
 
-    workspace = str(engine_server["workspace"])
+    workspace = str(served_workspace["workspace"])
     params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "app.cli", "mcp", "--data-dir", str(engine_server["data_dir"])],
+                                   args=["-m", "app.cli", "mcp", "--data-dir", str(served_workspace["data_dir"])],
                                    cwd=str(ROOT), env=env())
     async with Client(params, read_timeout_seconds=120) as mcp:
         assert {t.name for t in (await mcp.list_tools()).tools} == {"search", "index_status", "reindex",
@@ -215,12 +215,12 @@ async def test_mcp_over_stdio_calls_every_tool(engine_server):
         assert escape.is_error and "outside the workspace" in escape.content[0].text
 
 
-async def test_mcp_over_http_on_the_server(engine_server):
+async def test_mcp_over_http_on_the_server(served_workspace):
     from mcp import Client
 
-    async with Client(engine_server["url"] + "/mcp", read_timeout_seconds=120) as mcp:
+    async with Client(served_workspace["url"] + "/mcp", read_timeout_seconds=120) as mcp:
         found = await mcp.call_tool("search", {"question": "what implements ChunkStore",
-                                               "workspace": engine_server["id"], "strategy": "metadata"})
+                                               "workspace": served_workspace["id"], "strategy": "metadata"})
         assert not found.is_error and found.structured_content["reranked"]
         unknown = await mcp.call_tool("index_status", {"workspace": "/etc"})
         assert unknown.is_error and "registered on this server" in unknown.content[0].text

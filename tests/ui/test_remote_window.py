@@ -54,3 +54,22 @@ def test_window_indexes_queries_and_shows_health_through_a_remote_engine(qtbot, 
     assert result.results and result.results[0].chunk.path.startswith("notes/")
     assert window.results.reranked_model.rowCount() == len(result.results)
     assert {s.name for s in window.service.strategies()} >= {"none", "hybrid"}
+
+    # compare and evaluate, through the same remote engine
+    from ui.compare import CompareView
+
+    compare = CompareView(window.service)
+    qtbot.addWidget(compare)
+    compare.set_workspace(str(folder))
+    compare.set_labels_file(tmp_path / "labels.jsonl")
+    compare.set_question("save a note")
+    qtbot.waitUntil(compare.run_question().done, timeout=120_000)
+    available = [s.name for s in window.service.strategies() if s.available]
+    assert compare.rankings.columnCount() == len(available) and compare.status.text() == "Done"
+    labels = tmp_path / "queries.jsonl"
+    labels.write_text('{"id": "q1", "text": "save a note", "relevant": [{"path": "notes/store.py"}]}\n')
+    assert compare.load_query_set(labels) == 1
+    task = compare.run_query_set()
+    qtbot.waitUntil(task.done, timeout=180_000)
+    assert compare.report is not None and compare.report.queries == 1
+    assert compare.report.strategies["none"].metrics["r@10"] == 1.0
