@@ -146,8 +146,8 @@ def warm_engine(args):
         from services.ownership import read_owner
         from services.settings import default_data_dir
 
-        owner = read_owner(getattr(args, "data_dir", None) or default_data_dir()) or {}
-        url = owner.get("url")
+        owner = read_owner(getattr(args, "data_dir", None) or default_data_dir())
+        url = owner.url if owner else None
     if not url:
         return None
     engine = RemoteEngine(url, token=token_from(getattr(args, "token_file", None)),

@@ -12,7 +12,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from services.api.registry import check_glob
+from services.api.paths import check_glob
 from services.errors import KnowledgeError
 
 INSTRUCTIONS = ("Semantic code search over indexed workspaces. `search` answers a question with code "

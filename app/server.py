@@ -29,11 +29,14 @@ from services.api.messages import (
     RerankingConfig, SearchRerankHit, SearchRerankRequest, SearchRerankResponse, Workspace,
     WorkspaceRequest,
 )
-from services.api.registry import PathEscape, UnknownWorkspace, WorkspaceRegistry, check_glob, confined
+from services.api.errors import IndexRunning, PathEscape, UnknownWorkspace
+from services.api.paths import check_glob, confined
+from services.api.registry import WorkspaceRegistry
 from services.errors import (
     IndexMissingError, KnowledgeError, ModelLoadError, QueryError, StrategyUnavailable, WorkspaceError,
 )
 from services.models import IndexHealth, QueryResult, StrategyInfo
+from services.ownership import IndexBusyError
 
 log = logging.getLogger(__name__)
 
@@ -41,15 +44,12 @@ MAX_BODY_BYTES = 1024 * 1024
 MAX_FILE_BYTES = 2 * 1024 * 1024
 
 
-class IndexBusy(KnowledgeError):
-    """An index run is already going on for this workspace."""
-
-
 # KnowledgeError subclass -> (HTTP status, error code); the first match wins
 ERROR_STATUS = [
     (UnknownWorkspace, 404, "unknown_workspace"),
     (PathEscape, 400, "path_escape"),
-    (IndexBusy, 409, "index_running"),
+    (IndexRunning, 409, "index_running"),
+    (IndexBusyError, 409, "data_dir_busy"),
     (IndexMissingError, 409, "not_indexed"),
     (WorkspaceError, 400, "bad_workspace"),
     (QueryError, 400, "bad_request"),
@@ -136,7 +136,7 @@ class IndexRuns:
 
     def start(self, key: str, root: Path, full: bool) -> IndexStatus:
         if self.get(key).state == "running":
-            raise IndexBusy("An index run is already going on for this workspace; cancel it or wait.")
+            raise IndexRunning("An index run is already going on for this workspace; cancel it or wait.")
         self._cancels[key] = threading.Event()
         self._set(key, IndexStatus(key, "running", started_at=now_iso()))
         task = asyncio.ensure_future(self._run(key, root, full))
@@ -386,7 +386,7 @@ def run_server(service_kwargs: dict, host: str, port: int, token_file: str | Non
     import uvicorn
 
     from services.knowledge import KnowledgeService
-    from services.ownership import acquire
+    from services.ownership import OwnerLock
     from services.settings import default_data_dir
 
     token = read_token(token_file)
@@ -394,15 +394,17 @@ def run_server(service_kwargs: dict, host: str, port: int, token_file: str | Non
         raise KnowledgeError(f"Refusing to serve on {host} without a token: pass --token-file FILE "
                              "(or bind 127.0.0.1).")
     data_dir = Path(service_kwargs.get("data_dir") or default_data_dir())
-    with acquire(data_dir, "server") as ownership:
-        service = KnowledgeService(**{**service_kwargs, "data_dir": data_dir})
-        try:
-            app = build_app(service, data_dir, token=token, host=host)
-            server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
-                                                   timeout_graceful_shutdown=5))
-            asyncio.run(_serve(server, host, ownership, ready))
-        finally:
-            service.close()
+    ownership = OwnerLock(data_dir, "server")
+    ownership.require()  # IndexBusyError naming the owner when another process has the data dir
+    service = KnowledgeService(**{**service_kwargs, "data_dir": data_dir})
+    try:
+        app = build_app(service, data_dir, token=token, host=host)
+        server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                               timeout_graceful_shutdown=5))
+        asyncio.run(_serve(server, host, ownership, ready))
+    finally:
+        service.close()
+        ownership.release()
     return 0
 
 

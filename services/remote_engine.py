@@ -21,13 +21,14 @@ from urllib.parse import urlsplit
 from services import context
 from services.api import codec
 from services.api.messages import DocumentRerankResponse, IndexStatus
+from services.api.errors import IndexRunning
 from services.errors import IndexMissingError, KnowledgeError, ModelLoadError, QueryError, WorkspaceError
 from services.models import IndexHealth, IndexReport, QueryOptions, QueryResult, StrategyInfo
 
 POLL_SECONDS = 0.2
 ERRORS = {"not_indexed": IndexMissingError, "bad_request": QueryError, "invalid_request": QueryError,
           "unknown_workspace": WorkspaceError, "bad_workspace": WorkspaceError, "path_escape": QueryError,
-          "model_unavailable": ModelLoadError}
+          "model_unavailable": ModelLoadError, "index_running": IndexRunning}
 
 
 class EngineUnreachable(KnowledgeError):
@@ -80,9 +81,7 @@ class RemoteEngine:
         key = await self._workspace(workspace)
         try:
             status = await self._call("POST", f"/v1/workspaces/{key}/index", {"full": full}, IndexStatus)
-        except KnowledgeError as error:
-            if "already going on" not in str(error):
-                raise
+        except IndexRunning:  # follow the run already going on
             status = await self._call("GET", f"/v1/workspaces/{key}/index", kind=IndexStatus)
         return await self._follow(key, status, progress, cancel)
 

@@ -1,28 +1,20 @@
-"""Workspaces registered on a server, persisted in its data dir, and the path confinement rules.
+"""Workspaces registered on a server, persisted in its data dir.
 
-Requests name a workspace by id (services.workspace_index.workspace_key of its folder); paths
-inside requests (path globs, file reads) must stay inside that folder: no absolute paths, no
-`..`, no symlink leading out.
+Requests name a workspace by id (services.workspace_index.workspace_key of its folder); paths inside
+requests must stay inside that folder (services.api.paths).
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from services.errors import KnowledgeError, WorkspaceError
+from services.api.errors import UnknownWorkspace
+from services.errors import WorkspaceError
 from services.workspace_index import workspace_key, workspace_root
 
 REGISTRY_FILE = "server-workspaces.json"
-
-
-class UnknownWorkspace(KnowledgeError):
-    """No workspace with that id is registered."""
-
-
-class PathEscape(KnowledgeError):
-    """A path in a request points outside its workspace."""
 
 
 class WorkspaceRegistry:
@@ -77,23 +69,3 @@ class WorkspaceRegistry:
     def all(self) -> dict[str, str]:
         with self._lock:
             return dict(self._folders)
-
-
-def check_glob(glob: str) -> None:
-    """A path filter may only match inside the workspace: relative, no `..` segment."""
-    for pattern in (p.strip() for p in glob.split(",")):
-        if pattern.startswith(("/", "\\", "~")) or ".." in PurePosixPath(pattern.replace("\\", "/")).parts \
-                or (len(pattern) > 1 and pattern[1] == ":"):
-            raise PathEscape(f"The path filter {pattern!r} points outside the workspace: use a relative "
-                             "pattern such as 'src/*.py'.")
-
-
-def confined(root: Path, relative: str) -> Path:
-    """`root / relative`, resolved (symlinks followed), or PathEscape when it leaves `root`."""
-    parts = PurePosixPath(relative.replace("\\", "/"))
-    if not relative or parts.is_absolute() or ".." in parts.parts:
-        raise PathEscape(f"The path {relative!r} is not a relative path inside the workspace.")
-    target = (root / parts).resolve()
-    if not target.is_relative_to(root.resolve()):
-        raise PathEscape(f"The path {relative!r} leads outside the workspace.")
-    return target

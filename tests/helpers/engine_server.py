@@ -36,8 +36,8 @@ def start_server(data_dir: Path, log: Path, *extra: str) -> tuple[subprocess.Pop
         if process.poll() is not None:
             raise RuntimeError(f"the server exited ({process.returncode}): {log.read_text()[-2000:]}")
         owner = read_owner(data_dir)
-        if owner and owner.get("url") and owner.get("pid") == process.pid:
-            return process, owner["url"]
+        if owner and owner.url and owner.pid == process.pid:
+            return process, owner.url
         time.sleep(0.1)
     stop_server(process)
     raise RuntimeError(f"the server did not start in {START_TIMEOUT} s: {log.read_text()[-2000:]}")
