@@ -280,7 +280,9 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
     @app.put("/v1/workspaces/{workspace_id}/reranking/config", response_model=RerankingConfig)
     async def configure(workspace_id: str, config: RerankingConfig):
         workspace(workspace_id)
-        service._strategy(config.strategy)  # raises QueryError for an unknown name
+        known = [s.name for s in service.strategies()]
+        if config.strategy not in known:
+            raise QueryError(f"Unknown strategy {config.strategy!r}. Known: {', '.join(known)}.")
         service.configure_reranking(config.model_name, config.batch_size, config.max_input_length,
                                     config.score_threshold)
         configs[workspace_id] = config

@@ -146,9 +146,10 @@ class RemoteEngine:
         return self._strategies
 
     def ping(self, timeout: float = 1.0) -> bool:
-        """Whether the server answers now (used to decide between warm and in-process)."""
+        """Whether a server answers now (used to decide between warm and in-process); a 401 counts,
+        so a missing token is reported as such instead of falling back to the owned data dir."""
         try:
-            return Transport(self.url, None, timeout).send("GET", "/v1/health")[0] == 200
+            return Transport(self.url, None, timeout).send("GET", "/v1/health")[0] in (200, 401)
         except (OSError, http.client.HTTPException):
             return False
 
