@@ -129,7 +129,7 @@ def test_bad_inputs_get_clear_errors_with_the_right_status_and_change_nothing(cl
     assert inside.status_code == 200 and "class Note" in inside.json()["text"]
 
 
-def test_a_token_is_required_when_the_app_is_built_with_one(tmp_path):
+def test_a_token_is_required_when_the_app_is_built_with_one(tmp_path, capsys):
     import uvicorn
 
     from app.server import build_app
@@ -152,6 +152,14 @@ def test_a_token_is_required_when_the_app_is_built_with_one(tmp_path):
         assert httpx.post(f"{url}/mcp", json={}).status_code == 401
         assert httpx.get(f"{url}/v1/strategies", headers={"Authorization": f"Bearer {token}"}).status_code == 200
         assert not (tmp_path / "data" / "server-workspaces.json").exists()
+        # the CLI against it: a clear one-line error without the token, the answer with it
+        from app.cli import main
+
+        assert main(["strategies", "--engine-url", url, "--json"]) == 1
+        assert "a valid token is required" in capsys.readouterr().err
+        (tmp_path / "token").write_text(token + "\n")
+        assert main(["strategies", "--engine-url", url, "--token-file", str(tmp_path / "token"), "--json"]) == 0
+        assert "hybrid" in {s["name"] for s in json.loads(capsys.readouterr().out)}
     finally:
         server.should_exit = True
         thread.join(timeout=30)
