@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from services.api import codec
 from services.api.messages import (
     DocumentRerankRequest, DocumentRerankResponse, IndexRequest, IndexStatus, QueryRequest,
-    RerankingConfig, SearchRerankHit, SearchRerankRequest, SearchRerankResponse, Workspace,
+    RerankingConfig, SearchRerankHit, SearchRerankRequest, SearchRerankResponse, WatchRequest, Workspace,
     WorkspaceRequest,
 )
 from services.api.errors import IndexRunning, PathEscape, UnknownWorkspace
@@ -263,6 +263,16 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
         workspace(workspace_id)
         return respond(runs.cancel(workspace_id))
 
+    @app.put("/v1/workspaces/{workspace_id}/watch", summary="Keep the index fresh while the folder changes")
+    async def watch(workspace_id: str, request: WatchRequest = Body(default_factory=WatchRequest)):
+        await service.watch(workspace(workspace_id), auto_reindex=request.auto_reindex)
+        return {"watching": True, "auto_reindex": request.auto_reindex}
+
+    @app.delete("/v1/workspaces/{workspace_id}/watch", summary="Stop watching the folder")
+    async def unwatch(workspace_id: str):
+        await service.unwatch(workspace(workspace_id))
+        return {"watching": False}
+
     @app.post("/v1/workspaces/{workspace_id}/query", response_model=QueryResult,
               summary="Ask a question: both rankings, signals and stale flags")
     async def query(workspace_id: str, request: QueryRequest):
@@ -388,7 +398,6 @@ def run_server(service_kwargs: dict, host: str, port: int, token_file: str | Non
     import uvicorn
 
     from services.knowledge import KnowledgeService
-    from services.ownership import OwnerLock
     from services.settings import default_data_dir
 
     token = read_token(token_file)
@@ -396,21 +405,19 @@ def run_server(service_kwargs: dict, host: str, port: int, token_file: str | Non
         raise KnowledgeError(f"Refusing to serve on {host} without a token: pass --token-file FILE "
                              "(or bind 127.0.0.1).")
     data_dir = Path(service_kwargs.get("data_dir") or default_data_dir())
-    ownership = OwnerLock(data_dir, "server")
-    ownership.require()  # IndexBusyError naming the owner when another process has the data dir
-    service = KnowledgeService(**{**service_kwargs, "data_dir": data_dir})
+    service = KnowledgeService(**{**service_kwargs, "data_dir": data_dir}, kind="server")
     try:
+        service.owner_lock.require()  # IndexBusyError naming the owner when another process has the data dir
         app = build_app(service, data_dir, token=token, host=host)
         server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                                timeout_graceful_shutdown=5))
-        asyncio.run(_serve(server, host, ownership, ready))
+        asyncio.run(_serve(server, host, service, ready))
     finally:
-        service.close()
-        ownership.release()
+        service.close()  # gives up the data dir
     return 0
 
 
-async def _serve(server, host: str, ownership, ready) -> None:
+async def _serve(server, host: str, service, ready) -> None:
     task = asyncio.ensure_future(server.serve())
     while not server.started:
         if task.done():
@@ -419,7 +426,7 @@ async def _serve(server, host: str, ownership, ready) -> None:
         await asyncio.sleep(0.05)
     port = server.servers[0].sockets[0].getsockname()[1]
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}"
-    ownership.set_url(url)
+    service.set_owner_url(url)
     print(f"Knowledge Explorer engine serving on {url} (docs at {url}/docs, MCP at {url}/mcp)", flush=True)
     if ready is not None:
         ready(url)

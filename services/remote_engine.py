@@ -131,6 +131,16 @@ class RemoteEngine:
         key = await self._workspace(workspace)
         return await self._call("GET", f"/v1/workspaces/{key}/symbols")
 
+    async def watch(self, workspace, *, auto_reindex: bool = True, on_event=None) -> None:
+        """The server watches the folder (on its machine) and keeps the index fresh; its watch events
+        are not streamed back, so `on_event` is not called: health shows the changes when asked."""
+        key = await self._workspace(workspace)
+        await self._call("PUT", f"/v1/workspaces/{key}/watch", {"auto_reindex": auto_reindex})
+
+    async def unwatch(self, workspace) -> None:
+        key = await self._workspace(workspace)
+        await self._call("DELETE", f"/v1/workspaces/{key}/watch")
+
     async def rerank_documents(self, query: str, documents: list[str], strategy: str = "cross-encoder",
                                top_k: int | None = None) -> DocumentRerankResponse:
         body = {"query": query, "documents": list(documents), "strategy": strategy, "top_k": top_k}

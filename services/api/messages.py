@@ -153,6 +153,11 @@ class IndexRequest:
 
 
 @dataclass(frozen=True)
+class WatchRequest:
+    auto_reindex: bool = True  # index changes as they happen, else only report stale files
+
+
+@dataclass(frozen=True)
 class ErrorBody:
     code: str
     message: str
