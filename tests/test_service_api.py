@@ -129,7 +129,7 @@ def test_bad_inputs_get_clear_errors_with_the_right_status_and_change_nothing(cl
     assert inside.status_code == 200 and "class Note" in inside.json()["text"]
 
 
-def test_a_token_is_required_when_the_app_is_built_with_one(tmp_path, capsys):
+def test_a_token_is_required_when_the_app_is_built_with_one(tmp_path, capfd):
     import uvicorn
 
     from app.server import build_app
@@ -156,10 +156,10 @@ def test_a_token_is_required_when_the_app_is_built_with_one(tmp_path, capsys):
         from app.cli import main
 
         assert main(["strategies", "--engine-url", url, "--json"]) == 1
-        assert "a valid token is required" in capsys.readouterr().err
+        assert "a valid token is required" in capfd.readouterr().err
         (tmp_path / "token").write_text(token + "\n")
         assert main(["strategies", "--engine-url", url, "--token-file", str(tmp_path / "token"), "--json"]) == 0
-        assert "hybrid" in {s["name"] for s in json.loads(capsys.readouterr().out)}
+        assert "hybrid" in {s["name"] for s in json.loads(capfd.readouterr().out)}
     finally:
         server.should_exit = True
         thread.join(timeout=30)
@@ -196,14 +196,20 @@ def test_the_cli_goes_through_the_running_server_without_loading_the_engine(serv
     assert loaded == "[]" and report["files_unchanged"] == health["files"] and report["files_indexed"] == 0
 
 
-async def test_mcp_over_stdio_calls_every_tool(served_workspace):
+async def test_mcp_over_stdio_calls_every_tool(served_workspace, tmp_path):
     from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
 
     workspace = str(served_workspace["workspace"])
     params = StdioServerParameters(command=sys.executable,
                                    args=["-m", "app.cli", "mcp", "--data-dir", str(served_workspace["data_dir"])],
                                    cwd=str(ROOT), env=env())
-    async with Client(params, read_timeout_seconds=120) as mcp:
+    with open(tmp_path / "mcp-stderr.log", "w") as errlog:  # a real file: pytest's capture has no fileno
+        await call_every_tool(Client(stdio_client(params, errlog=errlog), read_timeout_seconds=120), workspace)
+
+
+async def call_every_tool(client, workspace: str) -> None:
+    async with client as mcp:
         assert {t.name for t in (await mcp.list_tools()).tools} == {"search", "index_status", "reindex",
                                                                    "list_strategies"}
         found = await mcp.call_tool("search", {"question": "save a note", "workspace": workspace, "top_k": 3,
