@@ -7,10 +7,11 @@ the API rejects the same bad input with the same message.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from typing import Annotated
 
 from pydantic import Field
-from typing_extensions import Annotated
 
 from services.models import IndexReport, ProgressEvent, QueryOptions
 
@@ -72,7 +73,7 @@ class SearchRerankRequest:
     """POST …/search/rerank (the spec's "Re-rank Search Results")."""
 
     query_text: Question
-    initial_top_k: TopK = 50
+    initial_top_k: TopK = 50  # accepted for the spec; the pool is the strategy's own (pool_size: 2 x top_k, 50)
     final_top_k: TopK = 5
     enable_reranking: bool = True
     strategy: str | None = None  # default: the workspace's reranking config
@@ -155,14 +156,3 @@ class IndexRequest:
 @dataclass(frozen=True)
 class WatchRequest:
     auto_reindex: bool = True  # index changes as they happen, else only report stale files
-
-
-@dataclass(frozen=True)
-class ErrorBody:
-    code: str
-    message: str
-
-
-@dataclass(frozen=True)
-class ErrorResponse:
-    error: ErrorBody = field(default_factory=lambda: ErrorBody("error", ""))
