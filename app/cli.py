@@ -14,7 +14,8 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-COMMANDS = ("index", "health", "query", "strategies", "eval", "gui")
+COMMANDS = ("index", "health", "query", "strategies", "eval", "gui", "serve", "mcp")
+WARM_COMMANDS = ("index", "health", "query", "strategies")  # go through a running server when there is one
 
 
 def common_options() -> argparse.ArgumentParser:
@@ -26,6 +27,10 @@ def common_options() -> argparse.ArgumentParser:
                        help="use a Chroma server, e.g. http://127.0.0.1:8000, instead of embedded Chroma")
     group.add_argument("--model", default=argparse.SUPPRESS,
                        help="embedding model: a Hugging Face id or a local folder (default all-MiniLM-L6-v2)")
+    group.add_argument("--engine-url", default=argparse.SUPPRESS,
+                       help="use the engine served at this URL (knowledge-explorer serve) instead of in-process")
+    group.add_argument("--token-file", default=argparse.SUPPRESS,
+                       help="file holding the bearer token for --engine-url or serve (or set KE_TOKEN)")
     group.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS, help="log more")
     return common
 
@@ -59,6 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     gui.add_argument("--screenshot", help="write a PNG of the window to this file and exit")
     gui.add_argument("--query", help="with --screenshot: run this question first")
     gui.add_argument("--strategy", help="with --screenshot: use this strategy")
+    serve = sub.add_parser("serve", parents=[common], help="serve the engine over HTTP (REST, MCP at /mcp)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (non-loopback needs --token-file)")
+    serve.add_argument("--port", type=int, default=8765, help="port (0: any free port)")
+    sub.add_parser("mcp", parents=[common], help="serve the engine as an MCP server over stdio")
     _add_eval(sub, common)
     return parser
 
@@ -82,7 +91,7 @@ def normalise_argv(argv: list[str]) -> list[str]:
 
 
 def _first_positional(argv: list[str]) -> str | None:
-    takes_value = {"--data-dir", "--chroma-url", "--model"}
+    takes_value = {"--data-dir", "--chroma-url", "--model", "--engine-url", "--token-file"}
     skip = False
     for arg in argv:
         if skip:
@@ -102,8 +111,57 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "gui":
         from app.gui import run_gui
 
-        return run_gui(args.path, args.screenshot, args.query, args.strategy, service_kwargs(args))
+        return run_gui(args.path, args.screenshot, args.query, args.strategy, service_kwargs(args),
+                       getattr(args, "engine_url", None), getattr(args, "token_file", None))
+    if args.command in ("serve", "mcp"):
+        return run_service_command(args)
     return asyncio.run(run_command(args))
+
+
+def run_service_command(args) -> int:
+    """`serve` (HTTP) or `mcp` (stdio); errors print one line."""
+    from services.errors import KnowledgeError
+
+    try:
+        if args.command == "serve":
+            from app.server import run_server
+
+            return run_server(service_kwargs(args), args.host, args.port, getattr(args, "token_file", None))
+        from app.mcp_server import run_stdio
+
+        return run_stdio(warm_engine(args) or local_engine(args))
+    except KnowledgeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def warm_engine(args):
+    """A RemoteEngine for --engine-url, or for the server that owns the data dir when one answers; else None."""
+    from services.remote_engine import RemoteEngine, token_from
+
+    url = getattr(args, "engine_url", None)
+    if not url:
+        from services.ownership import read_owner
+        from services.settings import default_data_dir
+
+        owner = read_owner(getattr(args, "data_dir", None) or default_data_dir())
+        url = owner.url if owner else None
+    if not url:
+        return None
+    engine = RemoteEngine(url, token=token_from(getattr(args, "token_file", None)),
+                          data_dir=getattr(args, "data_dir", None))
+    if getattr(args, "engine_url", None) or engine.ping():
+        return engine
+    engine.close()
+    return None
+
+
+def local_engine(args):
+    from services.knowledge import KnowledgeService
+
+    return KnowledgeService(**service_kwargs(args))
 
 
 def service_kwargs(args) -> dict:
@@ -118,9 +176,12 @@ def service_kwargs(args) -> dict:
 
 async def run_command(args) -> int:
     from services.errors import KnowledgeError
-    from services.knowledge import KnowledgeService
 
-    service = KnowledgeService(**service_kwargs(args))
+    try:
+        service = (args.command in WARM_COMMANDS and warm_engine(args)) or local_engine(args)
+    except KnowledgeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     try:
         return await COMMAND_HANDLERS[args.command](args, service)
     except KnowledgeError as error:

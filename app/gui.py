@@ -70,12 +70,23 @@ def prefer_gui_thread() -> None:
     sys.setswitchinterval(GUI_SWITCH_INTERVAL)
 
 
+def make_engine(service_kwargs: dict | None, engine_url: str | None, token_file: str | None):
+    """The engine the window talks to: a server (--engine-url) or a child process of this app."""
+    if engine_url:
+        from services.remote_engine import RemoteEngine, token_from
+
+        return RemoteEngine(engine_url, token=token_from(token_file),
+                            data_dir=(service_kwargs or {}).get("data_dir"))
+    from services.engine_process import EngineProcess
+
+    return EngineProcess(**(service_kwargs or {}))
+
+
 def run_gui(path: str | None, screenshot: str | None, query: str | None, strategy: str | None,
-            service_kwargs: dict) -> int:
+            service_kwargs: dict, engine_url: str | None = None, token_file: str | None = None) -> int:
     """Start the desktop app on `path`; with `screenshot`, render the window to that PNG and exit."""
     import qasync
 
-    from services.engine_process import EngineProcess
     from ui.main_window import APPLICATION, ORGANIZATION, MainWindow, app_settings
     from ui.theme import apply_theme
 
@@ -91,7 +102,7 @@ def run_gui(path: str | None, screenshot: str | None, query: str | None, strateg
     if screenshot:  # a reproducible layout that leaves the user's saved window state alone
         scratch = tempfile.TemporaryDirectory(prefix="ke-screenshot-")
         settings = QSettings(str(Path(scratch.name) / "settings.ini"), QSettings.Format.IniFormat)
-    service = EngineProcess(**(service_kwargs or {}))
+    service = make_engine(service_kwargs, engine_url, token_file)
     window = MainWindow(service, settings)
     if strategy:
         window.query_bar.select_strategy(strategy)

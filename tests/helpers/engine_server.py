@@ -1,0 +1,71 @@
+"""A real `knowledge-explorer serve` process on 127.0.0.1 (free port), for the service API tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT = 240  # seconds: the server loads the model before it listens
+INDEX_TIMEOUT = 600
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "app.cli", *args]
+
+
+def env() -> dict:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+
+
+def start_server(data_dir: Path, log: Path, *extra: str) -> tuple[subprocess.Popen, str]:
+    """Start the server and wait (polling, with a deadline) until its owner JSON names its URL."""
+    from services.ownership import read_owner
+
+    with open(log, "w") as out:
+        process = subprocess.Popen(cli("serve", "--data-dir", str(data_dir), "--port", "0", *extra),
+                                   cwd=ROOT, env=env(), stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited ({process.returncode}): {log.read_text()[-2000:]}")
+        owner = read_owner(data_dir)
+        if owner and owner.url and owner.pid == process.pid:
+            return process, owner.url
+        time.sleep(0.1)
+    stop_server(process)
+    raise RuntimeError(f"the server did not start in {START_TIMEOUT} s: {log.read_text()[-2000:]}")
+
+
+def stop_server(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+def register(client: httpx.Client, folder: Path) -> str:
+    response = client.post("/v1/workspaces", json={"path": str(folder)})
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def index_and_wait(client: httpx.Client, key: str, full: bool = False) -> dict:
+    """Start an index run and poll its status until it ends; returns the final status."""
+    started = client.post(f"/v1/workspaces/{key}/index", json={"full": full})
+    assert started.status_code in (202, 409), started.text
+    deadline = time.monotonic() + INDEX_TIMEOUT
+    while time.monotonic() < deadline:
+        status = client.get(f"/v1/workspaces/{key}/index").json()
+        if status["state"] != "running":
+            return status
+        time.sleep(0.2)
+    raise AssertionError("the index run did not end in time")
