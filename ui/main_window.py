@@ -568,6 +568,7 @@ class MainWindow(QMainWindow):
             self.messages.show_message("Open a workspace first.", WARNING)
             return None
         self.rerun_timer.stop()
+        self.query_bar.completer.popup().hide()  # Enter ran the question; no completion is pending
         if self.messages.level == INFO:
             self.messages.hide()  # the previous question's note
         self.query_bar.remember(question)

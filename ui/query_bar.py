@@ -128,7 +128,7 @@ class QueryBar(QWidget):
         self.query.returnPressed.connect(self.submitted.emit)
 
         self.strategy = QComboBox()
-        self.strategy.setMinimumContentsLength(18)
+        self.strategy.setMinimumContentsLength(12)
         self.strategy.setToolTip("Reranking strategy (Ctrl+] next, Ctrl+[ previous)")
         self.top_k = QSpinBox()
         self.top_k.setRange(1, 100)
@@ -143,7 +143,7 @@ class QueryBar(QWidget):
         self.languages_button.setToolTip("Only search these languages")
         self.path_glob = QLineEdit()
         self.path_glob.setPlaceholderText("path glob, e.g. src/**/*.py")
-        self.path_glob.setMinimumWidth(170)
+        self.path_glob.setMinimumWidth(110)
         self.path_glob.setToolTip("Only search paths matching these globs (comma-separated); Enter applies")
         self._applied_glob = ""
         self.path_glob.editingFinished.connect(self._glob_edited)
@@ -173,7 +173,7 @@ class QueryBar(QWidget):
             caption.setBuddy(widget)
             options.addWidget(caption)
             options.addWidget(widget)
-            options.addSpacing(10)
+            options.addSpacing(6)
         options.addWidget(self.clear_filters_button)
         options.addStretch(1)
         layout = QVBoxLayout(self)
