@@ -184,7 +184,8 @@ class MainWindow(QMainWindow):
         """At the minimum window size each ranking still shows five rows and the code a few lines."""
         table = self.results.reranked_table
         rows = table.verticalHeader().defaultSectionSize() * 5
-        chrome = table.horizontalHeader().sizeHint().height() + self.results.right.title.sizeHint().height()
+        chrome = (table.horizontalHeader().sizeHint().height() + self.results.right.title.sizeHint().height()
+                  + table.horizontalScrollBar().sizeHint().height())  # shown when the window is narrow
         self.results.setMinimumHeight(rows + chrome + 2 * table.frameWidth() + 6)
         self.code.setMinimumHeight(self.code.editor.fontMetrics().height() * 6 + 40)
         self.setMinimumWidth(720)

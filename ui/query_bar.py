@@ -258,7 +258,15 @@ class QueryBar(QWidget):
     def clear_filters(self) -> None:
         if not self.filters_text():
             return
-        self.set_filters([], "")
+        self.blockSignals(True)
+        try:
+            for action in self.languages_menu.actions():
+                action.setChecked(False)
+            self.path_glob.clear()
+            self._applied_glob = ""
+        finally:
+            self.blockSignals(False)
+        self._show_filters()
         self.filters_changed.emit()
 
     def _glob_edited(self) -> None:

@@ -318,6 +318,7 @@ def test_filters_belong_to_the_workspace_rerun_and_explain_an_empty_answer(qtbot
     qtbot.mouseClick(window.messages.action_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: window.last_result is not before and bool(window.last_result.results), timeout=60_000)
     assert bar.filters_text() == ""
+    assert "java" in [a.text() for a in bar.languages_menu.actions()]  # still on offer
 
 
 def test_the_threshold_explanation_names_the_closest_chunk(qtbot, window):
