@@ -281,6 +281,7 @@ class CodeView(QWidget):
         self.subtitle.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.editor_preset = AUTO
         self.jetbrains_launcher = "idea"
+        self.custom_command = ""  # for the custom preset: a template with {path} and {line}
         self.open_button = QPushButton("Open in editor")
         self.open_button.setToolTip("Open the file at the chunk's first line in your editor (Ctrl+E, Enter "
                                     "or double-click on a result; choose the editor in Settings ▸ Editor)")
@@ -341,7 +342,7 @@ class CodeView(QWidget):
             return False
         try:
             open_at_line(self.editor_preset, self.file_path(), self.item.chunk.start_line,
-                         self.jetbrains_launcher)
+                         self.jetbrains_launcher, self.custom_command)
         except EditorError as exc:
             self.open_failed.emit(str(exc))
             return False

@@ -16,7 +16,8 @@ from pathlib import Path
 from PySide6.QtCore import QProcess, QUrl
 from PySide6.QtGui import QDesktopServices
 
-AUTO, ENVIRONMENT, VSCODE, JETBRAINS, SUBLIME, SYSTEM = "auto", "environment", "vscode", "jetbrains", "sublime", "system"
+AUTO, ENVIRONMENT, VSCODE, JETBRAINS, SUBLIME, SYSTEM, CUSTOM = (
+    "auto", "environment", "vscode", "jetbrains", "sublime", "system", "custom")
 
 PRESETS = {  # name -> menu label
     AUTO: "Automatic ($VISUAL / $EDITOR, else the system default)",
@@ -25,6 +26,7 @@ PRESETS = {  # name -> menu label
     JETBRAINS: "JetBrains IDE (--line N path)",
     SUBLIME: "Sublime Text (subl path:line)",
     SYSTEM: "System default application",
+    CUSTOM: "Custom command (the editor/command setting: {path}, {line})",
 }
 JETBRAINS_LAUNCHERS = ("idea", "pycharm", "webstorm", "goland", "clion", "rider", "phpstorm", "rubymine")
 TERMINAL_EDITORS = {"vi", "vim", "nvim", "nano", "pico", "micro", "hx", "helix", "kak", "joe", "ne", "mg",
@@ -93,8 +95,20 @@ def environment_command(path: str, line: int) -> list[str]:
     return [*terminal, *command]
 
 
-def editor_command(preset: str, path: str, line: int, jetbrains: str = "idea") -> list[str] | None:
+def custom_command(template: str, path: str, line: int) -> list[str]:
+    """A user's command template with {path} and {line} filled in (a path with spaces stays one argument)."""
+    words = shlex.split(template)
+    if not words:
+        raise EditorError("The custom editor command is empty: set editor/command, e.g. “myedit +{line} {path}”.")
+    command = [w.replace("{path}", path).replace("{line}", str(line)) for w in words]
+    return command if "{path}" in template else [*command, path]
+
+
+def editor_command(preset: str, path: str, line: int, jetbrains: str = "idea",
+                   custom: str = "") -> list[str] | None:
     """The command opening `path` at `line` with `preset`; None means the system default."""
+    if preset == CUSTOM:
+        return custom_command(custom, path, line)
     if preset == AUTO:
         return environment_command(path, line) if environment_editor() else None
     if preset == ENVIRONMENT:
@@ -118,11 +132,11 @@ def start_detached(command: list[str]) -> None:
         raise EditorError(f"Could not start {command[0]}.")
 
 
-def open_at_line(preset: str, path: str, line: int, jetbrains: str = "idea") -> None:
+def open_at_line(preset: str, path: str, line: int, jetbrains: str = "idea", custom: str = "") -> None:
     """Open `path` at `line`; raises EditorError with a message for the user on failure."""
     if not Path(path).is_file():
         raise EditorError(f"{path} does not exist any more.")
-    command = editor_command(preset, path, line, jetbrains)
+    command = editor_command(preset, path, line, jetbrains, custom)
     if command is not None:
         start_detached(command)
     elif not QDesktopServices.openUrl(QUrl.fromLocalFile(path)):

@@ -13,7 +13,7 @@ from pathlib import Path
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
-    QFileDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QTabWidget,
+    QFileDialog, QInputDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QTabWidget,
     QToolBar, QToolButton, QVBoxLayout, QWidget,
 )
 
@@ -25,7 +25,7 @@ from services.labels import default_labels_file, record_label
 from services.models import IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, StrategyInfo
 from ui.async_runner import AsyncRunner
 from ui.code_view import CodeView, preload_lexers
-from ui.editor import AUTO, PRESETS
+from ui.editor import AUTO, CUSTOM, PRESETS
 from ui.health_panel import HealthPanel
 from ui.message_bar import ERROR, INFO, WARNING, MessageBar
 from ui.palette import CommandPalette
@@ -296,11 +296,22 @@ class MainWindow(QMainWindow):
             action.triggered.connect(lambda _=False, n=name: self.set_editor(n))
             group.addAction(action)
             self.editor_presets[name] = action
+        menu.addSeparator()
+        menu.addAction("Set the custom command…").triggered.connect(self.ask_custom_editor)
         self.set_editor(current if current in PRESETS else AUTO)
+
+    def ask_custom_editor(self) -> None:
+        current = str(self.settings.value("editor/command", "") or "")
+        text, ok = QInputDialog.getText(self, "Editor command", "Command ({path} and {line} are filled in):",
+                                        text=current or "myeditor --goto {path}:{line}")
+        if ok and text.strip():
+            self.settings.setValue("editor/command", text.strip())
+            self.set_editor(CUSTOM)
 
     def set_editor(self, preset: str) -> None:
         self.code.editor_preset = preset
         self.code.jetbrains_launcher = str(self.settings.value("editor/jetbrains", "idea") or "idea")
+        self.code.custom_command = str(self.settings.value("editor/command", "") or "")
         self.editor_presets[preset].setChecked(True)
         self.settings.setValue("editor/preset", preset)
 
@@ -533,8 +544,9 @@ class MainWindow(QMainWindow):
         self.health_panel.indexing_finished(message)
         if path == self.workspace:
             await self._load_workspace(path)
-            if self.last_result is not None and not report.cancelled:
-                self.run_query(self.last_result.question)  # answered from the finished index
+            shown = self.last_result.question if self.last_result is not None else None
+            if shown and not report.cancelled and self.query_bar.query.text().strip() == shown:
+                self.run_query()  # the question on screen, answered from the finished index
         return report
 
     def _index_failed(self, exc: BaseException) -> None:

@@ -66,7 +66,7 @@ class HistoryEdit(QLineEdit):
 
     def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt API)
         popup = self.completer().popup() if self.completer() else None
-        key, mods = event.key(), event.modifiers()
+        key, mods = event.key(), event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
         if popup is not None and popup.isVisible() or mods not in (Qt.KeyboardModifier.NoModifier,
                                                                     Qt.KeyboardModifier.AltModifier):
             super().keyPressEvent(event)

@@ -22,7 +22,7 @@ from PySide6.QtTest import QTest
 from services.knowledge import KnowledgeService
 from services.models import Chunk, ResultChunk
 from ui.code_view import CodeView, lexer_for
-from ui.editor import ENVIRONMENT, JETBRAINS, SUBLIME, VSCODE, EditorError, editor_command, open_at_line
+from ui.editor import CUSTOM, ENVIRONMENT, JETBRAINS, SUBLIME, VSCODE, EditorError, editor_command, open_at_line
 from ui.main_window import MainWindow
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"
@@ -206,6 +206,10 @@ def test_editor_presets_open_at_the_line():
     assert editor_command(VSCODE, "/w/a.py", 12) == ["code", "-g", "/w/a.py:12"]
     assert editor_command(SUBLIME, "/w/a.py", 12) == ["subl", "/w/a.py:12"]
     assert editor_command(JETBRAINS, "/w/a.py", 12, "pycharm") == ["pycharm", "--line", "12", "/w/a.py"]
+    assert editor_command(CUSTOM, "/w/my notes.py", 3, custom="ed --goto {path}:{line}") == \
+        ["ed", "--goto", "/w/my notes.py:3"]
+    with pytest.raises(EditorError, match="custom editor command is empty"):
+        editor_command(CUSTOM, "/w/a.py", 3, custom="")
 
 
 def test_a_terminal_editor_runs_in_a_terminal_emulator_or_says_why_not(qtbot, tmp_path, monkeypatch):
