@@ -156,6 +156,7 @@ def index_report_json(report) -> dict:
         "chunks_total": report.chunks_total, "seconds": report.seconds, "cancelled": report.cancelled,
         "rebuilt_reason": report.rebuilt_reason or None,
         "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
+        "failed": report.failed, "message": report.message or None,
     }
 
 
@@ -166,6 +167,10 @@ def index_report_text(report) -> str:
     lines.append(f"{report.files_indexed} files indexed, {report.files_unchanged} unchanged, "
                  f"{report.files_removed} removed; {report.chunks_embedded} chunks embedded, "
                  f"{report.chunks_total} in the index ({report.seconds:.1f} s).")
+    if report.message:
+        lines.append(report.message.capitalize() + ".")
+    if report.failed:
+        lines.append("Failed: " + ", ".join(f"{n} {reason}" for reason, n in report.failed.items()) + ".")
     if report.skipped:
         lines.append(f"{len(report.skipped)} files skipped:")
         lines.extend(f"  {s.path}: {s.reason}" for s in report.skipped)
@@ -221,7 +226,7 @@ def query_json(result) -> dict:
             "rank": r.rank, "original_rank": r.original_rank, "path": r.chunk.path,
             "start_line": r.chunk.start_line, "end_line": r.chunk.end_line, "symbol": r.chunk.qualified_name
             or r.chunk.symbol, "kind": r.chunk.kind, "language": r.chunk.language,
-            "original_score": r.original_score, "score": r.score,
+            "original_score": r.original_score, "score": r.score, "stale": r.stale or None,
         } for r in result.results],
     }
 
@@ -234,7 +239,7 @@ def query_text(result) -> str:
         original = f"{r.original_score:.3f}" if r.original_score is not None else "  -  "
         lines.append(f"{r.rank:>3}. {r.score:7.3f} (orig {original}, {was:>6})  "
                      f"{r.chunk.path}:{r.chunk.start_line}-{r.chunk.end_line}  {r.chunk.kind} "
-                     f"{r.chunk.qualified_name or r.chunk.symbol}")
+                     f"{r.chunk.qualified_name or r.chunk.symbol}" + (f"  [{r.stale}]" if r.stale else ""))
     timings = ", ".join(f"{k} {v:.1f} ms" for k, v in result.timings_ms.items())
     lines.append(f"({timings}{'; cache hit' if result.cache_hit else ''})")
     return "\n".join(lines)

@@ -340,6 +340,9 @@ class CodeView(QWidget):
         """Open the chunk's file at its first line; a failure is reported through open_failed."""
         if self.item is None or not self.workspace:
             return False
+        if not Path(self.file_path()).exists():
+            self.open_failed.emit(f"{self.item.chunk.path} was deleted since it was indexed.")
+            return False
         try:
             open_at_line(self.editor_preset, self.file_path(), self.item.chunk.start_line,
                          self.jetbrains_launcher, self.custom_command)

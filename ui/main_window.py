@@ -23,6 +23,8 @@ if TYPE_CHECKING:  # the window talks to an engine process; the engine itself is
     from services.knowledge import KnowledgeService
 from services.labels import default_labels_file, record_label
 from services.models import IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, StrategyInfo
+from services.ownership import IndexBusyError
+from services.watcher import REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WatchEvent
 from ui.async_runner import AsyncRunner
 from ui.code_view import CodeView, preload_lexers
 from ui.editor import AUTO, CUSTOM, PRESETS
@@ -106,6 +108,7 @@ def fallback_strategies() -> list[StrategyInfo]:
 
 class MainWindow(QMainWindow):
     progress_received = Signal(object)  # ProgressEvent, from any thread
+    watch_received = Signal(object)  # WatchEvent of the watched workspace
 
     def __init__(self, service: "KnowledgeService", settings: QSettings | None = None) -> None:
         super().__init__()
@@ -115,6 +118,7 @@ class MainWindow(QMainWindow):
         self._closed = False
         self._lexer_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ke-lexers")
         self.workspace = ""
+        self.watched = ""  # the workspace the engine watches for this window
         self.health: IndexHealth | None = None
         self.last_result: QueryResult | None = None
         self.last_report: IndexReport | None = None
@@ -340,6 +344,7 @@ class MainWindow(QMainWindow):
         self.query_bar.history_changed.connect(self._save_history)
         self.query_bar.query.leave_down.connect(lambda: self.focus_ranking(self.results.reranked_table))
         self.results.chunk_selected.connect(self.code.show_chunk)
+        self.results.chunk_selected.connect(self._warn_if_deleted)
         for table in (self.results.original_table, self.results.reranked_table):
             table.activated.connect(lambda index, t=table: self.open_row(t, index.row()))
         self.results.label_requested.connect(self.label_result)
@@ -347,6 +352,9 @@ class MainWindow(QMainWindow):
         self.health_panel.reindex_requested.connect(self.request_index)
         self.health_panel.cancel_requested.connect(self.cancel_index)
         self.progress_received.connect(self._on_progress)
+        self.watch_received.connect(self._on_watch_event)
+        self.health_panel.auto_reindex.setChecked(self.settings.value("autoReindex", "true") in (True, "true"))
+        self.health_panel.auto_reindex.toggled.connect(self._auto_reindex_toggled)
 
     def _load_strategies(self) -> None:
         try:
@@ -423,7 +431,9 @@ class MainWindow(QMainWindow):
         self._tell_compare("set_workspace", path)
         self.health_panel.set_health(IndexHealth(workspace=path, indexed=False))
         self.health_panel.badge.setText("checking…")
-        return self.runner.run(self._load_workspace(path), key="workspace", context="Opening workspace")
+        self.watched = ""
+        return self.runner.run(self._load_workspace(path), key="workspace", context="Opening workspace",
+                               on_error=self._health_failed)
 
     def _clear_state(self) -> None:
         """Forget everything shown for the previous workspace: results, status, banners."""
@@ -464,7 +474,50 @@ class MainWindow(QMainWindow):
         self._apply_health(health)
         if health.indexed:
             await self._load_symbols(path)
+        if not health.last_error and self.watched != path:
+            await self._watch(path)
         return health
+
+    # ---------------------------------------------------------------- watching
+    async def _watch(self, path: str) -> None:
+        """Keep the index fresh (or the stale list live) while `path` is open."""
+        self.watched = path
+        await self.service.watch(path, auto_reindex=self.health_panel.auto_reindex.isChecked(),
+                                 on_event=lambda event: None if self._closed else self.watch_received.emit(event))
+
+    def _auto_reindex_toggled(self, on: bool) -> None:
+        self.settings.setValue("autoReindex", on)
+        if self.workspace and not self._closed:
+            self.runner.run(self._watch(self.workspace), key="watch", context="Watching the workspace")
+
+    def _on_watch_event(self, event: WatchEvent) -> None:
+        if event.workspace != self.workspace or self._closed:
+            return
+        if event.kind == REINDEX_STARTED and not self.health_panel.is_indexing():
+            self.health_panel.progress_label.setText("Indexing changed files…")
+        elif event.kind in (REINDEX_FINISHED, STALE):
+            if event.kind == REINDEX_FINISHED and not self.health_panel.is_indexing():
+                report = event.report
+                self.health_panel.progress_label.setText(
+                    f"Changed files indexed: {report.files_indexed} updated, {report.files_removed} removed")
+            self.refresh_health()
+            if event.kind == REINDEX_FINISHED:
+                self.refresh_results()
+        elif event.kind == WATCH_ERROR:
+            self.messages.show_message(f"Indexing changed files failed: {event.message}", ERROR)
+
+    def _warn_if_deleted(self, item) -> None:
+        if item is not None and item.stale == "deleted":
+            self.messages.show_message(f"{item.chunk.path} was deleted since it was indexed; the code "
+                                       "shown is the indexed copy.", WARNING)
+
+    def _health_failed(self, exc: BaseException) -> None:
+        """The badge must not stay on "checking…": show why (another owner, or the error)."""
+        if isinstance(exc, IndexBusyError):
+            self.health_panel.set_busy_owner(str(exc))
+        elif self.workspace:
+            self.health_panel.set_health(IndexHealth(workspace=self.workspace, indexed=False,
+                                                     last_error=str(exc) or type(exc).__name__))
 
     def _apply_health(self, health: IndexHealth) -> None:
         self.health = health
@@ -474,7 +527,9 @@ class MainWindow(QMainWindow):
             self.runner.run(work, key="lexers", context="Loading syntax highlighters")
         self.health_panel.set_health(health)
         self.query_bar.set_languages(list(health.languages))
-        if not health.indexed:
+        if not health.indexed and health.last_error:
+            self.messages.show_message(health.last_error, ERROR)
+        elif not health.indexed:
             self.messages.show_message(
                 f"{Path(health.workspace).name} is not indexed yet.", INFO,
                 action_text="Index now", action=lambda: self.start_index(False))
@@ -496,7 +551,7 @@ class MainWindow(QMainWindow):
 
     def refresh_health(self) -> asyncio.Task:
         return self.runner.run(self._load_workspace(self.workspace), key="workspace",
-                               context="Reading index health")
+                               context="Reading index health", on_error=self._health_failed)
 
     # ---------------------------------------------------------------- indexing
     def request_index(self, full: bool = False) -> asyncio.Task | None:
@@ -544,10 +599,15 @@ class MainWindow(QMainWindow):
         self.health_panel.indexing_finished(message)
         if path == self.workspace:
             await self._load_workspace(path)
-            shown = self.last_result.question if self.last_result is not None else None
-            if shown and not report.cancelled and self.query_bar.query.text().strip() == shown:
-                self.run_query()  # the question on screen, answered from the finished index
+            if not report.cancelled:
+                self.refresh_results()
         return report
+
+    def refresh_results(self) -> None:
+        """Answer the question on screen again from the index just updated (unless a new one is being typed)."""
+        shown = self.last_result.question if self.last_result is not None else None
+        if shown and self.query_bar.query.text().strip() == shown:
+            self.run_query()
 
     def _index_failed(self, exc: BaseException) -> None:
         self.health_panel.indexing_finished("Indexing failed")
