@@ -29,6 +29,16 @@ def default_workspace(path: str | None, settings) -> str:
     return os.getcwd()
 
 
+async def answered(window, question: str, timeout: float = 120.0) -> None:
+    """Wait until the window shows the answer to `question` (whichever run produced it)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while window.last_result is None or window.last_result.question != question:
+        if loop.time() > deadline or not window.runner.is_running("query"):
+            raise RuntimeError(f"no answer to “{question}” was shown")
+        await asyncio.sleep(0.05)
+
+
 async def take_screenshot(window, workspace: str, out: str, query: str | None,
                           strategy: str | None) -> int:
     """Open `workspace` (index it if needed), run `query`, select the first result, save the window."""
@@ -46,7 +56,8 @@ async def take_screenshot(window, workspace: str, out: str, query: str | None,
             await window.service.warm_up()  # so the status bar shows query timings, not model loading
             task = window.run_query(query)
             if task is not None:
-                await task
+                await asyncio.wait([task])  # a refresh (e.g. after a reindex) may replace this run
+                await answered(window, query)
                 window.results.select_first()
     except Exception as exc:  # the window shows the error banner; the screenshot still records it
         log.error("screenshot run failed: %s", exc)

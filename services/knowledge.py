@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import replace
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -179,11 +180,12 @@ class KnowledgeService:
         vector = self.embedder.encode([question])[0]
         stages.mark("embed")
         semantic, keyword, total = self._search(question, vector, options, index, pool, strategy.uses_keyword_index)
+        cosines = self._keyword_cosines(index, vector, keyword)
         stages.mark("search")
         request = RerankRequest(question, semantic, keyword, options.top_k)
         ranked, was_reranked, fallback = pipeline.rerank(strategy, request)
         kept = pipeline.above_threshold(ranked, strategy.scale if was_reranked else "similarity",
-                                        options.min_relevance, getattr(strategy, "score_threshold", 0.0))
+                                        options.min_relevance, getattr(strategy, "score_threshold", 0.0), cosines)
         original = [c for c in semantic if c.original_score >= options.min_relevance][:options.top_k]
         stages.mark("rerank")
         top = kept[:options.top_k]
@@ -192,7 +194,30 @@ class KnowledgeService:
         result = pipeline.assemble(question, options, pipeline.to_results(top, contexts),
                                    pipeline.to_results(original, contexts), total, len(kept),
                                    was_reranked, fallback, stages)
-        return self._mark_stale(index, result)
+        return self._mark_stale(index, result if top else self._explain_empty(result, vector, options, index, pool))
+
+    @staticmethod
+    def _keyword_cosines(index: WorkspaceIndex, vector, keyword) -> dict[str, float]:
+        """Cosines of keyword-only hits, from their stored vectors (the threshold rule needs them)."""
+        ids = [c.chunk.id for c in keyword if c.original_score is None]
+        return pipeline.keyword_cosines(vector, index.store().embeddings(ids)) if ids else {}
+
+    def _explain_empty(self, result: QueryResult, vector, options: QueryOptions, index: WorkspaceIndex,
+                       pool: int) -> QueryResult:
+        """For an empty answer: how many of the nearest chunks the threshold and each filter
+        removed, and the nearest chunk that the filters allow (below the threshold)."""
+        catalog = index.catalog()
+        paths = pipeline.allowed_paths(sorted(catalog.files()), options.path_glob) if options.path_glob.strip() else None
+        store = index.store()
+        filtered = store.search(vector.tolist(), pool, paths, list(options.languages))
+        removed = {"threshold": sum(score < options.min_relevance for _, score in filtered)}
+        unfiltered = store.search(vector.tolist(), pool) if paths is not None or options.languages else []
+        chunks = {c.id: c for c in catalog.chunks([i for i, _ in filtered[:1] + unfiltered])}
+        removed.update(pipeline.removed_by_filters(unfiltered, chunks, options, paths))
+        closest = pipeline.semantic_candidates(filtered[:1], chunks, -1.0)
+        contexts = self._contexts(index, closest, options)
+        return replace(result, removed=removed,
+                       below_threshold=pipeline.to_results(closest, contexts)[0] if closest else None)
 
     def _search(self, question, vector, options: QueryOptions, index: WorkspaceIndex, pool: int,
                 with_keywords: bool):

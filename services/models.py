@@ -198,6 +198,10 @@ class QueryResult:
     cache_hit: bool
     timings_ms: dict[str, float]  # "embed", "search", "rerank", "expand", "total"
     pool_size: int = 0  # candidates the strategy saw
+    # only when `results` is empty: what removed candidates ("threshold", "languages", "path" ->
+    # how many of the nearest chunks each removed) and the nearest chunk below the threshold
+    removed: dict[str, int] = field(default_factory=dict)
+    below_threshold: ResultChunk | None = None
 
 
 @dataclass(frozen=True)

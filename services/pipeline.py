@@ -8,9 +8,13 @@ Threshold rule (scores from different strategies live on different scales):
     (boosted or offset), so min_relevance applies to the reranked score, as in the spec;
   * RELATIVE (rrf, hybrid: fused, normalised per query) and PROBABILITY (cross-encoder, llm)
     scores are not cosine similarities, so min_relevance applies to the candidate's original
-    cosine score instead; a candidate that only the keyword index found has no cosine score
-    and is kept. A PROBABILITY strategy's own threshold (cross-encoder score_threshold, on its
-    0-1 scale) cuts its scores too. Nothing is dropped because of a scale mismatch;
+    cosine score instead. A candidate that only the keyword index found was not in the vector
+    ranking, so it has no cosine from the search: its cosine is computed from its stored vector
+    (`keyword_cosines`) and the same min_relevance applies, so every result, however it was
+    found, is at least as close to the question as the threshold asks (before this, hybrid
+    padded short lists with keyword-only hits the question barely relates to). A PROBABILITY
+    strategy's own threshold (cross-encoder score_threshold, on its 0-1 scale) cuts its scores
+    too. Nothing is dropped because of a scale mismatch;
   * when a strategy falls back (unavailable, adaptive skip), the original ranking is filtered
     as for `none`.
 """
@@ -22,6 +26,8 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
+
+import numpy as np
 
 from services.errors import StrategyUnavailable
 from services.models import Candidate, Chunk, QueryOptions, QueryResult, RerankRequest, ResultChunk
@@ -86,14 +92,47 @@ def rerank(strategy, request: RerankRequest) -> tuple[list[Candidate], bool, str
     return ranked, note is None, note
 
 
+def keyword_cosines(question_vector, vectors: dict[str, list[float]]) -> dict[str, float]:
+    """Cosine similarity of the question to each stored chunk vector (for keyword-only hits)."""
+    if not vectors:
+        return {}
+    ids = list(vectors)
+    matrix = np.asarray([vectors[i] for i in ids], dtype=np.float32)
+    q = np.asarray(question_vector, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(q) or 1.0)
+    sims = matrix @ q / np.where(norms == 0, 1.0, norms)
+    return {i: float(s) for i, s in zip(ids, sims)}
+
+
+def cosine_of(candidate: Candidate, cosines: dict[str, float] | None) -> float | None:
+    """The candidate's cosine: from the vector search, else from its stored vector, else None."""
+    if candidate.original_score is not None:
+        return candidate.original_score
+    return (cosines or {}).get(candidate.chunk.id)
+
+
 def above_threshold(ranked: list[Candidate], scale: str, min_relevance: float,
-                    own_threshold: float = 0.0) -> list[Candidate]:
-    """Apply min_relevance where it means something (see the module docstring); a PROBABILITY
-    strategy's own threshold (e.g. the cross-encoder's score_threshold) applies to its scores."""
+                    own_threshold: float = 0.0, cosines: dict[str, float] | None = None) -> list[Candidate]:
+    """Apply min_relevance where it means something (see the module docstring); `cosines` gives
+    keyword-only candidates their cosine. A PROBABILITY strategy's own threshold (e.g. the
+    cross-encoder's score_threshold) applies to its scores."""
     if scale == SIMILARITY:
         return [c for c in ranked if c.score >= min_relevance]
-    kept = [c for c in ranked if c.original_score is None or c.original_score >= min_relevance]
+    kept = [c for c in ranked if (cosine := cosine_of(c, cosines)) is None or cosine >= min_relevance]
     return [c for c in kept if c.score >= own_threshold] if scale == PROBABILITY else kept
+
+
+def removed_by_filters(hits: list[tuple[str, float]], chunks: dict[str, Chunk], options: QueryOptions,
+                       paths: list[str] | None) -> dict[str, int]:
+    """Of the unfiltered nearest chunks above the threshold, how many each filter removes."""
+    near = [chunks[i] for i, s in hits if s >= options.min_relevance and i in chunks]
+    wanted = set(paths) if paths is not None else None
+    removed = {}
+    if options.languages:
+        removed["languages"] = sum(c.language not in options.languages for c in near)
+    if wanted is not None:
+        removed["path"] = sum(c.path not in wanted for c in near)
+    return removed
 
 
 def expand(chunk: Chunk, lines: list[str] | None, context_lines: int) -> tuple[str, int]:

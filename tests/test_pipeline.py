@@ -7,9 +7,10 @@ import time
 
 import pytest
 
+from services import pipeline
 from services.errors import IndexMissingError, QueryError, WorkspaceError
 from services.knowledge import KnowledgeService
-from services.models import QueryOptions
+from services.models import Candidate, Chunk, QueryOptions
 from services.reranking import strategy_names
 from services.settings import Settings
 from tests.conftest import copy_sample
@@ -95,6 +96,40 @@ async def test_threshold_drops_weak_results_on_the_cosine_scale(indexed):
                                                                strategy="rrf"))
     assert all(r.original_score >= 0.4 for r in fused.results)  # rrf scores are 0-1 relative; not judged
     assert len(fused.results) == len(strict.results)
+
+
+def test_keyword_only_candidates_are_judged_by_their_stored_cosine():
+    def cand(name, score, cosine):
+        chunk = Chunk(path=f"{name}.py", language="python", start_line=1, end_line=2, content=name,
+                      content_hash=name)
+        return Candidate(chunk, score, cosine, None if cosine is None else 1)
+    ranked = [cand("a", 1.0, 0.7), cand("kw_close", 0.5, None), cand("b", 0.3, 0.25), cand("kw_far", 0.04, None)]
+    cosines = {ranked[1].chunk.id: 0.45, ranked[3].chunk.id: 0.05}
+    kept = pipeline.above_threshold(ranked, "relative", 0.2, cosines=cosines)
+    assert [c.chunk.path for c in kept] == ["a.py", "kw_close.py", "b.py"]
+
+
+async def test_hybrid_results_all_pass_the_threshold_on_cosine(indexed):
+    service, workspace = indexed
+    question = "delete a note"
+    loose = await service.query(question, options(workspace, strategy="hybrid", top_k=5, min_relevance=0.0))
+    assert any(r.original_score is None for r in loose.results), "BM25 adds a chunk the vector pool missed"
+    strict = await service.query(question, options(workspace, strategy="hybrid", top_k=5, min_relevance=0.4))
+    vector = service.embedder.encode([question])[0]
+    stored = service._index(workspace).store().embeddings([r.chunk.id for r in strict.results])
+    cosines = pipeline.keyword_cosines(vector, stored)
+    assert strict.results and all(cosines[r.chunk.id] >= 0.4 - 1e-5 for r in strict.results)
+
+
+async def test_an_empty_answer_says_what_removed_the_candidates(indexed):
+    service, workspace = indexed
+    far = await service.query("quantum chromodynamics lattice", options(workspace, min_relevance=0.9))
+    assert far.results == [] and far.removed["threshold"] > 0
+    assert far.below_threshold is not None and far.below_threshold.original_score < 0.9
+    filtered = await service.query("save a note to disk", options(workspace, languages=("java",),
+                                                                  path_glob="swift/*"))
+    assert filtered.results == []
+    assert filtered.removed["path"] > 0 and filtered.removed["languages"] > 0
 
 
 async def test_cache_hits_misses_and_invalidation(indexed):

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shlex
-import subprocess
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
@@ -13,9 +10,9 @@ from pygments.lexers.special import TextLexer
 from pygments.styles import get_style_by_name
 from pygments.token import Token
 from pygments.util import ClassNotFound
-from PySide6.QtCore import QRect, QSize, QUrl, Qt, Signal
+from PySide6.QtCore import QRect, QSize, Qt, Signal
 from PySide6.QtGui import (
-    QColor, QDesktopServices, QFont, QFontDatabase, QPainter, QSyntaxHighlighter, QTextCharFormat,
+    QColor, QFont, QFontDatabase, QPainter, QSyntaxHighlighter, QTextCharFormat,
     QTextCursor, QTextFormat,
 )
 from PySide6.QtWidgets import (
@@ -23,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from services.models import ResultChunk
+from ui.editor import AUTO, EditorError, open_at_line
 
 PYGMENTS_STYLE = "default"
 CHUNK_BACKGROUND = QColor("#fff6d5")
@@ -87,16 +85,32 @@ class PygmentsHighlighter(QSyntaxHighlighter):
     def __init__(self, document, style_name: str = PYGMENTS_STYLE) -> None:
         super().__init__(document)
         self._formats = _formats_for_style(style_name)
-        self._lines: list[list[tuple[int, int, QTextCharFormat]]] = []
+        self._lines: list[list[tuple]] = []
+        self._whole: tuple = (None, None, [])  # (file text, lexer, its spans)
 
     def set_source(self, text: str, lexer) -> None:
         """Re-colour the document already holding `text`."""
         self.prepare(text, lexer)
         self.rehighlight()
 
-    def prepare(self, text: str, lexer) -> None:
-        """Lex `text` ahead of setting it on the document (setPlainText highlights right away)."""
-        self._lines = self._spans(text, lexer)
+    def prepare(self, text: str, lexer, whole: str | None = None, offset: int = 0) -> None:
+        """Lex ahead of setting `text` on the document (setPlainText highlights right away).
+
+        With `whole` (the full file `text` is a slice of, starting at line index `offset`), the
+        whole file is lexed and the slice's lines taken from it, so a slice starting inside a
+        docstring or comment is coloured as in the file, not from a wrong lexer state."""
+        if whole is None:
+            self._lines = self._spans(text, lexer)
+        else:
+            if self._whole[:2] != (whole, lexer):  # chunks of one file reuse its lexing
+                self._whole = (whole, lexer, self._spans(whole, lexer))
+            count = text.count("\n") + 1
+            self._lines = self._whole[2][offset:offset + count]
+
+    def token_at(self, block_number: int, column: int):
+        """The Pygments token type painted at a position (None for plain text)."""
+        spans = self._lines[block_number] if block_number < len(self._lines) else []
+        return next((token for start, length, _fmt, token in spans if start <= column < start + length), None)
 
     def _format(self, token) -> QTextCharFormat | None:
         while token is not None:
@@ -106,8 +120,9 @@ class PygmentsHighlighter(QSyntaxHighlighter):
             token = token.parent
         return None
 
-    def _spans(self, text: str, lexer) -> list[list[tuple[int, int, QTextCharFormat]]]:
-        lines: list[list[tuple[int, int, QTextCharFormat]]] = [[]]
+    def _spans(self, text: str, lexer) -> list[list[tuple]]:
+        """Per line: (column, length, format, token type) for every coloured token."""
+        lines: list[list[tuple]] = [[]]
         column = 0
         for token, value in lexer.get_tokens(text):
             fmt = self._format(token) if token not in (Token.Text, Token.Text.Whitespace) else None
@@ -117,14 +132,14 @@ class PygmentsHighlighter(QSyntaxHighlighter):
                     lines.append([])
                     column = 0
                 if part and fmt is not None:
-                    lines[-1].append((column, len(part), fmt))
+                    lines[-1].append((column, len(part), fmt, token))
                 column += len(part)
         return lines
 
     def highlightBlock(self, text: str) -> None:  # noqa: N802 (Qt API)
         number = self.currentBlock().blockNumber()
         if number < len(self._lines):
-            for start, length, fmt in self._lines[number]:
+            for start, length, fmt, _token in self._lines[number]:
                 self.setFormat(start, length, fmt)
 
 
@@ -237,12 +252,17 @@ class CodeEditor(QPlainTextEdit):
             self.verticalScrollBar().setValue(max(block.blockNumber() - 3, 0))
 
 
-def editor_command(path: str, line: int) -> list[str] | None:
-    """The $VISUAL/$EDITOR command to open `path` at `line`, or None when neither is set."""
-    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
-    if not editor:
+def file_slice(path: Path, text: str, first_line: int) -> str | None:
+    """The whole file when `text` is exactly its lines from `first_line` on (else None)."""
+    try:
+        whole = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
         return None
-    return [*shlex.split(editor), f"+{line}", path]
+    lines = whole.split("\n")
+    shown = text.split("\n")
+    if lines[first_line - 1:first_line - 1 + len(shown)] != shown:
+        return None
+    return whole
 
 
 class CodeView(QWidget):
@@ -259,8 +279,12 @@ class CodeView(QWidget):
         self.subtitle = QLabel("Select a result to see its code")
         self.subtitle.setObjectName("codeSubtitle")
         self.subtitle.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.editor_preset = AUTO
+        self.jetbrains_launcher = "idea"
+        self.custom_command = ""  # for the custom preset: a template with {path} and {line}
         self.open_button = QPushButton("Open in editor")
-        self.open_button.setToolTip("Open the file at the chunk's first line ($VISUAL / $EDITOR, else the system default)")
+        self.open_button.setToolTip("Open the file at the chunk's first line in your editor (Ctrl+E, Enter "
+                                    "or double-click on a result; choose the editor in Settings ▸ Editor)")
         self.open_button.setEnabled(False)
         self.open_button.clicked.connect(self.open_in_editor)
         self.editor = CodeEditor()
@@ -302,7 +326,8 @@ class CodeView(QWidget):
         else:
             text, first = chunk.content, chunk.start_line
         text = text.rstrip("\n")
-        self.highlighter.prepare(text, lexer_for(chunk.path, chunk.language))
+        whole = file_slice(Path(self.workspace) / chunk.path, text, first) if self.workspace else None
+        self.highlighter.prepare(text, lexer_for(chunk.path, chunk.language), whole, first - 1)
         self.editor.show_code(text, first, (chunk.start_line, chunk.end_line))
         self.editor.scroll_to_line(chunk.start_line)
 
@@ -311,18 +336,17 @@ class CodeView(QWidget):
             return ""
         return str(Path(self.workspace) / self.item.chunk.path)
 
-    def open_in_editor(self) -> None:
-        if self.item is None:
-            return
-        path, line = self.file_path(), self.item.chunk.start_line
-        if not Path(path).exists():
+    def open_in_editor(self) -> bool:
+        """Open the chunk's file at its first line; a failure is reported through open_failed."""
+        if self.item is None or not self.workspace:
+            return False
+        if not Path(self.file_path()).exists():
             self.open_failed.emit(f"{self.item.chunk.path} was deleted since it was indexed.")
-            return
-        command = editor_command(path, line)
+            return False
         try:
-            if command is not None:
-                subprocess.Popen(command, start_new_session=True)  # noqa: S603 (user's own editor)
-            elif not QDesktopServices.openUrl(QUrl.fromLocalFile(path)):
-                self.open_failed.emit(f"No application could open {path}")
-        except OSError as exc:
-            self.open_failed.emit(f"Could not start the editor: {exc}")
+            open_at_line(self.editor_preset, self.file_path(), self.item.chunk.start_line,
+                         self.jetbrains_launcher, self.custom_command)
+        except EditorError as exc:
+            self.open_failed.emit(str(exc))
+            return False
+        return True

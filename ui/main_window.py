@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
-    QFileDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QTabWidget, QToolBar,
-    QToolButton, QVBoxLayout, QWidget,
+    QFileDialog, QInputDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QTabWidget,
+    QToolBar, QToolButton, QVBoxLayout, QWidget,
 )
 
 from typing import TYPE_CHECKING
@@ -26,8 +27,10 @@ from services.ownership import IndexBusyError
 from services.watcher import REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WatchEvent
 from ui.async_runner import AsyncRunner
 from ui.code_view import CodeView, preload_lexers
+from ui.editor import AUTO, CUSTOM, PRESETS
 from ui.health_panel import HealthPanel
 from ui.message_bar import ERROR, INFO, WARNING, MessageBar
+from ui.palette import CommandPalette
 from ui.query_bar import QueryBar
 from ui.results_view import ResultsView
 
@@ -67,6 +70,38 @@ def timings_text(result: QueryResult) -> str:
     return " · ".join(parts)
 
 
+def workspace_key(path: str) -> str:
+    """A settings group name for a workspace (paths contain separators QSettings would split on)."""
+    return hashlib.sha1(path.encode("utf-8")).hexdigest()[:16]
+
+
+def settings_list(settings: QSettings, key: str) -> list[str]:
+    value = settings.value(key, [])
+    if isinstance(value, str):
+        value = [value]
+    return [str(v) for v in (value or []) if v]
+
+
+def empty_result_text(result: QueryResult, filters: str) -> str:
+    """Why a question got no results: what the threshold and each filter removed, the closest chunk."""
+    removed = result.removed
+    parts = []
+    for key, words in (("languages", "the language filter"), ("path", "the path filter")):
+        if removed.get(key):
+            parts.append(f"{words} excluded {removed[key]} of the nearest chunks above the threshold")
+    if removed.get("threshold"):
+        parts.append(f"{removed['threshold']} candidates scored below the relevance threshold")
+    text = "No results: " + ("; ".join(parts) if parts else "nothing in the index matched") + "."
+    closest = result.below_threshold
+    if closest is not None:
+        name = closest.chunk.qualified_name or closest.chunk.path
+        text += (f" Closest: {name} ({closest.chunk.path}:{closest.chunk.start_line}), "
+                 f"similarity {closest.original_score:.2f}.")
+    if filters:
+        text += f" Filters on: {filters}."
+    return text
+
+
 def fallback_strategies() -> list[StrategyInfo]:
     return [StrategyInfo("none", "None (vector order)", "The vector ranking as is", True, "")]
 
@@ -96,10 +131,16 @@ class MainWindow(QMainWindow):
         self.results = ResultsView()
         self.code = CodeView()
         self.health_panel = HealthPanel()
+        self.rerun_timer = QTimer(self)  # a burst of filter changes runs the question once
+        self.rerun_timer.setSingleShot(True)
+        self.rerun_timer.setInterval(250)
+        self.rerun_timer.timeout.connect(self._rerun)
         self._build_layout()
         self._build_toolbar()
+        self._build_actions()
         self._build_status_bar()
         self._connect()
+        self.palette = CommandPalette(self, self.commands())
         self._load_strategies()
         self._restore_settings()
 
@@ -127,7 +168,6 @@ class MainWindow(QMainWindow):
         layout = QVBoxLayout(explore)
         layout.setContentsMargins(6, 4, 6, 0)
         layout.setSpacing(4)
-        layout.addWidget(self.messages)
         layout.addWidget(self.query_bar)
         layout.addWidget(self.splitter, 1)
         self.explore = explore
@@ -141,6 +181,18 @@ class MainWindow(QMainWindow):
             self.tabs.addTab(explore, "Explore")
             self.tabs.addTab(self.compare_view, "Compare strategies")
             self.setCentralWidget(self.tabs)
+        self.messages.float_over(self.centralWidget())
+        self._set_minimum_sizes()
+
+    def _set_minimum_sizes(self) -> None:
+        """At the minimum window size each ranking still shows five rows and the code a few lines."""
+        table = self.results.reranked_table
+        rows = table.verticalHeader().defaultSectionSize() * 5
+        chrome = (table.horizontalHeader().sizeHint().height() + self.results.right.title.sizeHint().height()
+                  + table.horizontalScrollBar().sizeHint().height())  # shown when the window is narrow
+        self.results.setMinimumHeight(rows + chrome + 2 * table.frameWidth() + 6)
+        self.code.setMinimumHeight(self.code.editor.fontMetrics().height() * 6 + 40)
+        self.setMinimumWidth(720)
 
     def _build_compare_view(self) -> QWidget | None:
         try:
@@ -161,9 +213,7 @@ class MainWindow(QMainWindow):
         toolbar.setObjectName("workspaceToolbar")
         toolbar.setMovable(False)
         self.addToolBar(toolbar)
-        self.open_action = QAction("Open workspace…", self)
-        self.open_action.setShortcut(QKeySequence.StandardKey.Open)
-        self.open_action.triggered.connect(self.choose_workspace)
+        self.open_action = self._action("Open workspace…", "Ctrl+O", self.choose_workspace)
         toolbar.addAction(self.open_action)
         self.recent_menu = QMenu("Recent workspaces", self)
         self.recent_button = QToolButton()
@@ -178,15 +228,100 @@ class MainWindow(QMainWindow):
         spacer = QWidget()
         spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         toolbar.addWidget(spacer)
-        self.health_action = QAction("Index health", self)
+        self.health_action = self._action("Index health", "Ctrl+Shift+H", None, "Show or hide the index health panel")
         self.health_action.setCheckable(True)
         self.health_action.setChecked(True)
         self.health_action.toggled.connect(self.health_scroll.setVisible)
         toolbar.addAction(self.health_action)
-        focus = QAction("Focus query", self)
-        focus.setShortcut(QKeySequence("Ctrl+L"))
-        focus.triggered.connect(lambda: (self.query_bar.query.setFocus(), self.query_bar.query.selectAll()))
-        self.addAction(focus)
+
+    def _action(self, text: str, shortcut: str, slot, tip: str = "") -> QAction:
+        """A window-wide action; its tooltip shows the shortcut."""
+        action = QAction(text, self)
+        action.setShortcut(QKeySequence(shortcut))
+        action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        action.setToolTip(f"{tip or text.rstrip('…')} ({QKeySequence(shortcut).toString(QKeySequence.SequenceFormat.NativeText)})")
+        if slot is not None:
+            action.triggered.connect(slot)
+        self.addAction(action)
+        return action
+
+    def _build_actions(self) -> None:
+        """Every action in the menus, each with a shortcut (also listed by the command palette)."""
+        a = self._action
+        self.quit_action = a("Quit", "Ctrl+Q", self.close)
+        self.focus_action = a("Focus the question", "Ctrl+L", self.focus_query)
+        self.run_action = a("Run the question", "Ctrl+Return", lambda: self.run_query())
+        self.history_action = a("Recent and pinned questions…", "Ctrl+H", self.show_history)
+        self.pin_action = a("Pin or unpin the question", "Ctrl+D", lambda: self.query_bar.toggle_pin())
+        self.next_strategy_action = a("Next strategy", "Ctrl+]", lambda: self.step_strategy(1))
+        self.previous_strategy_action = a("Previous strategy", "Ctrl+[", lambda: self.step_strategy(-1))
+        self.clear_filters_action = a("Clear filters", "Ctrl+Shift+Backspace", self.query_bar.clear_filters)
+        self.vector_action = a("Go to the vector ranking", "Ctrl+1",
+                               lambda: self.focus_ranking(self.results.original_table))
+        self.reranked_action = a("Go to the reranked ranking", "Ctrl+2",
+                                 lambda: self.focus_ranking(self.results.reranked_table))
+        self.editor_action = a("Open in editor", "Ctrl+E", self.open_selected, "Open the selected result in your editor")
+        self.reindex_action = a("Reindex", "F5", lambda: self.request_index(False), "Index new and changed files")
+        self.rebuild_action = a("Full rebuild…", "Ctrl+Shift+R", lambda: self.request_index(True),
+                                "Embed every file again (asks first)")
+        self.cancel_action = a("Cancel indexing", "Ctrl+.", self.cancel_index)
+        self.explore_action = a("Explore tab", "Ctrl+Shift+E", lambda: self.show_tab(self.explore))
+        self.compare_action = a("Compare strategies tab", "Ctrl+Shift+C", lambda: self.show_tab(self.compare_view))
+        self.palette_action = a("Command palette…", "Ctrl+K", lambda: self.palette.open())
+        menus = self.menuBar()
+        for title, actions in (
+                ("&File", [self.open_action, self.quit_action]),
+                ("&Search", [self.focus_action, self.run_action, self.history_action, self.pin_action, None,
+                             self.next_strategy_action, self.previous_strategy_action, self.clear_filters_action]),
+                ("&Results", [self.vector_action, self.reranked_action, self.editor_action]),
+                ("&Index", [self.reindex_action, self.rebuild_action, self.cancel_action]),
+                ("&View", [self.explore_action, self.compare_action, self.health_action, self.palette_action])):
+            menu = menus.addMenu(title)
+            for action in actions:
+                menu.addSeparator() if action is None else menu.addAction(action)
+        self.compare_action.setEnabled(self.compare_view is not None)
+        self._build_editor_menu(menus.addMenu("Se&ttings").addMenu("&Editor"))
+        self.results.reranked_table.setToolTip("Reranked ranking (Ctrl+2): Enter or double-click opens the "
+                                               "result in your editor (Ctrl+E)")
+        self.results.original_table.setToolTip("Vector ranking (Ctrl+1): Enter or double-click opens the "
+                                               "result in your editor (Ctrl+E)")
+        self.health_panel.reindex_button.setToolTip(self.reindex_action.toolTip())
+        self.health_panel.rebuild_button.setToolTip(self.rebuild_action.toolTip())
+        self.health_panel.cancel_button.setToolTip(self.cancel_action.toolTip())
+
+    def _build_editor_menu(self, menu: QMenu) -> None:
+        group = QActionGroup(self)
+        current = str(self.settings.value("editor/preset", AUTO) or AUTO)
+        self.editor_presets: dict[str, QAction] = {}
+        for name, label in PRESETS.items():
+            action = menu.addAction(label)
+            action.setCheckable(True)
+            action.setChecked(name == current)
+            action.triggered.connect(lambda _=False, n=name: self.set_editor(n))
+            group.addAction(action)
+            self.editor_presets[name] = action
+        menu.addSeparator()
+        menu.addAction("Set the custom command…").triggered.connect(self.ask_custom_editor)
+        self.set_editor(current if current in PRESETS else AUTO)
+
+    def ask_custom_editor(self) -> None:
+        current = str(self.settings.value("editor/command", "") or "")
+        text, ok = QInputDialog.getText(self, "Editor command", "Command ({path} and {line} are filled in):",
+                                        text=current or "myeditor --goto {path}:{line}")
+        if ok and text.strip():
+            self.settings.setValue("editor/command", text.strip())
+            self.set_editor(CUSTOM)
+
+    def set_editor(self, preset: str) -> None:
+        self.code.editor_preset = preset
+        self.code.jetbrains_launcher = str(self.settings.value("editor/jetbrains", "idea") or "idea")
+        self.code.custom_command = str(self.settings.value("editor/command", "") or "")
+        self.editor_presets[preset].setChecked(True)
+        self.settings.setValue("editor/preset", preset)
+
+    def commands(self) -> list[QAction]:
+        """The actions the command palette offers."""
+        return [a for a in self.actions() if a.text() and a is not self.palette_action]
 
     def _build_status_bar(self) -> None:
         bar = self.statusBar()
@@ -205,11 +340,16 @@ class MainWindow(QMainWindow):
         self.runner.busy_changed.connect(self._busy_changed)
         self.query_bar.submitted.connect(self.run_query)
         self.query_bar.strategy.currentIndexChanged.connect(self._strategy_changed)
+        self.query_bar.filters_changed.connect(self._filters_changed)
+        self.query_bar.history_changed.connect(self._save_history)
+        self.query_bar.query.leave_down.connect(lambda: self.focus_ranking(self.results.reranked_table))
         self.results.chunk_selected.connect(self.code.show_chunk)
         self.results.chunk_selected.connect(self._warn_if_deleted)
+        for table in (self.results.original_table, self.results.reranked_table):
+            table.activated.connect(lambda index, t=table: self.open_row(t, index.row()))
         self.results.label_requested.connect(self.label_result)
         self.code.open_failed.connect(lambda text: self.messages.show_message(text, WARNING))
-        self.health_panel.reindex_requested.connect(self.start_index)
+        self.health_panel.reindex_requested.connect(self.request_index)
         self.health_panel.cancel_requested.connect(self.cancel_index)
         self.progress_received.connect(self._on_progress)
         self.watch_received.connect(self._on_watch_event)
@@ -257,6 +397,8 @@ class MainWindow(QMainWindow):
         self.settings.setValue("healthVisible", self.health_action.isChecked())
         self.settings.setValue("strategy", self.query_bar.strategy_name())
         self.settings.setValue("topK", self.query_bar.top_k.value())
+        self._save_filters()
+        self._save_history()
         if self.workspace:
             self.settings.setValue("lastWorkspace", self.workspace)
         self.settings.sync()
@@ -284,15 +426,46 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"Knowledge Explorer — {Path(path).name}")
         remember_workspace(self.settings, path)
         self._fill_recent_menu()
-        self.messages.hide()
+        self._clear_state()
+        self._restore_workspace_state(path)
         self._tell_compare("set_workspace", path)
-        self.results.set_result(None)
-        self.code.show_chunk(None)
         self.health_panel.set_health(IndexHealth(workspace=path, indexed=False))
         self.health_panel.badge.setText("checking…")
         self.watched = ""
         return self.runner.run(self._load_workspace(path), key="workspace", context="Opening workspace",
                                on_error=self._health_failed)
+
+    def _clear_state(self) -> None:
+        """Forget everything shown for the previous workspace: results, status, banners."""
+        self.rerun_timer.stop()
+        self.runner.cancel("query")
+        self.last_result = None
+        self.messages.hide()
+        self.results.set_result(None)
+        self.code.show_chunk(None)
+        self.status_results.setText("")
+        self.timings_label.setText("")
+        self.cache_label.hide()
+
+    def _restore_workspace_state(self, path: str) -> None:
+        """Each workspace has its own filters and question history."""
+        group = f"workspaces/{workspace_key(path)}"
+        self.query_bar.set_filters(settings_list(self.settings, f"{group}/languages"),
+                                   str(self.settings.value(f"{group}/pathGlob", "") or ""))
+        self.query_bar.set_history(settings_list(self.settings, f"{group}/recent"),
+                                   settings_list(self.settings, f"{group}/pinned"))
+
+    def _save_filters(self) -> None:
+        if self.workspace:
+            group = f"workspaces/{workspace_key(self.workspace)}"
+            self.settings.setValue(f"{group}/languages", list(self.query_bar.selected_languages()))
+            self.settings.setValue(f"{group}/pathGlob", self.query_bar.path_glob.text().strip())
+
+    def _save_history(self) -> None:
+        if self.workspace:
+            group = f"workspaces/{workspace_key(self.workspace)}"
+            self.settings.setValue(f"{group}/recent", self.query_bar.recent)
+            self.settings.setValue(f"{group}/pinned", self.query_bar.pinned)
 
     async def _load_workspace(self, path: str) -> IndexHealth:
         health = await self.service.health(path)
@@ -328,6 +501,8 @@ class MainWindow(QMainWindow):
                 self.health_panel.progress_label.setText(
                     f"Changed files indexed: {report.files_indexed} updated, {report.files_removed} removed")
             self.refresh_health()
+            if event.kind == REINDEX_FINISHED:
+                self.refresh_results()
         elif event.kind == WATCH_ERROR:
             self.messages.show_message(f"Indexing changed files failed: {event.message}", ERROR)
 
@@ -379,6 +554,17 @@ class MainWindow(QMainWindow):
                                context="Reading index health", on_error=self._health_failed)
 
     # ---------------------------------------------------------------- indexing
+    def request_index(self, full: bool = False) -> asyncio.Task | None:
+        """Reindex at once; a full rebuild asks first (inline, nothing modal)."""
+        if not full or not self.workspace or self.runner.is_running("index"):
+            return self.start_index(full)
+        chunks = f"all {self.health.chunks:,} chunks" if self.health and self.health.chunks else "every chunk"
+        self.messages.show_message(
+            f"Rebuild the whole index of {Path(self.workspace).name}? This embeds {chunks} again; "
+            f"a plain Reindex (F5) only embeds what changed.", WARNING,
+            action_text="Rebuild", action=lambda: self.start_index(True))
+        return None
+
     def start_index(self, full: bool = False) -> asyncio.Task | None:
         if not self.workspace:
             self.messages.show_message("Open a workspace first.", WARNING)
@@ -413,7 +599,15 @@ class MainWindow(QMainWindow):
         self.health_panel.indexing_finished(message)
         if path == self.workspace:
             await self._load_workspace(path)
+            if not report.cancelled:
+                self.refresh_results()
         return report
+
+    def refresh_results(self) -> None:
+        """Answer the question on screen again from the index just updated (unless a new one is being typed)."""
+        shown = self.last_result.question if self.last_result is not None else None
+        if shown and self.query_bar.query.text().strip() == shown:
+            self.run_query()
 
     def _index_failed(self, exc: BaseException) -> None:
         self.health_panel.indexing_finished("Indexing failed")
@@ -446,6 +640,11 @@ class MainWindow(QMainWindow):
         if not self.workspace:
             self.messages.show_message("Open a workspace first.", WARNING)
             return None
+        self.rerun_timer.stop()
+        self.query_bar.completer.popup().hide()  # Enter ran the question; no completion is pending
+        if self.messages.level == INFO:
+            self.messages.hide()  # the previous question's note
+        self.query_bar.remember(question)
         self.status_results.setText(f"Searching for “{question}”…")
         self._tell_compare("set_question", question)
         return self.runner.run(self.service.query(question, self.query_options()), key="query",
@@ -457,18 +656,30 @@ class MainWindow(QMainWindow):
         if self.last_result is not None and self.query_bar.query.text().strip():
             self.run_query()
 
+    def _filters_changed(self) -> None:
+        """A filter or the result count changed: save the workspace's filters, run the question again."""
+        self._save_filters()
+        if self.last_result is not None and self.query_bar.query.text().strip():
+            self.rerun_timer.start()
+
+    def _rerun(self) -> None:
+        if self.last_result is not None:
+            self.run_query()
+
     def show_result(self, result: QueryResult) -> None:
         self.last_result = result
         if self.messages.level == ERROR:
             self.messages.hide()
         self.results.set_result(result)
-        self.results.select_first()
+        self._select_first()
         count = len(result.results)
         summary = (f"{count} result{'s' if count != 1 else ''} for “{result.question}” · "
                    f"{result.chunks_above_threshold} above threshold of "
                    f"{result.total_chunks_searched:,} chunks")
         if result.fallback_reason:
             summary += f" · not reranked: {result.fallback_reason}"
+        if self.query_bar.filters_text():
+            summary += f" · filtered: {self.query_bar.filters_text()}"
         self.status_results.setText(summary)
         self.timings_label.setText(timings_text(result))
         self.cache_label.setText("cache hit" if result.cache_hit else "cache miss")
@@ -477,8 +688,64 @@ class MainWindow(QMainWindow):
         self.cache_label.style().unpolish(self.cache_label)
         self.cache_label.style().polish(self.cache_label)
         if not result.results and not result.original:
-            self.messages.show_message("No chunk matched the question above the relevance threshold.",
-                                       INFO, timeout_ms=8000)
+            clear = "Clear filters" if self.query_bar.filters_text() else ""
+            self.messages.show_message(empty_result_text(result, self.query_bar.filters_text()), INFO,
+                                       action_text=clear, action=self.query_bar.clear_filters if clear else None)
+
+    def _select_first(self) -> None:
+        """Select the top result without taking the keyboard focus (it stays where the user is)."""
+        table = self.results.reranked_table if self.results.reranked_model.rowCount() else self.results.original_table
+        if table.model().rowCount():
+            table.selectRow(0)
+
+    # ------------------------------------------------------------ keyboard
+    def focus_query(self) -> None:
+        """Ctrl+L: the question box of the tab on screen."""
+        compare_question = getattr(self.compare_view, "question", None)
+        if self.tabs is not None and self.tabs.currentWidget() is self.compare_view and compare_question is not None:
+            box = compare_question
+        else:
+            self.show_tab(self.explore)
+            box = self.query_bar.query
+        box.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        box.selectAll()
+
+    def show_tab(self, widget: QWidget | None) -> None:
+        if self.tabs is not None and widget is not None:
+            self.tabs.setCurrentWidget(widget)
+
+    def focus_ranking(self, table) -> None:
+        self.show_tab(self.explore)
+        table.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        if table.model().rowCount() and not table.selectionModel().hasSelection():
+            table.selectRow(0)
+
+    def step_strategy(self, step: int) -> None:
+        """Select the next (or previous) available strategy, wrapping around."""
+        combo = self.query_bar.strategy
+        count = combo.count()
+        for offset in range(1, count + 1):
+            row = (combo.currentIndex() + step * offset) % count
+            if combo.model().item(row).isEnabled():
+                combo.setCurrentIndex(row)
+                return
+
+    def show_history(self) -> None:
+        self.focus_query()
+        self.query_bar.show_history_menu()
+
+    def open_row(self, table, row: int) -> None:
+        """Enter or double-click on a result: open it in the editor."""
+        item = table.model().item(row)
+        if item is not None and self.code.item is not item:
+            self.code.show_chunk(item)
+        self.code.open_in_editor()
+
+    def open_selected(self) -> None:
+        if self.code.item is None:
+            self.messages.show_message("Select a result first.", INFO, timeout_ms=4000)
+            return
+        self.code.open_in_editor()
 
     # ------------------------------------------------------------------ misc
     def _tell_compare(self, method: str, *args) -> None:

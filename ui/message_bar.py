@@ -1,8 +1,11 @@
-"""Inline message banner (no modal dialogs, so nothing blocks and tests never hang)."""
+"""Message banner (no modal dialogs, so nothing blocks and tests never hang).
+
+It floats over the bottom of its host widget instead of taking a place in a layout, so showing
+or hiding it never moves the rows under the mouse."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QStyle, QToolButton
 
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -54,11 +57,34 @@ class MessageBar(QFrame):
                   INFO: QStyle.StandardPixmap.SP_MessageBoxInformation}[level]
         self.icon.setPixmap(self.style().standardIcon(pixmap).pixmap(18, 18))
         self.label.setText(text)
+        self._place()
         self.show()
         if timeout_ms:
             self._timer.start(timeout_ms)
         else:
             self._timer.stop()
+
+    def float_over(self, host) -> None:
+        """Overlay the bottom edge of `host` (follows its size)."""
+        self.setParent(host)
+        host.installEventFilter(self)
+        self._place()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt API)
+        if watched is self.parent() and event.type() == QEvent.Type.Resize:
+            self._place()
+        return False
+
+    def _place(self) -> None:
+        host = self.parentWidget()
+        if host is None:
+            return
+        width = max(host.width() - 24, 200)
+        layout = self.layout()
+        height = layout.heightForWidth(width) if layout.hasHeightForWidth() else self.sizeHint().height()
+        height = max(height, self.minimumSizeHint().height())
+        self.setGeometry(12, host.height() - height - 8, width, height)
+        self.raise_()
 
     def text(self) -> str:
         return "" if self.isHidden() else self.label.text()

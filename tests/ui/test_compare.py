@@ -69,7 +69,8 @@ def test_question_runs_through_every_available_strategy_as_columns(view, service
 
 
 def test_labels_from_the_rankings_feed_an_evaluation_with_metrics_and_charts(view, qtbot, tmp_path):
-    view.set_question("check whether a number is prime")
+    # two chunks pass the relevance threshold (keyword-only hits below it no longer pad the list)
+    view.set_question("check whether a number is prime, or average the numbers")
     qtbot.waitUntil(view.run_question().done, timeout=120_000)
     assert view.label_cell(0, 0, True)
     table = view.rankings

@@ -7,7 +7,7 @@ from PySide6.QtGui import QColor
 
 from services.models import ProgressEvent, StrategyInfo
 from tests.ui.factories import SKIPPED, STALE, sample_health, sample_result
-from ui.code_view import CodeView, editor_command
+from ui.code_view import CodeView
 from ui.health_panel import HealthPanel, badge_for, progress_text
 from ui.query_bar import QueryBar, StrategyNameRole, strategy_model
 from ui.ranking_model import DOWN_COLOR, NEW_COLOR, ORIGINAL, RERANKED, UP_COLOR, RankingModel
@@ -87,17 +87,6 @@ def test_code_view_highlights_the_chunk_lines_with_line_numbers(qtbot):
     formats = block.layout().formats()
     assert any(f.start == 4 and f.format.foreground().color() != QColor("#000000") for f in formats)
     assert view.open_button.isEnabled()
-
-
-def test_editor_command_uses_visual_then_editor(monkeypatch):
-    monkeypatch.delenv("VISUAL", raising=False)
-    monkeypatch.setenv("EDITOR", "vim -p")
-    assert editor_command("/w/a.py", 12) == ["vim", "-p", "+12", "/w/a.py"]
-    monkeypatch.setenv("VISUAL", "code --wait")
-    assert editor_command("/w/a.py", 3)[:2] == ["code", "--wait"]
-    monkeypatch.delenv("VISUAL")
-    monkeypatch.delenv("EDITOR")
-    assert editor_command("/w/a.py", 3) is None
 
 
 def test_unavailable_strategies_are_disabled_with_reason_tooltip(qtbot):

@@ -1,0 +1,105 @@
+"""Regenerate the pictures in docs/ (the main states of the window) on the sample workspace.
+
+    xvfb-run -a python docs/screenshots.py [--data-dir DIR] [--out docs]
+
+Runs the real window on an in-process KnowledgeService (indexing the workspace if needed), with
+a throwaway settings file so the user's own window state is left alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+async def settle(app, seconds: float = 0.3) -> None:
+    await asyncio.sleep(seconds)
+    app.processEvents()
+
+
+async def wait_for(condition, timeout: float = 60.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError("the window did not reach the expected state")
+        await asyncio.sleep(0.05)
+
+
+async def scenes(app, window, workspace: str, out: Path) -> None:
+    from app.gui import take_screenshot
+
+    def shot(name: str) -> None:
+        path = out / name
+        window.grab().save(str(path))
+        print(f"saved {path}")
+
+    warm = Path(tempfile.mkdtemp(prefix="ke-warm-")) / "warm.png"  # the first query pays for warming up
+    await take_screenshot(window, workspace, str(warm), "where are notes deleted", "hybrid")
+    await take_screenshot(window, workspace, str(out / "screenshot.png"), "save a note to disk", "hybrid")
+
+    window.palette.open()
+    window.palette.filter.setText("")
+    await settle(app)
+    shot("palette.png")
+    window.palette.hide()
+
+    before = window.last_result
+    window.query_bar.set_filters(["java"], "swift/*")
+    window.run_query("save a note to disk")
+    await wait_for(lambda: window.last_result is not before)
+    await settle(app)
+    shot("empty-answer.png")
+    window.query_bar.clear_filters()
+    await wait_for(lambda: bool(window.last_result.results))
+
+    window.request_index(True)
+    await settle(app)
+    shot("confirm-rebuild.png")
+    window.messages.hide()
+
+    window.resize(window.minimumSizeHint().expandedTo(window.minimumSize()))
+    await settle(app, 0.5)
+    shot("minimum-size.png")
+
+
+def main() -> int:
+    import qasync
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from services.knowledge import KnowledgeService
+    from ui.main_window import MainWindow
+    from ui.theme import apply_theme
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--workspace", default=str(ROOT / "tests" / "sample_workspace"))
+    parser.add_argument("--out", default=str(ROOT / "docs"))
+    args = parser.parse_args()
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    apply_theme(app)
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    scratch = tempfile.TemporaryDirectory(prefix="ke-docs-")
+    settings = QSettings(str(Path(scratch.name) / "settings.ini"), QSettings.Format.IniFormat)
+    service = KnowledgeService(data_dir=args.data_dir) if args.data_dir else KnowledgeService()
+    window = MainWindow(service, settings)
+    window.resize(1440, 900)
+    window.show()
+    try:
+        with loop:
+            loop.run_until_complete(scenes(app, window, args.workspace, Path(args.out)))
+    finally:
+        window.shutdown()
+        service.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
