@@ -162,7 +162,7 @@ class KnowledgeService:
         stages.mark("expand")
         return pipeline.assemble(question, options, pipeline.to_results(top, contexts),
                                  pipeline.to_results(original, contexts), total, len(kept),
-                                 was_reranked, fallback, stages)
+                                 was_reranked, fallback, stages, pipeline.pool_seen(request))
 
     def _search(self, question, vector, options: QueryOptions, index: WorkspaceIndex, pool: int,
                 with_keywords: bool):

@@ -21,7 +21,10 @@ class Settings:
     max_chunk_lines: int = 150  # larger classes are split by member
     stale_ratio_for_reindex: float = 0.3  # knowledge-service.md: stale > 30% of files
     # --- query pipeline (knowledge-service.md) ---
-    overfetch_factor: int = 2
+    # candidates a reranker sees: max(candidate_pool_min, candidate_pool_factor x top_k); the spec's
+    # 2 x top_k was too few (issue #11: a match at vector rank 42 never reached the reranker)
+    candidate_pool_min: int = 50
+    candidate_pool_factor: int = 5
     prefetch_threshold_factor: float = 0.8
     cache_size: int = 100
     cache_ttl_seconds: float = 300.0
@@ -63,6 +66,9 @@ class Settings:
     llm_api_key: str = ""
     llm_timeout_seconds: float = 20.0
     llm_max_candidates: int = 20
+
+    def candidate_pool(self, top_k: int) -> int:
+        return max(self.candidate_pool_min, self.candidate_pool_factor * top_k)
 
     def with_changes(self, **changes) -> "Settings":
         return replace(self, **changes)

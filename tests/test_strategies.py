@@ -81,7 +81,9 @@ def test_empty_candidate_list(name):
 
 def test_none_keeps_the_vector_ranking():
     candidates = ranked([chunk("a"), chunk("b")], [0.9, 0.4])
-    assert strategy("none").rerank(request("b", candidates)) == candidates
+    out = strategy("none").rerank(request("b", candidates))
+    assert [(c.chunk.id, c.score) for c in out] == [(c.chunk.id, c.score) for c in candidates]
+    assert [s.name for s in out[0].signals] == ["cosine similarity"]
 
 
 # --- keyword boost (reranking-strategies.md) ------------------------------------------------------

@@ -58,7 +58,7 @@ class BaseStrategy:
         return Availability(True)
 
     def pool_size(self, top_k: int) -> int:
-        return top_k * self.settings.overfetch_factor
+        return self.settings.candidate_pool(top_k)
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
         raise NotImplementedError

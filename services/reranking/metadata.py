@@ -16,10 +16,10 @@ Boosted scores are not capped. No intent -> the vector order, scores unchanged.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from services.models import Candidate, RerankRequest
-from services.reranking._ranking import best_first
+from services.models import Candidate, RerankRequest, Signal
+from services.reranking._ranking import best_first, cosine_signal, explained
 from services.reranking.base import SIMILARITY, BaseStrategy, register
 from services.reranking.heuristic import squash
 from services.text import STOP_WORDS
@@ -88,7 +88,10 @@ class MetadataStrategy(BaseStrategy):
         if intent is None:
             return list(request.candidates)
         factor, chosen = self._selection(intent, request.candidates)
-        return best_first(replace(c, score=c.score * factor) if c.chunk.id in chosen else c
+        what = (f"implements {intent.target}" if intent.kind == "conformance"
+                else f"{intent.target or 'a'} protocol/interface".strip())
+        boost = Signal(what, factor, factor, "mul", f"question asks for {intent.kind}")
+        return best_first(explained(c, [cosine_signal(c)] + ([boost] if c.chunk.id in chosen else []))
                           for c in request.candidates)
 
     def _selection(self, intent: Intent, candidates: list[Candidate]) -> tuple[float, set[str]]:

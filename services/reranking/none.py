@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from services.models import Candidate, RerankRequest
+from services.reranking._ranking import cosine_signal, explained
 from services.reranking.base import SIMILARITY, BaseStrategy, register
 
 
@@ -15,4 +16,4 @@ class NoReranking(BaseStrategy):
     order = 0
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
-        return list(request.candidates)
+        return [explained(c, [cosine_signal(c)]) for c in request.candidates]

@@ -9,10 +9,8 @@ A question without keywords returns the vector order with the original scores.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from services.models import Candidate, RerankRequest
-from services.reranking._ranking import best_first, count_words, min_max
+from services.models import Candidate, RerankRequest, Signal
+from services.reranking._ranking import apply_signals, best_first, count_words, explained, scaled_signals
 from services.reranking.base import RELATIVE, BaseStrategy, register
 from services.text import query_keywords
 
@@ -33,9 +31,14 @@ class ReciprocalRankFusionStrategy(BaseStrategy):
     order = 20
 
     def rrf_score(self, semantic_rank: int, keyword_rank: int) -> float:
+        return apply_signals(self.rank_signals(semantic_rank, keyword_rank, 0.0))
+
+    def rank_signals(self, semantic_rank: int, keyword_rank: int, frequency: float) -> list[Signal]:
         s = self.settings
-        return (s.rrf_semantic_weight / (s.rrf_k + semantic_rank)
-                + s.rrf_keyword_weight / (s.rrf_k + keyword_rank))
+        return [Signal(f"vector rank {semantic_rank}", semantic_rank, s.rrf_semantic_weight / (s.rrf_k + semantic_rank),
+                       "add", f"{s.rrf_semantic_weight:g}/({s.rrf_k:g}+rank)"),
+                Signal(f"keyword rank {keyword_rank}", keyword_rank, s.rrf_keyword_weight / (s.rrf_k + keyword_rank),
+                       "add", f"{s.rrf_keyword_weight:g}/({s.rrf_k:g}+rank); keyword frequency {frequency:g}")]
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
         candidates = list(request.candidates)
@@ -45,6 +48,7 @@ class ReciprocalRankFusionStrategy(BaseStrategy):
         frequencies = [keyword_frequency(c.chunk.content, keywords) for c in candidates]
         by_keywords = sorted(range(len(candidates)), key=lambda i: -frequencies[i])  # stable
         keyword_rank = {index: rank for rank, index in enumerate(by_keywords, start=1)}
-        raw = [self.rrf_score(i + 1, keyword_rank[i]) for i in range(len(candidates))]
-        scaled = min_max(raw)
-        return best_first(replace(c, score=v) for c, v in zip(candidates, scaled))
+        fused = [self.rank_signals(i + 1, keyword_rank[i], frequencies[i]) for i in range(len(candidates))]
+        raw = [apply_signals(f) for f in fused]
+        low, high = min(raw), max(raw)
+        return best_first(explained(c, f + scaled_signals(v, low, high)) for c, f, v in zip(candidates, fused, raw))
