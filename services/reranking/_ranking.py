@@ -79,6 +79,11 @@ def cosine_signal(candidate: Candidate) -> Signal:
     return Signal("cosine similarity", candidate.score, candidate.score, "set")
 
 
+def unchanged(candidates: Iterable[Candidate], why: str) -> list[Candidate]:
+    """The candidates in their order with their scores, explained by `why` (e.g. no keywords)."""
+    return [explained(c, [replace(cosine_signal(c), note=why)]) for c in candidates]
+
+
 def scaled_signals(raw: float, low: float, high: float) -> list[Signal]:
     """min_max as signals: subtract the list's lowest value, divide by its range (all equal -> 1.0)."""
     if high - low <= 0:

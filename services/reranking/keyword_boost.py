@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from services.models import Candidate, RerankRequest, Signal
 from services.reranking._ranking import (
-    apply_signals, best_first, contains_word, cosine_signal, explained, searchable_text,
+    apply_signals, best_first, contains_word, cosine_signal, explained, searchable_text, unchanged,
 )
 from services.reranking.base import SIMILARITY, BaseStrategy, register
 from services.text import query_keywords
@@ -27,7 +27,7 @@ class KeywordBoostStrategy(BaseStrategy):
     def rerank(self, request: RerankRequest) -> list[Candidate]:
         keywords = query_keywords(request.query)
         if not keywords:
-            return list(request.candidates)
+            return unchanged(request.candidates, "the question has no keywords")
         phrase = request.query.strip().lower()
         return best_first(explained(c, self.signals(c, keywords, phrase)) for c in request.candidates)
 

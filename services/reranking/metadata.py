@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from services.models import Candidate, RerankRequest, Signal
-from services.reranking._ranking import best_first, cosine_signal, explained
+from services.reranking._ranking import best_first, cosine_signal, explained, unchanged
 from services.reranking.base import SIMILARITY, BaseStrategy, register
 from services.reranking.heuristic import squash
 from services.text import STOP_WORDS
@@ -86,7 +86,7 @@ class MetadataStrategy(BaseStrategy):
     def rerank(self, request: RerankRequest) -> list[Candidate]:
         intent = detect_intent(request.query)
         if intent is None:
-            return list(request.candidates)
+            return unchanged(request.candidates, "the question asks for no protocol or conformance")
         factor, chosen = self._selection(intent, request.candidates)
         what = (f"implements {intent.target}" if intent.kind == "conformance"
                 else f"{intent.target or 'a'} protocol/interface".strip())

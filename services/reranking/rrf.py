@@ -10,7 +10,9 @@ A question without keywords returns the vector order with the original scores.
 from __future__ import annotations
 
 from services.models import Candidate, RerankRequest, Signal
-from services.reranking._ranking import apply_signals, best_first, count_words, explained, scaled_signals
+from services.reranking._ranking import (
+    apply_signals, best_first, count_words, explained, scaled_signals, unchanged,
+)
 from services.reranking.base import RELATIVE, BaseStrategy, register
 from services.text import query_keywords
 
@@ -44,7 +46,7 @@ class ReciprocalRankFusionStrategy(BaseStrategy):
         candidates = list(request.candidates)
         keywords = query_keywords(request.query)
         if not candidates or not keywords:
-            return candidates
+            return unchanged(request.candidates, "the question has no keywords")
         frequencies = [keyword_frequency(c.chunk.content, keywords) for c in candidates]
         by_keywords = sorted(range(len(candidates)), key=lambda i: -frequencies[i])  # stable
         keyword_rank = {index: rank for rank, index in enumerate(by_keywords, start=1)}
