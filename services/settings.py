@@ -52,6 +52,12 @@ class Settings:
     # --- metadata-aware (hybrid-fusion-and-metadata-reranking.md) ---
     protocol_kind_boost: float = 1.3
     conformance_match_boost: float = 1.5
+    # --- path priors (issue #11): tests, examples, docs and generated code scaled by path_prior_factor
+    # in hybrid and metadata; 1.0 = off. Globs, comma-separated, also matched below any folder ---
+    path_prior_factor: float = 1.0
+    path_prior_patterns: str = ("test/*,tests/*,testing/*,test_*.py,*_test.py,*_test.go,*.test.*,*.spec.*,"
+                                "conftest.py,examples/*,example/*,docs/*,doc/*,*_pb2.py,*.generated.*,"
+                                "generated/*")
     # --- cross-encoder (cross-encoder-reranking.md) ---
     cross_encoder_model: str = DEFAULT_CROSS_ENCODER
     cross_encoder_batch_size: int = 32

@@ -85,3 +85,20 @@ def test_rrf_shows_vector_and_keyword_ranks():
     top = result[0]
     assert top.signals[0].name.startswith("vector rank ") and top.signals[1].name.startswith("keyword rank ")
     assert top.score == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("name", ["hybrid", "metadata"])
+def test_path_prior_demotes_tests_docs_and_examples_when_switched_on(name):
+    code = chunk("save_note", path="src/notes/store.py")
+    test = chunk("test_save_note", path="tests/test_store.py")
+    doc = chunk("guide", path="project/docs/guide.py")
+    far = chunk("unrelated", path="src/other.py")
+    candidates = ranked([test, doc, code, far], [0.60, 0.59, 0.58, 0.30])
+    req = request("save a note", candidates, keyword_hits([test, doc, code, far], [3.0, 2.9, 2.8, 0.5], candidates))
+    off = create_strategy(name, Settings()).rerank(req)
+    assert [c.chunk.symbol for c in off][0] == "test_save_note"
+    on = create_strategy(name, Settings().with_changes(path_prior_factor=0.8)).rerank(req)
+    assert [c.chunk.symbol for c in on][0] == "save_note"
+    demoted = by_name(on)["guide"].signals
+    assert any(s.name == "demoted path" and "docs/*" in s.note for s in demoted)
+    assert all(apply_signals(c.signals) == pytest.approx(c.score, abs=1e-12) for c in on)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import re
 from collections.abc import Iterable
@@ -91,3 +92,19 @@ def scaled_signals(raw: float, low: float, high: float) -> list[Signal]:
     return [Signal("minus the list's lowest", low, -low, "add"),
             Signal("divided by the list's range", high - low, 1.0 / (high - low), "mul",
                     "scaled 0–1 within this question's candidates")]
+
+
+@lru_cache(maxsize=64)
+def _prior_patterns(patterns: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in patterns.split(",") if p.strip())
+
+
+def path_prior(path: str, patterns: str, factor: float) -> list[Signal]:
+    """A 'demoted path' multiplier when the path matches one of the globs (at the top or below any
+    folder) and the factor is not 1; else nothing."""
+    if factor == 1.0:
+        return []
+    for pattern in _prior_patterns(patterns):
+        if fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(path, f"*/{pattern}"):
+            return [Signal("demoted path", factor, factor, "mul", f"matches {pattern} (tests, examples, docs, generated)")]
+    return []

@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from services.models import Candidate, RerankRequest, Signal
-from services.reranking._ranking import apply_signals, best_first, explained, min_max, scaled_signals
+from services.reranking._ranking import (
+    apply_signals, best_first, explained, min_max, path_prior, scaled_signals,
+)
 from services.reranking.base import RELATIVE, BaseStrategy, register
 
 
@@ -61,6 +63,8 @@ class HybridFusionStrategy(BaseStrategy):
             fused[chunk_id] += signals
         for chunk_id, signals in self.contributions(bm25, s.hybrid_bm25_weight, "BM25").items():
             fused[chunk_id] += signals
+        for chunk_id, signals in fused.items():
+            signals += path_prior(merged[chunk_id].chunk.path, s.path_prior_patterns, s.path_prior_factor)
         raw = {chunk_id: apply_signals(signals) for chunk_id, signals in fused.items()}
         low, high = min(raw.values(), default=0.0), max(raw.values(), default=0.0)
         return best_first(explained(merged[i], fused[i] + scaled_signals(raw[i], low, high)) for i in fused)

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from services.models import Candidate, RerankRequest, Signal
-from services.reranking._ranking import best_first, cosine_signal, explained, unchanged
+from services.reranking._ranking import best_first, cosine_signal, explained, path_prior, unchanged
 from services.reranking.base import SIMILARITY, BaseStrategy, register
 from services.reranking.heuristic import squash
 from services.text import STOP_WORDS
@@ -84,15 +84,26 @@ class MetadataStrategy(BaseStrategy):
     order = 50
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
+        s = self.settings
         intent = detect_intent(request.query)
-        if intent is None:
+        factor, chosen = self._selection(intent, request.candidates) if intent else (1.0, set())
+        boost = self._boost_signal(intent, factor)
+
+        def signals(c: Candidate) -> list[Signal]:
+            return ([cosine_signal(c)] + ([boost] if c.chunk.id in chosen else [])
+                    + path_prior(c.chunk.path, s.path_prior_patterns, s.path_prior_factor))
+
+        if intent is None and s.path_prior_factor == 1.0:
             return unchanged(request.candidates, "the question asks for no protocol or conformance")
-        factor, chosen = self._selection(intent, request.candidates)
+        return best_first(explained(c, signals(c)) for c in request.candidates)
+
+    @staticmethod
+    def _boost_signal(intent: Intent | None, factor: float) -> Signal | None:
+        if intent is None:
+            return None
         what = (f"implements {intent.target}" if intent.kind == "conformance"
                 else f"{intent.target or 'a'} protocol/interface".strip())
-        boost = Signal(what, factor, factor, "mul", f"question asks for {intent.kind}")
-        return best_first(explained(c, [cosine_signal(c)] + ([boost] if c.chunk.id in chosen else []))
-                          for c in request.candidates)
+        return Signal(what, factor, factor, "mul", f"question asks for {intent.kind}")
 
     def _selection(self, intent: Intent, candidates: list[Candidate]) -> tuple[float, set[str]]:
         if intent.kind == "conformance":
