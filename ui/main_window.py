@@ -215,7 +215,7 @@ class MainWindow(QMainWindow):
             log.exception("strategies() failed")
             self.messages.show_message(f"Could not list reranking strategies: {exc}", ERROR)
             strategies = fallback_strategies()
-        self.results.strategy_labels = {info.name: info.label or info.name for info in strategies}
+        self.results.set_strategies(strategies)
         preferred = str(self.settings.value("strategy", "") or "")
         self.query_bar.set_strategies(strategies, preferred)
 
