@@ -534,3 +534,27 @@ def format_table(report: EvalReport) -> str:
     for name, reason in report.skipped.items():
         lines.append(f"{name}: not run ({reason})")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- a workspace's chosen default
+
+def default_strategy_file(labels_file: str | Path) -> Path:
+    """Beside the workspace's labels file (services.labels.default_labels_file): `<labels>.strategy.json`."""
+    labels_file = Path(labels_file)
+    return labels_file.with_name(labels_file.stem + ".strategy.json")
+
+
+def save_default_strategy(labels_file: str | Path, recommendation: Recommendation) -> Path:
+    target = default_strategy_file(labels_file)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps({"strategy": recommendation.strategy, "significant": recommendation.significant,
+                                  "reason": recommendation.reason}), encoding="utf-8")
+    return target
+
+
+def load_default_strategy(labels_file: str | Path) -> str:
+    """The strategy chosen for this workspace after an evaluation, or "" (unreadable files count as none)."""
+    try:
+        return str(json.loads(default_strategy_file(labels_file).read_text(encoding="utf-8"))["strategy"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""

@@ -207,6 +207,13 @@ class MainWindow(QMainWindow):
         self.health_panel.reindex_requested.connect(self.start_index)
         self.health_panel.cancel_requested.connect(self.cancel_index)
         self.progress_received.connect(self._on_progress)
+        if hasattr(self.compare_view, "query_opened"):  # per-query rows open in Explore; a chosen default applies
+            self.compare_view.query_opened.connect(self.open_question)
+            self.compare_view.default_strategy_chosen.connect(self.query_bar.select_strategy)
+
+    def open_question(self, text: str) -> None:
+        self.tabs.setCurrentWidget(self.explore)
+        self.run_query(text)
 
     def _load_strategies(self) -> None:
         try:
