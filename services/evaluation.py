@@ -14,6 +14,7 @@ import asyncio
 import csv
 import hashlib
 import json
+import math
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -297,7 +298,8 @@ def paired_p_values(qrels: Qrels, rankings: dict[str, dict[str, list[str]]],
     runs = [Run(run_from_rankings({q: ranked.get(q, []) for q in positive}), name=name)
             for name, ranked in rankings.items()]
     report = compare(RanxQrels(positive), runs, [METRICS[metric]], stat_test="student", make_comparable=True)
-    return {pair: float(values[METRICS[metric]]["p_value"]) for pair, values in report.comparisons.items()}
+    p_values = {pair: float(values[METRICS[metric]]["p_value"]) for pair, values in report.comparisons.items()}
+    return {pair: 1.0 if math.isnan(p) else p for pair, p in p_values.items()}  # nan: identical per-query scores
 
 
 def percentile(values: Sequence[float], q: float) -> float:

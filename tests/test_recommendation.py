@@ -47,3 +47,10 @@ def test_json_carries_the_test_and_the_recommendation():
     assert data["strategies"]["hybrid"]["wins"] == 36 and data["strategies"]["hybrid"]["p_vs_none"] < 0.05
     assert data["recommended"]["strategy"] == "hybrid"
     assert data["per_query"]["q0"] == {"none": round(1 / 3, 4), "hybrid": 1.0}
+
+
+def test_identical_rankings_have_p_one_not_nan():
+    qrels, rankings = rankings_where(better_on=3, queries=5)
+    report = score_rankings(qrels, {"none": rankings["none"], "metadata": rankings["none"]})
+    assert report.p_value("metadata") == 1.0
+    assert report.recommend().strategy == "none"
