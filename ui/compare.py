@@ -432,10 +432,13 @@ class CompareView(QWidget):
         table.clear()
         others = [n for n in report.per_query if n != BASELINE]
         base = report.per_query.get(BASELINE, {})
-        ids = list(base) or list(next(iter(report.per_query.values()), {}))
+        scored = base or next(iter(report.per_query.values()), {})
+        ids = [q for q in report.query_texts if q in scored] or list(scored)
         table.setColumnCount(2 + len(others))
         table.setRowCount(len(ids))
-        table.setHorizontalHeaderLabels(["Query", f"none {PRIMARY.upper()}"] + [f"{n} Δ" for n in others])
+        wins = {n: report.wins_losses(n) for n in others}
+        table.setHorizontalHeaderLabels(["Query", f"none {PRIMARY.upper()}"]
+                                        + [f"{n} Δ ({wins[n][0]}▲ {wins[n][2]}▼)" for n in others])
         for row, qid in enumerate(ids):
             text = report.query_texts.get(qid, qid)
             query = QTableWidgetItem(" ".join(text.split())[:200])

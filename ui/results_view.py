@@ -176,7 +176,7 @@ class ResultsView(QWidget):
         vector = "Vector: cosine similarity 0–1."
         reranked = info.legend if info and info.legend else ""
         bars = "Bars: each score relative to the best in its list; hover for the raw value."
-        return "  ".join(part for part in (vector, f"Reranked — {reranked}" if reranked else "", bars) if part)
+        return "  ".join(part for part in (vector, f"Reranked: {reranked}" if reranked else "", bars) if part)
 
     def _explain(self, item: ResultChunk | None) -> None:
         """The why view follows the selection; an original-side row is explained by its reranked twin."""

@@ -87,12 +87,13 @@ class WhyView(QWidget):
         self.table.verticalHeader().hide()
         self.table.setShowGrid(False)
         self.table.setItemDelegateForColumn(2, BarDelegate(self.table))
+        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 6)
         header = self.table.horizontalHeader()
         for column, mode in enumerate((QHeaderView.ResizeMode.ResizeToContents,
                                        QHeaderView.ResizeMode.ResizeToContents,
-                                       QHeaderView.ResizeMode.Stretch, QHeaderView.ResizeMode.Interactive)):
+                                       QHeaderView.ResizeMode.Interactive, QHeaderView.ResizeMode.Stretch)):
             header.setSectionResizeMode(column, mode)
-        self.table.setColumnWidth(3, 220)
+        self.table.setColumnWidth(2, 260)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)

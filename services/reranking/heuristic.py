@@ -40,7 +40,7 @@ class HeuristicStrategy(BaseStrategy):
                    "docstring, penalty for stubs, bonus for much-referenced symbols.")
     scale = SIMILARITY
     order = 40
-    legend = ("Score: cosine similarity plus boosts (exact name +2.0, each term in the name +0.5, "
+    legend = ("cosine similarity plus boosts (exact name +2.0, each term in the name +0.5, "
               "docstring up to +0.3, stub −0.3, much referenced +0.2), so it can reach about 3.")
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:

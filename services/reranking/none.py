@@ -14,7 +14,7 @@ class NoReranking(BaseStrategy):
     description = "Results in the order of their cosine similarity to the question."
     scale = SIMILARITY
     order = 0
-    legend = "Score: cosine similarity of question and chunk, 0–1; comparable across questions."
+    legend = "cosine similarity of question and chunk, 0–1; comparable across questions."
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
         return [explained(c, [cosine_signal(c)]) for c in request.candidates]

@@ -185,7 +185,7 @@ def test_per_query_wins_sort_and_a_click_opens_the_question(qtbot, loop):
     widget.show_report(report_with_per_query_scores(queries=6, better_on=2))
     table = widget.per_query
     assert table.rowCount() == 6
-    assert [table.horizontalHeaderItem(c).text() for c in range(3)] == ["Query", "none MRR@10", "hybrid Δ"]
+    assert [table.horizontalHeaderItem(c).text() for c in range(3)] == ["Query", "none MRR@10", "hybrid Δ (2▲ 4▼)"]
     table.sortItems(2, Qt.SortOrder.DescendingOrder)
     assert [table.item(r, 2).text() for r in range(6)] == ["+0.500"] * 2 + ["-0.500"] * 4
     opened = []
