@@ -59,6 +59,7 @@ class BaseStrategy:
     uses_keyword_index: ClassVar[bool] = False
     order: ClassVar[int] = 100  # position in lists shown to users
     legend: ClassVar[str] = ""  # what the scores mean; default: the scale's legend (LEGENDS)
+    wide_pool: ClassVar[bool] = True  # False: the spec's narrow_pool_factor x top_k (measured better for it)
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -67,6 +68,8 @@ class BaseStrategy:
         return Availability(True)
 
     def pool_size(self, top_k: int) -> int:
+        if not self.wide_pool:
+            return self.settings.narrow_pool_factor * top_k
         return self.settings.candidate_pool(top_k)
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
