@@ -54,8 +54,10 @@ class Settings:
     protocol_kind_boost: float = 1.3
     conformance_match_boost: float = 1.5
     # --- path priors (issue #11): tests, examples, docs and generated code scaled by path_prior_factor
-    # in hybrid and metadata; 1.0 = off. Globs, comma-separated, also matched below any folder ---
-    path_prior_factor: float = 1.0
+    # in hybrid and metadata; 1.0 = off. Globs, comma-separated, also matched below any folder.
+    # On by default: on pytest's bug reports it lifted MRR@10 of metadata 0.295 -> 0.561 and of hybrid
+    # 0.283 -> 0.391 (benchmarks/README.md) ---
+    path_prior_factor: float = 0.8
     path_prior_patterns: str = ("test/*,tests/*,testing/*,test_*.py,*_test.py,*_test.go,*.test.*,*.spec.*,"
                                 "conftest.py,examples/*,example/*,docs/*,doc/*,*_pb2.py,*.generated.*,"
                                 "generated/*")

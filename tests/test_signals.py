@@ -88,14 +88,14 @@ def test_rrf_shows_vector_and_keyword_ranks():
 
 
 @pytest.mark.parametrize("name", ["hybrid", "metadata"])
-def test_path_prior_demotes_tests_docs_and_examples_when_switched_on(name):
+def test_path_prior_demotes_tests_docs_and_examples(name):
     code = chunk("save_note", path="src/notes/store.py")
     test = chunk("test_save_note", path="tests/test_store.py")
     doc = chunk("guide", path="project/docs/guide.py")
     far = chunk("unrelated", path="src/other.py")
     candidates = ranked([test, doc, code, far], [0.60, 0.59, 0.58, 0.30])
     req = request("save a note", candidates, keyword_hits([test, doc, code, far], [3.0, 2.9, 2.8, 0.5], candidates))
-    off = create_strategy(name, Settings()).rerank(req)
+    off = create_strategy(name, Settings().with_changes(path_prior_factor=1.0)).rerank(req)
     assert [c.chunk.symbol for c in off][0] == "test_save_note"
     on = create_strategy(name, Settings().with_changes(path_prior_factor=0.8)).rerank(req)
     assert [c.chunk.symbol for c in on][0] == "save_note"
