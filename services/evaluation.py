@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from services.models import Chunk, QueryOptions, QueryResult
+from services.settings import DEFAULT_STRATEGY
 
 # Our short names -> ranx metric names.
 METRICS: dict[str, str] = {
@@ -399,7 +400,7 @@ class Recommendation:
     reason: str
 
 
-def recommend(report: EvalReport, default: str = BASELINE, alpha: float = SIGNIFICANCE) -> Recommendation:
+def recommend(report: EvalReport, default: str = DEFAULT_STRATEGY, alpha: float = SIGNIFICANCE) -> Recommendation:
     """Best MRR@10, but only over `none` when a paired t-test says the gain is real (p < alpha);
     otherwise `default` (the strategy measured best on our benchmarks), saying why."""
     scores = {name: r.metrics.get(PRIMARY, 0.0) for name, r in report.strategies.items()}

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the window talks to an engine process; the engine itself is
     from services.knowledge import KnowledgeService
 from services.labels import default_labels_file, record_label
 from services.models import IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, StrategyInfo
+from services.settings import DEFAULT_STRATEGY
 from ui.async_runner import AsyncRunner
 from ui.code_view import CodeView, preload_lexers
 from ui.health_panel import HealthPanel
@@ -223,7 +224,7 @@ class MainWindow(QMainWindow):
             self.messages.show_message(f"Could not list reranking strategies: {exc}", ERROR)
             strategies = fallback_strategies()
         self.results.set_strategies(strategies)
-        preferred = str(self.settings.value("strategy", "") or "")
+        preferred = str(self.settings.value("strategy", "") or DEFAULT_STRATEGY)  # best on our benchmarks
         self.query_bar.set_strategies(strategies, preferred)
 
     # ---------------------------------------------------------------- settings
