@@ -4,7 +4,8 @@ For each method (semantic = the vector candidates in their order, bm25 = request
     contribution = weight x (alpha x 1/(k + rank) + (1 - alpha) x normalised_score)
 where normalised_score is the method's own score min-max scaled within its list (a list whose
 scores are all equal gives 1.0 to each). A chunk found by both methods gets both contributions;
-the union of both lists is returned. The fused values are min-max scaled to 0-1 within the
+the union of both lists is returned. Path priors (settings.path_prior_factor, issue #11) multiply the
+fused value of tests, examples, docs and generated code. The fused values are min-max scaled to 0-1 within the
 query (all equal -> 1.0), so the best chunk scores 1.0 and the worst 0.0.
 """
 
@@ -24,7 +25,8 @@ class HybridFusionStrategy(BaseStrategy):
     name = "hybrid"
     label = "Hybrid BM25 + semantic"
     description = ("Merges a BM25 keyword search with the vector search (weights 0.7 semantic, "
-                   "0.3 BM25), using both rank and score; finds chunks the vector search missed.")
+                   "0.3 BM25), using both rank and score; finds chunks the vector search missed; "
+                   "tests, examples, docs and generated code are demoted (x0.8).")
     scale = RELATIVE
     uses_keyword_index = True
     order = 30

@@ -10,7 +10,9 @@ Two intents are recognised (conformance first, as it is the more specific one):
   When X is named and some protocol/interface candidate has that name (ignoring case, spaces
   and underscores), only those are boosted; when no candidate has that name, or no X is named,
   every protocol/interface chunk is boosted.
-Boosted scores are not capped. No intent -> the vector order, scores unchanged.
+Boosted scores are not capped. Path priors (settings.path_prior_factor, issue #11): chunks of tests,
+examples, docs and generated code are multiplied by the factor. No intent and no priors -> the vector
+order, scores unchanged.
 """
 
 from __future__ import annotations
@@ -79,7 +81,8 @@ class MetadataStrategy(BaseStrategy):
     name = "metadata"
     label = "Metadata-aware"
     description = ("Reads the question's intent: 'X protocol' boosts protocol/interface "
-                   "definitions (x1.3), 'what implements X' boosts types that list X as a base (x1.5).")
+                   "definitions (x1.3), 'what implements X' boosts types that list X as a base (x1.5); "
+                   "tests, examples, docs and generated code are demoted (x0.8).")
     scale = SIMILARITY
     order = 50
 
