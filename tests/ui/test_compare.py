@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 
 from services.evaluation import EvalReport, StrategyReport, load_queries
 from services.knowledge import KnowledgeService
-from ui.compare import CompareView
+from ui.compare import CompareView, ResultRole
 from tests.ui.factories import sample_result
 
 FILES = {
@@ -74,8 +74,9 @@ def test_labels_from_the_rankings_feed_an_evaluation_with_metrics_and_charts(vie
     qtbot.waitUntil(view.run_question().done, timeout=120_000)
     assert view.label_cell(0, 0, True)
     table = view.rankings
+    top = table.item(0, 0).data(ResultRole).chunk.id
     row, col = next((r, c) for r in range(table.rowCount()) for c in range(table.columnCount())
-                    if table.item(r, c) is not None and table.item(r, c).text() != table.item(0, 0).text())
+                    if table.item(r, c) is not None and table.item(r, c).data(ResultRole).chunk.id != top)
     bottom = table.item(row, col)
     assert view.label_cell(row, col, False)
     assert view.rankings.item(0, 0).background().color().green() > view.rankings.item(0, 0).background().color().red()
