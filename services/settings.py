@@ -29,7 +29,7 @@ class Settings:
     # 2 x top_k was too few (issue #11: a match at vector rank 42 never reached the reranker)
     candidate_pool_min: int = 50
     candidate_pool_factor: int = 5
-    narrow_pool_factor: int = 2  # for strategies with wide_pool = False (heuristic, keyword-boost: measured)
+    narrow_pool_factor: int = 2  # for strategies with wide_pool = False (heuristic, keyword-boost, rrf: measured)
     prefetch_threshold_factor: float = 0.8
     cache_size: int = 100
     cache_ttl_seconds: float = 300.0
