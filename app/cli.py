@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import sys
@@ -282,12 +283,13 @@ def query_json(result) -> dict:
         "question": result.question, "strategy": result.strategy, "reranked": result.reranked,
         "fallback_reason": result.fallback_reason, "cache_hit": result.cache_hit,
         "timings_ms": result.timings_ms, "total_chunks_searched": result.total_chunks_searched,
-        "chunks_above_threshold": result.chunks_above_threshold,
+        "chunks_above_threshold": result.chunks_above_threshold, "pool_size": result.pool_size,
         "results": [{
             "rank": r.rank, "original_rank": r.original_rank, "path": r.chunk.path,
             "start_line": r.chunk.start_line, "end_line": r.chunk.end_line, "symbol": r.chunk.qualified_name
             or r.chunk.symbol, "kind": r.chunk.kind, "language": r.chunk.language,
             "original_score": r.original_score, "score": r.score, "stale": r.stale or None,
+            "signals": [dataclasses.asdict(signal) for signal in r.signals],
         } for r in result.results],
     }
 

@@ -14,6 +14,7 @@ import asyncio
 import csv
 import hashlib
 import json
+import math
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from services.models import Chunk, QueryOptions, QueryResult
+from services.settings import DEFAULT_STRATEGY
 
 # Our short names -> ranx metric names.
 METRICS: dict[str, str] = {
@@ -31,6 +33,8 @@ METRICS: dict[str, str] = {
     "r@100": "recall@100",
 }
 BASELINE = "none"
+PRIMARY = "mrr@10"  # the metric a recommendation is based on
+SIGNIFICANCE = 0.05  # a strategy is recommended over `none` only when its gain has p below this
 
 Qrels = dict[str, dict[str, int]]  # query id -> doc id -> grade (> 0 relevant)
 
@@ -258,8 +262,7 @@ def compute_metrics(qrels: Qrels, rankings: dict[str, list[str]]) -> dict[str, f
     """Mean of each metric in METRICS over the judged queries (a query with no ranking scores 0)."""
     from ranx import Qrels as RanxQrels, Run, evaluate  # imported late: numba makes it slow to load
 
-    positive = {q: {d: g for d, g in docs.items() if g > 0} for q, docs in qrels.items()}
-    positive = {q: docs for q, docs in positive.items() if docs}
+    positive = _positive(qrels)
     if not positive:
         raise ValueError("no query has a relevant document")
     runs = {q: rankings.get(q, []) for q in positive}
@@ -268,6 +271,36 @@ def compute_metrics(qrels: Qrels, rankings: dict[str, list[str]]) -> dict[str, f
     if not isinstance(scores, dict):  # ranx returns a bare number for one metric
         scores = {list(METRICS.values())[0]: scores}
     return {short: float(scores[name]) for short, name in METRICS.items()}
+
+
+def _positive(qrels: Qrels) -> Qrels:
+    positive = {q: {d: g for d, g in docs.items() if g > 0} for q, docs in qrels.items()}
+    return {q: docs for q, docs in positive.items() if docs}
+
+
+def per_query(qrels: Qrels, rankings: dict[str, list[str]], metric: str = PRIMARY) -> dict[str, float]:
+    """`metric` for each judged query (0 when its ranking misses every relevant document)."""
+    from ranx import Qrels as RanxQrels, Run, evaluate
+
+    positive = _positive(qrels)
+    run = Run(run_from_rankings({q: rankings.get(q, []) for q in positive}))
+    evaluate(RanxQrels(positive), run, [METRICS[metric]], make_comparable=True)
+    return {q: float(v) for q, v in run.scores[METRICS[metric]].items()}
+
+
+def paired_p_values(qrels: Qrels, rankings: dict[str, dict[str, list[str]]],
+                    metric: str = PRIMARY) -> dict[frozenset, float]:
+    """p-value of a paired Student's t-test (ranx `compare`) on `metric` for every pair of strategies."""
+    from ranx import Qrels as RanxQrels, Run, compare
+
+    positive = _positive(qrels)
+    if len(rankings) < 2:
+        return {}
+    runs = [Run(run_from_rankings({q: ranked.get(q, []) for q in positive}), name=name)
+            for name, ranked in rankings.items()]
+    report = compare(RanxQrels(positive), runs, [METRICS[metric]], stat_test="student", make_comparable=True)
+    p_values = {pair: float(values[METRICS[metric]]["p_value"]) for pair, values in report.comparisons.items()}
+    return {pair: 1.0 if math.isnan(p) else p for pair, p in p_values.items()}  # nan: identical per-query scores
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -316,6 +349,22 @@ class EvalReport:
     top_k: int = 100
     skipped: dict[str, str] = field(default_factory=dict)  # strategy -> why it was not run
     rankings: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # strategy -> query -> doc ids
+    per_query: dict[str, dict[str, float]] = field(default_factory=dict)  # strategy -> query id -> MRR@10
+    query_texts: dict[str, str] = field(default_factory=dict)  # query id -> question
+    p_values: dict[frozenset, float] = field(default_factory=dict)  # {a, b} -> paired t-test p on MRR@10
+
+    def p_value(self, a: str, b: str = BASELINE) -> float | None:
+        return self.p_values.get(frozenset((a, b)))
+
+    def wins_losses(self, strategy: str) -> tuple[int, int, int]:
+        """(queries where `strategy` beat none on MRR@10, ties, losses)."""
+        mine, base = self.per_query.get(strategy, {}), self.per_query.get(BASELINE, {})
+        deltas = [mine[q] - base.get(q, 0.0) for q in mine]
+        return (sum(d > 1e-9 for d in deltas), sum(abs(d) <= 1e-9 for d in deltas),
+                sum(d < -1e-9 for d in deltas))
+
+    def recommend(self) -> "Recommendation":
+        return recommend(self)
 
     def delta(self, strategy: str, metric: str) -> float | None:
         """Change of `metric` against the `none` baseline (None when there is no baseline)."""
@@ -327,9 +376,47 @@ class EvalReport:
     def to_json(self) -> dict:
         data = {"strategies": {name: report.to_json() for name, report in self.strategies.items()},
                 "queries": self.queries, "documents": self.documents}
+        for name, strat in data["strategies"].items():
+            p = self.p_value(name)
+            if name != BASELINE and p is not None:
+                strat["p_vs_none"] = round(p, 4)
+                strat["wins"], strat["ties"], strat["losses"] = self.wins_losses(name)
         if self.skipped:
             data["skipped"] = dict(self.skipped)
+        if self.strategies:
+            best = self.recommend()
+            data["recommended"] = {"strategy": best.strategy, "significant": best.significant,
+                                   "reason": best.reason}
+        if self.per_query:
+            data["per_query"] = {q: {name: round(scores.get(q, 0.0), 4) for name, scores in self.per_query.items()}
+                                 for q in next(iter(self.per_query.values()))}
         return data
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    strategy: str
+    significant: bool  # its MRR@10 gain over `none` passed the paired test
+    reason: str
+
+
+def recommend(report: EvalReport, default: str = DEFAULT_STRATEGY, alpha: float = SIGNIFICANCE) -> Recommendation:
+    """Best MRR@10, but only over `none` when a paired t-test says the gain is real (p < alpha);
+    otherwise `default` (the strategy measured best on our benchmarks), saying why."""
+    scores = {name: r.metrics.get(PRIMARY, 0.0) for name, r in report.strategies.items()}
+    best = max(scores, key=lambda n: (scores[n], n == BASELINE))
+    base = scores.get(BASELINE)
+    if best == BASELINE or base is None:
+        return Recommendation(BASELINE if base is not None else best, False,
+                              f"no strategy beat the vector ranking on MRR@10 ({report.queries} queries)")
+    p = report.p_value(best)
+    gain = f"MRR@10 {scores[best]:.3f} vs {base:.3f} for none"
+    if p is not None and p < alpha:
+        return Recommendation(best, True, f"{gain}, p = {p:.3g} over {report.queries} queries")
+    fallback = default if default in scores else BASELINE
+    evidence = f"p = {p:.2g}" if p is not None else "no paired test"
+    return Recommendation(fallback, False, f"{best} scored best ({gain}) but the gain is not significant "
+                                           f"({evidence}, {report.queries} queries); keeping {fallback}")
 
 
 @dataclass(frozen=True)
@@ -399,9 +486,21 @@ async def evaluate(service, queries: Sequence[LabelledQuery], qrels: Qrels, stra
                 progress(EvalProgress(done, total, name, query.text))
         await asyncio.sleep(0)
     judged_qrels = {q.id: qrels[q.id] for q in judged}
-    for name in strategies:  # in a thread: ranx's first call compiles with numba and takes seconds
-        reports[name].metrics = await asyncio.to_thread(compute_metrics, judged_qrels, rankings[name])
-    return EvalReport(reports, len(judged), documents, top_k, rankings=rankings)
+    # in a thread: ranx's first call compiles with numba and takes seconds
+    report = await asyncio.to_thread(score_rankings, judged_qrels, rankings, reports)
+    report.documents, report.top_k, report.query_texts = documents, top_k, {q.id: q.text for q in judged}
+    return report
+
+
+def score_rankings(qrels: Qrels, rankings: dict[str, dict[str, list[str]]],
+                   reports: dict[str, StrategyReport] | None = None) -> EvalReport:
+    """Metrics, per-query MRR@10 and paired p-values of each strategy's rankings (query id -> doc ids)."""
+    reports = reports or {name: StrategyReport(name, {}) for name in rankings}
+    for name, ranked in rankings.items():
+        reports[name].metrics = compute_metrics(qrels, ranked)
+    return EvalReport(reports, len(_positive(qrels)), 0, rankings=rankings,
+                      per_query={name: per_query(qrels, ranked) for name, ranked in rankings.items()},
+                      p_values=paired_p_values(qrels, rankings))
 
 
 # --------------------------------------------------------------------------- presentation
@@ -411,7 +510,7 @@ COLUMNS = [("mrr@10", "MRR@10"), ("ndcg@10", "nDCG@10"), ("p@5", "P@5"), ("r@10"
 
 def format_table(report: EvalReport) -> str:
     """A Markdown table: metrics per strategy with the change against `none`, then latency."""
-    head = ["strategy"] + [label for _, label in COLUMNS] + ["p50 ms", "p95 ms"]
+    head = ["strategy"] + [label for _, label in COLUMNS] + ["p vs none", "W/T/L", "p50 ms", "p95 ms"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, strat in report.strategies.items():
         cells = [name]
@@ -419,11 +518,18 @@ def format_table(report: EvalReport) -> str:
             value = strat.metrics[key]
             change = report.delta(name, key)
             cells.append(f"{value:.3f}" if name == BASELINE or change is None else f"{value:.3f} ({change:+.3f})")
+        p = report.p_value(name)
+        cells.append("" if p is None or name == BASELINE else f"{p:.3g}")
+        cells.append("" if name == BASELINE or not report.per_query else "/".join(map(str, report.wins_losses(name))))
         cells += [f"{strat.latency_ms_p50:.0f}", f"{strat.latency_ms_p95:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     lines.append(f"{report.queries} queries, {report.documents or '?'} documents, top_k={report.top_k}; "
-                 "in brackets: change against `none`.")
+                 "in brackets: change against `none`; p: paired t-test on MRR@10; W/T/L: queries won, tied, "
+                 "lost against `none` on MRR@10.")
+    if report.strategies:
+        best = report.recommend()
+        lines.append(f"recommended: {best.strategy} ({best.reason})")
     for name, strat in report.strategies.items():
         if strat.fallbacks:
             lines.append(f"{name}: fell back to the vector ranking on {strat.fallbacks} queries "
@@ -431,3 +537,27 @@ def format_table(report: EvalReport) -> str:
     for name, reason in report.skipped.items():
         lines.append(f"{name}: not run ({reason})")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- a workspace's chosen default
+
+def default_strategy_file(labels_file: str | Path) -> Path:
+    """Beside the workspace's labels file (services.labels.default_labels_file): `<labels>.strategy.json`."""
+    labels_file = Path(labels_file)
+    return labels_file.with_name(labels_file.stem + ".strategy.json")
+
+
+def save_default_strategy(labels_file: str | Path, recommendation: Recommendation) -> Path:
+    target = default_strategy_file(labels_file)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps({"strategy": recommendation.strategy, "significant": recommendation.significant,
+                                  "reason": recommendation.reason}), encoding="utf-8")
+    return target
+
+
+def load_default_strategy(labels_file: str | Path) -> str:
+    """The strategy chosen for this workspace after an evaluation, or "" (unreadable files count as none)."""
+    try:
+        return str(json.loads(default_strategy_file(labels_file).read_text(encoding="utf-8"))["strategy"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""

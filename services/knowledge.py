@@ -193,7 +193,7 @@ class KnowledgeService:
         stages.mark("expand")
         result = pipeline.assemble(question, options, pipeline.to_results(top, contexts),
                                    pipeline.to_results(original, contexts), total, len(kept),
-                                   was_reranked, fallback, stages)
+                                   was_reranked, fallback, stages, pipeline.pool_seen(request))
         return self._mark_stale(index, result if top else self._explain_empty(result, vector, options, index, pool))
 
     @staticmethod

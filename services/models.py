@@ -211,6 +211,8 @@ class StrategyInfo:
     description: str
     available: bool
     reason: str  # why it is unavailable (or a note)
+    scale: str = ""  # "similarity", "relative" or "probability" (services.reranking.base)
+    legend: str = ""  # what its scores mean, shown next to the reranked ranking
 
 
 @dataclass(frozen=True)

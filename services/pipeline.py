@@ -1,7 +1,8 @@
 """The query pipeline, stage by stage (synchronous; the service runs it in a worker thread).
 
 Threshold rule (scores from different strategies live on different scales):
-- the vector search over-fetches `pool_size(top_k)` candidates (spec: 2 × top_k) whose cosine
+- the vector search over-fetches `pool_size(top_k)` candidates (settings.candidate_pool: at least
+  max(candidate_pool_min, candidate_pool_factor × top_k); the cross-encoder keeps its own) whose cosine
   similarity is at least 0.8 × min_relevance;
 - after reranking, min_relevance is applied to the score that is on the cosine scale:
   * SIMILARITY strategies (none, keyword-boost, heuristic, metadata) keep cosine-based scores
@@ -80,7 +81,7 @@ def keyword_candidates(hits: list[tuple[str, float]], chunks: dict[str, Chunk],
 def rerank(strategy, request: RerankRequest) -> tuple[list[Candidate], bool, str | None]:
     """Run a strategy; on unavailability fall back to the original ranking and say why."""
     if strategy.name == "none":
-        return list(request.candidates), False, None
+        return strategy.rerank(request), False, None
     availability = strategy.availability()
     if not availability.available:
         return list(request.candidates), False, availability.reason
@@ -152,17 +153,24 @@ def to_results(ranked: list[Candidate], contexts: dict[str, tuple[str, int]]) ->
     out = []
     for rank, c in enumerate(ranked, 1):
         text, start = contexts.get(c.chunk.id, ("", 0))
-        out.append(ResultChunk(c.chunk, rank, c.score, c.original_rank, c.original_score, text, start))
+        out.append(ResultChunk(c.chunk, rank, c.score, c.original_rank, c.original_score, text, start,
+                               signals=c.signals))
     return out
 
 
+def pool_seen(request: RerankRequest) -> int:
+    """How many distinct candidates the strategy could rank (vector hits plus BM25-only hits)."""
+    return len({c.chunk.id for c in request.candidates} | {c.chunk.id for c in request.keyword_hits})
+
+
 def assemble(question: str, options: QueryOptions, reranked: list[ResultChunk], original: list[ResultChunk],
-             total: int, above: int, was_reranked: bool, fallback: str | None, stages: Stages) -> QueryResult:
+             total: int, above: int, was_reranked: bool, fallback: str | None, stages: Stages,
+             pool: int = 0) -> QueryResult:
     files = list(dict.fromkeys(r.chunk.path for r in reranked))
     return QueryResult(question=question, strategy=options.strategy, results=reranked, original=original,
                        relevant_files=files, total_chunks_searched=total, chunks_above_threshold=above,
                        reranked=was_reranked, fallback_reason=fallback, cache_hit=False,
-                       timings_ms=stages.total())
+                       timings_ms=stages.total(), pool_size=pool)
 
 
 def mark_cached(result: QueryResult) -> QueryResult:

@@ -38,6 +38,10 @@ def test_index_health_query_and_strategies_print_stable_json(capsys, workspace, 
     assert {"rank", "original_rank", "path", "start_line", "end_line", "symbol", "kind", "language",
             "original_score", "score"} <= set(first)
     assert first["symbol"] in ("MemoryChunkStore", "DiskChunkStore") and first["rank"] == 1
+    assert [s["name"] for s in first["signals"]] == ["cosine similarity", "implements chunkstore"]
+    assert first["signals"][1]["op"] == "mul" and first["signals"][1]["contribution"] == 1.5
+    assert first["signals"][0]["value"] * 1.5 == pytest.approx(first["score"])
+    assert result["pool_size"] >= 3
 
     code, out, _ = run(capsys, "strategies", "--json")
     strategies = {s["name"]: s for s in json.loads(out)}

@@ -63,6 +63,8 @@ def test_scores_are_one_sigmoid_of_the_model_output_and_order_follows_them(model
     for candidate in result:
         assert 0.0 <= candidate.score <= 1.0
         assert candidate.score == pytest.approx(expected[candidate.chunk.symbol], abs=1e-4)
+        assert [(sig.name, sig.contribution) for sig in candidate.signals] == [
+            ("cross-encoder relevance", candidate.score)]
     originals = {c.chunk.id: (c.original_score, c.original_rank) for c in candidates}
     assert all(originals[c.chunk.id] == (c.original_score, c.original_rank) for c in result)
 

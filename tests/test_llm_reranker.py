@@ -48,6 +48,7 @@ def test_good_json_reorders_and_scales_to_zero_one(server):
     result = strategy.rerank(request(QUERY, three()))
     assert names(result) == ["save_session", "parse_token", "load_config"]
     assert [c.score for c in result] == pytest.approx([0.9, 0.5, 0.2])
+    assert [sig.name for c in result for sig in c.signals] == ["LLM score 9/10", "LLM score 5/10", "LLM score 2/10"]
     assert result[0].original_score == 0.6 and result[0].original_rank == 2
 
 

@@ -22,6 +22,11 @@ def strategy(name: str, **changes):
     return create_strategy(name, SETTINGS.with_changes(**changes))
 
 
+def scored(candidates) -> list[tuple[str, float]]:
+    """What a ranking shows: each chunk and its score, in order."""
+    return [(c.chunk.id, c.score) for c in candidates]
+
+
 def text_chunk(name: str, text: str):
     """A chunk whose name carries no keywords: only `text` can match."""
     return chunk(name, text + "\n" + "x = 1\n" * 10)
@@ -81,7 +86,9 @@ def test_empty_candidate_list(name):
 
 def test_none_keeps_the_vector_ranking():
     candidates = ranked([chunk("a"), chunk("b")], [0.9, 0.4])
-    assert strategy("none").rerank(request("b", candidates)) == candidates
+    out = strategy("none").rerank(request("b", candidates))
+    assert scored(out) == scored(candidates)
+    assert [s.name for s in out[0].signals] == ["cosine similarity"]
 
 
 # --- keyword boost (reranking-strategies.md) ------------------------------------------------------
@@ -121,7 +128,7 @@ def test_keyword_boost_can_overtake_and_ignores_stop_words():
                          text_chunk("c2", "def refresh_token(token): ...")], [0.60, 0.57])
     result = strategy("keyword-boost").rerank(request("how is the token refreshed", candidates))
     assert names(result) == ["c2", "c1"]
-    assert strategy("keyword-boost").rerank(request("how is it", candidates)) == candidates
+    assert scored(strategy("keyword-boost").rerank(request("how is it", candidates))) == scored(candidates)
 
 
 # --- RRF (reranking-strategies.md) ----------------------------------------------------------------
@@ -153,7 +160,7 @@ def test_rrf_fuses_semantic_and_keyword_ranks_and_normalises():
 
 def test_rrf_without_keywords_keeps_the_original_scores():
     candidates = ranked([chunk("a"), chunk("b")], [0.9, 0.4])
-    assert strategy("rrf").rerank(request("what is it", candidates)) == candidates
+    assert scored(strategy("rrf").rerank(request("what is it", candidates))) == scored(candidates)
 
 
 # --- hybrid (hybrid-fusion-and-metadata-reranking.md) ---------------------------------------------
@@ -295,7 +302,7 @@ def test_metadata_boosts_implementations_by_1_5(query):
 
 def test_metadata_without_intent_keeps_the_order():
     candidates = metadata_candidates()
-    assert strategy("metadata").rerank(request("how are chunks saved", candidates)) == candidates
+    assert scored(strategy("metadata").rerank(request("how are chunks saved", candidates))) == scored(candidates)
 
 
 def test_metadata_intent_detection():
@@ -317,3 +324,13 @@ def test_heuristic_is_fast_on_100_candidates():
         heuristic.rerank(req)
         times.append(time.perf_counter() - started)
     assert sorted(times)[len(times) // 2] < 0.005
+
+
+def test_candidate_pools():
+    """max(50, 5 x top_k) by default; heuristic, keyword-boost and rrf keep 2 x top_k (measured); the
+    cross-encoder its own pool."""
+    assert strategy("none").pool_size(10) == 50 and strategy("hybrid").pool_size(20) == 100
+    assert strategy("hybrid", candidate_pool_min=0, candidate_pool_factor=2).pool_size(10) == 20
+    assert [strategy(n).pool_size(10) for n in ("heuristic", "keyword-boost", "rrf")] == [20, 20, 20]
+    assert strategy("metadata").pool_size(10) == 50
+    assert strategy("cross-encoder").pool_size(10) == 50

@@ -14,19 +14,21 @@ from pathlib import Path
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import (
     QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMenu, QProgressBar, QPushButton, QSpinBox, QSplitter,
     QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget,
 )
 
 from services.evaluation import (
-    BASELINE, COLUMNS, EvalProgress, EvalReport, LabelledQuery, Qrels, WorkspaceDocIds, choose_strategies,
-    evaluate, load_qrels, load_queries, qrels_from_queries,
+    BASELINE, COLUMNS, PRIMARY, EvalProgress, EvalReport, LabelledQuery, Qrels, Recommendation, WorkspaceDocIds,
+    choose_strategies, evaluate, load_default_strategy, load_qrels, load_queries, qrels_from_queries,
+    save_default_strategy,
 )
 from services.labels import default_labels_file, labels_for, record_label
 from services.models import QueryOptions, QueryResult, ResultChunk
 from ui.async_runner import AsyncRunner, describe_error
+from ui.ranking_model import movement
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +45,29 @@ def cell_text(item: ResultChunk) -> str:
     return f"{name}  ·  {chunk.path}" if name else chunk.path
 
 
+def ranked_cell_text(item: ResultChunk, reranked: bool) -> str:
+    """Score and, for a reranked column, the movement first (they stay visible when the cell is elided)."""
+    head = f"{movement(item)[0]:>3} {item.score:.3f}" if reranked else f"{item.score:.3f}"
+    return f"{head}  {cell_text(item)}"
+
+
+class NumberItem(QTableWidgetItem):
+    """A table cell that sorts by its number, not its text."""
+
+    def __init__(self, value: float, text: str) -> None:
+        super().__init__(text)
+        self.value = value
+
+    def __lt__(self, other) -> bool:
+        return self.value < getattr(other, "value", 0.0)
+
+
 class CompareView(QWidget):
     """Side-by-side strategies. API for the main window: set_workspace(path), set_question(text)."""
 
     finished = Signal(str)  # "question", "query set", "cancelled", "failed"
+    query_opened = Signal(str)  # a per-query row was clicked: open this question in Explore
+    default_strategy_chosen = Signal(str)  # this workspace's default strategy (chosen now or saved before)
 
     def __init__(self, service=None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -57,6 +78,7 @@ class CompareView(QWidget):
         self.qrels: Qrels = {}
         self.results: dict[str, QueryResult] = {}
         self.report: EvalReport | None = None
+        self.recommended: Recommendation | None = None
         self.runner = AsyncRunner(self)
         self._build()
         self._set_busy(False)
@@ -71,6 +93,13 @@ class CompareView(QWidget):
         self.rankings = self._rankings_table()
         self.tabs.addTab(self.rankings, "Rankings")
         self.tabs.addTab(self._metrics_panel(), "Metrics")
+        self.per_query = self._per_query_table()
+        self.tabs.addTab(self.per_query, "Per query")
+        self.significance = QTableWidget(0, 0)
+        self.significance.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.significance.setToolTip("p-value of a paired t-test on MRR@10 between two strategies "
+                                     "(below 0.05: the difference is unlikely to be chance)")
+        self.tabs.addTab(self.significance, "Significance")
         layout.addWidget(self.tabs, 1)
 
     def _question_row(self) -> QHBoxLayout:
@@ -128,10 +157,37 @@ class CompareView(QWidget):
         table.currentCellChanged.connect(self._select_same_chunk)
         return table
 
+    def _per_query_table(self) -> QTableWidget:
+        table = QTableWidget(0, 0)
+        table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        table.setToolTip("MRR@10 of `none` and each strategy's change per query; click a query to open it in "
+                         "Explore")
+        table.cellClicked.connect(self._open_query_row)
+        return table
+
+    def _recommendation_row(self) -> QHBoxLayout:
+        row = QHBoxLayout()
+        self.recommendation = QLabel("")
+        self.recommendation.setObjectName("recommendation")
+        self.recommendation.setWordWrap(True)
+        self.use_button = QPushButton("Use for this workspace")
+        self.use_button.clicked.connect(self.use_recommended)
+        self.use_button.hide()
+        row.addWidget(self.recommendation, 1)
+        row.addWidget(self.use_button)
+        return row
+
     def _metrics_panel(self) -> QWidget:
         panel = QSplitter(Qt.Orientation.Vertical)
+        top = QWidget()
+        top_layout = QVBoxLayout(top)
+        top_layout.setContentsMargins(0, 0, 0, 0)
+        top_layout.addLayout(self._recommendation_row())
         self.metrics = QTableWidget(0, 0)
         self.metrics.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.metrics.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        top_layout.addWidget(self.metrics, 1)
         charts = QSplitter(Qt.Orientation.Horizontal)
         self.quality_plot = pg.PlotWidget(title="Quality per strategy", background=None)
         self.quality_plot.addLegend(offset=(5, 5))
@@ -142,7 +198,7 @@ class CompareView(QWidget):
         charts.addWidget(self.latency_plot)
         charts.setStretchFactor(0, 3)
         charts.setStretchFactor(1, 2)
-        panel.addWidget(self.metrics)
+        panel.addWidget(top)
         panel.addWidget(charts)
         return panel
 
@@ -155,6 +211,9 @@ class CompareView(QWidget):
         data_dir = getattr(self.service, "data_dir", None)
         if self.workspace and data_dir is not None:
             self.set_labels_file(default_labels_file(data_dir, self.workspace))
+            saved = load_default_strategy(self.labels_file)
+            if saved:
+                self.default_strategy_chosen.emit(saved)
 
     def set_question(self, text: str) -> None:
         self.question.setText(text)
@@ -270,7 +329,7 @@ class CompareView(QWidget):
         table.setHorizontalHeaderLabels([self._column_title(n, r) for n, r in results.items()])
         for col, result in enumerate(results.values()):
             for item in result.results:
-                table.setItem(item.rank - 1, col, self._ranking_cell(item))
+                table.setItem(item.rank - 1, col, self._ranking_cell(item, result.reranked))
         self._colour_labels()
 
     def _select_same_chunk(self, row: int, column: int, *_ignored) -> None:
@@ -299,37 +358,127 @@ class CompareView(QWidget):
         return title + ("\n(fell back)" if result.fallback_reason else "")
 
     @staticmethod
-    def _ranking_cell(item: ResultChunk) -> QTableWidgetItem:
-        cell = QTableWidgetItem(cell_text(item))
+    def _ranking_cell(item: ResultChunk, reranked: bool = False) -> QTableWidgetItem:
+        from ui.why_view import why_summary
+        cell = QTableWidgetItem(ranked_cell_text(item, reranked))
         was = "new (keyword match)" if item.original_rank is None else f"vector rank {item.original_rank}"
+        why = why_summary(item) if reranked and item.signals else ""
         cell.setToolTip(f"{item.chunk.path}:{item.chunk.start_line}-{item.chunk.end_line}\n"
-                        f"score {item.score:.3f}, {was}")
+                        f"score {item.score:.3f}, {was}" + (f"\nwhy: {why}" if why else ""))
         cell.setData(ResultRole, item)
         return cell
 
     def show_report(self, report: EvalReport) -> None:
         self.report = report
+        self.recommended = report.recommend() if report.strategies else None
         self._fill_metrics_table(report)
+        self._show_recommendation(self.recommended)
+        self._fill_per_query(report)
+        self._fill_significance(report)
         self._plot(report)
         self.tabs.setCurrentIndex(1)
 
+    def _show_recommendation(self, best: Recommendation | None) -> None:
+        if best is None:
+            self.recommendation.setText("")
+            self.use_button.hide()
+            return
+        self.recommendation.setText(f"★ Recommended: {best.strategy} — {best.reason}")
+        self.use_button.setText(f"Use {best.strategy} for this workspace")
+        self.use_button.setVisible(bool(self.workspace))
+
+    def use_recommended(self) -> None:
+        """Save the recommendation as this workspace's default and tell the window to select it."""
+        if self.recommended is None:
+            return
+        if self.labels_file is not None:
+            save_default_strategy(self.labels_file, self.recommended)
+        self.default_strategy_chosen.emit(self.recommended.strategy)
+        self.status.setText(f"{self.recommended.strategy} is now this workspace's default strategy")
+
     def _fill_metrics_table(self, report: EvalReport) -> None:
-        head = [label for _, label in COLUMNS] + ["p50 ms", "p95 ms"]
+        head = [label for _, label in COLUMNS] + ["p vs none", "W/T/L", "p50 ms", "p95 ms"]
         names = list(report.strategies)
-        self.metrics.clear()
-        self.metrics.setRowCount(len(names) + len(report.skipped))
-        self.metrics.setColumnCount(len(head))
-        self.metrics.setHorizontalHeaderLabels(head)
-        self.metrics.setVerticalHeaderLabels(names + list(report.skipped))
+        best = report.recommend().strategy if names else ""
+        table = self.metrics
+        table.clear()
+        table.clearSpans()
+        table.setRowCount(len(names) + len(report.skipped))
+        table.setColumnCount(len(head))
+        table.setHorizontalHeaderLabels(head)
+        table.setVerticalHeaderLabels([f"★ {n}" if n == best else n for n in names] + list(report.skipped))
+        bold = QFont(table.font())
+        bold.setBold(True)
         for row, name in enumerate(names):
             strategy = report.strategies[name]
-            for col, (key, _) in enumerate(COLUMNS):
-                self.metrics.setItem(row, col, self._metric_cell(report, name, key))
-            self.metrics.setItem(row, len(COLUMNS), QTableWidgetItem(f"{strategy.latency_ms_p50:.0f}"))
-            self.metrics.setItem(row, len(COLUMNS) + 1, QTableWidgetItem(f"{strategy.latency_ms_p95:.0f}"))
+            p = report.p_value(name)
+            cells = [self._metric_cell(report, name, key) for key, _ in COLUMNS] + [
+                QTableWidgetItem("" if name == BASELINE or p is None else f"{p:.3g}"),
+                QTableWidgetItem("" if name == BASELINE or not report.per_query
+                                 else "/".join(map(str, report.wins_losses(name)))),
+                QTableWidgetItem(f"{strategy.latency_ms_p50:.0f}"), QTableWidgetItem(f"{strategy.latency_ms_p95:.0f}")]
+            for col, cell in enumerate(cells):
+                if name == best:
+                    cell.setFont(bold)
+                table.setItem(row, col, cell)
         for row, (name, reason) in enumerate(report.skipped.items(), len(names)):
-            self.metrics.setItem(row, 0, QTableWidgetItem(f"not run: {reason}"))
-        self.metrics.resizeColumnsToContents()
+            table.setItem(row, 0, QTableWidgetItem(f"not run: {reason}"))
+            table.setSpan(row, 0, 1, len(head))  # a long reason must not widen the first column
+
+    def _fill_per_query(self, report: EvalReport) -> None:
+        """One row per query: `none`'s MRR@10, then each strategy's change; sortable; click to explore."""
+        table = self.per_query
+        table.setSortingEnabled(False)
+        table.clear()
+        others = [n for n in report.per_query if n != BASELINE]
+        base = report.per_query.get(BASELINE, {})
+        scored = base or next(iter(report.per_query.values()), {})
+        ids = [q for q in report.query_texts if q in scored] or list(scored)
+        table.setColumnCount(2 + len(others))
+        table.setRowCount(len(ids))
+        wins = {n: report.wins_losses(n) for n in others}
+        table.setHorizontalHeaderLabels(["Query", f"none {PRIMARY.upper()}"]
+                                        + [f"{n} Δ ({wins[n][0]}▲ {wins[n][2]}▼)" for n in others])
+        for row, qid in enumerate(ids):
+            text = report.query_texts.get(qid, qid)
+            query = QTableWidgetItem(" ".join(text.split())[:200])
+            query.setData(Qt.ItemDataRole.UserRole, text)
+            query.setToolTip(text[:1000])
+            table.setItem(row, 0, query)
+            table.setItem(row, 1, NumberItem(base.get(qid, 0.0), f"{base.get(qid, 0.0):.3f}"))
+            for col, name in enumerate(others, 2):
+                change = report.per_query[name].get(qid, 0.0) - base.get(qid, 0.0)
+                cell = NumberItem(change, "=" if abs(change) < 1e-9 else f"{change:+.3f}")
+                if abs(change) >= 1e-9:
+                    cell.setForeground(QBrush(RELEVANT_COLOR if change > 0 else NOT_RELEVANT_COLOR))
+                table.setItem(row, col, cell)
+        table.setSortingEnabled(True)
+        header = table.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        for col in range(1, table.columnCount()):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+
+    def _open_query_row(self, row: int, _column: int) -> None:
+        item = self.per_query.item(row, 0)
+        if item is not None:
+            self.query_opened.emit(item.data(Qt.ItemDataRole.UserRole))
+
+    def _fill_significance(self, report: EvalReport) -> None:
+        names = list(report.strategies)
+        table = self.significance
+        table.clear()
+        table.setRowCount(len(names))
+        table.setColumnCount(len(names))
+        table.setHorizontalHeaderLabels(names)
+        table.setVerticalHeaderLabels(names)
+        for r, a in enumerate(names):
+            for c, b in enumerate(names):
+                p = report.p_value(a, b) if a != b else None
+                cell = QTableWidgetItem("" if p is None else f"{p:.3g}")
+                if p is not None and p < 0.05:
+                    cell.setForeground(QBrush(RELEVANT_COLOR))
+                table.setItem(r, c, cell)
+        table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
 
     @staticmethod
     def _metric_cell(report: EvalReport, name: str, key: str) -> QTableWidgetItem:

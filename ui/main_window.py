@@ -25,6 +25,7 @@ from services.labels import default_labels_file, record_label
 from services.models import IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, StrategyInfo
 from services.ownership import IndexBusyError
 from services.watcher import REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WatchEvent
+from services.settings import DEFAULT_STRATEGY
 from ui.async_runner import AsyncRunner
 from ui.code_view import CodeView, preload_lexers
 from ui.editor import AUTO, CUSTOM, PRESETS
@@ -355,6 +356,13 @@ class MainWindow(QMainWindow):
         self.watch_received.connect(self._on_watch_event)
         self.health_panel.auto_reindex.setChecked(self.settings.value("autoReindex", "true") in (True, "true"))
         self.health_panel.auto_reindex.toggled.connect(self._auto_reindex_toggled)
+        if hasattr(self.compare_view, "query_opened"):  # per-query rows open in Explore; a chosen default applies
+            self.compare_view.query_opened.connect(self.open_question)
+            self.compare_view.default_strategy_chosen.connect(self.query_bar.select_strategy)
+
+    def open_question(self, text: str) -> None:
+        self.tabs.setCurrentWidget(self.explore)
+        self.run_query(text)
 
     def _load_strategies(self) -> None:
         try:
@@ -363,8 +371,8 @@ class MainWindow(QMainWindow):
             log.exception("strategies() failed")
             self.messages.show_message(f"Could not list reranking strategies: {exc}", ERROR)
             strategies = fallback_strategies()
-        self.results.strategy_labels = {info.name: info.label or info.name for info in strategies}
-        preferred = str(self.settings.value("strategy", "") or "")
+        self.results.set_strategies(strategies)
+        preferred = str(self.settings.value("strategy", "") or DEFAULT_STRATEGY)  # best on our benchmarks
         self.query_bar.set_strategies(strategies, preferred)
 
     # ---------------------------------------------------------------- settings

@@ -18,6 +18,8 @@ MUTED_COLOR = QColor("#8a8f98")
 
 ChunkIdRole = Qt.ItemDataRole.UserRole + 1
 SortRole = Qt.ItemDataRole.UserRole + 2
+ScoreBarRole = Qt.ItemDataRole.UserRole + 3  # 0-1 bar length: the score relative to this list's scores
+SCORE_COLUMNS = ("Vector", "Reranked")
 
 
 def movement(item: ResultChunk) -> tuple[str, int | None]:
@@ -60,6 +62,19 @@ def format_score(score: float | None) -> str:
     return "—" if score is None else f"{score:.3f}"
 
 
+def bar_fractions(values: list[float | None]) -> list[float | None]:
+    """Bar lengths comparable within one list: score / best for non-negative scores (cosine,
+    probabilities), min-max otherwise; the lowest still shows a sliver."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return [None] * len(values)
+    low, high = min(known), max(known)
+    if low >= 0 and high > 0:
+        return [None if v is None else max(0.03, v / high) for v in values]
+    span = (high - low) or 1.0
+    return [None if v is None else max(0.03, (v - low) / span) for v in values]
+
+
 class RankingModel(QAbstractTableModel):
     """One ranking of a QueryResult: `side` is ORIGINAL (vector order) or RERANKED.
 
@@ -76,6 +91,8 @@ class RankingModel(QAbstractTableModel):
         self._other: dict[str, ResultChunk] = {}
         self._row_of: dict[str, int] = {}
         self._cells: dict[tuple[int, int, int], object] = {}  # Qt asks for each cell's roles on every paint
+        self._bars: dict[str, list[float | None]] = {}  # column title -> bar length per row
+        self.legend = ""  # what the reranked scores mean (the strategy's legend), for tooltips
         self.columns = (["#", "Δ"] if side == RERANKED else ["#"]) + [
             "Symbol", "Kind", "Location", "Vector", "Reranked"]
         self._mono = QFont("monospace")
@@ -93,6 +110,9 @@ class RankingModel(QAbstractTableModel):
         self._other = {r.chunk.id: r for r in others}
         self._row_of = {r.chunk.id: i for i, r in enumerate(self._rows)}
         self._cells = {}
+        scores = [self.scores(r) for r in self._rows]
+        self._bars = {"Vector": bar_fractions([v for v, _ in scores]),
+                      "Reranked": bar_fractions([r for _, r in scores])}
         self.endResetModel()
 
     def clear(self) -> None:
@@ -167,8 +187,10 @@ class RankingModel(QAbstractTableModel):
             return self._foreground(item, title)
         if role == Qt.ItemDataRole.FontRole and title in ("#", "Vector", "Reranked", "Δ"):
             return self._mono
+        if role == ScoreBarRole and title in SCORE_COLUMNS:
+            return self._bars[title][index.row()]
         if role == Qt.ItemDataRole.ToolTipRole:
-            return self._tooltip(item)
+            return self._score_tooltip(item, title) if title in SCORE_COLUMNS else self._tooltip(item)
         return None
 
     def _display(self, item: ResultChunk, title: str) -> str:
@@ -212,10 +234,26 @@ class RankingModel(QAbstractTableModel):
         return None
 
     def _tooltip(self, item: ResultChunk) -> str:
-        chunk = item.chunk
-        lines = [f"{symbol_text(item)} ({chunk.kind})", location_text(item)]
-        if chunk.docstring:
-            lines.append(chunk.docstring.strip().splitlines()[0][:200])
+        """Why the row is where it is (the cells already show symbol and path)."""
+        reranked = self.item_in_reranked(item)
+        if reranked is None:
+            return f"Vector rank #{self.rank_of(item)}; not in the reranked list"
+        from ui.why_view import rank_text, why_summary  # ui.why_view imports this module
+        lines = [rank_text(reranked)]
+        if reranked.signals:
+            lines.append("Why: " + why_summary(reranked))
+        if item.chunk.docstring:
+            lines.append(item.chunk.docstring.strip().splitlines()[0][:200])
         if item.stale:
             lines.append(f"The file was {item.stale} since it was indexed.")
         return "\n".join(lines)
+
+    def _score_tooltip(self, item: ResultChunk, title: str) -> str:
+        vector, reranked = self.scores(item)
+        if title == "Vector":
+            return f"Cosine similarity {format_score(vector)} (bar: relative to the best in this list)"
+        return f"Reranked score {format_score(reranked)} (bar: relative to the best in this list)" + (
+            f"\n{self.legend}" if self.legend else "")
+
+    def item_in_reranked(self, item: ResultChunk) -> ResultChunk | None:
+        return item if self.side == RERANKED else self._other.get(item.chunk.id)

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QItemSelectionModel, Qt, Signal
-from PySide6.QtGui import QAction
+from PySide6.QtCore import QItemSelectionModel, QRect, Qt, Signal
+from PySide6.QtGui import QAction, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView, QHeaderView, QLabel, QMenu, QSplitter, QStyledItemDelegate, QTableView, QVBoxLayout,
     QWidget,
 )
 
-from services.models import QueryResult, ResultChunk
-from ui.ranking_model import ORIGINAL, RERANKED, RankingModel
+from services.models import QueryResult, ResultChunk, StrategyInfo
+from ui.ranking_model import NEW_COLOR, ORIGINAL, RERANKED, SCORE_COLUMNS, RankingModel, ScoreBarRole
+from ui.why_view import WhyView
 
 
 class ElideDelegate(QStyledItemDelegate):
@@ -23,6 +24,20 @@ class ElideDelegate(QStyledItemDelegate):
     def initStyleOption(self, option, index) -> None:  # noqa: N802 (Qt API)
         super().initStyleOption(option, index)
         option.textElideMode = self.mode
+
+
+class ScoreBarDelegate(QStyledItemDelegate):
+    """A score as a bar relative to the best score in the same list (scores of different strategies
+    live on different scales; bars are comparable), with the raw value as text."""
+
+    def paint(self, painter, option, index) -> None:
+        fraction = index.data(ScoreBarRole)
+        if fraction is not None:
+            rect = option.rect.adjusted(2, 4, -2, -4)
+            colour = QColor(NEW_COLOR)
+            colour.setAlpha(60)
+            painter.fillRect(QRect(rect.left(), rect.top(), int(rect.width() * fraction), rect.height()), colour)
+        super().paint(painter, option, index)
 
 
 def make_table(model: RankingModel) -> QTableView:
@@ -51,6 +66,8 @@ def make_table(model: RankingModel) -> QTableView:
     header.setSectionResizeMode(model.column_of("Location"), QHeaderView.ResizeMode.Stretch)
     table.setItemDelegateForColumn(model.column_of("Location"), ElideDelegate(Qt.TextElideMode.ElideLeft, table))
     table.setItemDelegateForColumn(model.column_of("Symbol"), ElideDelegate(Qt.TextElideMode.ElideMiddle, table))
+    for title in SCORE_COLUMNS:
+        table.setItemDelegateForColumn(model.column_of(title), ScoreBarDelegate(table))
     return table
 
 
@@ -84,12 +101,29 @@ class ResultsView(QWidget):
         self.splitter.addWidget(self.left)
         self.splitter.addWidget(self.right)
         self.splitter.setChildrenCollapsible(False)
+        self.legend = QLabel("")
+        self.legend.setObjectName("scoreLegend")
+        self.legend.setWordWrap(True)
+        self.why = WhyView()
+        explain = QWidget()
+        explain_layout = QVBoxLayout(explain)
+        explain_layout.setContentsMargins(0, 0, 0, 0)
+        explain_layout.addWidget(self.legend)
+        explain_layout.addWidget(self.why, 1)
+        self.vertical = QSplitter(Qt.Orientation.Vertical)
+        self.vertical.addWidget(self.splitter)
+        self.vertical.addWidget(explain)
+        self.vertical.setStretchFactor(0, 3)
+        self.vertical.setStretchFactor(1, 1)
+        self.vertical.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.splitter)
+        layout.addWidget(self.vertical)
         self._syncing = False
         self.result: QueryResult | None = None
         self.strategy_labels: dict[str, str] = {}
+        self.strategy_infos: dict[str, StrategyInfo] = {}  # for each strategy's score legend
+        self.chunk_selected.connect(self._explain)
         for table, other in ((self.left.table, self.right.table), (self.right.table, self.left.table)):
             table.selectionModel().currentRowChanged.connect(
                 lambda current, _prev, t=table, o=other: self._row_changed(t, o, current))
@@ -104,8 +138,16 @@ class ResultsView(QWidget):
     def reranked_table(self) -> QTableView:
         return self.right.table
 
+    def set_strategies(self, infos: list[StrategyInfo]) -> None:
+        """Labels for pane titles and legends for the score scales."""
+        self.strategy_labels = {info.name: info.label or info.name for info in infos}
+        self.strategy_infos = {info.name: info for info in infos}
+
     def set_result(self, result: QueryResult | None) -> None:
         self.result = result
+        info = self.strategy_infos.get(result.strategy) if result else None
+        for model in (self.original_model, self.reranked_model):
+            model.legend = info.legend if info else ""
         self._syncing = True
         try:
             self.original_model.set_result(result)
@@ -116,14 +158,39 @@ class ResultsView(QWidget):
         if result is None:
             self.right.title.setText("Reranked")
         elif result.reranked:
-            self.right.title.setText(f"Reranked · {label}")
+            self.right.title.setText(f"Reranked · {label} · from {result.pool_size} candidates"
+                                     if result.pool_size else f"Reranked · {label}")
         elif result.fallback_reason:
             self.right.title.setText(f"Not reranked · {result.fallback_reason}")
         else:
             self.right.title.setText(f"Reranked · {label} (order unchanged)")
         self.left.title.setText("Vector ranking" if result is None
                                 else f"Vector ranking · {result.total_chunks_searched:,} chunks searched")
+        self.legend.setText(self._legend_text(result, info))
         self.chunk_selected.emit(None)
+
+    @staticmethod
+    def _legend_text(result: QueryResult | None, info: StrategyInfo | None) -> str:
+        if result is None:
+            return ""
+        vector = "Vector: cosine similarity 0–1."
+        reranked = info.legend if info and info.legend else ""
+        bars = "Bars: each score relative to the best in its list; hover for the raw value."
+        return "  ".join(part for part in (vector, f"Reranked: {reranked}" if reranked else "", bars) if part)
+
+    def _explain(self, item: ResultChunk | None) -> None:
+        """The why view follows the selection; an original-side row is explained by its reranked twin."""
+        label = self.strategy_labels.get(self.result.strategy, self.result.strategy) if self.result else ""
+        if item is None or self.result is None:
+            self.why.set_item(None)
+            return
+        reranked = next((r for r in self.result.results if r.chunk.id == item.chunk.id), None)
+        if reranked is None:
+            self.why.set_item(None)
+            self.why.heading.setText(f"{item.chunk.qualified_name or item.chunk.path} is #{item.rank} in the vector "
+                                     f"ranking but not in the reranked top {len(self.result.results)}.")
+            return
+        self.why.set_item(reranked, label)
 
     def select_first(self) -> None:
         table = self.reranked_table if self.reranked_model.rowCount() else self.original_table

@@ -17,6 +17,14 @@ SIMILARITY = "similarity"  # cosine similarity, possibly boosted: min_relevance 
 RELATIVE = "relative"  # rank-fusion scores normalised within one query: min_relevance applies to the original score
 PROBABILITY = "probability"  # a model's 0-1 relevance: its own threshold applies; min_relevance to the original score
 
+LEGENDS = {
+    SIMILARITY: "cosine similarity (0–1) with this strategy's boosts added or multiplied in; "
+                "comparable across questions.",
+    RELATIVE: "fused ranks scaled 0–1 within this question (1 = best here, 0 = worst here); "
+              "not comparable across questions.",
+    PROBABILITY: "the model's relevance probability, 0–1; comparable across questions.",
+}
+
 
 @runtime_checkable
 class RerankStrategy(Protocol):
@@ -50,6 +58,8 @@ class BaseStrategy:
     scale: ClassVar[str] = SIMILARITY
     uses_keyword_index: ClassVar[bool] = False
     order: ClassVar[int] = 100  # position in lists shown to users
+    legend: ClassVar[str] = ""  # what the scores mean; default: the scale's legend (LEGENDS)
+    wide_pool: ClassVar[bool] = True  # False: the spec's narrow_pool_factor x top_k (measured better for it)
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -58,7 +68,9 @@ class BaseStrategy:
         return Availability(True)
 
     def pool_size(self, top_k: int) -> int:
-        return top_k * self.settings.overfetch_factor
+        if not self.wide_pool:
+            return self.settings.narrow_pool_factor * top_k
+        return self.settings.candidate_pool(top_k)
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
         raise NotImplementedError
@@ -102,5 +114,7 @@ def create_strategy(name: str, settings: Settings) -> RerankStrategy:
 def strategy_info(strategy: RerankStrategy) -> StrategyInfo:
     """What a user is shown about a strategy: its label, description and availability now."""
     availability = strategy.availability()
+    scale = getattr(strategy, "scale", SIMILARITY)
     return StrategyInfo(strategy.name, strategy.label or strategy.name, strategy.description,
-                        availability.available, availability.reason)
+                        availability.available, availability.reason, scale,
+                        getattr(strategy, "legend", "") or LEGENDS.get(scale, ""))

@@ -20,13 +20,12 @@ from __future__ import annotations
 import math
 import os
 import threading
-from dataclasses import replace
 from pathlib import Path
 
 from services.errors import StrategyUnavailable
 from services.hub import cached_model_path
-from services.models import Availability, Candidate, RerankRequest
-from services.reranking._ranking import tie_key
+from services.models import Availability, Candidate, RerankRequest, Signal
+from services.reranking._ranking import explained, tie_key
 from services.reranking.base import PROBABILITY, BaseStrategy, register
 
 _MODELS: dict[tuple[str, int], object] = {}
@@ -162,7 +161,8 @@ class CrossEncoderStrategy(BaseStrategy):
             return candidates
         if self._confident(candidates):
             return candidates
-        scored = [replace(c, score=p) for c, p in zip(candidates, self.scores(request.query, candidates))]
+        scored = [explained(c, [Signal("cross-encoder relevance", p, p, "set", self.settings.cross_encoder_model)])
+                  for c, p in zip(candidates, self.scores(request.query, candidates))]
         threshold = self.settings.cross_encoder_score_threshold
         return sorted(scored, key=lambda c: (c.score < threshold, -c.score, *tie_key(c)))
 

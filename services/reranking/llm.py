@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
 
 import httpx
 
 from services.errors import StrategyUnavailable
-from services.models import Availability, Candidate, RerankRequest
-from services.reranking._ranking import tie_key
+from services.models import Availability, Candidate, RerankRequest, Signal
+from services.reranking._ranking import explained, tie_key
 from services.reranking.base import PROBABILITY, BaseStrategy, register
 
 NEUTRAL = 5.0
@@ -120,7 +119,7 @@ class LLMStrategy(BaseStrategy):
         return Availability(True, f"{s.llm_model or 'default model'} at {s.llm_base_url}")
 
     def pool_size(self, top_k: int) -> int:
-        return max(top_k, min(top_k * self.settings.overfetch_factor, self.settings.llm_max_candidates))
+        return max(top_k, self.settings.llm_max_candidates)
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
         candidates = list(request.candidates)
@@ -134,7 +133,8 @@ class LLMStrategy(BaseStrategy):
             scores = parse_scores(answer, len(head))
         except ValueError as error:
             raise StrategyUnavailable(f"LLM reranker: {error}") from None
-        scored = sorted((replace(c, score=s / 10.0) for c, s in zip(head, scores)),
+        scored = sorted((explained(c, [Signal(f"LLM score {s:g}/10", s, s / 10.0, "set", self.settings.llm_model)])
+                         for c, s in zip(head, scores)),
                         key=lambda c: (-c.score, *tie_key(c)))
         return scored + candidates[len(head):]
 

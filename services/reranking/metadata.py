@@ -10,16 +10,18 @@ Two intents are recognised (conformance first, as it is the more specific one):
   When X is named and some protocol/interface candidate has that name (ignoring case, spaces
   and underscores), only those are boosted; when no candidate has that name, or no X is named,
   every protocol/interface chunk is boosted.
-Boosted scores are not capped. No intent -> the vector order, scores unchanged.
+Boosted scores are not capped. Path priors (settings.path_prior_factor, issue #11): chunks of tests,
+examples, docs and generated code are multiplied by the factor. No intent and no priors -> the vector
+order, scores unchanged.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from services.models import Candidate, RerankRequest
-from services.reranking._ranking import best_first
+from services.models import Candidate, RerankRequest, Signal
+from services.reranking._ranking import best_first, cosine_signal, explained, path_prior, unchanged
 from services.reranking.base import SIMILARITY, BaseStrategy, register
 from services.reranking.heuristic import squash
 from services.text import STOP_WORDS
@@ -79,17 +81,32 @@ class MetadataStrategy(BaseStrategy):
     name = "metadata"
     label = "Metadata-aware"
     description = ("Reads the question's intent: 'X protocol' boosts protocol/interface "
-                   "definitions (x1.3), 'what implements X' boosts types that list X as a base (x1.5).")
+                   "definitions (x1.3), 'what implements X' boosts types that list X as a base (x1.5); "
+                   "tests, examples, docs and generated code are demoted (x0.8).")
     scale = SIMILARITY
     order = 50
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
+        s = self.settings
         intent = detect_intent(request.query)
+        factor, chosen = self._selection(intent, request.candidates) if intent else (1.0, set())
+        boost = self._boost_signal(intent, factor)
+
+        def signals(c: Candidate) -> list[Signal]:
+            return ([cosine_signal(c)] + ([boost] if c.chunk.id in chosen else [])
+                    + path_prior(c.chunk.path, s.path_prior_patterns, s.path_prior_factor))
+
+        if intent is None and s.path_prior_factor == 1.0:
+            return unchanged(request.candidates, "the question asks for no protocol or conformance")
+        return best_first(explained(c, signals(c)) for c in request.candidates)
+
+    @staticmethod
+    def _boost_signal(intent: Intent | None, factor: float) -> Signal | None:
         if intent is None:
-            return list(request.candidates)
-        factor, chosen = self._selection(intent, request.candidates)
-        return best_first(replace(c, score=c.score * factor) if c.chunk.id in chosen else c
-                          for c in request.candidates)
+            return None
+        what = (f"implements {intent.target}" if intent.kind == "conformance"
+                else f"{intent.target or 'a'} protocol/interface".strip())
+        return Signal(what, factor, factor, "mul", f"question asks for {intent.kind}")
 
     def _selection(self, intent: Intent, candidates: list[Candidate]) -> tuple[float, set[str]]:
         if intent.kind == "conformance":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from services.models import Candidate, RerankRequest
+from services.reranking._ranking import cosine_signal, explained
 from services.reranking.base import SIMILARITY, BaseStrategy, register
 
 
@@ -13,6 +14,7 @@ class NoReranking(BaseStrategy):
     description = "Results in the order of their cosine similarity to the question."
     scale = SIMILARITY
     order = 0
+    legend = "cosine similarity of question and chunk, 0–1; comparable across questions."
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
-        return list(request.candidates)
+        return [explained(c, [cosine_signal(c)]) for c in request.candidates]

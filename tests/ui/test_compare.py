@@ -6,10 +6,11 @@ import dataclasses
 import json
 
 import pytest
+from PySide6.QtCore import Qt
 
 from services.evaluation import EvalReport, StrategyReport, load_queries
 from services.knowledge import KnowledgeService
-from ui.compare import CompareView
+from ui.compare import CompareView, ResultRole
 from tests.ui.factories import sample_result
 
 FILES = {
@@ -63,7 +64,7 @@ def test_question_runs_through_every_available_strategy_as_columns(view, service
     qtbot.waitUntil(task.done, timeout=120_000)
     available = [s.name for s in service.strategies() if s.available]
     assert column_titles(view.rankings) == ["none"] + [n for n in available if n != "none"]
-    assert view.rankings.item(0, 0).text() == "is_prime  ·  maths.py"  # rank 1 of the vector ranking
+    assert view.rankings.item(0, 0).text().endswith("  is_prime  ·  maths.py")  # rank 1 of the vector ranking
     assert all(view.rankings.item(0, c) is not None for c in range(view.rankings.columnCount()))
     assert view.status.text() == "Done" and not view.cancel_button.isEnabled()
 
@@ -74,8 +75,9 @@ def test_labels_from_the_rankings_feed_an_evaluation_with_metrics_and_charts(vie
     qtbot.waitUntil(view.run_question().done, timeout=120_000)
     assert view.label_cell(0, 0, True)
     table = view.rankings
+    top = table.item(0, 0).data(ResultRole).chunk.id
     row, col = next((r, c) for r in range(table.rowCount()) for c in range(table.columnCount())
-                    if table.item(r, c) is not None and table.item(r, c).text() != table.item(0, 0).text())
+                    if table.item(r, c) is not None and table.item(r, c).data(ResultRole).chunk.id != top)
     bottom = table.item(row, col)
     assert view.label_cell(row, col, False)
     assert view.rankings.item(0, 0).background().color().green() > view.rankings.item(0, 0).background().color().red()
@@ -128,7 +130,8 @@ def test_rankings_and_report_display_hand_made_results(qtbot, loop):
     result = sample_result()
     widget.show_rankings({"none": result, "hybrid": result})
     assert widget.rankings.rowCount() == 4 and widget.rankings.columnCount() == 2
-    assert widget.rankings.item(2, 1).text() == "SyncNotes  ·  notes/sync.go"
+    assert widget.rankings.item(2, 1).text() == "new 0.520  SyncNotes  ·  notes/sync.go"  # score, movement
+    assert widget.rankings.item(0, 1).text() == " ▲2 0.930  Index.add  ·  notes/index.py"
     assert "new (keyword match)" in widget.rankings.item(2, 1).toolTip()
     base = StrategyReport("none", {"mrr@10": 0.5, "ndcg@10": 0.5, "p@5": 0.1, "r@10": 0.5, "r@100": 1.0}, [5.0])
     worse = StrategyReport("rrf", {"mrr@10": 0.25, "ndcg@10": 0.4, "p@5": 0.1, "r@10": 0.5, "r@100": 1.0}, [9.0])
@@ -136,6 +139,9 @@ def test_rankings_and_report_display_hand_made_results(qtbot, loop):
     assert widget.metrics.item(1, 0).text() == "0.250 (-0.250)"
     assert widget.metrics.verticalHeaderItem(2).text() == "llm"
     assert widget.metrics.item(2, 0).text() == "not run: no endpoint"
+    assert widget.metrics.columnSpan(2, 0) == widget.metrics.columnCount()  # the reason does not widen column 0
+    widths = [widget.metrics.columnWidth(c) for c in range(widget.metrics.columnCount())]
+    assert max(widths) < 3 * min(widths)  # every column fits its contents, none is stretched
 
 
 def qtbot_left():
@@ -161,3 +167,59 @@ def test_labels_go_to_the_workspace_default_file_in_the_data_dir(qtbot, loop, se
     qtbot.addWidget(widget)
     widget.set_workspace(tmp_path / "proj")
     assert widget.labels_file == default_labels_file(service.data_dir, tmp_path / "proj")
+
+
+def report_with_per_query_scores(queries: int, better_on: int) -> EvalReport:
+    """hybrid finds each query's document at rank 1 on the first `better_on` queries, `none` at rank 2."""
+    from services.evaluation import score_rankings
+    qrels = {f"q{i}": {f"d{i}": 1} for i in range(queries)}
+    none = {f"q{i}": ["x", f"d{i}"] for i in range(queries)}
+    hybrid = {f"q{i}": [f"d{i}"] if i < better_on else ["x", "y", "z"] for i in range(queries)}
+    report = score_rankings(qrels, {"none": none, "hybrid": hybrid})
+    report.query_texts = {f"q{i}": f"question number {i}" for i in range(queries)}
+    return report
+
+
+def test_per_query_wins_sort_and_a_click_opens_the_question(qtbot, loop):
+    widget = CompareView(None)
+    qtbot.addWidget(widget)
+    widget.show()
+    widget.show_report(report_with_per_query_scores(queries=6, better_on=2))
+    table = widget.per_query
+    assert table.rowCount() == 6
+    assert [table.horizontalHeaderItem(c).text() for c in range(3)] == ["Query", "none MRR@10", "hybrid Δ (2▲ 4▼)"]
+    table.sortItems(2, Qt.SortOrder.DescendingOrder)
+    assert [table.item(r, 2).text() for r in range(6)] == ["+0.500"] * 2 + ["-0.500"] * 4
+    opened = []
+    widget.query_opened.connect(opened.append)
+    rect = table.visualItemRect(table.item(0, 0))
+    qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert opened and opened[0] in ("question number 0", "question number 1")
+    assert widget.significance.item(0, 1).text() == widget.significance.item(1, 0).text() != ""
+
+
+def test_the_recommended_strategy_is_marked_and_becomes_the_workspace_default(qtbot, loop, service, tmp_path):
+    widget = CompareView(service)
+    qtbot.addWidget(widget)
+    widget.set_workspace(tmp_path / "proj")
+    widget.show()
+    widget.show_report(report_with_per_query_scores(queries=40, better_on=36))
+    assert widget.metrics.verticalHeaderItem(1).text() == "★ hybrid"
+    assert widget.recommendation.text().startswith("★ Recommended: hybrid")
+    chosen = []
+    widget.default_strategy_chosen.connect(chosen.append)
+    qtbot.mouseClick(widget.use_button, Qt.MouseButton.LeftButton)
+    assert chosen == ["hybrid"]
+    again = CompareView(service)  # the next time the workspace is opened
+    qtbot.addWidget(again)
+    again.default_strategy_chosen.connect(chosen.append)
+    again.set_workspace(tmp_path / "proj")
+    assert chosen == ["hybrid", "hybrid"]
+
+
+def test_a_small_set_recommends_none_and_says_why(qtbot, loop):
+    widget = CompareView(None)
+    qtbot.addWidget(widget)
+    widget.show_report(report_with_per_query_scores(queries=6, better_on=4))
+    assert widget.recommendation.text().startswith("★ Recommended: none")
+    assert "not significant" in widget.recommendation.text()

@@ -1,0 +1,131 @@
+"""Why a result has its reranked score: one bar per signal (services.models.Signal), and its rank
+in the vector ranking against its reranked rank."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QRect, Qt
+from PySide6.QtGui import QColor, QPainter
+from PySide6.QtWidgets import (
+    QHeaderView, QLabel, QStyledItemDelegate, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
+)
+
+from services.models import ResultChunk, Signal
+from ui.ranking_model import DOWN_COLOR, UP_COLOR, movement, symbol_text
+
+BarRole = Qt.ItemDataRole.UserRole + 21  # signed fraction -1..1 of the widest bar
+
+
+def steps(signals: tuple[Signal, ...]) -> list[tuple[Signal, float]]:
+    """Each signal with how much it changed the running score (a 'set' counts from 0)."""
+    out, score = [], 0.0
+    for signal in signals:
+        if signal.op == "set":
+            after = signal.contribution
+            change = after
+        elif signal.op == "mul":
+            after = score * signal.contribution
+            change = after - score
+        else:
+            after = score + signal.contribution
+            change = signal.contribution
+        out.append((signal, change))
+        score = after
+    return out
+
+
+def effect_text(signal: Signal) -> str:
+    if signal.op == "set":
+        return f"= {signal.contribution:.3f}"
+    if signal.op == "mul":
+        return f"× {signal.contribution:.2f}"
+    return f"{'+' if signal.contribution >= 0 else '−'}{abs(signal.contribution):.3f}"
+
+
+def rank_text(item: ResultChunk) -> str:
+    was = "not in the vector ranking (keyword match)" if item.original_rank is None \
+        else f"vector rank #{item.original_rank}"
+    return f"#{item.rank} after reranking, {was} ({movement(item)[0]})"
+
+
+def why_summary(item: ResultChunk, limit: int = 4) -> str:
+    """One line of the biggest reasons, for tooltips: 'exact name +2.000 · cosine similarity = 0.620'."""
+    ranked = sorted(steps(item.signals), key=lambda s: -abs(s[1]))[:limit]
+    return " · ".join(f"{signal.name} {effect_text(signal)}" for signal, _ in ranked)
+
+
+class BarDelegate(QStyledItemDelegate):
+    """Paints a bar from the left edge, green when the signal raised the score, red when it lowered it."""
+
+    def paint(self, painter: QPainter, option, index) -> None:
+        super().paint(painter, option, index)
+        fraction = index.data(BarRole)
+        if fraction is None:
+            return
+        rect = option.rect.adjusted(4, 5, -4, -5)
+        width = max(2, int(rect.width() * min(1.0, abs(fraction))))
+        painter.save()
+        colour = QColor(UP_COLOR if fraction >= 0 else DOWN_COLOR)
+        colour.setAlpha(170)
+        painter.fillRect(QRect(rect.left(), rect.top(), width, rect.height()), colour)
+        painter.restore()
+
+
+class WhyView(QWidget):
+    """set_item(result, strategy_label) shows why; set_item(None) clears it."""
+
+    COLUMNS = ["Signal", "Effect", "", "Note"]
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.heading = QLabel("Select a result to see why it ranks where it does.")
+        self.heading.setObjectName("whyHeading")
+        self.heading.setWordWrap(True)
+        self.table = QTableWidget(0, len(self.COLUMNS))
+        self.table.setHorizontalHeaderLabels(self.COLUMNS)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.setSelectionMode(QTableWidget.SelectionMode.NoSelection)
+        self.table.verticalHeader().hide()
+        self.table.setShowGrid(False)
+        self.table.setItemDelegateForColumn(2, BarDelegate(self.table))
+        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 6)
+        header = self.table.horizontalHeader()
+        for column, mode in enumerate((QHeaderView.ResizeMode.ResizeToContents,
+                                       QHeaderView.ResizeMode.ResizeToContents,
+                                       QHeaderView.ResizeMode.Interactive, QHeaderView.ResizeMode.Stretch)):
+            header.setSectionResizeMode(column, mode)
+        self.table.setColumnWidth(2, 260)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addWidget(self.heading)
+        layout.addWidget(self.table, 1)
+        self.item: ResultChunk | None = None
+
+    def set_item(self, item: ResultChunk | None, strategy_label: str = "") -> None:
+        self.item = item
+        self.table.setRowCount(0)
+        if item is None:
+            self.heading.setText("Select a result to see why it ranks where it does.")
+            return
+        by = f" by {strategy_label}" if strategy_label else ""
+        self.heading.setText(f"Why {symbol_text(item)} scores {item.score:.3f}{by}: {rank_text(item)}")
+        if not item.signals:
+            self.heading.setText(self.heading.text() + " — not reranked: the score is the cosine similarity.")
+            return
+        changes = steps(item.signals)
+        widest = max((abs(change) for _, change in changes), default=0.0) or 1.0
+        self.table.setRowCount(len(changes))
+        for row, (signal, change) in enumerate(changes):
+            tip = f"{signal.name}: raw value {signal.value:g}; {signal.op} {signal.contribution:g}" + (
+                f"\n{signal.note}" if signal.note else "") + f"\nchanges the score by {change:+.4f}"
+            bar = QTableWidgetItem()
+            bar.setData(BarRole, change / widest)
+            for column, cell in enumerate((QTableWidgetItem(signal.name), QTableWidgetItem(effect_text(signal)),
+                                           bar, QTableWidgetItem(signal.note))):
+                cell.setToolTip(tip)
+                self.table.setItem(row, column, cell)
+
+    def rows(self) -> list[tuple[str, str, float]]:
+        """(signal, effect text, signed bar fraction) per row, as shown."""
+        return [(self.table.item(r, 0).text(), self.table.item(r, 1).text(), self.table.item(r, 2).data(BarRole))
+                for r in range(self.table.rowCount())]
