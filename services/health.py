@@ -46,4 +46,6 @@ def index_health(index: WorkspaceIndex, settings: Settings, last_error: str = ""
         dimension=int(catalog.get_meta("dimension", "0") or 0),
         created_at=catalog.get_meta("created_at"), updated_at=catalog.get_meta("updated_at"),
         size_bytes=index.size_bytes(), last_error=last_error or catalog.get_meta("last_error"),
+        backend=catalog.get_meta("backend", "torch"), device=catalog.get_meta("device", "cpu"),
+        encoder_note=catalog.get_meta("encoder_note"),
     )

@@ -97,6 +97,10 @@ class Indexer:
         old_model = catalog.get_meta("model")
         if old_model and old_model != self.embedder.model_name:
             return f"embedding model changed from {old_model} to {self.embedder.model_name}"
+        old_backend = catalog.get_meta("backend", "torch")  # indexes before backends were torch's
+        if old_model and old_backend != self.embedder.backend_used:
+            return (f"embedding backend changed from {old_backend} to {self.embedder.backend_used} "
+                    "(their vectors differ slightly, so they are not mixed)")
         if not self.index.chroma_url and not self.index.chroma_path.exists():
             return "the vector store folder was missing"
         return ""
@@ -105,7 +109,9 @@ class Indexer:
         catalog = self.index.catalog()
         if not catalog.get_meta("created_at"):
             catalog.set_meta(created_at=now_iso(), workspace=str(self.index.root))
-        catalog.set_meta(model=self.embedder.model_name, dimension=str(self.embedder.dimension), last_error="")
+        catalog.set_meta(model=self.embedder.model_name, dimension=str(self.embedder.dimension), last_error="",
+                         backend=self.embedder.backend_used, device=self.embedder.device_used,
+                         encoder_note=self.embedder.note)
 
     def _sweep_orphans(self) -> None:
         """Vectors left by a crash between writing vectors and committing their file."""

@@ -8,6 +8,7 @@ caller's event loop, so a Qt slot connected through qasync runs on the GUI threa
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -36,16 +37,20 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("knowledge-explorer", appauthor=False))
 
 
+def encoder_cache_dir(data_dir: Path) -> Path:
+    """Where exported encoders are kept: KE_ENCODER_CACHE_DIR (shared by several data dirs,
+    e.g. the test suite's), else the data dir's `encoders` folder."""
+    return Path(os.environ.get("KE_ENCODER_CACHE_DIR") or data_dir / "encoders")
+
+
 class KnowledgeService:
     def __init__(self, settings: Settings | None = None, *, data_dir: str | Path | None = None,
                  chroma_url: str | None = None) -> None:
         self.settings = settings or Settings()
         self.data_dir = Path(data_dir) if data_dir else default_data_dir()
         self.chroma_url = chroma_url
-        self.embedder = Embedder(self.settings.embedding_model, self.settings.max_seq_length,
-                                 self.settings.embed_batch_size, role="query")
-        self.index_embedder = Embedder(self.settings.embedding_model, self.settings.max_seq_length,
-                                       self.settings.embed_batch_size, role="index")
+        self.embedder = self._embedder("query", threads=1)  # one short question: one thread is enough
+        self.index_embedder = self._embedder("index", threads=self.settings.encoder_threads)
         self._indexes: dict[Path, WorkspaceIndex] = {}
         self._strategies: dict = {}
         self._errors: dict[Path, str] = {}
@@ -55,6 +60,12 @@ class KnowledgeService:
         self._query_pool = ThreadPoolExecutor(2, thread_name_prefix="ke-query")
 
     # --- plumbing ---
+    def _embedder(self, role: str, threads: int) -> Embedder:
+        s = self.settings
+        return Embedder(s.embedding_model, s.max_seq_length, s.embed_batch_size, role=role,
+                        backend=s.embedding_backend, device=s.embedding_device,
+                        cache_dir=encoder_cache_dir(self.data_dir), threads=threads)
+
     async def _run(self, pool: ThreadPoolExecutor, func, *args):
         return await asyncio.get_running_loop().run_in_executor(pool, func, *args)
 
