@@ -30,6 +30,7 @@ CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks(path);
 CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
 """
 
+INDEX_FORMAT = "2"  # 2: chunk text only here, none in Chroma (its documents were a second copy)
 CHUNK_COLUMNS = ("id, path, language, start_line, end_line, content, symbol, qualified_name, kind, "
                  "bases, docstring, content_hash, file_hash, refs")
 
@@ -136,6 +137,17 @@ class Catalog:
         rows = self._query("SELECT DISTINCT symbol FROM chunks WHERE symbol != '' AND kind NOT IN ('module', 'text')"
                            " ORDER BY symbol")
         return [r[0] for r in rows]
+
+    def compact(self) -> None:
+        """Fold the write-ahead log into the database; VACUUM when over a quarter of it is free pages
+        (after a rebuild or many removals)."""
+        with self._lock:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            pages = self._db.execute("PRAGMA page_count").fetchone()[0]
+            free = self._db.execute("PRAGMA freelist_count").fetchone()[0]
+            if pages and free > pages / 4:
+                self._db.execute("VACUUM")
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # --- skipped files ---
     def set_skipped(self, skipped: list[SkippedFile]) -> None:

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from services.catalog import FileRecord
+from services.catalog import INDEX_FORMAT, FileRecord
 from services.chunking import chunk_file
 from services.chunking.references import count_references
 from services.embedding import Embedder
@@ -70,9 +70,10 @@ class Indexer:
     # --- the run ---
     def run(self, full: bool = False) -> IndexReport:
         self.embedder.load()  # a missing model fails here, before anything is touched
+        old_format = self.index.exists() and self.index.catalog().get_meta("index_format", "1") != INDEX_FORMAT
         rebuilt_reason = self._rebuild_reason(full)
         self.everything = bool(rebuilt_reason)
-        if rebuilt_reason and not full:  # an incompatible index: start from nothing
+        if rebuilt_reason and (not full or old_format):  # an incompatible index: start from nothing
             self.index.wipe()
         self._start_catalog()
         self._sweep_orphans()
@@ -97,6 +98,8 @@ class Indexer:
         old_model = catalog.get_meta("model")
         if old_model and old_model != self.embedder.model_name:
             return f"embedding model changed from {old_model} to {self.embedder.model_name}"
+        if catalog.get_meta("index_format", "1") != INDEX_FORMAT:
+            return "the index format changed (chunk text is now stored once, in the manifest)"
         old_backend = catalog.get_meta("backend", "torch")  # indexes before backends were torch's
         if old_model and old_backend != self.embedder.backend_used:
             return (f"embedding backend changed from {old_backend} to {self.embedder.backend_used} "
@@ -111,7 +114,7 @@ class Indexer:
             catalog.set_meta(created_at=now_iso(), workspace=str(self.index.root))
         catalog.set_meta(model=self.embedder.model_name, dimension=str(self.embedder.dimension), last_error="",
                          backend=self.embedder.backend_used, device=self.embedder.device_used,
-                         encoder_note=self.embedder.note)
+                         encoder_note=self.embedder.note, index_format=INDEX_FORMAT)
 
     def _sweep_orphans(self) -> None:
         """Vectors left by a crash between writing vectors and committing their file."""
@@ -251,6 +254,7 @@ class Indexer:
             catalog.set_references({c.id: c.references for c in chunks})
             self.index.keywords.build(chunks)
         catalog.set_meta(updated_at=now_iso())
+        catalog.compact()
         self._emit("cancelled" if self.cancel.is_set() else "done", 0, 0)
 
     def _emit(self, phase: str, files_done: int, files_total: int, chunks_done: int = 0,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -44,6 +45,29 @@ def contains_word(text: str, word: str) -> bool:
 
 def count_words(text: str, word: str) -> int:
     return sum(1 for _ in word_pattern(word).finditer(text))
+
+
+_WORD_RUN = re.compile(r"\w+")
+_ASCII_WORD = re.compile(r"[a-z0-9_]+")
+
+
+class WordCounts:
+    """`\\bword\\b` matches in one text, for many words: the text's word runs are counted once,
+    so a long question costs one pass per chunk instead of one regex scan per keyword. For a
+    word of ASCII letters, digits and `_`, a boundary match is exactly a whole word run equal to
+    it (case-insensitive); any other word falls back to the regex."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.counts = Counter(run.lower() for run in _WORD_RUN.findall(text))
+
+    def count(self, word: str) -> int:
+        if _ASCII_WORD.fullmatch(word.lower()):
+            return self.counts.get(word.lower(), 0)
+        return count_words(self.text, word)
+
+    def contains(self, word: str) -> bool:
+        return self.count(word) > 0
 
 
 def searchable_text(candidate: Candidate) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from services.models import Candidate, RerankRequest
-from services.reranking._ranking import best_first, contains_word, searchable_text
+from services.reranking._ranking import WordCounts, best_first, searchable_text
 from services.reranking.base import SIMILARITY, BaseStrategy, register
 from services.text import query_keywords
 
@@ -35,7 +35,8 @@ class KeywordBoostStrategy(BaseStrategy):
         """The spec's ApplyKeywordBoost, without the score arithmetic."""
         s = self.settings
         total = s.exact_phrase_boost if phrase and phrase in text.lower() else 0.0
-        total += s.boost_per_keyword * sum(1 for k in keywords if contains_word(text, k))
+        words = WordCounts(text)
+        total += s.boost_per_keyword * sum(1 for k in keywords if words.contains(k))
         return min(total, s.max_boost)
 
     def _boosted(self, candidate: Candidate, keywords: list[str], phrase: str) -> Candidate:

@@ -12,15 +12,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from services.models import Candidate, RerankRequest
-from services.reranking._ranking import best_first, count_words, min_max
+from services.reranking._ranking import WordCounts, best_first, min_max
 from services.reranking.base import RELATIVE, BaseStrategy, register
 from services.text import query_keywords
 
 
 def keyword_frequency(content: str, keywords: list[str]) -> float:
     """The spec's CalculateKeywordScore."""
-    lower = content.lower()
-    return sum(lower.count(k) + 0.5 * count_words(content, k) for k in keywords)
+    lower, words = content.lower(), WordCounts(content)
+    return sum(lower.count(k) + 0.5 * words.count(k) for k in keywords)
 
 
 @register
