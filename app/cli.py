@@ -164,6 +164,7 @@ def index_report_json(report) -> dict:
         "chunks_total": report.chunks_total, "seconds": report.seconds, "cancelled": report.cancelled,
         "rebuilt_reason": report.rebuilt_reason or None,
         "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
+        "failed": report.failed, "message": report.message or None,
     }
 
 
@@ -174,6 +175,10 @@ def index_report_text(report) -> str:
     lines.append(f"{report.files_indexed} files indexed, {report.files_unchanged} unchanged, "
                  f"{report.files_removed} removed; {report.chunks_embedded} chunks embedded, "
                  f"{report.chunks_total} in the index ({report.seconds:.1f} s).")
+    if report.message:
+        lines.append(report.message.capitalize() + ".")
+    if report.failed:
+        lines.append("Failed: " + ", ".join(f"{n} {reason}" for reason, n in report.failed.items()) + ".")
     if report.skipped:
         lines.append(f"{len(report.skipped)} files skipped:")
         lines.extend(f"  {s.path}: {s.reason}" for s in report.skipped)

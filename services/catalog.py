@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.models import Chunk, SkippedFile
+from services.models import Chunk, SkippedFile, count_by_reason
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -25,14 +25,17 @@ CREATE TABLE IF NOT EXISTS chunks (
     start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, content TEXT NOT NULL,
     symbol TEXT NOT NULL, qualified_name TEXT NOT NULL, kind TEXT NOT NULL, bases TEXT NOT NULL,
     docstring TEXT NOT NULL, content_hash TEXT NOT NULL, file_hash TEXT NOT NULL,
-    refs INTEGER NOT NULL DEFAULT 0);
+    refs INTEGER NOT NULL DEFAULT 0, ordinal INTEGER NOT NULL DEFAULT 0,
+    contiguous INTEGER NOT NULL DEFAULT 1);
 CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks(path);
 CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
 """
 
 INDEX_FORMAT = "2"  # 2: chunk text only here, none in Chroma (its documents were a second copy)
 CHUNK_COLUMNS = ("id, path, language, start_line, end_line, content, symbol, qualified_name, kind, "
-                 "bases, docstring, content_hash, file_hash, refs")
+                 "bases, docstring, content_hash, file_hash, refs, ordinal, contiguous")
+# Columns added after the first release: (name, definition), added to an older catalogue on open.
+ADDED_CHUNK_COLUMNS = (("ordinal", "INTEGER NOT NULL DEFAULT 0"), ("contiguous", "INTEGER NOT NULL DEFAULT 1"))
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,14 @@ class Catalog:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
+        self._add_missing_columns()
         self._lock = threading.RLock()
+
+    def _add_missing_columns(self) -> None:
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(chunks)")}
+        for name, definition in ADDED_CHUNK_COLUMNS:
+            if name not in have:
+                self._db.execute(f"ALTER TABLE chunks ADD COLUMN {name} {definition}")
 
     def close(self) -> None:
         with self._lock:
@@ -79,7 +89,7 @@ class Catalog:
             old = {r[0] for r in self._db.execute("SELECT id FROM chunks WHERE path = ?", (record.path,))}
             self._db.execute("DELETE FROM chunks WHERE path = ?", (record.path,))
             self._db.executemany(f"INSERT OR REPLACE INTO chunks ({CHUNK_COLUMNS}) VALUES "
-                                 "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", [_chunk_row(c) for c in chunks])
+                                 "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", [_chunk_row(c) for c in chunks])
             self._db.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?)",
                              (record.path, record.file_hash, record.size, record.mtime_ns, record.language))
             self._db.execute("DELETE FROM skipped WHERE path = ?", (record.path,))
@@ -159,6 +169,9 @@ class Catalog:
     def skipped(self) -> list[SkippedFile]:
         return [SkippedFile(*r) for r in self._query("SELECT path, reason FROM skipped ORDER BY path")]
 
+    def skipped_by_reason(self) -> dict[str, int]:
+        return count_by_reason(self.skipped())
+
     # --- plumbing ---
     def _query(self, sql: str, params=()) -> list[tuple]:
         with self._lock:
@@ -181,10 +194,12 @@ class _Transaction:
 
 def _chunk_row(c: Chunk) -> tuple:
     return (c.id, c.path, c.language, c.start_line, c.end_line, c.content, c.symbol, c.qualified_name,
-            c.kind, json.dumps(list(c.bases)), c.docstring, c.content_hash, c.file_hash, c.references)
+            c.kind, json.dumps(list(c.bases)), c.docstring, c.content_hash, c.file_hash, c.references,
+            c.ordinal, int(c.contiguous))
 
 
 def _row_chunk(row: tuple) -> Chunk:
     return Chunk(path=row[1], language=row[2], start_line=row[3], end_line=row[4], content=row[5],
                  symbol=row[6], qualified_name=row[7], kind=row[8], bases=tuple(json.loads(row[9])),
-                 docstring=row[10], content_hash=row[11], file_hash=row[12], references=row[13])
+                 docstring=row[10], content_hash=row[11], file_hash=row[12], references=row[13],
+                 ordinal=row[14], contiguous=bool(row[15]))

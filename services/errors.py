@@ -27,3 +27,8 @@ class StrategyUnavailable(KnowledgeError):
 
 class Cancelled(KnowledgeError):
     """A long operation was cancelled by the user."""
+
+
+class IndexStoreError(KnowledgeError):
+    """Indexing stopped because the vector store, the catalogue or the model failed for every file
+    (disk full, Chroma down). Every file committed before stays; the next run resumes."""

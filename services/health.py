@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.models import IndexHealth, StaleFile
+from services.models import IndexHealth, StaleFile, nothing_to_index
 from services.scanning import file_hash, scan_workspace
 from services.settings import Settings
 from services.workspace_index import WorkspaceIndex
@@ -11,7 +11,7 @@ from services.workspace_index import WorkspaceIndex
 def stale_files(index: WorkspaceIndex, settings: Settings) -> list[StaleFile]:
     known = index.catalog().files()
     skipped = {s.path for s in index.catalog().skipped()}
-    scan = scan_workspace(index.root, settings.max_file_bytes)
+    scan = scan_workspace(index.root, settings.max_file_bytes, settings.skip_machine_made)
     stale, seen = [], set()
     for source in scan.files:
         seen.add(source.path)
@@ -34,18 +34,33 @@ def _hash(source) -> str:
 
 def index_health(index: WorkspaceIndex, settings: Settings, last_error: str = "") -> IndexHealth:
     if not index.exists():
-        return IndexHealth(workspace=str(index.root), indexed=False, last_error=last_error)
+        return IndexHealth(workspace=str(index.root), indexed=False, last_error=last_error,
+                           state="missing", message="not indexed")
     catalog = index.catalog()
     files, chunks = catalog.counts()
     stale = stale_files(index, settings)
+    skipped = catalog.skipped()
+    needs_reindex = len(stale) > settings.stale_ratio_for_reindex * files
+    state, message = _state(files, len(skipped), stale, needs_reindex)
     return IndexHealth(
         workspace=str(index.root), indexed=True, files=files, chunks=chunks,
         languages=catalog.languages(), stale_files=tuple(stale),
-        needs_reindex=len(stale) > settings.stale_ratio_for_reindex * files,
-        skipped=tuple(catalog.skipped()), model=catalog.get_meta("model"),
+        needs_reindex=needs_reindex, skipped=tuple(skipped),
+        skipped_by_reason=catalog.skipped_by_reason(), state=state, message=message,
+        model=catalog.get_meta("model"),
         dimension=int(catalog.get_meta("dimension", "0") or 0),
         created_at=catalog.get_meta("created_at"), updated_at=catalog.get_meta("updated_at"),
         size_bytes=index.size_bytes(), last_error=last_error or catalog.get_meta("last_error"),
         backend=catalog.get_meta("backend", "torch"), device=catalog.get_meta("device", "cpu"),
         encoder_note=catalog.get_meta("encoder_note"),
     )
+
+
+def _state(files: int, skipped: int, stale: list[StaleFile], needs_reindex: bool) -> tuple[str, str]:
+    """("empty" | "stale" | "ready", a line to show)."""
+    if not files and not stale:
+        return "empty", nothing_to_index(skipped)
+    if stale:
+        return "stale", f"{len(stale)} files changed since the last index" + (
+            ": reindex recommended" if needs_reindex else "")
+    return "ready", f"{files} files indexed" + (f", {skipped} skipped" if skipped else "")

@@ -3,10 +3,15 @@
 Runs synchronously (the service calls it in a worker thread). Cancellation is checked between
 batches; every batch ends with its files committed, so a cancelled or crashed run leaves a
 consistent index and the next run resumes where it stopped.
+
+Faults are isolated per file: a file that cannot be read, chunked, embedded or stored is listed
+under `skipped` with the reason and the run goes on. A failure of the store or the model itself
+(it fails for a lone probe too, or for every file of a window) stops the run with IndexStoreError.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -19,7 +24,8 @@ from services.catalog import INDEX_FORMAT, FileRecord
 from services.chunking import chunk_file
 from services.chunking.references import count_references
 from services.embedding import Embedder
-from services.models import Chunk, IndexReport, ProgressEvent, SkippedFile
+from services.errors import IndexStoreError, KnowledgeError
+from services.models import Chunk, IndexReport, ProgressEvent, SkippedFile, count_by_reason, nothing_to_index
 from services.scanning import SkipFileError, SourceFile, read_source, scan_workspace
 from services.settings import Settings
 from services.workspace_index import WorkspaceIndex
@@ -27,6 +33,11 @@ from services.workspace_index import WorkspaceIndex
 WINDOW_CHUNKS = 256  # files are committed a window at a time
 ENCODE_SLICE = 64  # chunks encoded between two cancel checks
 FIRST_WINDOW_CHUNKS = 32
+# Reasons that mean a file failed (as opposed to being skipped by policy, like "binary file").
+FAILURE_REASONS = ("unreadable", "could not be read", "could not be chunked", "could not be embedded",
+                   "could not be stored")
+
+log = logging.getLogger(__name__)
 
 
 def now_iso() -> str:
@@ -51,6 +62,20 @@ class Pending:
     chunks: list[Chunk]
 
 
+class StageError(Exception):
+    """Embedding or storing a window failed; `stage` is "embedded" or "stored"."""
+
+    def __init__(self, stage: str, error: Exception) -> None:
+        super().__init__(f"{stage}: {error}")
+        self.stage = stage
+        self.error = error
+
+
+def short_reason(error: Exception, limit: int = 160) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 class Indexer:
     def __init__(self, index: WorkspaceIndex, embedder: Embedder, settings: Settings,
                  progress: Callable[[ProgressEvent], None] | None = None,
@@ -66,9 +91,21 @@ class Indexer:
         self.embedded = 0  # chunks embedded and committed
         self.window_embedded = 0  # chunks embedded in the window being written
         self.total_chunks = self.files_total = self.files_committed = 0
+        self.failed: list[SkippedFile] = []  # files whose embedding or storing failed
 
     # --- the run ---
     def run(self, full: bool = False) -> IndexReport:
+        """Index the workspace. Raises KnowledgeError subclasses only (details of others go to the log)."""
+        try:
+            return self._run(full)
+        except KnowledgeError:
+            raise
+        except Exception as error:
+            log.exception("indexing %s stopped", self.index.root)
+            raise IndexStoreError(f"indexing stopped: {short_reason(error)}. Files indexed so far are kept; "
+                                  "run it again once this is fixed.") from error
+
+    def _run(self, full: bool) -> IndexReport:
         self.embedder.load()  # a missing model fails here, before anything is touched
         old_format = self.index.exists() and self.index.catalog().get_meta("index_format", "1") != INDEX_FORMAT
         rebuilt_reason = self._rebuild_reason(full)
@@ -81,12 +118,16 @@ class Indexer:
         self._remove(plan.removed)
         pending = self._chunk(plan)
         done = self._embed_and_commit(pending)
+        plan.skipped = sorted(plan.skipped + self.failed, key=lambda s: s.path)
         self._finish(plan, bool(plan.removed) or done > 0 or bool(rebuilt_reason))
+        files, chunks = self.index.catalog().counts()
         return IndexReport(
             files_indexed=done, files_unchanged=len(plan.unchanged), files_removed=len(plan.removed),
-            chunks_embedded=self.embedded, chunks_total=self.index.catalog().counts()[1],
+            chunks_embedded=self.embedded, chunks_total=chunks,
             seconds=round(time.monotonic() - self.started, 3), cancelled=self.cancel.is_set(),
             rebuilt_reason=rebuilt_reason, skipped=tuple(plan.skipped),
+            failed=count_by_reason(s for s in plan.skipped if s.category in FAILURE_REASONS),
+            message="" if files else nothing_to_index(len(plan.skipped)),
         )
 
     def _rebuild_reason(self, full: bool) -> str:
@@ -123,7 +164,7 @@ class Indexer:
 
     def _plan(self) -> Plan:
         self._emit("scanning", 0, 0)
-        scan = scan_workspace(self.index.root, self.settings.max_file_bytes)
+        scan = scan_workspace(self.index.root, self.settings.max_file_bytes, self.settings.skip_machine_made)
         known = self.index.catalog().files()
         plan = Plan(skipped=list(scan.skipped))
         seen = set()
@@ -156,12 +197,16 @@ class Indexer:
 
     def _chunk_one(self, source: SourceFile, old: FileRecord | None, plan: Plan) -> Pending | None:
         try:
-            text, digest = read_source(source)
+            text, digest = read_source(source, self.settings.skip_machine_made)
         except SkipFileError as skip:
             plan.skipped.append(SkippedFile(source.path, skip.reason))
             if old:
                 self._remove([source.path])
                 plan.removed.append(source.path)
+            return None
+        except Exception as error:  # e.g. a file that vanished or changed type under us
+            log.warning("reading %s failed", source.path, exc_info=True)
+            plan.skipped.append(SkippedFile(source.path, f"could not be read: {short_reason(error)}"))
             return None
         record = FileRecord(source.path, digest, source.size, source.mtime_ns, source.language)
         if old and old.file_hash == digest and not self.everything:  # touched, not changed: refresh its stat
@@ -171,7 +216,8 @@ class Indexer:
         try:
             chunks = chunk_file(source.path, text, source.language, digest, self.settings)
         except Exception as error:  # a parser bug must not lose the rest of the workspace
-            plan.skipped.append(SkippedFile(source.path, f"could not be chunked: {error}"))
+            log.warning("chunking %s failed", source.path, exc_info=True)
+            plan.skipped.append(SkippedFile(source.path, f"could not be chunked: {short_reason(error)}"))
             return None
         return Pending(record, chunks)
 
@@ -187,6 +233,51 @@ class Indexer:
         return self.files_committed
 
     def _embed_batch(self, batch: list[Pending]) -> bool:
+        """Embed, store and commit a window; when that fails, retry its files one by one to find the
+        culprit. False when cancelled."""
+        try:
+            return self._embed_window(batch)
+        except StageError as error:
+            if len(batch) == 1:
+                self._fail(batch[0], error)
+                return True
+            log.warning("a window of %d files failed (%s); retrying them one by one", len(batch), error)
+        return self._embed_one_by_one(batch)
+
+    def _embed_one_by_one(self, batch: list[Pending]) -> bool:
+        errors = []
+        for item in batch:
+            if self.cancel.is_set():
+                return False
+            try:
+                if not self._embed_window([item]):
+                    return False
+            except StageError as error:
+                errors.append(error)
+                self._fail(item, error)
+        if len(errors) == len(batch):  # it fails for every file: the store or the model is broken
+            raise self._stopped(errors[-1])
+        return True
+
+    def _fail(self, item: Pending, error: StageError) -> None:
+        """List a file that could not be embedded or stored, unless the component fails for a probe too."""
+        log.warning("%s could not be %s", item.record.path, error.stage, exc_info=error.error)
+        try:
+            if error.stage == "embedded":
+                self.embedder.encode(["probe"])
+            else:
+                self.index.store().count()
+        except Exception as probe_error:
+            raise self._stopped(StageError(error.stage, probe_error)) from probe_error
+        self.failed.append(SkippedFile(item.record.path, f"could not be {error.stage}: {short_reason(error.error)}"))
+
+    def _stopped(self, error: StageError) -> IndexStoreError:
+        component = "the embedding model" if error.stage == "embedded" else "the vector store"
+        log.error("indexing %s stopped: %s failed: %s", self.index.root, component, error.error)
+        return IndexStoreError(f"indexing stopped: {component} failed ({short_reason(error.error)}). "
+                               "Files indexed so far are kept; run it again once this is fixed.")
+
+    def _embed_window(self, batch: list[Pending]) -> bool:
         """Embed, store and commit a window of files. On a cancel, the files whose chunks are all
         embedded are still stored and committed; the rest stay at their old version. False then."""
         chunks = [c for p in batch for c in p.chunks]
@@ -203,7 +294,10 @@ class Indexer:
     def _store_and_commit(self, complete: list, vectors: np.ndarray) -> None:
         positions = [i for _, span in complete for i in span]
         chunks = [c for item, _ in complete for c in item.chunks]
-        self.index.store().upsert(chunks, vectors[positions])
+        try:
+            self.index.store().upsert(chunks, vectors[positions])
+        except Exception as error:  # vectors written so far are orphans, swept by the next run
+            raise StageError("stored", error) from error
         for item, _ in complete:  # commit: from here on readers see the new version of each file
             stale = self.index.catalog().commit_file(item.record, item.chunks)
             self.index.store().delete(stale)
@@ -214,7 +308,10 @@ class Indexer:
         """Embed only chunks whose content is new; reuse stored vectors for the others.
         Returns the vectors and the positions that have one."""
         reusable = {} if self.everything else self._reusable_ids(batch)
-        stored = self.index.store().embeddings(sorted(set(reusable.values())))
+        try:
+            stored = self.index.store().embeddings(sorted(set(reusable.values())))
+        except Exception as error:
+            raise StageError("stored", error) from error
         vectors = np.zeros((len(chunks), self.embedder.dimension), dtype=np.float32)
         fresh, ready = [], set()
         for position, chunk in enumerate(chunks):
@@ -235,7 +332,10 @@ class Indexer:
             if self.cancel.is_set():
                 return set(fresh[:start])
             part = fresh[start:start + ENCODE_SLICE]
-            vectors[part] = self.embedder.encode_chunks([chunks[i] for i in part])
+            try:
+                vectors[part] = self.embedder.encode_chunks([chunks[i] for i in part])
+            except Exception as error:
+                raise StageError("embedded", error) from error
             self.window_embedded += len(part)
             self._emit("embedding", self.files_committed, self.files_total, self.embedded + self.window_embedded,
                        self.total_chunks)

@@ -27,17 +27,38 @@ class Chunk:
     content_hash: str = ""
     file_hash: str = ""
     references: int = 0  # how many other chunks mention this symbol (set at index time)
+    ordinal: int = 0  # n-th earlier chunk of the file with the same span and content (0 almost always)
+    contiguous: bool = True  # content is exactly lines start_line..end_line (False: rows skipped or a line cut)
 
     @property
     def id(self) -> str:
-        """Stable id: same file version and span give the same id."""
-        return f"{self.path}:{self.start_line}-{self.end_line}:{self.content_hash[:16]}"
+        """Unique within its file and stable: same file version and span give the same id.
+        Chunks with the same span and content (e.g. a one-line minified file) differ by ordinal."""
+        base = f"{self.path}:{self.start_line}-{self.end_line}:{self.content_hash[:16]}"
+        return f"{base}~{self.ordinal}" if self.ordinal else base
 
 
 @dataclass(frozen=True)
 class SkippedFile:
     path: str
     reason: str  # e.g. "binary", "too large (2.3 MiB > 1 MiB)", "not UTF-8", "unreadable: ..."
+
+    @property
+    def category(self) -> str:
+        """The reason without its details: "too large (2.3 MiB > 1 MiB)" -> "too large"."""
+        return self.reason.split(":")[0].split("(")[0].strip()
+
+
+def count_by_reason(skipped) -> dict[str, int]:
+    """How many files per skip category, most frequent first."""
+    counts: dict[str, int] = {}
+    for item in skipped:
+        counts[item.category] = counts.get(item.category, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def nothing_to_index(skipped_count: int) -> str:
+    return f"nothing to index ({skipped_count} files skipped)"
 
 
 @dataclass(frozen=True)
@@ -105,7 +126,9 @@ class IndexReport:
     seconds: float
     cancelled: bool = False
     rebuilt_reason: str = ""  # why a full rebuild happened ("" if incremental)
-    skipped: tuple[SkippedFile, ...] = ()
+    skipped: tuple[SkippedFile, ...] = ()  # every file not indexed, with its reason (failures included)
+    failed: dict[str, int] = field(default_factory=dict)  # files that failed by reason ("could not be read": 1)
+    message: str = ""  # e.g. "nothing to index (3 files skipped)"
 
 
 @dataclass(frozen=True)
@@ -133,6 +156,9 @@ class IndexHealth:
     backend: str = ""  # the encoder that runs (torch, onnx, onnx-int8)
     device: str = ""  # cpu, cuda, mps
     encoder_note: str = ""  # why the configured backend or device is not the one running, if so
+    skipped_by_reason: dict[str, int] = field(default_factory=dict)  # category -> files
+    state: str = "missing"  # "missing" (no index), "empty" (nothing to index), "stale", "ready"
+    message: str = ""  # one line a UI can show, e.g. "nothing to index (12 files skipped)"
 
 
 @dataclass(frozen=True)

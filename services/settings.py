@@ -22,6 +22,8 @@ class Settings:
     text_window_lines: int = 40
     text_window_overlap: int = 10
     max_chunk_lines: int = 150  # larger classes are split by member
+    skip_machine_made: bool = True  # skip minified bundles, source maps, lock files, generated code
+    max_chunk_chars: int = 8000  # longer chunks are cut by lines; a longer line is cut into pieces
     stale_ratio_for_reindex: float = 0.3  # knowledge-service.md: stale > 30% of files
     # --- query pipeline (knowledge-service.md) ---
     overfetch_factor: int = 2

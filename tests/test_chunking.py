@@ -167,3 +167,28 @@ def test_reference_counting_scales():
     counted = count_references(many)
     assert time.perf_counter() - started < 2.0
     assert counted[5].references == 1 and counted[-1].references == 0
+
+
+def test_a_huge_single_line_is_cut_into_bounded_pieces_with_unique_ids():
+    line = "var table = [" + "'entry', " * 5000 + "];"
+    for language in ("javascript", "text"):
+        pieces = chunk_file("big.js", line + "\n", language, "h", SETTINGS)
+        assert len(pieces) > 1 and all(len(c.content) <= SETTINGS.max_chunk_chars for c in pieces)
+        assert all((c.start_line, c.end_line, c.contiguous) == (1, 1, False) for c in pieces)
+        assert "".join(dict.fromkeys(c.content for c in pieces)) == line
+        assert len({c.id for c in pieces}) == len(pieces)
+
+
+def test_unknown_language_is_chunked_in_line_windows_and_crlf_counts_lines():
+    text = "".join(f"resource line {n}\r\n" for n in range(1, 101))
+    windows = chunk_file("main.tf", text, "terraform", "h", SETTINGS)
+    assert [(c.start_line, c.end_line) for c in windows][:2] == [(1, 40), (31, 70)]
+    assert windows[0].content.split("\n")[0] == "resource line 1" and windows[-1].end_line == 100
+    assert all(c.kind == "text" and c.contiguous for c in windows)
+
+
+def test_module_chunk_that_skips_rows_says_it_is_not_contiguous():
+    text = "import os\n\n\ndef f():\n    return 1\n\n\nX = 2\n"
+    module = [c for c in chunk_file("m.py", text, "python", "h", SETTINGS) if c.kind == "module"]
+    assert len(module) == 1 and not module[0].contiguous
+    assert module[0].content == "import os\n\nX = 2"

@@ -7,11 +7,14 @@ fills in `Chunk.references` once every chunk of a workspace is known.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import PurePosixPath
 
 from services.chunking.references import count_references
 from services.chunking.treesitter import Definition, find_definitions, has_grammar
-from services.chunking.windows import content_hash, window_chunks, window_spans
+from services.chunking.windows import (
+    bounded_pieces, content_hash, normalise_newlines, split_lines, window_chunks, window_spans,
+)
 from services.models import Chunk
 from services.settings import Settings
 
@@ -21,9 +24,17 @@ log = logging.getLogger(__name__)
 
 
 def chunk_file(path: str, text: str, language: str, file_hash: str, settings: Settings) -> list[Chunk]:
-    """Chunks of one file, in file order. Falls back to line windows when there is no grammar."""
+    """Chunks of one file, in file order, each at most `settings.max_chunk_chars` long and with an id
+    unique in the file. Line numbers count "\n", "\r\n" and "\r" line ends. Falls back to line
+    windows when there is no grammar."""
     if not text.strip():
         return []
+    text = normalise_newlines(text)
+    return _number_duplicates(_chunks(path, text, language, file_hash, settings))
+
+
+def _chunks(path: str, text: str, language: str, file_hash: str, settings: Settings) -> list[Chunk]:
+    max_chars = max(1, settings.max_chunk_chars)
     if has_grammar(language):
         try:
             definitions = find_definitions(text.encode("utf-8"), language)
@@ -31,14 +42,27 @@ def chunk_file(path: str, text: str, language: str, file_hash: str, settings: Se
             log.warning("parsing %s failed (%s); using line windows", path, exc)
         else:
             return _CodeChunker(path, text, language, file_hash, settings).chunks(definitions)
-    return window_chunks(path, text, language, file_hash,
-                         settings.text_window_lines, settings.text_window_overlap)
+    return window_chunks(path, split_lines(text), language, file_hash,
+                         settings.text_window_lines, settings.text_window_overlap, max_chars)
+
+
+def _number_duplicates(chunks: list[Chunk]) -> list[Chunk]:
+    """Give the second, third... chunk with the same span and content an ordinal, so ids are unique
+    (a class and its method on one minified line have the same span and text)."""
+    seen: dict[str, int] = {}
+    numbered = []
+    for chunk in chunks:
+        count = seen.get(chunk.id, 0)
+        seen[chunk.id] = count + 1
+        numbered.append(replace(chunk, ordinal=count) if count else chunk)
+    return numbered
 
 
 class _CodeChunker:
     def __init__(self, path: str, text: str, language: str, file_hash: str, settings: Settings) -> None:
         self.path = path
-        self.lines = text.splitlines()
+        self.lines = split_lines(text)
+        self.max_chars = max(1, settings.max_chunk_chars)
         self.language = language
         self.file_hash = file_hash
         self.max_lines = max(10, settings.max_chunk_lines)
@@ -58,23 +82,27 @@ class _CodeChunker:
             if end - start + 1 > self.max_lines and definition.members:
                 end = max(start, min(m.start_row for m in definition.members) - 1)
                 end = min(end, start + self.max_lines - 1)
-            out.append(self._chunk(definition, start, end))
+            out.extend(self._chunks(definition, start, end))
             for member in definition.members:
                 self._emit(member, out)
         elif end - start + 1 > self.max_lines:
             for first, last in window_spans(end - start + 1, self.max_lines, self.overlap):
-                out.append(self._chunk(definition, start + first, start + last - 1))
+                out.extend(self._chunks(definition, start + first, start + last - 1))
         else:
-            out.append(self._chunk(definition, start, end))
+            out.extend(self._chunks(definition, start, end))
 
-    def _chunk(self, definition: Definition, start: int, end: int) -> Chunk:
-        content = "\n".join(self.lines[start:end + 1])
-        return Chunk(
-            path=self.path, language=self.language, start_line=start + 1, end_line=end + 1,
-            content=content, symbol=definition.symbol, qualified_name=definition.qualified_name,
-            kind=definition.kind, bases=definition.bases, docstring=definition.docstring,
-            content_hash=content_hash(content), file_hash=self.file_hash,
-        )
+    def _chunks(self, definition: Definition, start: int, end: int) -> list[Chunk]:
+        """Rows start..end of a definition, as one chunk or, past max_chars, several."""
+        return [
+            Chunk(
+                path=self.path, language=self.language, start_line=first + 1, end_line=last + 1,
+                content=content, symbol=definition.symbol, qualified_name=definition.qualified_name,
+                kind=definition.kind, bases=definition.bases, docstring=definition.docstring,
+                content_hash=content_hash(content), file_hash=self.file_hash, contiguous=contiguous,
+            )
+            for first, last, content, contiguous in bounded_pieces(range(start, end + 1), self.lines, self.max_chars)
+            if content.strip()
+        ]
 
     def _module_chunks(self, definitions: list[Definition]) -> list[Chunk]:
         """Code outside every top-level definition, as one chunk (or a few if it is long)."""
@@ -86,17 +114,16 @@ class _CodeChunker:
         if not any(self.lines[r].strip() for r in rows):
             return []
         symbol = PurePosixPath(self.path).stem
-        pieces = [rows[i:i + self.max_lines] for i in range(0, len(rows), self.max_lines)]
         chunks = []
-        for piece in pieces:
-            content = "\n".join(self.lines[r] for r in piece)
-            if not content.strip():
-                continue
-            chunks.append(Chunk(
-                path=self.path, language=self.language, start_line=piece[0] + 1,
-                end_line=piece[-1] + 1, content=content, symbol=symbol, qualified_name=symbol,
-                kind="module", content_hash=content_hash(content), file_hash=self.file_hash,
-            ))
+        for start in range(0, len(rows), self.max_lines):
+            for first, last, content, contiguous in bounded_pieces(rows[start:start + self.max_lines],
+                                                                   self.lines, self.max_chars):
+                if content.strip():
+                    chunks.append(Chunk(
+                        path=self.path, language=self.language, start_line=first + 1, end_line=last + 1,
+                        content=content, symbol=symbol, qualified_name=symbol, kind="module",
+                        content_hash=content_hash(content), file_hash=self.file_hash, contiguous=contiguous,
+                    ))
         return chunks
 
 

@@ -1,0 +1,154 @@
+"""Indexing never falls over: a file that fails any stage is listed with its reason and the run goes
+on; a store-level failure stops the run with one clear message and a consistent index (issue #14)."""
+
+from __future__ import annotations
+
+import pytest
+
+import services.indexer as indexer_module
+from app.cli import main as cli_main
+from services.embedding import Embedder
+from services.errors import IndexStoreError
+from services.knowledge import KnowledgeService
+from services.settings import Settings
+from services.store import VectorStore
+from services.workspace_index import WorkspaceIndex, workspace_root
+
+pytestmark = pytest.mark.slow
+
+GOOD = {"good.py": "def add(a, b):\n    return a + b\n", "notes.md": "# Notes\n\nHow to add numbers.\n",
+        "query.graphql": "type Query {\n  notes: [String]\n}\n"}
+BAD = {"bad_read.py": "could not be read", "bad_chunk.py": "could not be chunked",
+       "bad_embed.py": "could not be embedded", "bad_store.py": "could not be stored"}
+
+
+@pytest.fixture
+def small_workspace(tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    for name, text in GOOD.items():
+        (root / name).write_text(text)
+    for name in BAD:
+        (root / name).write_text(f"def {name[:-3]}():\n    return '{name}'\n")
+    return root
+
+
+def failing_for(monkeypatch, owner, name: str, bad_path: str, paths_of) -> None:
+    """Make `owner.name` raise for one file. Fault injection: no real read, parser, model or Chroma
+    fault can be produced on demand here (the tests run as root, so even chmod 000 is readable)."""
+    original = getattr(owner, name)
+
+    def wrapper(*args, **kwargs):
+        if bad_path in paths_of(*args, **kwargs):
+            raise RuntimeError(f"injected failure for {bad_path}")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, wrapper)
+
+
+def inject_every_stage(monkeypatch) -> None:
+    failing_for(monkeypatch, indexer_module, "read_source", "bad_read.py", lambda source, *a: {source.path})
+    failing_for(monkeypatch, indexer_module, "chunk_file", "bad_chunk.py", lambda path, *a: {path})
+    failing_for(monkeypatch, Embedder, "encode_chunks", "bad_embed.py",
+                lambda self, chunks: {c.path for c in chunks})
+    failing_for(monkeypatch, VectorStore, "upsert", "bad_store.py",
+                lambda self, chunks, vectors: {c.path for c in chunks})
+
+
+def indexed_paths(service, root) -> tuple[set[str], set[str], set[str]]:
+    """(files in the catalogue, chunk ids, vector ids)."""
+    index = WorkspaceIndex(workspace_root(root), service.data_dir)
+    state = set(index.catalog().files()), index.catalog().chunk_ids(), index.store().all_ids()
+    index.close()
+    return state
+
+
+async def test_a_file_failing_each_stage_is_listed_and_the_rest_indexed(service, small_workspace, monkeypatch):
+    inject_every_stage(monkeypatch)
+    report = await service.index(small_workspace)
+    reasons = {s.path: s.reason for s in report.skipped}
+    for path, reason in BAD.items():
+        assert reasons[path].startswith(reason + ": injected failure"), reasons
+    assert report.failed == {reason: 1 for reason in BAD.values()}
+    files, chunk_ids, vector_ids = indexed_paths(service, small_workspace)
+    assert files == set(GOOD) and report.files_indexed == len(GOOD)
+    assert chunk_ids <= vector_ids
+    health = await service.health(small_workspace)
+    assert {s.path for s in health.skipped} == set(BAD) and health.state == "ready"
+    assert health.skipped_by_reason == {reason: 1 for reason in BAD.values()}
+
+    monkeypatch.undo()  # the faults are gone: the next run retries those files
+    again = await service.index(small_workspace)
+    assert again.files_indexed == len(BAD) and again.failed == {} and again.skipped == ()
+    assert indexed_paths(service, small_workspace)[0] == set(GOOD) | set(BAD)
+
+
+async def test_store_failure_stops_cleanly_and_the_index_stays_consistent(service, small_workspace, monkeypatch):
+    await service.index(small_workspace)
+    (small_workspace / "good.py").write_text("def add(a, b, c):\n    return a + b + c\n")
+    (small_workspace / "later.py").write_text("def later():\n    return 1\n")
+    before = indexed_paths(service, small_workspace)
+
+    def disk_full(self, chunks, vectors):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(VectorStore, "upsert", disk_full)  # fault injection: no real full disk here
+    with pytest.raises(IndexStoreError, match="the vector store failed .*No space left on device"):
+        await service.index(small_workspace)
+    files, chunk_ids, vector_ids = indexed_paths(service, small_workspace)
+    assert files == before[0] and chunk_ids == before[1] and chunk_ids <= vector_ids
+    assert "No space left" in (await service.health(small_workspace)).last_error
+
+    monkeypatch.undo()
+    resumed = await service.index(small_workspace)
+    assert resumed.files_indexed == 2 and "later.py" in indexed_paths(service, small_workspace)[0]
+
+
+def test_cli_prints_one_line_and_no_traceback_when_the_store_fails(small_workspace, data_dir, monkeypatch, capsys):
+    def chroma_down(self, chunks, vectors):
+        raise ConnectionError("Could not connect to tenant default_tenant")
+
+    monkeypatch.setattr(VectorStore, "upsert", chroma_down)  # fault injection: stands for a Chroma outage
+    status = cli_main(["index", str(small_workspace), "--data-dir", str(data_dir)])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert err.strip().splitlines() == [
+        "error: indexing stopped: the vector store failed (Could not connect to tenant default_tenant). "
+        "Files indexed so far are kept; run it again once this is fixed."]
+
+
+async def test_one_line_minified_file_indexes_without_duplicate_ids(data_dir, tmp_path):
+    """The Sphinx crash: a class and its method on one line made two chunks with one id."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    line = "class Stemmer{stem(w){return w.toLowerCase()}}class Other{stem(w){return w}};" * 40
+    (root / "stemmer.js").write_text(line)
+    (root / "app.py").write_text("def run():\n    return 1\n")
+    service = KnowledgeService(Settings(skip_machine_made=False), data_dir=data_dir)
+    try:
+        report = await service.index(root)
+        assert report.skipped == () and report.files_indexed == 2
+        index = WorkspaceIndex(workspace_root(root), data_dir)
+        chunks = index.catalog().chunks(path="stemmer.js")
+        index.close()
+        assert len(chunks) >= 4 and len({c.id for c in chunks}) == len(chunks)
+    finally:
+        service.close()
+    default = KnowledgeService(data_dir=tmp_path / "other")
+    try:
+        report = await default.index(root)
+        assert [(s.path, s.reason) for s in report.skipped] == [("stemmer.js", "minified/generated")]
+    finally:
+        default.close()
+
+
+async def test_empty_or_all_binary_workspace_says_nothing_to_index(service, tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    (root / "blob").write_bytes(bytes(range(256)))
+    report = await service.index(root)
+    assert report.files_indexed == 0 and report.message == "nothing to index (2 files skipped)"
+    health = await service.health(root)
+    assert health.state == "empty" and health.message == "nothing to index (2 files skipped)"
+    assert health.skipped_by_reason == {"binary file": 2}
