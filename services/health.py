@@ -37,13 +37,14 @@ def index_health(index: WorkspaceIndex, settings: Settings, last_error: str = ""
         return IndexHealth(workspace=str(index.root), indexed=False, last_error=last_error,
                            state="missing", message="not indexed")
     catalog = index.catalog()
-    files, chunks = catalog.counts()
+    files, embedded = catalog.counts()  # every committed chunk has its vector
+    chunks = embedded + len(index.pending)  # chunked and keyword-searchable, vectors on the way
     stale = stale_files(index, settings)
     skipped = catalog.skipped()
     needs_reindex = len(stale) > settings.stale_ratio_for_reindex * files
     state, message = _state(files, len(skipped), stale, needs_reindex)
     return IndexHealth(
-        workspace=str(index.root), indexed=True, files=files, chunks=chunks,
+        workspace=str(index.root), indexed=True, files=files, chunks=chunks, chunks_embedded=embedded,
         languages=catalog.languages(), stale_files=tuple(stale),
         needs_reindex=needs_reindex, skipped=tuple(skipped),
         skipped_by_reason=catalog.skipped_by_reason(), state=state, message=message,

@@ -117,9 +117,16 @@ class Indexer:
         plan = self._plan()
         self._remove(plan.removed)
         pending = self._chunk(plan)
-        done = self._embed_and_commit(pending)
+        try:
+            provisional = self._keywords_first(pending)
+            done = self._embed_and_commit(pending)
+        except BaseException:
+            self.index.keywords.forget()  # the provisional BM25 lists chunks never committed
+            raise
+        finally:
+            self.index.pending = {}  # from here on, only what the catalogue lists
         plan.skipped = sorted(plan.skipped + self.failed, key=lambda s: s.path)
-        self._finish(plan, bool(plan.removed) or done > 0 or bool(rebuilt_reason))
+        self._finish(plan, bool(plan.removed) or done > 0 or bool(rebuilt_reason) or provisional)
         files, chunks = self.index.catalog().counts()
         return IndexReport(
             files_indexed=done, files_unchanged=len(plan.unchanged), files_removed=len(plan.removed),
@@ -221,6 +228,20 @@ class Indexer:
             return None
         return Pending(record, chunks)
 
+    def _keywords_first(self, pending: list[Pending]) -> bool:
+        """Make keyword search answer over every chunked file at once, while embedding goes on: a
+        provisional in-memory BM25 over the committed chunks of untouched files plus the new chunks.
+        Queries find a new chunk in `index.pending` until its file is committed; it has no vector
+        score until then. _finish rebuilds the BM25 from the catalogue."""
+        if not pending or sum(len(p.chunks) for p in pending) < self.settings.early_keyword_min_chunks:
+            return False
+        self._emit("chunking", len(pending), len(pending), message="keyword index first, then embedding")
+        changing = {p.record.path for p in pending}
+        self.index.pending = {c.id: c for p in pending for c in p.chunks}
+        kept = [c for c in self.index.catalog().chunks() if c.path not in changing]
+        self.index.keywords.build(kept + list(self.index.pending.values()), persist=False)
+        return True
+
     def _embed_and_commit(self, pending: list[Pending]) -> int:
         self.total_chunks = sum(len(p.chunks) for p in pending)
         self.files_total = len(pending)
@@ -269,6 +290,8 @@ class Indexer:
                 self.index.store().count()
         except Exception as probe_error:
             raise self._stopped(StageError(error.stage, probe_error)) from probe_error
+        for chunk in item.chunks:
+            self.index.pending.pop(chunk.id, None)
         self.failed.append(SkippedFile(item.record.path, f"could not be {error.stage}: {short_reason(error.error)}"))
 
     def _stopped(self, error: StageError) -> IndexStoreError:
@@ -301,6 +324,8 @@ class Indexer:
         for item, _ in complete:  # commit: from here on readers see the new version of each file
             stale = self.index.catalog().commit_file(item.record, item.chunks)
             self.index.store().delete(stale)
+            for chunk in item.chunks:
+                self.index.pending.pop(chunk.id, None)
         self.files_committed += len(complete)
         self.embedded += self.window_embedded
 

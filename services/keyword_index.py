@@ -29,12 +29,17 @@ class KeywordIndex:
         self._ids: list[str] = []
         self._lock = threading.Lock()
 
-    def build(self, chunks: list[Chunk]) -> None:
-        """Rebuild from all chunks and save atomically (write aside, then swap folders)."""
+    def build(self, chunks: list[Chunk], persist: bool = True) -> None:
+        """Rebuild from all chunks and save atomically (write aside, then swap folders).
+        persist=False only replaces the one in memory (a provisional index while a run embeds)."""
         retriever = bm25s.BM25()
         ids = [c.id for c in chunks]
         if chunks:
             retriever.index([chunk_tokens(c) or [""] for c in chunks], show_progress=False)
+        if not persist:
+            with self._lock:
+                self._retriever, self._ids = (retriever if chunks else None), ids
+            return
         staging = self.folder.with_name(self.folder.name + ".new")
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
@@ -45,6 +50,11 @@ class KeywordIndex:
         staging.rename(self.folder)
         with self._lock:
             self._retriever, self._ids = (retriever if chunks else None), ids
+
+    def forget(self) -> None:
+        """Drop the index in memory; the next search loads the saved one."""
+        with self._lock:
+            self._retriever, self._ids = None, []
 
     def exists(self) -> bool:
         return (self.folder / IDS_FILE).exists()

@@ -178,23 +178,23 @@ class KnowledgeService:
     def _search(self, question, vector, options: QueryOptions, index: WorkspaceIndex, pool: int,
                 with_keywords: bool):
         catalog = index.catalog()
-        paths = pipeline.allowed_paths(sorted(catalog.files()), options.path_glob) if options.path_glob.strip() else None
+        paths = pipeline.allowed_paths(index.paths(), options.path_glob) if options.path_glob.strip() else None
         hits = index.store().search(vector.tolist(), pool, paths, list(options.languages))
         keyword_hits = []
         if with_keywords:
-            allowed = None if paths is None and not options.languages else self._allowed_ids(catalog, paths, options)
+            allowed = None if paths is None and not options.languages else self._allowed_ids(index, paths, options)
             keyword_hits = index.keywords.search(question, pool, allowed)
-        chunks = {c.id: c for c in catalog.chunks([i for i, _ in hits] + [i for i, _ in keyword_hits])}
+        chunks = index.chunks([i for i, _ in hits] + [i for i, _ in keyword_hits])
         floor = options.min_relevance * self.settings.prefetch_threshold_factor
         semantic = pipeline.semantic_candidates(hits, chunks, floor)
         keyword = pipeline.keyword_candidates(keyword_hits, chunks, semantic)
-        return semantic, keyword, catalog.counts()[1]
+        return semantic, keyword, catalog.counts()[1] + len(index.pending)
 
     @staticmethod
-    def _allowed_ids(catalog, paths: list[str] | None, options: QueryOptions) -> set[str]:
+    def _allowed_ids(index: WorkspaceIndex, paths: list[str] | None, options: QueryOptions) -> set[str]:
         wanted_paths = set(paths) if paths is not None else None
         languages = set(options.languages)
-        return {chunk_id for chunk_id, path, language in catalog.id_paths_languages()
+        return {chunk_id for chunk_id, path, language in index.id_paths_languages()
                 if (wanted_paths is None or path in wanted_paths) and (not languages or language in languages)}
 
     def _contexts(self, index: WorkspaceIndex, items, options: QueryOptions) -> dict[str, tuple[str, int]]:
