@@ -56,6 +56,12 @@ class KeywordIndex:
         with self._lock:
             self._retriever, self._ids = None, []
 
+    def _position(self, ids: list[str]) -> dict[str, int]:
+        """Each id's row, built once per loaded index (a filter then costs its own size, not the index's)."""
+        if getattr(self, "_positions_of", None) is not ids:
+            self._positions, self._positions_of = {i: n for n, i in enumerate(ids)}, ids
+        return self._positions
+
     def exists(self) -> bool:
         return (self.folder / IDS_FILE).exists()
 
@@ -76,7 +82,8 @@ class KeywordIndex:
             return []
         scores = retriever.get_scores(tokens)
         if allowed is not None:
-            mask = np.fromiter((i in allowed for i in ids), dtype=bool, count=len(ids))
+            mask = np.zeros(len(ids), dtype=bool)
+            mask[[n for n in map(self._position(ids).get, allowed) if n is not None]] = True
             scores = np.where(mask, scores, 0.0)
         top = np.argsort(-scores, kind="stable")[:k]
         return [(ids[i], float(scores[i])) for i in top if scores[i] > 0]
