@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from services.models import Candidate, RerankRequest
-from services.reranking._ranking import WordCounts, best_first, searchable_text
+from services.reranking._ranking import Keywords, WordCounts, best_first, searchable_text
 from services.reranking.base import SIMILARITY, BaseStrategy, register
 from services.text import query_keywords
 
@@ -29,17 +29,18 @@ class KeywordBoostStrategy(BaseStrategy):
         if not keywords:
             return list(request.candidates)
         phrase = request.query.strip().lower()
-        return best_first(self._boosted(c, keywords, phrase) for c in request.candidates)
+        prepared = Keywords(keywords)
+        return best_first(self._boosted(c, prepared, phrase) for c in request.candidates)
 
-    def boost(self, text: str, keywords: list[str], phrase: str) -> float:
+    def boost(self, text: str, keywords: list[str] | Keywords, phrase: str) -> float:
         """The spec's ApplyKeywordBoost, without the score arithmetic."""
         s = self.settings
+        keywords = keywords if isinstance(keywords, Keywords) else Keywords(keywords)
         total = s.exact_phrase_boost if phrase and phrase in text.lower() else 0.0
-        words = WordCounts(text)
-        total += s.boost_per_keyword * sum(1 for k in keywords if words.contains(k))
+        total += s.boost_per_keyword * keywords.found(WordCounts(text))
         return min(total, s.max_boost)
 
-    def _boosted(self, candidate: Candidate, keywords: list[str], phrase: str) -> Candidate:
+    def _boosted(self, candidate: Candidate, keywords: Keywords, phrase: str) -> Candidate:
         boost = self.boost(searchable_text(candidate), keywords, phrase)
         if boost <= 0:
             return candidate

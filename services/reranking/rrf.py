@@ -12,15 +12,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 from services.models import Candidate, RerankRequest
-from services.reranking._ranking import WordCounts, best_first, min_max
+from services.reranking._ranking import Keywords, WordCounts, best_first, min_max
 from services.reranking.base import RELATIVE, BaseStrategy, register
 from services.text import query_keywords
 
 
-def keyword_frequency(content: str, keywords: list[str]) -> float:
-    """The spec's CalculateKeywordScore."""
-    lower, words = content.lower(), WordCounts(content)
-    return sum(lower.count(k) + 0.5 * words.count(k) for k in keywords)
+def keyword_frequency(content: str, keywords: list[str] | Keywords) -> float:
+    """The spec's CalculateKeywordScore: sum over keywords of substring occurrences + 0.5 x
+    word-boundary matches (every term is a multiple of 0.5, so summing per part is exact)."""
+    keywords = keywords if isinstance(keywords, Keywords) else Keywords(keywords)
+    lower = content.lower()
+    return sum(map(lower.count, keywords.words)) + 0.5 * keywords.occurrences(WordCounts(content))
 
 
 @register
@@ -42,7 +44,8 @@ class ReciprocalRankFusionStrategy(BaseStrategy):
         keywords = query_keywords(request.query)
         if not candidates or not keywords:
             return candidates
-        frequencies = [keyword_frequency(c.chunk.content, keywords) for c in candidates]
+        prepared = Keywords(keywords)
+        frequencies = [keyword_frequency(c.chunk.content, prepared) for c in candidates]
         by_keywords = sorted(range(len(candidates)), key=lambda i: -frequencies[i])  # stable
         keyword_rank = {index: rank for rank, index in enumerate(by_keywords, start=1)}
         raw = [self.rrf_score(i + 1, keyword_rank[i]) for i in range(len(candidates))]
