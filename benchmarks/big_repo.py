@@ -154,7 +154,7 @@ async def main() -> None:
     print("| backend | files | chunks | wall s | chunks/s | bare encoder chunks/s | ratio | first answer s |"
           " index MB | × source |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    last = None
+    last, loads = None, []
     for backend in ARGS.backends.split(","):
         data_dir = Path(tempfile.mkdtemp(prefix=f"big-repo-{backend}-", dir=ARGS.scratch))
         f = await index_once(backend, workspace, data_dir)
@@ -162,7 +162,9 @@ async def main() -> None:
         print(f"| {f['backend']} | {f['files']} | {f['chunks']} | {f['wall_s']:.0f} | {f['rate']:.1f} | "
               f"{f['bare_rate']:.1f} | {f['rate'] / f['bare_rate']:.2f} | {f['first_answer_s'] or 0:.1f} | "
               f"{size:.0f} | {size / source_mb:.2f} |" + (f" note: {f['note']}" if f["note"] else ""))
+        loads.append(f"{f['backend']} {f['load_s']:.1f} s")
         last = (backend, data_dir)
+    print("encoder load (an ONNX export on first use included): " + ", ".join(loads))
     backend, data_dir = last
     folder = WorkspaceIndex(workspace_root(workspace), data_dir).folder
     print("index parts (MB): " + ", ".join(f"{p.name} {folder_mb(p) if p.is_dir() else p.stat().st_size / 1e6:.1f}"
