@@ -209,7 +209,7 @@ def health_text(health) -> str:
              f"  model {health.model} ({health.dimension} dimensions), {health.backend} on {health.device}, "
              f"{health.size_bytes / 1e6:.1f} MB on disk",
              f"  created {health.created_at}, updated {health.updated_at}"]
-    if health.chunks_embedded < health.chunks:
+    if health.chunks_embedded is not None and health.chunks_embedded < health.chunks:
         lines.append(f"  semantic: {100 * health.chunks_embedded // health.chunks}% of {health.chunks:,} chunks "
                      "embedded so far (keyword search covers them all)")
     lines += [f"  {s.change:>8}: {s.path}" for s in health.stale_files]

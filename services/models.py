@@ -153,7 +153,7 @@ class IndexHealth:
     updated_at: str = ""
     size_bytes: int = 0
     last_error: str = ""
-    chunks_embedded: int = 0  # chunks with a vector; fewer than `chunks` while a run embeds
+    chunks_embedded: int | None = None  # chunks with a vector, fewer than `chunks` while a run embeds; None: all
     backend: str = ""  # the encoder that runs (torch, onnx, onnx-int8)
     device: str = ""  # cpu, cuda, mps
     encoder_note: str = ""  # why the configured backend or device is not the one running, if so

@@ -62,7 +62,7 @@ def human_time(iso: str) -> str:
 
 def chunks_text(health: IndexHealth) -> str:
     """"36,522", or while a run embeds "36,522 (semantic: 18% of 36,522 chunks)"."""
-    if health.chunks_embedded >= health.chunks or not health.chunks:
+    if health.chunks_embedded is None or health.chunks_embedded >= health.chunks or not health.chunks:
         return f"{health.chunks:,}"
     share = 100 * health.chunks_embedded // health.chunks
     return f"{health.chunks:,} (semantic: {share}% of {health.chunks:,} chunks)"
