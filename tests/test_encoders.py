@@ -120,3 +120,16 @@ def test_a_gpu_that_fails_to_start_falls_back_to_the_cpu(monkeypatch):
     assert embedder.backend_used == "torch" and embedder.device_used == "cpu"
     assert "torch on cuda could not start" in embedder.note
     assert embedder.encode(["hello"]).shape == (1, 384)
+
+
+def test_the_runtime_tokenizer_matches_autotokenizer():
+    from transformers import AutoTokenizer
+
+    from services.encoders.onnx_runtime import load_tokenizer
+
+    texts = SAMPLES + ["", "Ünïcödé straße İ", "token " * 400]
+    expected = AutoTokenizer.from_pretrained(str(bundled_model_path()))(
+        texts, padding=True, truncation=True, max_length=256, return_tensors="np")
+    got = load_tokenizer(bundled_model_path(), 256)(texts)
+    for name in ("input_ids", "attention_mask", "token_type_ids"):
+        assert np.array_equal(got[name], expected[name]), name

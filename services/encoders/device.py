@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import os
+import platform
+from pathlib import Path
+
 DEVICES = ("auto", "cpu", "cuda", "mps")
 GPU_BATCH_SIZE = 128  # a GPU is fed larger batches
 
 
+def gpu_possible() -> bool:
+    """Whether torch could see a GPU at all (an NVIDIA or ROCm driver, or Apple silicon): when not,
+    `auto` need not import torch (seconds off a cold CLI query on the ONNX backend)."""
+    return (Path("/proc/driver/nvidia").exists() or Path("/dev/nvidiactl").exists() or Path("/dev/kfd").exists()
+            or (platform.system() == "Darwin" and platform.machine() == "arm64") or os.name == "nt")
+
+
 def torch_devices() -> dict[str, bool]:
     """What torch sees on this machine."""
+    if not gpu_possible():
+        return {"cuda": False, "mps": False}
     import torch
 
     mps = getattr(torch.backends, "mps", None)

@@ -194,6 +194,39 @@ def _quantise(source: Path, target: Path, quant: dict) -> None:
                      op_types_to_quantize=["MatMul"])
 
 
+def load_tokenizer(folder: Path, max_seq_length: int):
+    """texts -> {"input_ids", "attention_mask", "token_type_ids"} arrays, truncated and padded as
+    AutoTokenizer does. The model's tokenizer.json runs through `tokenizers` directly (what
+    transformers' fast tokenizers run), which spares a cold start importing transformers."""
+    config_file = folder / "tokenizer_config.json"
+    config = json.loads(config_file.read_text()) if config_file.exists() else {}
+    limit = min(max_seq_length, int(config.get("model_max_length") or max_seq_length))
+    pad = config.get("pad_token")
+    pad = pad.get("content") if isinstance(pad, dict) else pad
+    if not (folder / "tokenizer.json").exists() or not pad:
+        return _auto_tokenizer(folder, limit)
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.enable_truncation(limit)
+    tokenizer.enable_padding(pad_id=tokenizer.token_to_id(pad), pad_token=pad)
+
+    def tokenize(texts: list[str]) -> dict[str, np.ndarray]:
+        encodings = tokenizer.encode_batch(texts)
+        return {"input_ids": np.array([e.ids for e in encodings]),
+                "attention_mask": np.array([e.attention_mask for e in encodings]),
+                "token_type_ids": np.array([e.type_ids for e in encodings])}
+
+    return tokenize
+
+
+def _auto_tokenizer(folder: Path, limit: int):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    return lambda texts: dict(tokenizer(texts, padding=True, truncation=True, max_length=limit, return_tensors="np"))
+
+
 class OnnxEncoder:
     name = "onnx"
     quantised = False
@@ -201,7 +234,6 @@ class OnnxEncoder:
 
     def __init__(self, spec: EncoderSpec) -> None:
         import onnxruntime
-        from transformers import AutoTokenizer
 
         self.spec = spec
         folder = model_folder(spec.source)
@@ -209,9 +241,7 @@ class OnnxEncoder:
         self.quant = cpu_quant_config() if self.quantised else None
         cache_dir = spec.cache_dir or Path.home() / ".cache" / "knowledge-explorer" / "encoders"
         self.path = build(folder, cache_dir, spec.max_seq_length, self.quant)
-        self.tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-        limit = getattr(self.tokenizer, "model_max_length", spec.max_seq_length) or spec.max_seq_length
-        self.max_length = min(spec.max_seq_length, limit)
+        self.tokenize = load_tokenizer(folder, spec.max_seq_length)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = spec.threads or os.cpu_count() or 1
         options.inter_op_num_threads = 1
@@ -235,8 +265,7 @@ class OnnxEncoder:
         return out
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
-        batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length,
-                               return_tensors="np")
+        batch = self.tokenize(texts)
         feed = {name: batch[name].astype(np.int64) for name in self.inputs}
         hidden = self.session.run(["last_hidden_state"], feed)[0]
         if self.pooling == "cls":
