@@ -133,3 +133,27 @@ def test_the_runtime_tokenizer_matches_autotokenizer():
     got = load_tokenizer(bundled_model_path(), 256)(texts)
     for name in ("input_ids", "attention_mask", "token_type_ids"):
         assert np.array_equal(got[name], expected[name]), name
+
+
+@pytest.mark.slow
+async def test_backend_or_format_change_rebuilds_and_says_why(data_dir, workspace):
+    from services.knowledge import KnowledgeService
+    from services.settings import Settings
+    from services.workspace_index import WorkspaceIndex, workspace_root
+
+    first = KnowledgeService(Settings(embedding_backend="torch"), data_dir=data_dir)
+    await first.index(workspace)
+    first.close()
+    second = KnowledgeService(Settings(embedding_backend="onnx-int8"), data_dir=data_dir)
+    report = await second.index(workspace)
+    assert "backend changed from torch to onnx-int8" in report.rebuilt_reason
+    assert report.chunks_embedded == report.chunks_total
+    health = await second.health(workspace)
+    assert (health.backend, health.device, health.encoder_note) == ("onnx-int8", "cpu", "")
+
+    index = WorkspaceIndex(workspace_root(workspace), data_dir)
+    index.catalog().set_meta(index_format="1")  # an index written before chunk text was stored once
+    index.close()
+    again = await second.index(workspace)
+    second.close()
+    assert "index format changed" in again.rebuilt_reason and again.chunks_embedded == again.chunks_total
