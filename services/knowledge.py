@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import platformdirs
-from cachetools import TTLCache
+from cachetools import LRUCache, TTLCache
 
 from services import context, pipeline
 from services.embedding import Embedder
@@ -245,8 +245,20 @@ class KnowledgeService:
             index.close()
 
 
+_LINES: LRUCache = LRUCache(maxsize=256)  # (path, mtime, size) -> lines: results keep hitting the same files
+_LINES_LOCK = threading.Lock()
+
+
 def _read_lines(path: Path) -> list[str] | None:
     try:
-        return path.read_text(encoding="utf-8-sig").splitlines(keepends=True)
+        stat = path.stat()
+        key = (str(path), stat.st_mtime_ns, stat.st_size)
+        with _LINES_LOCK:
+            if key in _LINES:
+                return _LINES[key]
+        lines = path.read_text(encoding="utf-8-sig").splitlines(keepends=True)
     except (OSError, UnicodeDecodeError):
         return None
+    with _LINES_LOCK:
+        _LINES[key] = lines
+    return lines
