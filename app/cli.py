@@ -240,7 +240,7 @@ def query_json(result) -> dict:
             "rank": r.rank, "original_rank": r.original_rank, "path": r.chunk.path,
             "start_line": r.chunk.start_line, "end_line": r.chunk.end_line, "symbol": r.chunk.qualified_name
             or r.chunk.symbol, "kind": r.chunk.kind, "language": r.chunk.language,
-            "original_score": r.original_score, "score": r.score,
+            "original_score": r.original_score, "score": r.score, "stale": r.stale or None,
         } for r in result.results],
     }
 
@@ -253,7 +253,7 @@ def query_text(result) -> str:
         original = f"{r.original_score:.3f}" if r.original_score is not None else "  -  "
         lines.append(f"{r.rank:>3}. {r.score:7.3f} (orig {original}, {was:>6})  "
                      f"{r.chunk.path}:{r.chunk.start_line}-{r.chunk.end_line}  {r.chunk.kind} "
-                     f"{r.chunk.qualified_name or r.chunk.symbol}")
+                     f"{r.chunk.qualified_name or r.chunk.symbol}" + (f"  [{r.stale}]" if r.stale else ""))
     timings = ", ".join(f"{k} {v:.1f} ms" for k, v in result.timings_ms.items())
     lines.append(f"({timings}{'; cache hit' if result.cache_hit else ''})")
     return "\n".join(lines)

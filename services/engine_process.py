@@ -30,14 +30,16 @@ class EngineProcess:
     """A KnowledgeService running in a child process (spawned, so no state is shared)."""
 
     def __init__(self, settings=None, *, data_dir: str | Path | None = None,
-                 chroma_url: str | None = None) -> None:
+                 chroma_url: str | None = None, kind: str = "gui") -> None:
         from services.knowledge import default_data_dir
 
         self.settings = settings
         self.data_dir = Path(data_dir) if data_dir else default_data_dir()
         self.chroma_url = chroma_url
+        self.kind = kind  # recorded as the data dir's owner (services.ownership)
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple] = {}  # id -> (loop, future, progress callback)
+        self._watchers: dict[str, tuple] = {}  # workspace as passed to watch() -> (loop, callback)
         self._lock = threading.Lock()
         self._process = None
         self._conn = None
@@ -52,7 +54,8 @@ class EngineProcess:
                 self._process.kill()
             context = multiprocessing.get_context("spawn")
             parent, child = context.Pipe()
-            kwargs = {"settings": self.settings, "data_dir": self.data_dir, "chroma_url": self.chroma_url}
+            kwargs = {"settings": self.settings, "data_dir": self.data_dir, "chroma_url": self.chroma_url,
+                      "kind": self.kind}
             self._process = context.Process(target=serve, args=(child, kwargs), daemon=True,
                                             name="knowledge-engine")
             self._process.start()
@@ -74,6 +77,12 @@ class EngineProcess:
             self._deliver(call_id, kind, payload)
 
     def _deliver(self, call_id: int, kind: str, payload) -> None:
+        if kind == "event":  # from a watched workspace: (workspace, WatchEvent)
+            with self._lock:
+                loop, callback = self._watchers.get(payload[0], (None, None))
+            if callback is not None:
+                loop.call_soon_threadsafe(callback, payload[1])
+            return
         with self._lock:
             entry = self._pending.get(call_id) if kind == "progress" else self._pending.pop(call_id, None)
         if entry is None:
@@ -153,6 +162,25 @@ class EngineProcess:
 
     async def symbol_names(self, workspace):
         return await self._call("symbol_names", str(workspace))
+
+    async def watch(self, workspace, *, auto_reindex: bool = True, on_event=None) -> None:
+        """Events of the watched workspace come back over the pipe and are delivered on this loop."""
+        with self._lock:
+            self._watchers[str(workspace)] = (asyncio.get_running_loop(), on_event)
+        try:
+            await self._call("watch", str(workspace), auto_reindex=auto_reindex)
+        except BaseException:
+            with self._lock:
+                self._watchers.pop(str(workspace), None)
+            raise
+
+    async def unwatch(self, workspace) -> None:
+        with self._lock:
+            self._watchers.pop(str(workspace), None)
+        await self._call("unwatch", str(workspace))
+
+    async def set_owner_url(self, url) -> None:
+        await self._call("set_owner_url", url)
 
     async def warm_up(self) -> None:
         self._strategies = await self._call("strategies")
@@ -247,6 +275,12 @@ async def _run(service, call_id, method, args, kwargs, send, cancels) -> None:
                                          cancel=cancels[call_id], **kwargs)
         elif method == "strategies":
             result = service.strategies()
+        elif method == "set_owner_url":
+            result = service.set_owner_url(*args)
+        elif method == "watch":
+            workspace = args[0]
+            result = await service.watch(workspace, on_event=lambda e: send((0, "event", (workspace, e))),
+                                         **kwargs)
         else:
             result = await getattr(service, method)(*args, **kwargs)
         send((call_id, "ok", result))

@@ -38,6 +38,7 @@ FAILURE_REASONS = ("unreadable", "could not be read", "could not be chunked", "c
                    "could not be stored")
 
 log = logging.getLogger(__name__)
+_KEYWORD_BUILDS = threading.Lock()
 
 
 def now_iso() -> str:
@@ -92,12 +93,16 @@ class Indexer:
         self.window_embedded = 0  # chunks embedded in the window being written
         self.total_chunks = self.files_total = self.files_committed = 0
         self.failed: list[SkippedFile] = []  # files whose embedding or storing failed
+        self.keywords_deferred = False  # a quick run leaves the keyword index to refresh_keywords()
 
     # --- the run ---
-    def run(self, full: bool = False) -> IndexReport:
-        """Index the workspace. Raises KnowledgeError subclasses only (details of others go to the log)."""
+    def run(self, full: bool = False, quick: bool = False) -> IndexReport:
+        """Index what changed. Raises KnowledgeError subclasses only (details of others go to the log).
+        `quick` (the watcher's runs) makes changed files searchable at once: no orphan sweep, and the
+        slow keyword-index and reference refresh is left to the caller (refresh_keywords), so one
+        edited file does not wait for a rebuild over every chunk."""
         try:
-            return self._run(full)
+            return self._run(full, quick)
         except KnowledgeError:
             raise
         except Exception as error:
@@ -105,7 +110,7 @@ class Indexer:
             raise IndexStoreError(f"indexing stopped: {short_reason(error)}. Files indexed so far are kept; "
                                   "run it again once this is fixed.") from error
 
-    def _run(self, full: bool) -> IndexReport:
+    def _run(self, full: bool, quick: bool) -> IndexReport:
         self.embedder.load()  # a missing model fails here, before anything is touched
         old_format = self.index.exists() and self.index.catalog().get_meta("index_format", "1") != INDEX_FORMAT
         rebuilt_reason = self._rebuild_reason(full)
@@ -113,7 +118,8 @@ class Indexer:
         if rebuilt_reason and (not full or old_format):  # an incompatible index: start from nothing
             self.index.wipe()
         self._start_catalog()
-        self._sweep_orphans()
+        if not quick:
+            self._sweep_orphans()
         plan = self._plan()
         self._remove(plan.removed)
         pending = self._chunk(plan)
@@ -126,7 +132,8 @@ class Indexer:
         finally:
             self.index.pending = {}  # from here on, only what the catalogue lists
         plan.skipped = sorted(plan.skipped + self.failed, key=lambda s: s.path)
-        self._finish(plan, bool(plan.removed) or done > 0 or bool(rebuilt_reason) or provisional)
+        self._finish(plan, bool(plan.removed) or done > 0 or bool(rebuilt_reason) or provisional,
+                     quick and not provisional)
         files, chunks = self.index.catalog().counts()
         return IndexReport(
             files_indexed=done, files_unchanged=len(plan.unchanged), files_removed=len(plan.removed),
@@ -238,8 +245,9 @@ class Indexer:
         self._emit("chunking", len(pending), len(pending), message="keyword index first, then embedding")
         changing = {p.record.path for p in pending}
         self.index.pending = {c.id: c for p in pending for c in p.chunks}
-        kept = [c for c in self.index.catalog().chunks() if c.path not in changing]
-        self.index.keywords.build(kept + list(self.index.pending.values()), persist=False)
+        with _KEYWORD_BUILDS:
+            kept = [c for c in self.index.catalog().chunks() if c.path not in changing]
+            self.index.keywords.build(kept + list(self.index.pending.values()), persist=False)
         return True
 
     def _embed_and_commit(self, pending: list[Pending]) -> int:
@@ -370,14 +378,16 @@ class Indexer:
         catalog = self.index.catalog()
         return {(c.path, c.content_hash): c.id for item in batch for c in catalog.chunks(path=item.record.path)}
 
-    def _finish(self, plan: Plan, changed: bool) -> None:
+    def _finish(self, plan: Plan, changed: bool, quick: bool = False) -> None:
         catalog = self.index.catalog()
         catalog.set_skipped(plan.skipped)
-        if changed or not self.index.keywords.exists():
+        changed = changed or catalog.get_meta("keywords_stale") == "1"  # a deferred refresh never ran
+        if changed and quick and self.index.keywords.exists():
+            catalog.set_meta(keywords_stale="1")
+            self.keywords_deferred = True
+        elif changed or not self.index.keywords.exists():
             self._emit("finalizing", 0, 0, message="updating keyword index and references")
-            chunks = count_references(catalog.chunks())
-            catalog.set_references({c.id: c.references for c in chunks})
-            self.index.keywords.build(chunks)
+            refresh_keywords(self.index)
         catalog.set_meta(updated_at=now_iso())
         catalog.compact()
         self._emit("cancelled" if self.cancel.is_set() else "done", 0, 0)
@@ -390,6 +400,16 @@ class Indexer:
         eta = remaining / rate if rate > 0 and chunks_total else None
         self.progress(ProgressEvent(phase, files_done, files_total, chunks_done, chunks_total,
                                     round(rate, 2), eta, message))
+
+
+def refresh_keywords(index: WorkspaceIndex) -> None:
+    """Recount references and rebuild the keyword index from the catalogue as it is now."""
+    with _KEYWORD_BUILDS:  # an index run and a deferred refresh must not swap folders at once
+        catalog = index.catalog()
+        catalog.set_meta(keywords_stale="")  # a quick run committing after this sets it again
+        chunks = count_references(catalog.chunks())
+        catalog.set_references({c.id: c.references for c in chunks})
+        index.keywords.build(chunks)
 
 
 def _batches(pending: list[Pending], size: int):

@@ -19,18 +19,23 @@ from cachetools import LRUCache, TTLCache
 
 from services import context, pipeline
 from services.embedding import Embedder
-from services.errors import KnowledgeError, QueryError
-from services.health import index_health
-from services.indexer import Indexer
+from services.errors import KnowledgeError, QueryError, WorkspaceError
+from services.health import index_health, stale_files
+from services.indexer import Indexer, refresh_keywords
 from services.models import (
     IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, RelevantFile, RerankRequest,
     StrategyInfo,
 )
+from services.ownership import Owner, OwnerLock, read_owner
 from services.reranking import create_strategy, strategy_info, strategy_names
 from services.settings import Settings
+from services.watcher import (
+    REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WATCHING, WatchEvent, WorkspaceWatcher,
+)
 from services.workspace_index import WorkspaceIndex, workspace_root
 
 ProgressCallback = Callable[[ProgressEvent], None]
+WatchCallback = Callable[[WatchEvent], None]
 
 
 def default_data_dir() -> Path:
@@ -43,11 +48,27 @@ def encoder_cache_dir(data_dir: Path) -> Path:
     return Path(os.environ.get("KE_ENCODER_CACHE_DIR") or data_dir / "encoders")
 
 
+class _Watch:
+    """One watched workspace: its watcher, whether changes are indexed, where events go."""
+
+    def __init__(self, index: WorkspaceIndex, auto_reindex: bool, emit: Callable[[WatchEvent], None]) -> None:
+        self.index = index
+        self.auto_reindex = auto_reindex
+        self.emit = emit
+        self.cancel = threading.Event()  # set by unwatch(): stops a run in progress
+        self.watcher: WorkspaceWatcher | None = None
+
+
 class KnowledgeService:
+    """The engine. It owns its data dir (services.ownership) from construction to close(): while
+    another process owns it, every workspace call raises IndexBusyError naming that owner."""
+
     def __init__(self, settings: Settings | None = None, *, data_dir: str | Path | None = None,
-                 chroma_url: str | None = None) -> None:
+                 chroma_url: str | None = None, kind: str = "cli") -> None:
         self.settings = settings or Settings()
         self.data_dir = Path(data_dir) if data_dir else default_data_dir()
+        self.owner_lock = OwnerLock(self.data_dir, kind)
+        self.owner_lock.acquire()  # if busy, each call tries again and names the owner
         self.chroma_url = chroma_url
         self.embedder = self._embedder("query", threads=1)  # one short question: one thread is enough
         self.index_embedder = self._embedder("index", threads=self.settings.encoder_threads)
@@ -58,6 +79,9 @@ class KnowledgeService:
         self._lock = threading.RLock()
         self._index_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-index")
         self._query_pool = ThreadPoolExecutor(2, thread_name_prefix="ke-query")
+        self._keyword_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-keywords")
+        self._keywords_queued: set[Path] = set()
+        self._watches: dict[Path, _Watch] = {}
 
     # --- plumbing ---
     def _embedder(self, role: str, threads: int) -> Embedder:
@@ -71,6 +95,7 @@ class KnowledgeService:
 
     def _index(self, workspace: str | Path) -> WorkspaceIndex:
         root = workspace_root(workspace)
+        self.owner_lock.require()
         with self._lock:
             if root not in self._indexes:
                 self._indexes[root] = WorkspaceIndex(root, self.data_dir, self.chroma_url)
@@ -118,7 +143,11 @@ class KnowledgeService:
             pass
 
     async def health(self, workspace: str | Path) -> IndexHealth:
-        index = self._index(workspace)
+        """A missing or unusable workspace folder is reported in `last_error`, not raised."""
+        try:
+            index = self._index(workspace)
+        except WorkspaceError as error:
+            return IndexHealth(workspace=str(workspace), indexed=False, last_error=str(error))
         return await self._run(self._query_pool, self._health, index)
 
     def _health(self, index: WorkspaceIndex) -> IndexHealth:
@@ -139,12 +168,17 @@ class KnowledgeService:
             with self._lock:
                 cached = self._cache.get(key)
             if cached is not None:
-                return pipeline.mark_cached(cached)
+                return await self._run(self._query_pool, self._mark_stale, index, pipeline.mark_cached(cached))
         result = await self._run(self._query_pool, self._query, question.strip(), options, index)
         if options.use_cache:
             with self._lock:
                 self._cache[key] = result
         return result
+
+    @staticmethod
+    def _mark_stale(index: WorkspaceIndex, result: QueryResult) -> QueryResult:
+        paths = [r.chunk.path for r in result.results + result.original]
+        return pipeline.mark_stale(result, pipeline.file_states(index.root, paths, index.catalog().files()))
 
     def _validate(self, question: str, options: QueryOptions) -> None:
         if not isinstance(question, str) or not question.strip():
@@ -171,9 +205,10 @@ class KnowledgeService:
         top = kept[:options.top_k]
         contexts = self._contexts(index, top + original, options)
         stages.mark("expand")
-        return pipeline.assemble(question, options, pipeline.to_results(top, contexts),
-                                 pipeline.to_results(original, contexts), total, len(kept),
-                                 was_reranked, fallback, stages)
+        result = pipeline.assemble(question, options, pipeline.to_results(top, contexts),
+                                   pipeline.to_results(original, contexts), total, len(kept),
+                                   was_reranked, fallback, stages)
+        return self._mark_stale(index, result)
 
     def _search(self, question, vector, options: QueryOptions, index: WorkspaceIndex, pool: int,
                 with_keywords: bool):
@@ -237,12 +272,115 @@ class KnowledgeService:
             if hasattr(strategy, "warm_up") and strategy.availability().available:
                 await self._run(self._query_pool, strategy.warm_up)
 
+    # --- watching ---
+    async def watch(self, workspace: str | Path, *, auto_reindex: bool = True,
+                    on_event: WatchCallback | None = None) -> None:
+        """Watch the workspace folder until unwatch()/close(). Changes are indexed in the background
+        (auto_reindex) or reported as stale files; either way it first catches up with what changed
+        while nobody watched. Events (services.watcher.WatchEvent) go to `on_event` on this loop."""
+        index = self._index(workspace)
+        await self.unwatch(index.root)
+        loop = asyncio.get_running_loop()
+        emit = (lambda event: loop.call_soon_threadsafe(on_event, event)) if on_event else (lambda event: None)
+        watch = _Watch(index, auto_reindex, emit)
+        watch.watcher = WorkspaceWatcher(index.root, lambda _paths: self._changed(watch),
+                                         exclude=(self.data_dir,))
+        await self._run(self._query_pool, watch.watcher.start)
+        with self._lock:
+            self._watches[index.root] = watch
+        emit(WatchEvent(WATCHING, str(index.root)))
+        self._changed(watch)
+
+    async def unwatch(self, workspace: str | Path) -> None:
+        root = Path(workspace).expanduser().resolve()
+        with self._lock:
+            watch = self._watches.pop(root, None)
+        if watch is not None:
+            watch.cancel.set()
+            await self._run(self._query_pool, watch.watcher.stop)
+
+    def watching(self) -> list[str]:
+        with self._lock:
+            return [str(root) for root in self._watches]
+
+    def _changed(self, watch: _Watch) -> None:
+        """Something changed under a watched folder (called from the watcher's thread)."""
+        if watch.cancel.is_set():
+            return
+        try:
+            if watch.auto_reindex:
+                self._index_pool.submit(self._auto_index, watch)
+            else:
+                self._query_pool.submit(self._report_stale, watch)
+        except RuntimeError:  # the service is closing
+            pass
+
+    def _auto_index(self, watch: _Watch) -> None:
+        if watch.cancel.is_set() or not watch.index.exists():
+            return  # never indexed: building a first index is the user's call
+        root = str(watch.index.root)
+        watch.emit(WatchEvent(REINDEX_STARTED, root))
+        indexer = Indexer(watch.index, self.index_embedder, self.settings, None, watch.cancel)
+        try:
+            report = indexer.run(quick=True)
+        except Exception as error:
+            self._record_error(watch.index, error)
+            watch.emit(WatchEvent(WATCH_ERROR, root, message=self._errors[watch.index.root]))
+            return
+        finally:
+            self._invalidate(watch.index.root)
+        self._errors.pop(watch.index.root, None)
+        if indexer.keywords_deferred:
+            self._queue_keyword_refresh(watch.index)
+        watch.emit(WatchEvent(REINDEX_FINISHED, root, report=report))
+
+    def _report_stale(self, watch: _Watch) -> None:
+        if watch.cancel.is_set() or not watch.index.exists():
+            return
+        stale = tuple(stale_files(watch.index, self.settings))
+        watch.emit(WatchEvent(STALE, str(watch.index.root), stale_files=stale))
+
+    def _queue_keyword_refresh(self, index: WorkspaceIndex) -> None:
+        """Rebuild the keyword index once after a burst of quick runs (they may queue many)."""
+        with self._lock:
+            if index.root in self._keywords_queued:
+                return
+            self._keywords_queued.add(index.root)
+
+        def refresh() -> None:
+            with self._lock:
+                self._keywords_queued.discard(index.root)
+            refresh_keywords(index)
+            self._invalidate(index.root)
+
+        try:
+            self._keyword_pool.submit(refresh)
+        except RuntimeError:  # closing; the next full run rebuilds it
+            pass
+
+    # --- ownership ---
+    def owner(self) -> Owner | None:
+        """Who owns this data dir now (this process, another one, or nobody)."""
+        return self.owner_lock.owner if self.owner_lock.held else read_owner(self.data_dir)
+
+    def set_owner_url(self, url: str | None) -> None:
+        """Publish the loopback URL of a server that fronts this engine, in the owner file."""
+        self.owner_lock.require()
+        self.owner_lock.set_url(url)
+
     def close(self) -> None:
-        """Shut down worker threads. Safe to call twice."""
+        """Stop watching, shut down worker threads, give up the data dir. Safe to call twice."""
+        with self._lock:
+            watches, self._watches = list(self._watches.values()), {}
+        for watch in watches:
+            watch.cancel.set()
+            watch.watcher.stop()
         self._index_pool.shutdown(wait=True, cancel_futures=True)
         self._query_pool.shutdown(wait=True, cancel_futures=True)
+        self._keyword_pool.shutdown(wait=True, cancel_futures=True)
         for index in self._indexes.values():
             index.close()
+        self.owner_lock.release()
 
 
 _LINES: LRUCache = LRUCache(maxsize=256)  # (path, mtime, size) -> lines: results keep hitting the same files

@@ -18,8 +18,10 @@ Threshold rule (scores from different strategies live on different scales):
 from __future__ import annotations
 
 import fnmatch
+import os
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from services.errors import StrategyUnavailable
 from services.models import Candidate, Chunk, QueryOptions, QueryResult, RerankRequest, ResultChunk
@@ -126,3 +128,30 @@ def assemble(question: str, options: QueryOptions, reranked: list[ResultChunk], 
 
 def mark_cached(result: QueryResult) -> QueryResult:
     return replace(result, cache_hit=True)
+
+
+def file_states(root: Path, paths, records: dict) -> dict[str, str]:
+    """Per path: "" when the file on disk still has the size and mtime it was indexed with,
+    "modified" when not, "deleted" when it is gone. One stat per path, no reading."""
+    states = {}
+    for path in set(paths):
+        record = records.get(path)
+        try:
+            info = os.stat(root / path)
+        except FileNotFoundError:
+            states[path] = "deleted"
+            continue
+        except OSError:
+            states[path] = ""
+            continue
+        same = record is not None and (info.st_size, info.st_mtime_ns) == (record.size, record.mtime_ns)
+        states[path] = "" if same else "modified"
+    return states
+
+
+def mark_stale(result: QueryResult, states: dict[str, str]) -> QueryResult:
+    """The result with each chunk's `stale` flag set from `states` (see file_states)."""
+    def marked(items: list[ResultChunk]) -> list[ResultChunk]:
+        return [replace(r, stale=states.get(r.chunk.path, "")) for r in items]
+
+    return replace(result, results=marked(result.results), original=marked(result.original))

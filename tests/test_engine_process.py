@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
@@ -61,3 +62,21 @@ async def test_a_crashed_engine_is_reported_and_restarted(engine, workspace):
         await engine.index(workspace, progress=crash)
     report = await engine.index(workspace)  # a fresh engine resumes the interrupted index
     assert report.chunks_total > 50 and not report.cancelled
+
+
+async def test_the_engine_owns_the_data_dir_and_watch_events_cross_the_pipe(engine, workspace, data_dir):
+    from services.ownership import read_owner
+    from services.watcher import REINDEX_FINISHED
+
+    await engine.index(workspace)
+    assert read_owner(data_dir).kind == "gui" and read_owner(data_dir).pid == engine._process.pid
+    events = []
+    await engine.watch(workspace, on_event=events.append)
+    (workspace / "notes" / "store.py").write_text((workspace / "notes" / "store.py").read_text()
+                                                  + "\n\ndef archive_every_note_forever():\n    pass\n")
+    deadline = asyncio.get_running_loop().time() + 120
+    while not any(e.kind == REINDEX_FINISHED and e.report.files_indexed for e in events):
+        assert asyncio.get_running_loop().time() < deadline, "no automatic run reported"
+        await asyncio.sleep(0.05)
+    assert "archive_every_note_forever" in await engine.symbol_names(workspace)
+    await engine.unwatch(workspace)

@@ -315,6 +315,9 @@ class CodeView(QWidget):
         if self.item is None:
             return
         path, line = self.file_path(), self.item.chunk.start_line
+        if not Path(path).exists():
+            self.open_failed.emit(f"{self.item.chunk.path} was deleted since it was indexed.")
+            return
         command = editor_command(path, line)
         try:
             if command is not None:

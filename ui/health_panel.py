@@ -6,14 +6,15 @@ from datetime import datetime, timezone
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QFormLayout, QHBoxLayout, QLabel, QProgressBar, QPushButton, QTreeWidget, QTreeWidgetItem,
+    QCheckBox, QFormLayout, QHBoxLayout, QLabel, QProgressBar, QPushButton, QTreeWidget, QTreeWidgetItem,
     QVBoxLayout, QWidget,
 )
 
 from services.models import IndexHealth, ProgressEvent
 
 # badge state -> (css state name)
-UP_TO_DATE, STALE, NEEDS_REINDEX, NOT_INDEXED, UNKNOWN = "ok", "stale", "reindex", "missing", "unknown"
+UP_TO_DATE, STALE, NEEDS_REINDEX, NOT_INDEXED, UNKNOWN, FAILED = (
+    "ok", "stale", "reindex", "missing", "unknown", "error")
 
 
 def badge_for(health: IndexHealth | None) -> tuple[str, str]:
@@ -21,7 +22,7 @@ def badge_for(health: IndexHealth | None) -> tuple[str, str]:
     if health is None:
         return "no workspace", UNKNOWN
     if not health.indexed:
-        return "not indexed", NOT_INDEXED
+        return ("error", FAILED) if health.last_error else ("not indexed", NOT_INDEXED)
     if health.needs_reindex:
         return "needs reindex", NEEDS_REINDEX
     if health.stale_files:
@@ -146,6 +147,9 @@ class HealthPanel(QWidget):
         self.reindex_button.clicked.connect(lambda: self.reindex_requested.emit(False))
         self.rebuild_button.clicked.connect(lambda: self.reindex_requested.emit(True))
         self.cancel_button.clicked.connect(self.cancel_requested.emit)
+        self.auto_reindex = QCheckBox("Index changes automatically")
+        self.auto_reindex.setToolTip("Watch the workspace and index edited, added and deleted files in the "
+                                     "background; when off, changed files are listed as stale")
         self.progress = QProgressBar()
         self.progress.setTextVisible(True)
         self.progress.setRange(0, 1)
@@ -177,11 +181,20 @@ class HealthPanel(QWidget):
         layout.addWidget(self.files, 1)
         layout.addStretch(0)  # takes the space when the file list is hidden
         layout.addLayout(buttons)
+        layout.addWidget(self.auto_reindex)
         layout.addWidget(self.progress)
         layout.addWidget(self.progress_label)
         self.set_health(None)
 
     # --- health ---
+    def set_busy_owner(self, message: str) -> None:
+        """Another process owns the index: say so and offer no reindex (it would be refused)."""
+        self.set_health(self.health)
+        self.badge.setText("in use elsewhere")
+        self.values["Last error"].setText(message)
+        self.reindex_button.setEnabled(False)
+        self.rebuild_button.setEnabled(False)
+
     def set_health(self, health: IndexHealth | None) -> None:
         self.health = health
         text, state = badge_for(health)
@@ -252,9 +265,7 @@ class HealthPanel(QWidget):
 
     def indexing_finished(self, message: str) -> None:
         self.cancel_button.setEnabled(False)
-        enabled = self.health is not None
-        self.reindex_button.setEnabled(enabled)
-        self.rebuild_button.setEnabled(enabled)
+        self.set_health(self.health)  # the badge leaves "indexing…" even if no new health follows
         if self.progress.maximum() == 0:
             self.progress.setRange(0, 1)
             self.progress.setValue(0)

@@ -22,6 +22,8 @@ if TYPE_CHECKING:  # the window talks to an engine process; the engine itself is
     from services.knowledge import KnowledgeService
 from services.labels import default_labels_file, record_label
 from services.models import IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, StrategyInfo
+from services.ownership import IndexBusyError
+from services.watcher import REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WatchEvent
 from ui.async_runner import AsyncRunner
 from ui.code_view import CodeView, preload_lexers
 from ui.health_panel import HealthPanel
@@ -71,6 +73,7 @@ def fallback_strategies() -> list[StrategyInfo]:
 
 class MainWindow(QMainWindow):
     progress_received = Signal(object)  # ProgressEvent, from any thread
+    watch_received = Signal(object)  # WatchEvent of the watched workspace
 
     def __init__(self, service: "KnowledgeService", settings: QSettings | None = None) -> None:
         super().__init__()
@@ -80,6 +83,7 @@ class MainWindow(QMainWindow):
         self._closed = False
         self._lexer_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ke-lexers")
         self.workspace = ""
+        self.watched = ""  # the workspace the engine watches for this window
         self.health: IndexHealth | None = None
         self.last_result: QueryResult | None = None
         self.last_report: IndexReport | None = None
@@ -202,11 +206,15 @@ class MainWindow(QMainWindow):
         self.query_bar.submitted.connect(self.run_query)
         self.query_bar.strategy.currentIndexChanged.connect(self._strategy_changed)
         self.results.chunk_selected.connect(self.code.show_chunk)
+        self.results.chunk_selected.connect(self._warn_if_deleted)
         self.results.label_requested.connect(self.label_result)
         self.code.open_failed.connect(lambda text: self.messages.show_message(text, WARNING))
         self.health_panel.reindex_requested.connect(self.start_index)
         self.health_panel.cancel_requested.connect(self.cancel_index)
         self.progress_received.connect(self._on_progress)
+        self.watch_received.connect(self._on_watch_event)
+        self.health_panel.auto_reindex.setChecked(self.settings.value("autoReindex", "true") in (True, "true"))
+        self.health_panel.auto_reindex.toggled.connect(self._auto_reindex_toggled)
 
     def _load_strategies(self) -> None:
         try:
@@ -282,7 +290,9 @@ class MainWindow(QMainWindow):
         self.code.show_chunk(None)
         self.health_panel.set_health(IndexHealth(workspace=path, indexed=False))
         self.health_panel.badge.setText("checking…")
-        return self.runner.run(self._load_workspace(path), key="workspace", context="Opening workspace")
+        self.watched = ""
+        return self.runner.run(self._load_workspace(path), key="workspace", context="Opening workspace",
+                               on_error=self._health_failed)
 
     async def _load_workspace(self, path: str) -> IndexHealth:
         health = await self.service.health(path)
@@ -291,7 +301,48 @@ class MainWindow(QMainWindow):
         self._apply_health(health)
         if health.indexed:
             await self._load_symbols(path)
+        if not health.last_error and self.watched != path:
+            await self._watch(path)
         return health
+
+    # ---------------------------------------------------------------- watching
+    async def _watch(self, path: str) -> None:
+        """Keep the index fresh (or the stale list live) while `path` is open."""
+        self.watched = path
+        await self.service.watch(path, auto_reindex=self.health_panel.auto_reindex.isChecked(),
+                                 on_event=lambda event: None if self._closed else self.watch_received.emit(event))
+
+    def _auto_reindex_toggled(self, on: bool) -> None:
+        self.settings.setValue("autoReindex", on)
+        if self.workspace and not self._closed:
+            self.runner.run(self._watch(self.workspace), key="watch", context="Watching the workspace")
+
+    def _on_watch_event(self, event: WatchEvent) -> None:
+        if event.workspace != self.workspace or self._closed:
+            return
+        if event.kind == REINDEX_STARTED and not self.health_panel.is_indexing():
+            self.health_panel.progress_label.setText("Indexing changed files…")
+        elif event.kind in (REINDEX_FINISHED, STALE):
+            if event.kind == REINDEX_FINISHED and not self.health_panel.is_indexing():
+                report = event.report
+                self.health_panel.progress_label.setText(
+                    f"Changed files indexed: {report.files_indexed} updated, {report.files_removed} removed")
+            self.refresh_health()
+        elif event.kind == WATCH_ERROR:
+            self.messages.show_message(f"Indexing changed files failed: {event.message}", ERROR)
+
+    def _warn_if_deleted(self, item) -> None:
+        if item is not None and item.stale == "deleted":
+            self.messages.show_message(f"{item.chunk.path} was deleted since it was indexed; the code "
+                                       "shown is the indexed copy.", WARNING)
+
+    def _health_failed(self, exc: BaseException) -> None:
+        """The badge must not stay on "checking…": show why (another owner, or the error)."""
+        if isinstance(exc, IndexBusyError):
+            self.health_panel.set_busy_owner(str(exc))
+        elif self.workspace:
+            self.health_panel.set_health(IndexHealth(workspace=self.workspace, indexed=False,
+                                                     last_error=str(exc) or type(exc).__name__))
 
     def _apply_health(self, health: IndexHealth) -> None:
         self.health = health
@@ -301,7 +352,9 @@ class MainWindow(QMainWindow):
             self.runner.run(work, key="lexers", context="Loading syntax highlighters")
         self.health_panel.set_health(health)
         self.query_bar.set_languages(list(health.languages))
-        if not health.indexed:
+        if not health.indexed and health.last_error:
+            self.messages.show_message(health.last_error, ERROR)
+        elif not health.indexed:
             self.messages.show_message(
                 f"{Path(health.workspace).name} is not indexed yet.", INFO,
                 action_text="Index now", action=lambda: self.start_index(False))
@@ -323,7 +376,7 @@ class MainWindow(QMainWindow):
 
     def refresh_health(self) -> asyncio.Task:
         return self.runner.run(self._load_workspace(self.workspace), key="workspace",
-                               context="Reading index health")
+                               context="Reading index health", on_error=self._health_failed)
 
     # ---------------------------------------------------------------- indexing
     def start_index(self, full: bool = False) -> asyncio.Task | None:

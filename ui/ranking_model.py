@@ -52,7 +52,8 @@ def symbol_text(item: ResultChunk) -> str:
 
 def location_text(item: ResultChunk) -> str:
     chunk = item.chunk
-    return f"{chunk.path}:{chunk.start_line}-{chunk.end_line}"
+    stale = f" ({item.stale})" if item.stale else ""  # the file changed on disk since it was indexed
+    return f"{chunk.path}:{chunk.start_line}-{chunk.end_line}{stale}"
 
 
 def format_score(score: float | None) -> str:
@@ -202,6 +203,8 @@ class RankingModel(QAbstractTableModel):
     def _foreground(self, item: ResultChunk, title: str):
         if title == "Δ":
             return QBrush(movement_color(movement(item)[1]))
+        if title == "Location" and item.stale:
+            return QBrush(DOWN_COLOR)
         if title in ("Kind", "Location"):
             return QBrush(MUTED_COLOR)
         if title == "Reranked" and self.scores(item)[1] is None:
@@ -213,4 +216,6 @@ class RankingModel(QAbstractTableModel):
         lines = [f"{symbol_text(item)} ({chunk.kind})", location_text(item)]
         if chunk.docstring:
             lines.append(chunk.docstring.strip().splitlines()[0][:200])
+        if item.stale:
+            lines.append(f"The file was {item.stale} since it was indexed.")
         return "\n".join(lines)

@@ -76,6 +76,10 @@ def run_query(qtbot, win, text, strategy="hybrid"):
     return win.last_result
 
 
+def task_done(task):
+    return task.done
+
+
 def rows(model, title):
     return [model.data(model.index(r, model.column_of(title))) for r in range(model.rowCount())]
 
@@ -88,7 +92,10 @@ def test_open_index_cancel_then_finish_through_the_buttons(qtbot, window, worksp
 
     qtbot.mouseClick(window.messages.action_button, Qt.MouseButton.LeftButton)  # one click to index
     assert window.health_panel.cancel_button.isEnabled()
-    qtbot.waitUntil(lambda: any(e.phase == "embedding" for e in window.progress_events), timeout=INDEX_TIMEOUT)
+    # cancel once a first window of files is committed, so the partial index is queryable
+    # (a cancel that lands before any commit would leave nothing to answer from)
+    qtbot.waitUntil(lambda: any(e.phase == "embedding" and e.files_done for e in window.progress_events),
+                    timeout=INDEX_TIMEOUT)
     assert window.query_bar.query.isEnabled()  # queries stay available while indexing
     qtbot.mouseClick(window.health_panel.cancel_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not window.runner.is_running("index"), timeout=INDEX_TIMEOUT)
@@ -105,10 +112,13 @@ def test_open_index_cancel_then_finish_through_the_buttons(qtbot, window, worksp
     assert partial.stale_files, "files not yet indexed are listed as stale"
     assert "stale" in window.health_panel.badge.text() or partial.needs_reindex or not partial.indexed
 
+    # ask for a symbol the partial index holds (which files a cancel keeps depends on timing)
+    qtbot.waitUntil(lambda: window.query_bar.symbols.rowCount() > 0, timeout=30_000)
+    committed = window.query_bar.symbols.stringList()[0]
     qtbot.mouseClick(window.health_panel.reindex_button, Qt.MouseButton.LeftButton)
     assert window.runner.is_running("index")
     # a query while the reindex runs is answered from what is already indexed
-    during = run_query(qtbot, window, "save a note to disk", "none")
+    during = run_query(qtbot, window, committed, "none")
     assert during.results and window.results.reranked_model.rowCount() == len(during.results)
     qtbot.waitUntil(lambda: not window.runner.is_running("index"), timeout=INDEX_TIMEOUT)
     assert not window.last_report.cancelled
@@ -197,10 +207,13 @@ def test_failing_calls_show_a_message_and_the_window_keeps_working(qtbot, window
     qtbot.waitUntil(lambda: window.messages.level == "error" and window.messages.isVisible(), timeout=30_000)
     assert "Query failed" in window.messages.text()
 
-    task = window.open_workspace(str(tmp_path / "does-not-exist"))
-    qtbot.waitUntil(task.done, timeout=30_000)
-    qtbot.waitUntil(lambda: "failed" in window.messages.text() or window.health_panel.badge.text() == "not indexed",
-                    timeout=30_000)
+    # a missing folder is an error state with the reason, also after trying to index it
+    wait_task(qtbot, window.open_workspace(str(tmp_path / "does-not-exist")))
+    assert window.health_panel.badge.text() == "error" and "does not exist" in window.messages.text()
+    qtbot.waitUntil(task_done(window.start_index(False)), timeout=30_000)
+    qtbot.waitUntil(lambda: not window.health_panel.is_indexing(), timeout=30_000)
+    assert window.health_panel.badge.text() == "error"
+    assert "does not exist" in window.health_panel.values["Last error"].text()
 
     ensure_indexed(qtbot, window, workspace)
     result = run_query(qtbot, window, "save a note to disk", "none")
@@ -215,8 +228,8 @@ class BrokenService(KnowledgeService):
         raise RuntimeError("vector store exploded")
 
 
-def test_unexpected_exception_is_shown_inline(qtbot, loop, qsettings, data_dir, workspace):
-    service = BrokenService(data_dir=data_dir)
+def test_unexpected_exception_is_shown_inline(qtbot, loop, qsettings, tmp_path, workspace):
+    service = BrokenService(data_dir=tmp_path / "data")  # its own: the module's service owns data_dir
     win = MainWindow(service, qsettings)
     qtbot.addWidget(win)
     try:
@@ -329,3 +342,18 @@ def test_marking_results_relevant_writes_the_labelled_query_set(qtbot, window, w
     assert len(queries) == 1
     grades = {(r.path, r.grade) for r in queries[0].relevant}
     assert (result.results[0].chunk.path, 1) in grades
+
+
+def test_a_second_instance_on_an_owned_data_dir_names_the_owner_and_offers_no_reindex(
+        qtbot, loop, qsettings, data_dir, workspace, service):
+    other = KnowledgeService(data_dir=data_dir)  # the module's `service` owns data_dir
+    win = MainWindow(other, qsettings)
+    qtbot.addWidget(win)
+    try:
+        win.open_workspace(workspace)
+        qtbot.waitUntil(lambda: win.health_panel.badge.text() == "in use elsewhere", timeout=30_000)
+        assert "in use by a cli process" in win.messages.text()
+        assert not win.health_panel.reindex_button.isEnabled() and not win.health_panel.rebuild_button.isEnabled()
+    finally:
+        win.shutdown()
+        other.close()

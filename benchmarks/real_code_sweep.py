@@ -1,0 +1,125 @@
+"""Sweep large real corpora through the scanner and the chunker (no embedding): files, chunks, files/s,
+skips and failures by reason, duplicate chunk ids (must be 0), the largest chunk. With --index, then
+index the Sphinx and pytest snapshots for real (embedding included) and print their reports.
+
+    python benchmarks/real_code_sweep.py [CORPUS ...] [--keep-machine-made] [--index] [--data-dir DIR]
+
+Default corpora: this virtualenv's site-packages and the snapshots under /work/scratch/swe/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from services.chunking import chunk_file
+from services.models import count_by_reason
+from services.scanning import SkipFileError, read_source, scan_workspace
+from services.settings import Settings
+
+SITE_PACKAGES = Path(sys.prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+SNAPSHOTS = [Path("/work/scratch/swe/sphinx"), Path("/work/scratch/swe/pytest")]
+
+
+@dataclass
+class Sweep:
+    corpus: str
+    files: int = 0
+    chunks: int = 0
+    scan_seconds: float = 0.0
+    seconds: float = 0.0
+    skipped: Counter = field(default_factory=Counter)
+    crashes: Counter = field(default_factory=Counter)  # exception type -> files (must stay empty)
+    duplicate_ids: int = 0
+    largest: tuple[int, str] = (0, "")
+
+
+def sweep(root: Path, settings: Settings) -> Sweep:
+    result = Sweep(str(root))
+    started = time.perf_counter()
+    scan = scan_workspace(root, settings.max_file_bytes, settings.skip_machine_made)
+    result.scan_seconds = time.perf_counter() - started
+    result.skipped.update(count_by_reason(scan.skipped))
+    for source in scan.files:
+        try:
+            text, digest = read_source(source, settings.skip_machine_made)
+            chunks = chunk_file(source.path, text, source.language, digest, settings)
+        except SkipFileError as skip:
+            result.skipped[skip.reason.split(":")[0]] += 1
+            continue
+        except Exception as error:  # a crash: what this sweep exists to find
+            result.crashes[type(error).__name__] += 1
+            print(f"CRASH {source.path}: {error}", file=sys.stderr)
+            traceback.print_exc()
+            continue
+        result.files += 1
+        result.chunks += len(chunks)
+        result.duplicate_ids += len(chunks) - len({c.id for c in chunks})
+        for chunk in chunks:
+            if len(chunk.content) > result.largest[0]:
+                result.largest = (len(chunk.content), f"{chunk.path}:{chunk.start_line}-{chunk.end_line}")
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def print_sweep(sweeps: list[Sweep]) -> None:
+    print(f"{'corpus':52} {'files':>7} {'chunks':>8} {'scan s':>7} {'total s':>8} {'files/s':>8} "
+          f"{'crashes':>7} {'dup ids':>7} {'largest':>8}")
+    for s in sweeps:
+        print(f"{s.corpus[-52:]:52} {s.files:7d} {s.chunks:8d} {s.scan_seconds:7.1f} {s.seconds:8.1f} "
+              f"{s.files / max(s.seconds, 1e-9):8.0f} {sum(s.crashes.values()):7d} {s.duplicate_ids:7d} "
+              f"{s.largest[0]:8d}")
+    for s in sweeps:
+        print(f"\n{s.corpus}: largest chunk {s.largest[0]} chars at {s.largest[1]}")
+        print("  skipped: " + (", ".join(f"{n} {reason}" for reason, n in s.skipped.most_common()) or "none"))
+        if s.crashes:
+            print("  CRASHES: " + ", ".join(f"{n} {kind}" for kind, n in s.crashes.most_common()))
+
+
+async def index_snapshots(roots: list[Path], data_dir: Path) -> None:
+    from services.knowledge import KnowledgeService
+
+    service = KnowledgeService(data_dir=data_dir)
+    try:
+        await asyncio.to_thread(service.index_embedder.load)
+        for root in roots:
+            started = time.perf_counter()
+            report = await service.index(root, full=True)
+            seconds = time.perf_counter() - started
+            health = await service.health(root)
+            print(f"\nindex {root}: {report.files_indexed} files, {report.chunks_total} chunks in "
+                  f"{seconds:.0f} s ({report.chunks_embedded / max(seconds, 1e-9):.1f} chunks/s); "
+                  f"{len(report.skipped)} skipped, failed {report.failed or 'none'}; health: {health.message}")
+            print("  skipped by reason: " + ", ".join(f"{n} {r}" for r, n in health.skipped_by_reason.items()))
+    finally:
+        service.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("corpora", nargs="*", type=Path)
+    parser.add_argument("--keep-machine-made", action="store_true", help="chunk minified/generated files too")
+    parser.add_argument("--index", action="store_true", help="then index the Sphinx and pytest snapshots")
+    parser.add_argument("--data-dir", type=Path, help="where --index keeps its index (default: a temp dir)")
+    args = parser.parse_args()
+    settings = Settings(skip_machine_made=not args.keep_machine_made)
+    corpora = args.corpora or [SITE_PACKAGES, *[p for p in SNAPSHOTS if p.exists()]]
+    print_sweep([sweep(root, settings) for root in corpora])
+    if args.index:
+        roots = [p for p in SNAPSHOTS if p.exists()]
+        if args.data_dir:
+            asyncio.run(index_snapshots(roots, args.data_dir))
+        else:
+            with tempfile.TemporaryDirectory() as folder:
+                asyncio.run(index_snapshots(roots, Path(folder)))
+
+
+if __name__ == "__main__":
+    main()
