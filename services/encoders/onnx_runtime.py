@@ -63,11 +63,11 @@ def cpu_quant_config() -> dict:
     range; on AVX2/AVX-512 without VNNI, onnxruntime recommends reduce_range (7-bit weights)."""
     machine = platform.machine().lower()
     if machine in ("arm64", "aarch64"):
-        return {"name": "arm64", "per_channel": True, "reduce_range": False}
+        return {"name": "arm64", "per_channel": True, "reduce_range": False, "ops": ["MatMul"]}
     flags = _cpu_flags()
     if "avx512_vnni" in flags or "avx_vnni" in flags:
-        return {"name": "avx512_vnni", "per_channel": True, "reduce_range": False}
-    return {"name": "avx2", "per_channel": True, "reduce_range": True}
+        return {"name": "avx512_vnni", "per_channel": True, "reduce_range": False, "ops": ["MatMul"]}
+    return {"name": "avx2", "per_channel": True, "reduce_range": True, "ops": ["MatMul"]}
 
 
 def _cpu_flags() -> set[str]:
@@ -191,7 +191,7 @@ def _quantise(source: Path, target: Path, quant: dict) -> None:
 
     quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8,
                      per_channel=quant["per_channel"], reduce_range=quant["reduce_range"],
-                     op_types_to_quantize=["MatMul"])
+                     op_types_to_quantize=quant["ops"])
 
 
 def load_tokenizer(folder: Path, max_seq_length: int):
