@@ -32,6 +32,10 @@ def common_options() -> argparse.ArgumentParser:
                        help="use the engine served at this URL (knowledge-explorer serve) instead of in-process")
     group.add_argument("--token-file", default=argparse.SUPPRESS,
                        help="file holding the bearer token for --engine-url or serve (or set KE_TOKEN)")
+    group.add_argument("--backend", default=argparse.SUPPRESS, choices=("torch", "onnx", "onnx-int8"),
+                       help="embedding backend (default onnx-int8: the model exported and quantised here)")
+    group.add_argument("--device", default=argparse.SUPPRESS, choices=("auto", "cpu", "cuda", "mps"),
+                       help="where the torch backend runs (default auto: a GPU when torch sees one)")
     group.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS, help="log more")
     return common
 
@@ -92,7 +96,7 @@ def normalise_argv(argv: list[str]) -> list[str]:
 
 
 def _first_positional(argv: list[str]) -> str | None:
-    takes_value = {"--data-dir", "--chroma-url", "--model", "--engine-url", "--token-file"}
+    takes_value = {"--data-dir", "--chroma-url", "--model", "--engine-url", "--token-file", "--backend", "--device"}
     skip = False
     for arg in argv:
         if skip:
@@ -171,6 +175,10 @@ def service_kwargs(args) -> dict:
     settings = settings_from_env()
     if getattr(args, "model", None):
         settings = settings.with_changes(embedding_model=args.model)
+    if getattr(args, "backend", None):
+        settings = settings.with_changes(embedding_backend=args.backend)
+    if getattr(args, "device", None):
+        settings = settings.with_changes(embedding_device=args.device)
     return {"settings": settings, "data_dir": getattr(args, "data_dir", None),
             "chroma_url": getattr(args, "chroma_url", None)}
 
@@ -260,10 +268,16 @@ def health_text(health) -> str:
     languages = ", ".join(f"{k} {v}" for k, v in health.languages.items())
     lines = [f"{health.workspace}: {status}",
              f"  {health.files} files, {health.chunks} chunks ({languages})",
-             f"  model {health.model} ({health.dimension} dimensions), {health.size_bytes / 1e6:.1f} MB on disk",
+             f"  model {health.model} ({health.dimension} dimensions), {health.backend} on {health.device}, "
+             f"{health.size_bytes / 1e6:.1f} MB on disk",
              f"  created {health.created_at}, updated {health.updated_at}"]
+    if health.chunks_embedded is not None and health.chunks_embedded < health.chunks:
+        lines.append(f"  semantic: {100 * health.chunks_embedded // health.chunks}% of {health.chunks:,} chunks "
+                     "embedded so far (keyword search covers them all)")
     lines += [f"  {s.change:>8}: {s.path}" for s in health.stale_files]
     lines += [f"  skipped: {s.path} ({s.reason})" for s in health.skipped]
+    if health.encoder_note:
+        lines.append(f"  note: {health.encoder_note}")
     if health.last_error:
         lines.append(f"  last error: {health.last_error}")
     return "\n".join(lines)

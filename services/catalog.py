@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,7 @@ CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks(path);
 CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
 """
 
+INDEX_FORMAT = "2"  # 2: chunk text only here, none in Chroma (its documents were a second copy)
 CHUNK_COLUMNS = ("id, path, language, start_line, end_line, content, symbol, qualified_name, kind, "
                  "bases, docstring, content_hash, file_hash, refs, ordinal, contiguous")
 # Columns added after the first release: (name, definition), added to an older catalogue on open.
@@ -147,6 +149,17 @@ class Catalog:
                            " ORDER BY symbol")
         return [r[0] for r in rows]
 
+    def compact(self) -> None:
+        """Fold the write-ahead log into the database; VACUUM when over a quarter of it is free pages
+        (after a rebuild or many removals)."""
+        with self._lock:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            pages = self._db.execute("PRAGMA page_count").fetchone()[0]
+            free = self._db.execute("PRAGMA freelist_count").fetchone()[0]
+            if pages and free > pages / 4:
+                self._db.execute("VACUUM")
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     # --- skipped files ---
     def set_skipped(self, skipped: list[SkippedFile]) -> None:
         with self._lock, self._transaction():
@@ -180,14 +193,23 @@ class _Transaction:
         self.db.execute("ROLLBACK" if kind else "COMMIT")
 
 
+def _pack(text: str) -> bytes:
+    """Chunk text is stored zlib-compressed (code shrinks about 4x); it is the index's only copy."""
+    return zlib.compress(text.encode("utf-8"), 6)
+
+
+def _unpack(value: str | bytes) -> str:
+    return zlib.decompress(value).decode("utf-8") if isinstance(value, bytes) else value  # str: an older row
+
+
 def _chunk_row(c: Chunk) -> tuple:
-    return (c.id, c.path, c.language, c.start_line, c.end_line, c.content, c.symbol, c.qualified_name,
+    return (c.id, c.path, c.language, c.start_line, c.end_line, _pack(c.content), c.symbol, c.qualified_name,
             c.kind, json.dumps(list(c.bases)), c.docstring, c.content_hash, c.file_hash, c.references,
             c.ordinal, int(c.contiguous))
 
 
 def _row_chunk(row: tuple) -> Chunk:
-    return Chunk(path=row[1], language=row[2], start_line=row[3], end_line=row[4], content=row[5],
+    return Chunk(path=row[1], language=row[2], start_line=row[3], end_line=row[4], content=_unpack(row[5]),
                  symbol=row[6], qualified_name=row[7], kind=row[8], bases=tuple(json.loads(row[9])),
                  docstring=row[10], content_hash=row[11], file_hash=row[12], references=row[13],
                  ordinal=row[14], contiguous=bool(row[15]))

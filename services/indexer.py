@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from services.catalog import FileRecord
+from services.catalog import INDEX_FORMAT, FileRecord
 from services.chunking import chunk_file
 from services.chunking.references import count_references
 from services.embedding import Embedder
@@ -112,9 +112,10 @@ class Indexer:
 
     def _run(self, full: bool, quick: bool) -> IndexReport:
         self.embedder.load()  # a missing model fails here, before anything is touched
+        old_format = self.index.exists() and self.index.catalog().get_meta("index_format", "1") != INDEX_FORMAT
         rebuilt_reason = self._rebuild_reason(full)
         self.everything = bool(rebuilt_reason)
-        if rebuilt_reason and not full:  # an incompatible index: start from nothing
+        if rebuilt_reason and (not full or old_format):  # an incompatible index: start from nothing
             self.index.wipe()
         self._start_catalog()
         if not quick:
@@ -122,9 +123,17 @@ class Indexer:
         plan = self._plan()
         self._remove(plan.removed)
         pending = self._chunk(plan)
-        done = self._embed_and_commit(pending)
+        try:
+            provisional = self._keywords_first(pending)
+            done = self._embed_and_commit(pending)
+        except BaseException:
+            self.index.keywords.forget()  # the provisional BM25 lists chunks never committed
+            raise
+        finally:
+            self.index.pending = {}  # from here on, only what the catalogue lists
         plan.skipped = sorted(plan.skipped + self.failed, key=lambda s: s.path)
-        self._finish(plan, bool(plan.removed) or done > 0 or bool(rebuilt_reason), quick)
+        self._finish(plan, bool(plan.removed) or done > 0 or bool(rebuilt_reason) or provisional,
+                     quick and not provisional)
         files, chunks = self.index.catalog().counts()
         return IndexReport(
             files_indexed=done, files_unchanged=len(plan.unchanged), files_removed=len(plan.removed),
@@ -144,6 +153,12 @@ class Indexer:
         old_model = catalog.get_meta("model")
         if old_model and old_model != self.embedder.model_name:
             return f"embedding model changed from {old_model} to {self.embedder.model_name}"
+        if catalog.get_meta("index_format", "1") != INDEX_FORMAT:
+            return "the index format changed (chunk text is now stored once, in the manifest)"
+        old_backend = catalog.get_meta("backend", "torch")  # indexes before backends were torch's
+        if old_model and old_backend != self.embedder.backend_used:
+            return (f"embedding backend changed from {old_backend} to {self.embedder.backend_used} "
+                    "(their vectors differ slightly, so they are not mixed)")
         if not self.index.chroma_url and not self.index.chroma_path.exists():
             return "the vector store folder was missing"
         return ""
@@ -152,7 +167,9 @@ class Indexer:
         catalog = self.index.catalog()
         if not catalog.get_meta("created_at"):
             catalog.set_meta(created_at=now_iso(), workspace=str(self.index.root))
-        catalog.set_meta(model=self.embedder.model_name, dimension=str(self.embedder.dimension), last_error="")
+        catalog.set_meta(model=self.embedder.model_name, dimension=str(self.embedder.dimension), last_error="",
+                         backend=self.embedder.backend_used, device=self.embedder.device_used,
+                         encoder_note=self.embedder.note, index_format=INDEX_FORMAT)
 
     def _sweep_orphans(self) -> None:
         """Vectors left by a crash between writing vectors and committing their file."""
@@ -218,6 +235,21 @@ class Indexer:
             return None
         return Pending(record, chunks)
 
+    def _keywords_first(self, pending: list[Pending]) -> bool:
+        """Make keyword search answer over every chunked file at once, while embedding goes on: a
+        provisional in-memory BM25 over the committed chunks of untouched files plus the new chunks.
+        Queries find a new chunk in `index.pending` until its file is committed; it has no vector
+        score until then. _finish rebuilds the BM25 from the catalogue."""
+        if not pending or sum(len(p.chunks) for p in pending) < self.settings.early_keyword_min_chunks:
+            return False
+        self._emit("chunking", len(pending), len(pending), message="keyword index first, then embedding")
+        changing = {p.record.path for p in pending}
+        self.index.pending = {c.id: c for p in pending for c in p.chunks}
+        with _KEYWORD_BUILDS:
+            kept = [c for c in self.index.catalog().chunks() if c.path not in changing]
+            self.index.keywords.build(kept + list(self.index.pending.values()), persist=False)
+        return True
+
     def _embed_and_commit(self, pending: list[Pending]) -> int:
         self.total_chunks = sum(len(p.chunks) for p in pending)
         self.files_total = len(pending)
@@ -266,6 +298,8 @@ class Indexer:
                 self.index.store().count()
         except Exception as probe_error:
             raise self._stopped(StageError(error.stage, probe_error)) from probe_error
+        for chunk in item.chunks:
+            self.index.pending.pop(chunk.id, None)
         self.failed.append(SkippedFile(item.record.path, f"could not be {error.stage}: {short_reason(error.error)}"))
 
     def _stopped(self, error: StageError) -> IndexStoreError:
@@ -298,6 +332,8 @@ class Indexer:
         for item, _ in complete:  # commit: from here on readers see the new version of each file
             stale = self.index.catalog().commit_file(item.record, item.chunks)
             self.index.store().delete(stale)
+            for chunk in item.chunks:
+                self.index.pending.pop(chunk.id, None)
         self.files_committed += len(complete)
         self.embedded += self.window_embedded
 
@@ -353,6 +389,7 @@ class Indexer:
             self._emit("finalizing", 0, 0, message="updating keyword index and references")
             refresh_keywords(self.index)
         catalog.set_meta(updated_at=now_iso())
+        catalog.compact()
         self._emit("cancelled" if self.cancel.is_set() else "done", 0, 0)
 
     def _emit(self, phase: str, files_done: int, files_total: int, chunks_done: int = 0,

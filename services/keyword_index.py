@@ -29,12 +29,17 @@ class KeywordIndex:
         self._ids: list[str] = []
         self._lock = threading.Lock()
 
-    def build(self, chunks: list[Chunk]) -> None:
-        """Rebuild from all chunks and save atomically (write aside, then swap folders)."""
+    def build(self, chunks: list[Chunk], persist: bool = True) -> None:
+        """Rebuild from all chunks and save atomically (write aside, then swap folders).
+        persist=False only replaces the one in memory (a provisional index while a run embeds)."""
         retriever = bm25s.BM25()
         ids = [c.id for c in chunks]
         if chunks:
             retriever.index([chunk_tokens(c) or [""] for c in chunks], show_progress=False)
+        if not persist:
+            with self._lock:
+                self._retriever, self._ids = (retriever if chunks else None), ids
+            return
         staging = self.folder.with_name(self.folder.name + ".new")
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
@@ -45,6 +50,17 @@ class KeywordIndex:
         staging.rename(self.folder)
         with self._lock:
             self._retriever, self._ids = (retriever if chunks else None), ids
+
+    def forget(self) -> None:
+        """Drop the index in memory; the next search loads the saved one."""
+        with self._lock:
+            self._retriever, self._ids = None, []
+
+    def _position(self, ids: list[str]) -> dict[str, int]:
+        """Each id's row, built once per loaded index (a filter then costs its own size, not the index's)."""
+        if getattr(self, "_positions_of", None) is not ids:
+            self._positions, self._positions_of = {i: n for n, i in enumerate(ids)}, ids
+        return self._positions
 
     def exists(self) -> bool:
         return (self.folder / IDS_FILE).exists()
@@ -66,7 +82,8 @@ class KeywordIndex:
             return []
         scores = retriever.get_scores(tokens)
         if allowed is not None:
-            mask = np.fromiter((i in allowed for i in ids), dtype=bool, count=len(ids))
+            mask = np.zeros(len(ids), dtype=bool)
+            mask[[n for n in map(self._position(ids).get, allowed) if n is not None]] = True
             scores = np.where(mask, scores, 0.0)
         top = np.argsort(-scores, kind="stable")[:k]
         return [(ids[i], float(scores[i])) for i in top if scores[i] > 0]

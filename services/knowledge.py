@@ -8,13 +8,14 @@ caller's event loop, so a Qt slot connected through qasync runs on the GUI threa
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from dataclasses import replace
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from cachetools import TTLCache
+from cachetools import LRUCache, TTLCache
 
 from services import context, pipeline
 from services.embedding import Embedder
@@ -35,6 +36,12 @@ from services.workspace_index import WorkspaceIndex, workspace_root
 
 ProgressCallback = Callable[[ProgressEvent], None]
 WatchCallback = Callable[[WatchEvent], None]
+
+
+def encoder_cache_dir(data_dir: Path) -> Path:
+    """Where exported encoders are kept: KE_ENCODER_CACHE_DIR (shared by several data dirs,
+    e.g. the test suite's), else the data dir's `encoders` folder."""
+    return Path(os.environ.get("KE_ENCODER_CACHE_DIR") or data_dir / "encoders")
 
 
 class _Watch:
@@ -59,10 +66,8 @@ class KnowledgeService:
         self.owner_lock = OwnerLock(self.data_dir, kind)
         self.owner_lock.acquire()  # if busy, each call tries again and names the owner
         self.chroma_url = chroma_url
-        self.embedder = Embedder(self.settings.embedding_model, self.settings.max_seq_length,
-                                 self.settings.embed_batch_size, role="query")
-        self.index_embedder = Embedder(self.settings.embedding_model, self.settings.max_seq_length,
-                                       self.settings.embed_batch_size, role="index")
+        self.embedder = self._embedder("query", threads=1)  # one short question: one thread is enough
+        self.index_embedder = self._embedder("index", threads=self.settings.encoder_threads)
         self._indexes: dict[Path, WorkspaceIndex] = {}
         self._strategies: dict = {}
         self._errors: dict[Path, str] = {}
@@ -75,6 +80,12 @@ class KnowledgeService:
         self._watches: dict[Path, _Watch] = {}
 
     # --- plumbing ---
+    def _embedder(self, role: str, threads: int) -> Embedder:
+        s = self.settings
+        return Embedder(s.embedding_model, s.max_seq_length, s.embed_batch_size, role=role,
+                        backend=s.embedding_backend, device=s.embedding_device,
+                        cache_dir=encoder_cache_dir(self.data_dir), threads=threads)
+
     async def _run(self, pool: ThreadPoolExecutor, func, *args):
         return await asyncio.get_running_loop().run_in_executor(pool, func, *args)
 
@@ -222,23 +233,23 @@ class KnowledgeService:
     def _search(self, question, vector, options: QueryOptions, index: WorkspaceIndex, pool: int,
                 with_keywords: bool):
         catalog = index.catalog()
-        paths = pipeline.allowed_paths(sorted(catalog.files()), options.path_glob) if options.path_glob.strip() else None
+        paths = pipeline.allowed_paths(index.paths(), options.path_glob) if options.path_glob.strip() else None
         hits = index.store().search(vector.tolist(), pool, paths, list(options.languages))
         keyword_hits = []
         if with_keywords:
-            allowed = None if paths is None and not options.languages else self._allowed_ids(catalog, paths, options)
+            allowed = None if paths is None and not options.languages else self._allowed_ids(index, paths, options)
             keyword_hits = index.keywords.search(question, pool, allowed)
-        chunks = {c.id: c for c in catalog.chunks([i for i, _ in hits] + [i for i, _ in keyword_hits])}
+        chunks = index.chunks([i for i, _ in hits] + [i for i, _ in keyword_hits])
         floor = options.min_relevance * self.settings.prefetch_threshold_factor
         semantic = pipeline.semantic_candidates(hits, chunks, floor)
         keyword = pipeline.keyword_candidates(keyword_hits, chunks, semantic)
-        return semantic, keyword, catalog.counts()[1]
+        return semantic, keyword, catalog.counts()[1] + len(index.pending)
 
     @staticmethod
-    def _allowed_ids(catalog, paths: list[str] | None, options: QueryOptions) -> set[str]:
+    def _allowed_ids(index: WorkspaceIndex, paths: list[str] | None, options: QueryOptions) -> set[str]:
         wanted_paths = set(paths) if paths is not None else None
         languages = set(options.languages)
-        return {chunk_id for chunk_id, path, language in catalog.id_paths_languages()
+        return {chunk_id for chunk_id, path, language in index.id_paths_languages()
                 if (wanted_paths is None or path in wanted_paths) and (not languages or language in languages)}
 
     def _contexts(self, index: WorkspaceIndex, items, options: QueryOptions) -> dict[str, tuple[str, int]]:
@@ -420,8 +431,20 @@ class KnowledgeService:
         self.owner_lock.release()
 
 
+_LINES: LRUCache = LRUCache(maxsize=256)  # (path, mtime, size) -> lines: results keep hitting the same files
+_LINES_LOCK = threading.Lock()
+
+
 def _read_lines(path: Path) -> list[str] | None:
     try:
-        return path.read_text(encoding="utf-8-sig").splitlines(keepends=True)
+        stat = path.stat()
+        key = (str(path), stat.st_mtime_ns, stat.st_size)
+        with _LINES_LOCK:
+            if key in _LINES:
+                return _LINES[key]
+        lines = path.read_text(encoding="utf-8-sig").splitlines(keepends=True)
     except (OSError, UnicodeDecodeError):
         return None
+    with _LINES_LOCK:
+        _LINES[key] = lines
+    return lines

@@ -153,6 +153,10 @@ class IndexHealth:
     updated_at: str = ""
     size_bytes: int = 0
     last_error: str = ""
+    chunks_embedded: int | None = None  # chunks with a vector, fewer than `chunks` while a run embeds; None: all
+    backend: str = ""  # the encoder that runs (torch, onnx, onnx-int8)
+    device: str = ""  # cpu, cuda, mps
+    encoder_note: str = ""  # why the configured backend or device is not the one running, if so
     skipped_by_reason: dict[str, int] = field(default_factory=dict)  # category -> files
     state: str = "missing"  # "missing" (no index), "empty" (nothing to index), "stale", "ready"
     message: str = ""  # one line a UI can show, e.g. "nothing to index (12 files skipped)"

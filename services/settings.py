@@ -20,6 +20,10 @@ class Settings:
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     max_file_bytes: int = 1024 * 1024
     embed_batch_size: int = 32
+    embedding_backend: str = "onnx-int8"  # torch | onnx | onnx-int8 (services/encoders); see benchmarks/README.md
+    embedding_device: str = "auto"  # auto | cpu | cuda | mps; a GPU runs the torch backend
+    early_keyword_min_chunks: int = 500  # a run embedding this many chunks gets keyword search first
+    encoder_threads: int = 0  # indexing encoder's intra-op threads; 0 = one per core
     max_seq_length: int = 256
     text_window_lines: int = 40
     text_window_overlap: int = 10

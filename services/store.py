@@ -2,6 +2,9 @@
 
 Embeddings are always passed in; the collection has no embedding function, so Chroma's default
 (which would download a model) never runs. Telemetry is off.
+
+Lean: Chroma holds ids, vectors and the metadata the filters need (path, language); no documents.
+A chunk's text lives once, in the catalogue, which serves chunks by id.
 """
 
 from __future__ import annotations
@@ -79,8 +82,7 @@ class VectorStore:
                 self.collection().upsert(
                     ids=[c.id for c in part],
                     embeddings=embeddings[start:start + WRITE_SLICE],
-                    documents=[c.content for c in part],
-                    metadatas=[_metadata(c) for c in part],
+                    metadatas=[{"path": c.path, "language": c.language} for c in part],
                 )
             time.sleep(0)  # Chroma holds the GIL while it writes: let the GUI thread run between slices
 
@@ -115,13 +117,6 @@ class VectorStore:
                 query_embeddings=[embedding], n_results=n, where=_where(paths, languages), include=["distances"],
             )
         return [(i, 1.0 - d) for i, d in zip(result["ids"][0], result["distances"][0])]
-
-
-def _metadata(chunk: Chunk) -> dict:
-    return {
-        "path": chunk.path, "language": chunk.language, "kind": chunk.kind, "symbol": chunk.symbol,
-        "start_line": chunk.start_line, "end_line": chunk.end_line, "file_hash": chunk.file_hash,
-    }
 
 
 def _where(paths: list[str] | None, languages: list[str] | None) -> dict | None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from services.catalog import Catalog
 from services.errors import IndexMissingError, WorkspaceError
 from services.keyword_index import KeywordIndex
+from services.models import Chunk
 from services.store import VectorStore, forget_client, make_client
 
 CATALOG_FILE = "manifest.sqlite"
@@ -38,6 +39,9 @@ class WorkspaceIndex:
         self.folder = data_dir / "workspaces" / self.key
         self.chroma_url = chroma_url
         self.keywords = KeywordIndex(self.folder / "bm25")
+        # Chunked but not yet embedded and committed, by id, while a run embeds (in this process):
+        # the keyword index already answers over them; the catalogue lists them once committed.
+        self.pending: dict[str, Chunk] = {}
         self._catalog: Catalog | None = None
         self._store: VectorStore | None = None
 
@@ -69,6 +73,21 @@ class WorkspaceIndex:
         was_open = self._catalog is not None
         self.reset_handles()
         return f"The index folder {self.folder} was deleted. Reindex to rebuild it." if was_open else ""
+
+    def chunks(self, ids: list[str]) -> dict[str, Chunk]:
+        """Chunks by id: committed ones from the catalogue, then those still being embedded."""
+        found = {c.id: c for c in self.catalog().chunks(ids)}
+        pending = self.pending
+        found.update((i, pending[i]) for i in ids if i not in found and i in pending)
+        return found
+
+    def paths(self) -> list[str]:
+        """Every indexed path, and those of files still being embedded."""
+        return sorted(set(self.catalog().files()) | {c.path for c in list(self.pending.values())})
+
+    def id_paths_languages(self) -> list[tuple[str, str, str]]:
+        pending = list(self.pending.values())
+        return self.catalog().id_paths_languages() + [(c.id, c.path, c.language) for c in pending]
 
     def require(self) -> None:
         """Raise a clear error when there is no index, or its folder vanished under a running app."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,9 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# The ONNX encoder is exported once and shared by every test's data dir (and the engine processes
+# they start); its cache key covers the model and the export config, so reusing it is safe.
+os.environ.setdefault("KE_ENCODER_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"ke-test-encoders-{os.getuid()}"))
 
 SAMPLE = Path(__file__).parent / "sample_workspace"
 

@@ -61,6 +61,14 @@ def human_time(iso: str) -> str:
     return f"{when.astimezone().strftime('%Y-%m-%d %H:%M')} ({rel})"
 
 
+def chunks_text(health: IndexHealth) -> str:
+    """"36,522", or while a run embeds "36,522 (semantic: 18% of 36,522 chunks)"."""
+    if health.chunks_embedded is None or health.chunks_embedded >= health.chunks or not health.chunks:
+        return f"{health.chunks:,}"
+    share = 100 * health.chunks_embedded // health.chunks
+    return f"{health.chunks:,} (semantic: {share}% of {health.chunks:,} chunks)"
+
+
 def languages_text(languages: dict[str, int], limit: int = 0) -> str:
     """'python 50, go 30' by chunk count; with `limit`, the first `limit` and '+n more'."""
     if not languages:
@@ -197,7 +205,7 @@ class HealthPanel(QWidget):
         self.workspace_label.setText(health.workspace if health else "Open a workspace to see its index")
         h = health or IndexHealth(workspace="", indexed=False)
         self.values["Files"].setText(f"{h.files:,}" if h.indexed else "—")
-        self.values["Chunks"].setText(f"{h.chunks:,}" if h.indexed else "—")
+        self.values["Chunks"].setText(chunks_text(h) if h.indexed else "—")
         self.values["Languages"].setText(languages_text(h.languages, limit=4))
         self.values["Languages"].setToolTip(languages_text(h.languages))
         self.values["Model"].setText(f"{h.model} ({h.dimension}-d)" if h.model else "—")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
 from functools import lru_cache
@@ -46,6 +47,56 @@ def contains_word(text: str, word: str) -> bool:
 
 def count_words(text: str, word: str) -> int:
     return sum(1 for _ in word_pattern(word).finditer(text))
+
+
+_WORD_RUN = re.compile(r"\w+")
+_ASCII_WORD = re.compile(r"[a-z0-9_]+")
+
+
+class WordCounts:
+    """`\\bword\\b` matches in one text, for many words: the text's word runs are counted once, so a
+    long question costs one pass per chunk instead of one regex scan per keyword. For a word of
+    ASCII letters, digits and `_`, a boundary match is exactly a whole word run equal to it
+    (case-insensitive); any other word falls back to the regex."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.ascii_lower = text.lower() if text.isascii() else None
+        runs = _WORD_RUN.findall(self.ascii_lower) if self.ascii_lower is not None else \
+            [r.lower() for r in _WORD_RUN.findall(text)]
+        self.counts = Counter(runs)
+
+    def may_contain(self, word: str) -> bool:
+        """False only when `word` cannot match: an ASCII text without it as a substring."""
+        return self.ascii_lower is None or not word.isascii() or word.lower() in self.ascii_lower
+
+    def count(self, word: str) -> int:
+        if _ASCII_WORD.fullmatch(word.lower()):
+            return self.counts.get(word.lower(), 0)
+        return count_words(self.text, word)
+
+    def contains(self, word: str) -> bool:
+        return self.count(word) > 0
+
+
+class Keywords:
+    """A question's (distinct, lower-case) keywords, sorted once into plain ASCII words, matched
+    against a chunk's word counts as sets, and the rest, matched with the regex."""
+
+    def __init__(self, keywords: list[str]) -> None:
+        self.words = list(dict.fromkeys(keywords))
+        self.plain = {k for k in self.words if _ASCII_WORD.fullmatch(k)}
+        self.other = [k for k in self.words if k not in self.plain]
+
+    def found(self, words: WordCounts) -> int:
+        """How many keywords occur at a word boundary."""
+        return len(self.plain & words.counts.keys()) + sum(
+            1 for k in self.other if words.may_contain(k) and contains_word(words.text, k))
+
+    def occurrences(self, words: WordCounts) -> int:
+        """Word-boundary occurrences of all keywords together."""
+        return (sum(words.counts[k] for k in self.plain & words.counts.keys())
+                + sum(count_words(words.text, k) for k in self.other if words.may_contain(k)))
 
 
 def searchable_text(candidate: Candidate) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from services.models import Candidate, RerankRequest, Signal
 from services.reranking._ranking import (
-    apply_signals, best_first, contains_word, cosine_signal, explained, searchable_text, unchanged,
+    Keywords, WordCounts, apply_signals, best_first, cosine_signal, explained, searchable_text, unchanged,
 )
 from services.reranking.base import SIMILARITY, BaseStrategy, register
 from services.text import query_keywords
@@ -30,24 +30,28 @@ class KeywordBoostStrategy(BaseStrategy):
         if not keywords:
             return unchanged(request.candidates, "the question has no keywords")
         phrase = request.query.strip().lower()
-        return best_first(explained(c, self.signals(c, keywords, phrase)) for c in request.candidates)
+        prepared = Keywords(keywords)
+        return best_first(explained(c, self.signals(c, prepared, phrase)) for c in request.candidates)
 
-    def boosts(self, text: str, keywords: list[str], phrase: str) -> list[Signal]:
+    def boosts(self, text: str, keywords: list[str] | Keywords, phrase: str) -> list[Signal]:
         """The spec's ApplyKeywordBoost as signals: phrase, each keyword found, the cap."""
         s = self.settings
+        keywords = keywords if isinstance(keywords, Keywords) else Keywords(keywords)
+        words = WordCounts(text)
         found = []
         if phrase and phrase in text.lower():
             found.append(Signal("exact phrase", 1, s.exact_phrase_boost, "add", phrase))
-        found += [Signal(f"keyword '{k}'", 1, s.boost_per_keyword, "add") for k in keywords if contains_word(text, k)]
+        found += [Signal(f"keyword '{k}'", 1, s.boost_per_keyword, "add") for k in keywords.words
+                  if words.contains(k)]
         total = sum(f.contribution for f in found)
         if total > s.max_boost:
             found.append(Signal(f"boost capped at +{s.max_boost:g}", total, s.max_boost - total, "add"))
         return found
 
-    def boost(self, text: str, keywords: list[str], phrase: str) -> float:
+    def boost(self, text: str, keywords: list[str] | Keywords, phrase: str) -> float:
         return apply_signals(self.boosts(text, keywords, phrase))
 
-    def signals(self, candidate: Candidate, keywords: list[str], phrase: str) -> list[Signal]:
+    def signals(self, candidate: Candidate, keywords: Keywords, phrase: str) -> list[Signal]:
         out = [cosine_signal(candidate), *self.boosts(searchable_text(candidate), keywords, phrase)]
         score = apply_signals(out)
         if score > 1.0:

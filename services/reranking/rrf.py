@@ -11,16 +11,18 @@ from __future__ import annotations
 
 from services.models import Candidate, RerankRequest, Signal
 from services.reranking._ranking import (
-    apply_signals, best_first, count_words, explained, scaled_signals, unchanged,
+    Keywords, WordCounts, apply_signals, best_first, explained, scaled_signals, unchanged,
 )
 from services.reranking.base import RELATIVE, BaseStrategy, register
 from services.text import query_keywords
 
 
-def keyword_frequency(content: str, keywords: list[str]) -> float:
-    """The spec's CalculateKeywordScore."""
+def keyword_frequency(content: str, keywords: list[str] | Keywords) -> float:
+    """The spec's CalculateKeywordScore: sum over keywords of substring occurrences + 0.5 x
+    word-boundary matches (every term is a multiple of 0.5, so summing per part is exact)."""
+    keywords = keywords if isinstance(keywords, Keywords) else Keywords(keywords)
     lower = content.lower()
-    return sum(lower.count(k) + 0.5 * count_words(content, k) for k in keywords)
+    return sum(map(lower.count, keywords.words)) + 0.5 * keywords.occurrences(WordCounts(content))
 
 
 @register
@@ -50,7 +52,8 @@ class ReciprocalRankFusionStrategy(BaseStrategy):
         keywords = query_keywords(request.query)
         if not candidates or not keywords:
             return unchanged(request.candidates, "the question has no keywords")
-        frequencies = [keyword_frequency(c.chunk.content, keywords) for c in candidates]
+        prepared = Keywords(keywords)
+        frequencies = [keyword_frequency(c.chunk.content, prepared) for c in candidates]
         by_keywords = sorted(range(len(candidates)), key=lambda i: -frequencies[i])  # stable
         keyword_rank = {index: rank for rank, index in enumerate(by_keywords, start=1)}
         fused = [self.rank_signals(i + 1, keyword_rank[i], frequencies[i]) for i in range(len(candidates))]

@@ -1,0 +1,192 @@
+"""A big real repository, end to end: indexing speed per backend against the bare encoder, index size
+against the source, peak memory, time to the first answer, query latency per strategy at top_k 10 and
+100, and a cold CLI query.
+
+    pip download sympy --no-deps -d /work/scratch/w8/wheels
+    unzip -q /work/scratch/w8/wheels/sympy-*.whl -d /work/scratch/w8/sympy-src
+    nice -n 10 python benchmarks/big_repo.py /work/scratch/w8/sympy-src [--backends onnx-int8,torch]
+        [--questions queries.jsonl] [--queries 60] [--bare-sample 2000]
+
+Questions default to the first sentences of the repository's docstrings; `--questions` takes a JSONL
+of {"text": ...} (e.g. the issue-length SWE-bench questions in /work/shared/benchmarks/swe/).
+Each backend indexes into its own temporary data dir. Load on a shared machine skews every figure:
+the load average is printed with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from services.embedding import chunk_text
+from services.errors import IndexMissingError
+from services.knowledge import KnowledgeService
+from services.models import QueryOptions
+from services.settings import Settings
+from services.workspace_index import WorkspaceIndex, workspace_root
+
+REPO = Path(__file__).resolve().parents[1]
+STRATEGIES = ("none", "keyword-boost", "rrf", "hybrid", "heuristic", "metadata")
+FIRST_QUESTION = "solve a system of linear equations"
+
+
+def folder_mb(folder: Path) -> float:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
+
+
+def percentile(values: list[float], q: int) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").exists() else "?"
+
+
+class FirstAnswer:
+    """Asks a question (hybrid: BM25 and vectors) every 0.5 s while indexing runs; records when the
+    first results come back."""
+
+    def __init__(self, service: KnowledgeService, workspace: Path) -> None:
+        self.service, self.workspace = service, workspace
+        self.seconds: float | None = None
+        self.done = threading.Event()
+
+    def run(self, started: float) -> None:
+        options = QueryOptions(workspace=str(self.workspace), strategy="hybrid", min_relevance=0.0,
+                               use_cache=False, expand_context=False)
+        while not self.done.is_set() and self.seconds is None:
+            try:
+                if asyncio.run(self.service.query(FIRST_QUESTION, options)).results:
+                    self.seconds = time.perf_counter() - started
+            except IndexMissingError:
+                pass
+            self.done.wait(0.5)
+
+
+async def index_once(backend: str, workspace: Path, data_dir: Path) -> dict:
+    service = KnowledgeService(Settings(embedding_backend=backend), data_dir=data_dir)
+    load_started = time.perf_counter()
+    await asyncio.to_thread(service.index_embedder.load)  # export (first time) and model load: not indexing
+    load_seconds = time.perf_counter() - load_started
+    watcher = FirstAnswer(service, workspace)
+    started = time.perf_counter()
+    thread = threading.Thread(target=watcher.run, args=(started,), daemon=True)
+    thread.start()
+    report = await service.index(workspace, full=True)
+    wall = time.perf_counter() - started
+    watcher.done.set()
+    thread.join()
+    figures = {"backend": service.index_embedder.backend_used, "load_s": load_seconds, "wall_s": wall,
+               "files": report.files_indexed, "chunks": report.chunks_total,
+               "first_answer_s": watcher.seconds,
+               "note": service.index_embedder.note}
+    figures["bare_rate"] = bare_rate(service, workspace, data_dir)
+    figures["rate"] = report.chunks_embedded / wall
+    service.close()
+    return figures
+
+
+def bare_rate(service: KnowledgeService, workspace: Path, data_dir: Path, sample: int | None = None) -> float:
+    """The same encoder alone on a sample of the same chunks (chunks/s)."""
+    index = WorkspaceIndex(workspace_root(workspace), data_dir)
+    texts = [chunk_text(c) for c in index.catalog().chunks()]
+    index.close()
+    sample = sample or ARGS.bare_sample
+    texts = random.Random(0).sample(texts, min(sample, len(texts)))
+    started = time.perf_counter()
+    service.index_embedder.encode(texts)
+    return len(texts) / (time.perf_counter() - started)
+
+
+def questions(workspace: Path, data_dir: Path, count: int) -> list[str]:
+    if ARGS.questions:
+        lines = Path(ARGS.questions).read_text().splitlines()
+        return [json.loads(line)["text"] for line in lines if line.strip()][:count]
+    index = WorkspaceIndex(workspace_root(workspace), data_dir)
+    chunks = index.catalog().chunks()
+    index.close()
+    sentences = {c.docstring.split(".")[0].strip() for c in chunks if c.kind in ("function", "method", "class")}
+    pool = sorted(s for s in sentences if 4 <= len(s.split()) <= 14)
+    return random.Random(0).sample(pool, min(count, len(pool)))
+
+
+async def latencies(workspace: Path, data_dir: Path, backend: str) -> dict:
+    service = KnowledgeService(Settings(embedding_backend=backend), data_dir=data_dir)
+    await service.warm_up()
+    asked = questions(workspace, data_dir, ARGS.queries)
+    out = {}
+    for top_k in (10, 100):
+        times = {name: [] for name in STRATEGIES}
+        for question in asked:  # interleaved, so background load hits every strategy alike
+            for name in STRATEGIES:
+                options = QueryOptions(workspace=str(workspace), strategy=name, top_k=top_k, use_cache=False)
+                started = time.perf_counter()
+                await service.query(question, options)
+                times[name].append((time.perf_counter() - started) * 1000)
+        out[top_k] = {name: (percentile(v, 50), percentile(v, 95)) for name, v in times.items()}
+    service.close()
+    return out
+
+
+def cold_cli_query(workspace: Path, data_dir: Path, backend: str) -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "app.cli", "query", str(workspace), FIRST_QUESTION, "--data-dir",
+                    str(data_dir), "--backend", backend], check=True, capture_output=True, cwd=REPO,
+                   env={**os.environ, "PYTHONPATH": str(REPO)})
+    return time.perf_counter() - started
+
+
+async def main() -> None:
+    workspace = Path(ARGS.workspace).resolve()
+    source_mb = sum(p.stat().st_size for p in workspace.rglob("*.py")) / 1e6
+    print(f"workspace {workspace}: {source_mb:.1f} MB of Python source; load {load()}")
+    print("| backend | files | chunks | wall s | chunks/s | bare encoder chunks/s | ratio | first answer s |"
+          " index MB | × source |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    last, loads = None, []
+    for backend in ARGS.backends.split(","):
+        data_dir = Path(tempfile.mkdtemp(prefix=f"big-repo-{backend}-", dir=ARGS.scratch))
+        f = await index_once(backend, workspace, data_dir)
+        size = folder_mb(WorkspaceIndex(workspace_root(workspace), data_dir).folder)
+        print(f"| {f['backend']} | {f['files']} | {f['chunks']} | {f['wall_s']:.0f} | {f['rate']:.1f} | "
+              f"{f['bare_rate']:.1f} | {f['rate'] / f['bare_rate']:.2f} | {f['first_answer_s'] or 0:.1f} | "
+              f"{size:.0f} | {size / source_mb:.2f} |" + (f" note: {f['note']}" if f["note"] else ""))
+        loads.append(f"{f['backend']} {f['load_s']:.1f} s")
+        last = (backend, data_dir)
+    print("encoder load (an ONNX export on first use included): " + ", ".join(loads))
+    backend, data_dir = last
+    folder = WorkspaceIndex(workspace_root(workspace), data_dir).folder
+    print("index parts (MB): " + ", ".join(f"{p.name} {folder_mb(p) if p.is_dir() else p.stat().st_size / 1e6:.1f}"
+                                          for p in sorted(folder.iterdir())))
+    print(f"engine peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; load {load()}")
+    lat = await latencies(workspace, data_dir, backend)
+    print(f"\nquery latency, ms end to end ({ARGS.queries} questions, backend {backend}; load {load()})")
+    print("| strategy | top_k 10 p50 | p95 | top_k 100 p50 | p95 |")
+    print("|---|---|---|---|---|")
+    for name in STRATEGIES:
+        (a, b), (c, d) = lat[10][name], lat[100][name]
+        print(f"| {name} | {a:.0f} | {b:.0f} | {c:.0f} | {d:.0f} |")
+    print(f"\ncold CLI query: {cold_cli_query(workspace, data_dir, backend):.1f} s wall")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("workspace")
+    parser.add_argument("--backends", default="onnx-int8")
+    parser.add_argument("--questions", help="JSONL of {\"text\": question}")
+    parser.add_argument("--queries", type=int, default=60)
+    parser.add_argument("--bare-sample", type=int, default=2000, help="chunks the bare encoder is timed on")
+    parser.add_argument("--scratch", default=None, help="where the temporary data dirs go")
+    ARGS = parser.parse_args()
+    asyncio.run(main())

@@ -1,0 +1,283 @@
+"""ONNX Runtime backends: the configured model exported on this machine (never downloaded), fp32 or
+dynamically quantised to int8, run with the model's own tokenizer, mean pooling and L2 normalisation
+(what sentence-transformers does for all-MiniLM-L6-v2: Transformer -> Pooling(mean) -> Normalize).
+
+The export is cached under `<data dir>/encoders/`, keyed by the model folder (path, size and mtime of
+its files), max_seq_length, the quantisation config and the onnxruntime version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import platform
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from services.encoders.base import EncoderSpec, register
+
+log = logging.getLogger(__name__)
+FORMAT = 1  # bump when the export changes
+
+
+class ExportError(Exception):
+    """The model cannot be exported to ONNX (unsupported architecture or pooling)."""
+
+
+def model_folder(source: str) -> Path:
+    folder = Path(source)
+    if folder.is_dir():
+        return folder
+    from huggingface_hub import snapshot_download  # a cached Hugging Face id: its local snapshot
+
+    return Path(snapshot_download(source, local_files_only=True))
+
+
+def pooling_mode(folder: Path) -> str:
+    """'mean' or 'cls', from the sentence-transformers Pooling module; mean when there is none."""
+    modules_file = folder / "modules.json"
+    modules = json.loads(modules_file.read_text()) if modules_file.exists() else []
+    for module in modules:
+        if module.get("type", "").endswith("Pooling"):
+            config = json.loads((folder / module["path"] / "config.json").read_text())
+            modes = [k for k, v in config.items() if k.startswith("pooling_mode") and v]
+            if modes == ["pooling_mode_mean_tokens"]:
+                return "mean"
+            if modes == ["pooling_mode_cls_token"]:
+                return "cls"
+            raise ExportError(f"pooling {modes} is not supported by the ONNX backend")
+        if module.get("type", "").split(".")[-1] not in ("Transformer", "Normalize"):
+            raise ExportError(f"module {module.get('type')} is not supported by the ONNX backend")
+    return "mean"
+
+
+def cpu_quant_config() -> dict:
+    """quantize_dynamic options for this CPU: int8 weights of the MatMuls, one scale per output
+    channel (per-tensor scales gave cosine 0.95 to the fp32 vectors, per-channel 0.99, at the same
+    speed). With VNNI (or on ARM64) u8 x s8 products cannot saturate, so weights use their full
+    range; on AVX2/AVX-512 without VNNI, onnxruntime recommends reduce_range (7-bit weights)."""
+    machine = platform.machine().lower()
+    if machine in ("arm64", "aarch64"):
+        return {"name": "arm64", "per_channel": True, "reduce_range": False, "ops": ["MatMul"]}
+    flags = _cpu_flags()
+    if "avx512_vnni" in flags or "avx_vnni" in flags:
+        return {"name": "avx512_vnni", "per_channel": True, "reduce_range": False, "ops": ["MatMul"]}
+    return {"name": "avx2", "per_channel": True, "reduce_range": True, "ops": ["MatMul"]}
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def cache_key(folder: Path, max_seq_length: int, quant: dict | None) -> str:
+    import onnxruntime
+
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
+    stamp = [(str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns) for p in files]
+    raw = json.dumps([FORMAT, str(folder.resolve()), stamp, max_seq_length, quant, onnxruntime.__version__])
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+SAMPLES = ["def add(a, b):\n    return a + b", "how do I read a file line by line",
+           "class Parser:\n    \"\"\"Parse HTTP responses into headers and a body.\"\"\"\n" * 3]
+
+
+def export(folder: Path, target: Path, max_seq_length: int) -> None:
+    """The Hugging Face AutoModel as ONNX (legacy exporter), dynamic batch and sequence axes;
+    checked against torch on padded sample texts (cosine > 0.99), else ExportError."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    model = AutoModel.from_pretrained(str(folder), local_files_only=True).eval()
+    names = list(tokenizer.model_input_names)
+    sample = tokenizer(["an example", "another example text"], padding=True, return_tensors="pt",
+                       truncation=True, max_length=max_seq_length)
+    axes = {name: {0: "batch", 1: "sequence"} for name in names}
+    axes["last_hidden_state"] = {0: "batch", 1: "sequence"}
+    wrapper = _Positional(model, names)
+    check = tokenizer(SAMPLES, padding=True, truncation=True, max_length=max_seq_length, return_tensors="pt")
+    with torch.no_grad(), warnings.catch_warnings():
+        expected = wrapper(*(check[n] for n in names)).numpy()  # before: the export leaves the model changed
+        warnings.simplefilter("ignore")  # tracer warnings: the check below is what counts
+        torch.onnx.export(wrapper, tuple(sample[n] for n in names), str(target), input_names=names,
+                          output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=17,
+                          dynamo=False)
+    _check(target, {n: check[n].numpy() for n in names}, expected, check["attention_mask"].numpy())
+
+
+def _check(path: Path, feed: dict, expected: np.ndarray, mask: np.ndarray) -> None:
+    import onnxruntime
+
+    got = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feed)[0]
+    cosine = (mean_pool(got, mask) * mean_pool(expected, mask)).sum(axis=1)
+    if cosine.min() < 0.99:
+        raise ExportError(f"the exported model differs from torch (cosine {cosine.min():.3f})")
+
+
+def mean_pool(hidden: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+    """Mean over the real tokens, then unit length (sentence-transformers' Pooling + Normalize)."""
+    mask = attention_mask[..., None].astype(np.float32)
+    pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
+    return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+
+
+def _positional_module():
+    import torch
+
+    class Positional(torch.nn.Module):
+        """The model called with its inputs by name, returning only the token embeddings."""
+
+        def __init__(self, model, names: list[str]) -> None:
+            super().__init__()
+            self.model, self.names = model, names
+
+        def forward(self, *inputs):
+            return self.model(**dict(zip(self.names, inputs)), return_dict=True).last_hidden_state
+
+    return Positional
+
+
+def _Positional(model, names):  # noqa: N802 - a class built lazily, so importing torch waits for an export
+    return _positional_module()(model, names)
+
+
+def build(folder: Path, cache_dir: Path, max_seq_length: int, quant: dict | None) -> Path:
+    """The cached ONNX file for this model and config, exporting (and quantising) it first if needed."""
+    from filelock import FileLock
+
+    name = "model.int8.onnx" if quant else "model.onnx"
+    final = cache_dir / f"{folder.name}-{cache_key(folder, max_seq_length, quant)}"
+    if (final / name).exists():
+        return final / name
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(final) + ".lock"):  # two processes exporting the same model: one does it
+        if (final / name).exists():
+            return final / name
+        staging = final.with_name(final.name + ".tmp")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+        log.info("exporting %s to ONNX (%s) in %s", folder, quant["name"] if quant else "fp32", final)
+        try:
+            export(folder, staging / "model.onnx", max_seq_length)
+            if quant:
+                _quantise(staging / "model.onnx", staging / name, quant)
+                (staging / "model.onnx").unlink()
+        except ExportError:
+            raise
+        except Exception as error:
+            raise ExportError(f"{type(error).__name__}: {error}") from error
+        finally:
+            if not (staging / name).exists():
+                shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(final, ignore_errors=True)
+        staging.rename(final)
+    return final / name
+
+
+def _quantise(source: Path, target: Path, quant: dict) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8,
+                     per_channel=quant["per_channel"], reduce_range=quant["reduce_range"],
+                     op_types_to_quantize=quant["ops"])
+
+
+def load_tokenizer(folder: Path, max_seq_length: int):
+    """texts -> {"input_ids", "attention_mask", "token_type_ids"} arrays, truncated and padded as
+    AutoTokenizer does. The model's tokenizer.json runs through `tokenizers` directly (what
+    transformers' fast tokenizers run), which spares a cold start importing transformers."""
+    config_file = folder / "tokenizer_config.json"
+    config = json.loads(config_file.read_text()) if config_file.exists() else {}
+    limit = min(max_seq_length, int(config.get("model_max_length") or max_seq_length))
+    pad = config.get("pad_token")
+    pad = pad.get("content") if isinstance(pad, dict) else pad
+    if not (folder / "tokenizer.json").exists() or not pad:
+        return _auto_tokenizer(folder, limit)
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.enable_truncation(limit)
+    tokenizer.enable_padding(pad_id=tokenizer.token_to_id(pad), pad_token=pad)
+
+    def tokenize(texts: list[str]) -> dict[str, np.ndarray]:
+        encodings = tokenizer.encode_batch(texts)
+        return {"input_ids": np.array([e.ids for e in encodings]),
+                "attention_mask": np.array([e.attention_mask for e in encodings]),
+                "token_type_ids": np.array([e.type_ids for e in encodings])}
+
+    return tokenize
+
+
+def _auto_tokenizer(folder: Path, limit: int):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    return lambda texts: dict(tokenizer(texts, padding=True, truncation=True, max_length=limit, return_tensors="np"))
+
+
+class OnnxEncoder:
+    name = "onnx"
+    quantised = False
+    device = "cpu"
+
+    def __init__(self, spec: EncoderSpec) -> None:
+        import onnxruntime
+
+        self.spec = spec
+        folder = model_folder(spec.source)
+        self.pooling = pooling_mode(folder)
+        self.quant = cpu_quant_config() if self.quantised else None
+        cache_dir = spec.cache_dir or Path.home() / ".cache" / "knowledge-explorer" / "encoders"
+        self.path = build(folder, cache_dir, spec.max_seq_length, self.quant)
+        self.tokenize = load_tokenizer(folder, spec.max_seq_length)
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = spec.threads or os.cpu_count() or 1
+        options.inter_op_num_threads = 1
+        self.session = onnxruntime.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
+        self.inputs = [i.name for i in self.session.get_inputs()]
+        self._dimension = int(self.encode(["dimension"]).shape[1])
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # similar lengths pad less
+        out = np.zeros((len(texts), getattr(self, "_dimension", 0) or 1), dtype=np.float32)
+        for start in range(0, len(order), self.spec.batch_size):
+            part = order[start:start + self.spec.batch_size]
+            vectors = self._encode_batch([texts[i] for i in part])
+            if out.shape[1] != vectors.shape[1]:
+                out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+            out[part] = vectors
+        return out
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        batch = self.tokenize(texts)
+        feed = {name: batch[name].astype(np.int64) for name in self.inputs}
+        hidden = self.session.run(["last_hidden_state"], feed)[0]
+        if self.pooling == "cls":
+            pooled = hidden[:, 0]
+            return (pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)).astype(np.float32)
+        return mean_pool(hidden, batch["attention_mask"]).astype(np.float32)
+
+
+register(OnnxEncoder)
+
+
+@register
+class OnnxInt8Encoder(OnnxEncoder):
+    name = "onnx-int8"
+    quantised = True

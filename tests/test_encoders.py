@@ -1,0 +1,159 @@
+"""Encoder backends on real parts: the bundled MiniLM exported to ONNX and quantised here, torch beside it."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from services.embedding import Embedder, bundled_model_path
+from services.encoders import EncoderSpec, backend_names, choose_device, create_encoder
+from services.encoders import device as device_module
+from services.errors import ModelLoadError
+
+SAMPLES = ["def read_config(path):\n    with open(path) as f:\n        return json.load(f)",
+           "how do I sort a dictionary by value", "class Stack:\n    def push(self, item): ...\n" * 4]
+
+
+@pytest.fixture(scope="session")
+def export_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("encoders")
+
+
+@pytest.fixture(scope="session")
+def int8(export_dir):
+    """The real MiniLM exported and quantised once per session."""
+    return create_encoder("onnx-int8", EncoderSpec(str(bundled_model_path()), cache_dir=export_dir))
+
+
+def files_under(folder) -> dict[str, int]:
+    return {str(p): p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.mark.slow
+def test_int8_vectors_match_torch(int8):
+    torch_vectors = create_encoder("torch", EncoderSpec(str(bundled_model_path()))).encode(SAMPLES)
+    vectors = int8.encode(SAMPLES)
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert (vectors * torch_vectors).sum(axis=1).min() > 0.98
+
+
+@pytest.mark.slow
+def test_second_load_reuses_the_export(int8, export_dir):
+    before = files_under(export_dir)
+    again = create_encoder("onnx-int8", EncoderSpec(str(bundled_model_path()), cache_dir=export_dir))
+    assert files_under(export_dir) == before  # nothing exported or rewritten
+    assert again.path == int8.path and np.allclose(again.encode(SAMPLES[:1]), int8.encode(SAMPLES[:1]))
+
+
+@pytest.mark.slow
+def test_another_sequence_length_is_another_export(int8, export_dir):
+    from services.encoders.onnx_runtime import cache_key, cpu_quant_config
+
+    folder = bundled_model_path()
+    assert cache_key(folder, 128, cpu_quant_config()) != cache_key(folder, 256, cpu_quant_config())
+    assert cache_key(folder, 256, None) != cache_key(folder, 256, cpu_quant_config())
+
+
+def model_with_max_pooling(tmp_path):
+    """The bundled model with max pooling: sentence-transformers loads it, the ONNX backend cannot."""
+    source, folder = bundled_model_path(), tmp_path / "max-pooled"
+    for item in source.rglob("*"):
+        target = folder / item.relative_to(source)
+        if item.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(item, target)
+    config = folder / "1_Pooling" / "config.json"
+    settings = json.loads(config.read_text()) | {"pooling_mode_mean_tokens": False, "pooling_mode_max_tokens": True}
+    config.unlink()
+    config.write_text(json.dumps(settings))
+    return folder
+
+
+@pytest.mark.slow
+def test_a_model_that_cannot_be_exported_runs_on_torch_with_a_note(tmp_path):
+    embedder = Embedder(str(model_with_max_pooling(tmp_path)), backend="onnx-int8", device="cpu",
+                        cache_dir=tmp_path / "cache", role="fallback-test")
+    assert embedder.backend_used == "torch"
+    assert "onnx-int8 on cpu could not start" in embedder.note and "pooling" in embedder.note
+    assert embedder.encode(["hello"]).shape == (1, 384)
+
+
+def test_unknown_backend_or_device_is_a_clear_error():
+    with pytest.raises(ModelLoadError, match="Unknown embedding backend 'tpu'"):
+        Embedder("all-MiniLM-L6-v2", backend="tpu")
+    with pytest.raises(ModelLoadError, match="Unknown device 'npu'"):
+        Embedder("all-MiniLM-L6-v2", device="npu")
+    assert {"torch", "onnx", "onnx-int8"} <= set(backend_names())
+
+
+@pytest.mark.parametrize("requested, seen, expected", [
+    ("auto", {"cuda": True, "mps": True}, "cuda"),
+    ("auto", {"cuda": False, "mps": True}, "mps"),
+    ("auto", {"cuda": False, "mps": False}, "cpu"),
+    ("cpu", {"cuda": True, "mps": False}, "cpu"),
+    ("mps", {"cuda": False, "mps": True}, "mps"),
+])
+def test_device_choice_follows_what_torch_sees(requested, seen, expected):
+    assert choose_device(requested, seen) == (expected, "")
+
+
+def test_a_requested_gpu_torch_does_not_see_falls_back_with_a_note():
+    device, note = choose_device("cuda", {"cuda": False, "mps": False})
+    assert device == "cpu" and "cuda was requested" in note
+
+
+def test_this_machine_has_no_gpu_so_auto_is_the_cpu():
+    assert choose_device("auto") == ("cpu", "")
+
+
+@pytest.mark.slow
+def test_a_gpu_that_fails_to_start_falls_back_to_the_cpu(monkeypatch):
+    # No GPU here: torch is told it sees one, and the real CUDA start then fails (CPU-only torch).
+    monkeypatch.setattr(device_module, "torch_devices", lambda: {"cuda": True, "mps": False})
+    embedder = Embedder("all-MiniLM-L6-v2", backend="onnx-int8", device="auto", role="gpu-test")
+    assert embedder.backend_used == "torch" and embedder.device_used == "cpu"
+    assert "torch on cuda could not start" in embedder.note
+    assert embedder.encode(["hello"]).shape == (1, 384)
+
+
+def test_the_runtime_tokenizer_matches_autotokenizer():
+    from transformers import AutoTokenizer
+
+    from services.encoders.onnx_runtime import load_tokenizer
+
+    texts = SAMPLES + ["", "Ünïcödé straße İ", "token " * 400]
+    expected = AutoTokenizer.from_pretrained(str(bundled_model_path()))(
+        texts, padding=True, truncation=True, max_length=256, return_tensors="np")
+    got = load_tokenizer(bundled_model_path(), 256)(texts)
+    for name in ("input_ids", "attention_mask", "token_type_ids"):
+        assert np.array_equal(got[name], expected[name]), name
+
+
+@pytest.mark.slow
+async def test_backend_or_format_change_rebuilds_and_says_why(data_dir, workspace):
+    from services.knowledge import KnowledgeService
+    from services.settings import Settings
+    from services.workspace_index import WorkspaceIndex, workspace_root
+
+    first = KnowledgeService(Settings(embedding_backend="torch"), data_dir=data_dir)
+    await first.index(workspace)
+    first.close()
+    second = KnowledgeService(Settings(embedding_backend="onnx-int8"), data_dir=data_dir)
+    report = await second.index(workspace)
+    assert "backend changed from torch to onnx-int8" in report.rebuilt_reason
+    assert report.chunks_embedded == report.chunks_total
+    health = await second.health(workspace)
+    assert (health.backend, health.device, health.encoder_note) == ("onnx-int8", "cpu", "")
+
+    index = WorkspaceIndex(workspace_root(workspace), data_dir)
+    index.catalog().set_meta(index_format="1")  # an index written before chunk text was stored once
+    index.close()
+    again = await second.index(workspace)
+    second.close()
+    assert "index format changed" in again.rebuilt_reason and again.chunks_embedded == again.chunks_total
