@@ -63,6 +63,19 @@ class Settings:
     llm_api_key: str = ""
     llm_timeout_seconds: float = 20.0
     llm_max_candidates: int = 20
+    # --- bug-report strategy (issue #12): long questions; weights tuned by benchmarks/tune_bugreport.py ---
+    bugreport_pool: int = 100  # vector candidates (the pool) for a long question
+    bugreport_part_hits: int = 30  # extra vector hits per part (title, paragraph, code block)
+    bugreport_max_parts: int = 8
+    bugreport_max_terms: int = 40  # BM25 query-term cap
+    bugreport_code_term_weight: float = 3.0  # BM25 weight of identifier tokens vs 1.0 for prose
+    bugreport_title_term_weight: float = 2.0
+    bugreport_k: float = 10.0  # rank damping: a signal ranking a chunk r-th adds weight x k / (k + r - 1)
+    bugreport_vector_weight: float = 1.0
+    bugreport_parts_weight: float = 1.0
+    bugreport_bm25_weight: float = 1.0
+    bugreport_symbol_weight: float = 1.0
+    bugreport_path_weight: float = 1.0
 
     def with_changes(self, **changes) -> "Settings":
         return replace(self, **changes)
