@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import pickle
 import sys
 from pathlib import Path
@@ -26,11 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from services.evaluation import load_qrels, load_queries  # noqa: E402
 from services.knowledge import KnowledgeService  # noqa: E402
 from services.models import QueryOptions, RerankRequest  # noqa: E402
-from services.reranking.bugreport import SIGNALS, gather  # noqa: E402
+from services.reranking.bugreport import MATCHED, RANKED, SIGNALS, gather  # noqa: E402
 
 LABELS = Path("/work/shared/benchmarks/swe")
-GRID = {"vector": [0, 0.5, 1, 2], "parts": [0, 0.5, 1, 2], "bm25": [0, 0.5, 1, 2],
-        "symbol": [0, 0.5, 1, 2], "path": [0, 0.5, 1, 2, 4]}
+VALUES = [0, 0.25, 0.5, 1, 2, 4]
 KS = [3, 10, 30]
 
 
@@ -69,13 +67,13 @@ def as_arrays(item: dict) -> dict:
     for name in SIGNALS:
         values = feats.values[name]
         column = np.zeros(len(ids))
-        if name in ("vector", "parts", "bm25"):
+        if name in RANKED:
             for rank, (i, _) in enumerate(sorted(values.items(), key=lambda kv: -kv[1]), 1):
                 column[position[i]] = rank
         else:
             best = max(values.values(), default=0.0)
             for i, v in values.items():
-                column[position[i]] = v / best if best > 0 else 0.0
+                column[position[i]] = v / best if best > 0 else 0.0  # "test": 1.0 for test files
         out[name] = column
     return out
 
@@ -84,11 +82,12 @@ def metrics(arrays: list[dict], weights: dict[str, float], k: float) -> tuple[fl
     mrr, recall = [], []
     for a in arrays:
         score = np.zeros(len(a["file"]))
-        for name in ("vector", "parts", "bm25"):
+        for name in RANKED:
             ranks = a[name]
             score += np.where(ranks > 0, weights[name] * k / (k + ranks - 1), 0.0)
-        for name in ("symbol", "path"):
+        for name in MATCHED:
             score += weights[name] * a[name]
+        score -= weights["test"] * a["test"]
         order = np.argsort(-score, kind="stable")
         _, first = np.unique(a["file"][order], return_index=True)
         files_in_order = order[np.sort(first)][:10]  # one candidate per file, best first
@@ -101,15 +100,21 @@ def metrics(arrays: list[dict], weights: dict[str, float], k: float) -> tuple[fl
 
 
 def search(arrays: list[dict]) -> list[tuple[float, float, dict, float]]:
-    """Every grid point, best MRR@10 first: (mrr, recall, weights, k)."""
+    """Coordinate ascent over the weights (from the vector ranking alone), for each k: best first."""
     results = []
     for k in KS:
-        for combo in itertools.product(*GRID.values()):
-            weights = dict(zip(GRID, combo))
-            if not any(combo):
-                continue
-            mrr, rec = metrics(arrays, weights, k)
-            results.append((mrr, rec, weights, k))
+        weights = {n: 0.0 for n in SIGNALS} | {"vector": 1.0}
+        best = metrics(arrays, weights, k)
+        for _ in range(4):
+            improved = False
+            for name in SIGNALS:
+                for value in VALUES:
+                    trial = weights | {name: value}
+                    if any(trial.values()) and (score := metrics(arrays, trial, k)) > best:
+                        weights, best, improved = trial, score, True
+            if not improved:
+                break
+        results.append((*best, weights, k))
     return sorted(results, key=lambda r: (-r[0], -r[1]))
 
 

@@ -76,6 +76,10 @@ class Settings:
     bugreport_bm25_weight: float = 1.0
     bugreport_symbol_weight: float = 1.0
     bugreport_path_weight: float = 1.0
+    bugreport_title_weight: float = 0.0
+    bugreport_prose_weight: float = 0.0
+    bugreport_code_weight: float = 0.0
+    bugreport_test_weight: float = 0.0  # subtracted from test files (a report's fix is rarely in a test)
 
     def with_changes(self, **changes) -> "Settings":
         return replace(self, **changes)

@@ -25,7 +25,10 @@ from services.reranking._ranking import best_first
 from services.reranking.base import RELATIVE, BaseStrategy, register
 from services.text import STOP_WORDS, code_tokens
 
-SIGNALS = ("vector", "parts", "bm25", "symbol", "path")
+RANKED = ("vector", "parts", "title", "prose", "code", "bm25")  # signals scored by rank
+MATCHED = ("symbol", "path")  # signals scored by their share of the best match
+SIGNALS = (*RANKED, *MATCHED, "test")
+_TEST_DIRS = frozenset(("test", "tests", "testing"))
 MAX_PATH_CHUNKS = 200  # chunks added from files the question names
 
 
@@ -72,9 +75,18 @@ def bm25_weights(signals: QuerySignals, settings) -> dict[str, float]:
     return dict(ranked[:settings.bugreport_max_terms])
 
 
-def question_parts(signals: QuerySignals, limit: int) -> list[str]:
-    parts = [signals.title, *signals.paragraphs, *signals.code_blocks]
-    return [p for p in parts if p.strip()][:limit]
+def question_parts(signals: QuerySignals, limit: int) -> list[tuple[str, str]]:
+    """(kind, text): the title, then prose paragraphs, then code blocks, at most `limit`."""
+    parts = [("title", signals.title), *(("prose", p) for p in signals.paragraphs),
+             *(("code", c) for c in signals.code_blocks)]
+    return [(kind, text) for kind, text in parts if text.strip()][:limit]
+
+
+def is_test_file(path: str) -> bool:
+    parts = path.lower().split("/")
+    name = parts[-1]
+    return bool(_TEST_DIRS & set(parts[:-1])) or name.startswith("test_") or name == "conftest.py" or \
+        name.rsplit(".", 1)[0].endswith("_test")
 
 
 def gather(request: RerankRequest, settings) -> Features:
@@ -103,7 +115,7 @@ def gather(request: RerankRequest, settings) -> Features:
     extra_ids.extend(path_ids[:MAX_PATH_CHUNKS])
 
     parts = question_parts(signals, settings.bugreport_max_parts)
-    part_vectors = np.asarray(request.encode(parts)) if parts else np.zeros((0, 0))
+    part_vectors = np.asarray(request.encode([text for _, text in parts])) if parts else np.zeros((0, 0))
     store = index.store()
     for vector in part_vectors:
         extra_ids.extend(i for i, _ in store.search(vector.tolist(), settings.bugreport_part_hits))
@@ -120,8 +132,13 @@ def gather(request: RerankRequest, settings) -> Features:
             for i, value in zip(ids, full):
                 feats.values["vector"].setdefault(i, float(value))
         if len(part_vectors):
-            best = (matrix @ part_vectors.T).max(axis=1)
-            feats.values["parts"] = {i: float(v) for i, v in zip(ids, best)}
+            sims = matrix @ part_vectors.T
+            kinds = np.array([kind for kind, _ in parts])
+            feats.values["parts"] = dict(zip(ids, sims.max(axis=1).tolist()))
+            for kind in ("title", "prose", "code"):
+                if (kinds == kind).any():
+                    feats.values[kind] = dict(zip(ids, sims[:, kinds == kind].max(axis=1).tolist()))
+    feats.values["test"] = {i: 1.0 for i, c in found.items() if is_test_file(c.chunk.path)}
     for signal in ("symbol", "path", "bm25"):  # drop matches outside the catalogue's chunks
         feats.values[signal] = {i: v for i, v in feats.values[signal].items() if i in found}
     return feats
@@ -132,12 +149,14 @@ def combine(feats: Features, settings) -> list[Candidate]:
     k = settings.bugreport_k
     weights = {name: getattr(settings, f"bugreport_{name}_weight") for name in SIGNALS}
     totals: dict[str, list[Signal]] = {i: [] for i in feats.candidates}
-    for name in ("vector", "parts", "bm25"):
+    for name in RANKED:
         ranked = sorted(feats.values[name].items(), key=lambda kv: -kv[1])
         for rank, (chunk_id, value) in enumerate(ranked, 1):
             contribution = weights[name] * k / (k + rank - 1)
             totals[chunk_id].append(Signal(f"{name} rank", rank, contribution, "add", f"{name} {value:.3f}"))
-    for name in ("symbol", "path"):
+    for chunk_id in feats.values["test"]:
+        totals[chunk_id].append(Signal("test file", 1.0, -weights["test"], "add", "a test, not the code under test"))
+    for name in MATCHED:
         values = feats.values[name]
         best = max(values.values(), default=0.0)
         for chunk_id, value in values.items():
