@@ -50,7 +50,7 @@ def collect(service: KnowledgeService, name: str, workspace: str) -> list[dict]:
     for query in queries:
         relevant = {d for d, g in qrels.get(query.id, {}).items() if g > 0}
         if relevant:
-            feats = gather(request_for(service, query.text, workspace), service.settings)
+            feats = gather(request_for(service, query.text, workspace), service.settings, every_part=True)
             out.append({"id": query.id, "relevant": relevant, "features": feats})
             print(f"  {name}: {len(out)} queries", end="\r", file=sys.stderr)
     return out

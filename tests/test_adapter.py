@@ -163,3 +163,23 @@ async def test_eval_on_the_labelled_sample_workspace_runs_the_new_strategies(ind
     for question, _ in LABELS:  # short questions: bug-report keeps the vector ranking
         qid = next(q.id for q in queries if q.text == question)
         assert report.rankings["bug-report"][qid] == report.rankings["none"][qid]
+
+
+@pytest.mark.slow
+async def test_bug_report_signals_explain_its_scores(indexed):
+    from services.models import RerankRequest
+    from services.reranking import create_strategy
+
+    service, workspace = indexed
+    strategy = create_strategy("bug-report", service.settings)
+    options = QueryOptions(workspace=str(workspace), top_k=10, strategy="bug-report", min_relevance=0.0)
+    index = service._index(workspace)
+    vector = service.embedder.encode([BUG_REPORT])[0]
+    semantic, _, _ = service._search(BUG_REPORT, vector, options, index, strategy.pool_size(10), False)
+    ranked = strategy.rerank(RerankRequest(BUG_REPORT, semantic, [], 10, index, service.embedder.encode, vector))
+    top = ranked[0]
+    assert top.chunk.qualified_name == "SearchEngine.score"
+    names = {s.name for s in top.signals}
+    assert {"symbol", "path"} <= names  # it defines `score` and lives in the file of the traceback
+    for candidate in ranked:  # applying the signals in order reproduces the score
+        assert sum(s.contribution for s in candidate.signals) == pytest.approx(candidate.score)

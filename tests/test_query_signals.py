@@ -99,3 +99,15 @@ def test_name_table_matches_symbols_by_rarity_and_files_by_path_or_module():
     module = table.path_matches(extract("Problem in `_pytest.runner` when a plugin fails during setup "
                                         "and the error gets lost somewhere along the way of the report"))
     assert "src/_pytest/runner.py" in module
+
+
+def test_bm25_terms_favour_identifiers_and_are_capped():
+    from services.reranking.bugreport import bm25_weights
+    from services.settings import Settings
+
+    settings = Settings(bugreport_max_terms=6)
+    weights = bm25_weights(extract(REPORT), settings)
+    assert len(weights) == 6
+    assert weights["get_records"] == settings.bugreport_code_term_weight
+    assert all(w >= settings.bugreport_title_term_weight for w in weights.values())  # prose was cut first
+    assert "decoupled" not in weights and "the" not in weights

@@ -89,8 +89,12 @@ def is_test_file(path: str) -> bool:
         name.rsplit(".", 1)[0].endswith("_test")
 
 
-def gather(request: RerankRequest, settings) -> Features:
-    """Every signal's raw values for the pool plus the chunks the signals find on their own."""
+def gather(request: RerankRequest, settings, every_part: bool = False) -> Features:
+    """Every signal's raw values for the pool plus the chunks the signals find on their own.
+
+    Only the parts whose signals weigh something are embedded (embedding is the slow step), unless
+    `every_part` (for tuning).
+    """
     index, signals = request.index, extract(request.query)
     catalog = index.catalog()
     found: dict[str, Candidate] = {c.chunk.id: c for c in request.candidates}
@@ -115,6 +119,8 @@ def gather(request: RerankRequest, settings) -> Features:
     extra_ids.extend(path_ids[:MAX_PATH_CHUNKS])
 
     parts = question_parts(signals, settings.bugreport_max_parts)
+    if not every_part and not settings.bugreport_parts_weight:
+        parts = [(kind, text) for kind, text in parts if getattr(settings, f"bugreport_{kind}_weight")]
     part_vectors = np.asarray(request.encode([text for _, text in parts])) if parts else np.zeros((0, 0))
     store = index.store()
     for vector in part_vectors:
