@@ -164,7 +164,8 @@ class Indexer:
         except Exception as error:  # a parser bug must not lose the rest of the workspace
             plan.skipped.append(SkippedFile(source.path, f"could not be chunked: {error}"))
             return None
-        return Pending(record, chunks)
+        # One id once: a minified file can yield identical chunks (same span and text), which Chroma rejects.
+        return Pending(record, list({c.id: c for c in chunks}.values()))
 
     def _embed_and_commit(self, pending: list[Pending]) -> int:
         self.total_chunks = sum(len(p.chunks) for p in pending)
