@@ -87,3 +87,19 @@ class KeywordIndex:
             scores = np.where(mask, scores, 0.0)
         top = np.argsort(-scores, kind="stable")[:k]
         return [(ids[i], float(scores[i])) for i in top if scores[i] > 0]
+
+    def search_weighted(self, weights: dict[str, float], k: int) -> list[tuple[str, float]]:
+        """Top-k (id, score) where score = sum over tokens of weight x that token's BM25 score.
+
+        For long questions: the caller picks the tokens and weighs them (identifiers over prose).
+        """
+        with self._lock:
+            self._load()
+            retriever, ids = self._retriever, self._ids
+        vocab = getattr(retriever, "vocab_dict", {})
+        tokens = {t: w for t, w in weights.items() if t in vocab and w > 0}
+        if retriever is None or not tokens or k <= 0:
+            return []
+        scores = sum(w * retriever.get_scores([t]) for t, w in tokens.items())
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [(ids[i], float(scores[i])) for i in top if scores[i] > 0]

@@ -193,7 +193,7 @@ class KnowledgeService:
         semantic, keyword, total = self._search(question, vector, options, index, pool, strategy.uses_keyword_index)
         cosines = self._keyword_cosines(index, vector, keyword)
         stages.mark("search")
-        request = RerankRequest(question, semantic, keyword, options.top_k)
+        request = RerankRequest(question, semantic, keyword, options.top_k, index, self.embedder.encode, vector)
         ranked, was_reranked, fallback = pipeline.rerank(strategy, request)
         kept = pipeline.above_threshold(ranked, strategy.scale if was_reranked else "similarity",
                                         options.min_relevance, getattr(strategy, "score_threshold", 0.0), cosines)

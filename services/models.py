@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 CHUNK_KINDS = (
@@ -96,6 +97,10 @@ class RerankRequest:
     candidates: list[Candidate]
     keyword_hits: list[Candidate] = field(default_factory=list)  # BM25 ranking, only if asked for
     top_k: int = 10
+    # For strategies that look beyond the pool (catalogue, stored vectors, extra searches):
+    index: object | None = None  # the workspace's services.workspace_index.WorkspaceIndex
+    encode: Callable[[list[str]], object] | None = None  # the query embedder: texts -> normalised vectors
+    query_vector: object | None = None  # the question's vector (numpy), as the vector search used it
 
 
 @dataclass(frozen=True)

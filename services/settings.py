@@ -86,6 +86,24 @@ class Settings:
     llm_api_key: str = ""
     llm_timeout_seconds: float = 20.0
     llm_max_candidates: int = 20
+    # --- bug-report strategy (issue #12): long questions; weights tuned by benchmarks/tune_bugreport.py ---
+    bugreport_pool: int = 100  # vector candidates (the pool) for a long question
+    bugreport_part_hits: int = 30  # extra vector hits per part (title, paragraph, code block)
+    bugreport_max_parts: int = 8
+    bugreport_max_terms: int = 40  # BM25 query-term cap
+    bugreport_code_term_weight: float = 3.0  # BM25 weight of identifier tokens vs 1.0 for prose
+    bugreport_title_term_weight: float = 2.0
+    bugreport_k: float = 30.0  # rank damping: a signal ranking a chunk r-th adds weight x k / (k + r - 1)
+    # Weights tuned on the pytest set (benchmarks/README.md: measured on Sphinx, the other repository).
+    bugreport_vector_weight: float = 0.0  # the whole question, truncated to 256 tokens: the title does better
+    bugreport_parts_weight: float = 0.0
+    bugreport_bm25_weight: float = 2.0
+    bugreport_symbol_weight: float = 2.0
+    bugreport_path_weight: float = 1.0
+    bugreport_title_weight: float = 4.0
+    bugreport_prose_weight: float = 0.0
+    bugreport_code_weight: float = 0.0
+    bugreport_test_weight: float = 4.0  # subtracted from test files (a report's fix is rarely in a test)
 
     def candidate_pool(self, top_k: int) -> int:
         return max(self.candidate_pool_min, self.candidate_pool_factor * top_k)
