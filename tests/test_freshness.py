@@ -18,6 +18,7 @@ from services.knowledge import KnowledgeService
 from services.models import QueryOptions
 from services.ownership import IndexBusyError, read_owner
 from services.watcher import REINDEX_FINISHED, STALE, WorkspaceWatcher
+from services.workspace_index import WorkspaceIndex, workspace_root
 
 ROOT = Path(__file__).resolve().parents[1]
 NEW_FUNCTION = '''
@@ -92,8 +93,14 @@ def test_a_second_process_is_refused_with_the_owner_named_then_a_killed_owner_is
     assert read_owner(data_dir) is None  # the dead pid's owner file is ignored
     done = run_cli("index", str(workspace), "--data-dir", str(data_dir), "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["chunks_total"] > 50
+    chunks = json.loads(done.stdout)["chunks_total"]
+    assert chunks > 50
     assert read_owner(data_dir) is None  # released on exit
+    index = WorkspaceIndex(workspace_root(workspace), data_dir)
+    try:  # nothing duplicated, nothing lost: the store holds exactly the catalogue's chunks
+        assert index.catalog().counts()[1] == len(index.store().all_ids()) == chunks
+    finally:
+        index.close()
 
 
 async def test_one_owner_in_one_process_too_and_the_lock_passes_on_close(workspace, data_dir):
