@@ -61,7 +61,10 @@ class KnowledgeService:
         self.settings = settings or Settings()
         self.data_dir = Path(data_dir) if data_dir else default_data_dir()
         self.owner_lock = OwnerLock(self.data_dir, kind)
-        self.owner_lock.acquire()  # if busy, each call tries again and names the owner
+        try:
+            self.owner_lock.acquire()  # if busy, each call tries again and names the owner
+        except KnowledgeError:
+            pass  # an unusable data dir: each call reports it
         self.chroma_url = chroma_url
         self.embedder = Embedder(self.settings.embedding_model, self.settings.max_seq_length,
                                  self.settings.embed_batch_size, role="query")
