@@ -36,6 +36,7 @@ from services.workspace_index import WorkspaceIndex, workspace_root
 
 ProgressCallback = Callable[[ProgressEvent], None]
 WatchCallback = Callable[[WatchEvent], None]
+KEYWORD_REFRESH_DELAY = 3.0  # seconds without automatic runs before the keyword index is rebuilt
 
 
 def encoder_cache_dir(data_dir: Path) -> Path:
@@ -64,7 +65,10 @@ class KnowledgeService:
         self.settings = settings or Settings()
         self.data_dir = Path(data_dir) if data_dir else default_data_dir()
         self.owner_lock = OwnerLock(self.data_dir, kind)
-        self.owner_lock.acquire()  # if busy, each call tries again and names the owner
+        try:
+            self.owner_lock.acquire()  # if busy, each call tries again and names the owner
+        except KnowledgeError:
+            pass  # an unusable data dir: each call reports it
         self.chroma_url = chroma_url
         self.embedder = self._embedder("query", threads=1)  # one short question: one thread is enough
         self.index_embedder = self._embedder("index", threads=self.settings.encoder_threads)
@@ -76,7 +80,7 @@ class KnowledgeService:
         self._index_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-index")
         self._query_pool = ThreadPoolExecutor(2, thread_name_prefix="ke-query")
         self._keyword_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-keywords")
-        self._keywords_queued: set[Path] = set()
+        self._keyword_timers: dict[Path, threading.Timer] = {}
         self._watches: dict[Path, _Watch] = {}
 
     # --- plumbing ---
@@ -389,22 +393,24 @@ class KnowledgeService:
         watch.emit(WatchEvent(STALE, str(watch.index.root), stale_files=stale))
 
     def _queue_keyword_refresh(self, index: WorkspaceIndex) -> None:
-        """Rebuild the keyword index once after a burst of quick runs (they may queue many)."""
-        with self._lock:
-            if index.root in self._keywords_queued:
-                return
-            self._keywords_queued.add(index.root)
-
+        """Rebuild the keyword index once edits pause for KEYWORD_REFRESH_DELAY seconds: the rebuild
+        covers every chunk (tens of seconds on a large tree) and would slow the next quick run."""
         def refresh() -> None:
-            with self._lock:
-                self._keywords_queued.discard(index.root)
             refresh_keywords(index)
             self._invalidate(index.root)
 
-        try:
-            self._keyword_pool.submit(refresh)
-        except RuntimeError:  # closing; the next full run rebuilds it
-            pass
+        def submit() -> None:
+            try:
+                self._keyword_pool.submit(refresh)
+            except RuntimeError:  # closing: the catalogue's keywords_stale makes the next run rebuild
+                pass
+
+        with self._lock:
+            if index.root in self._keyword_timers:
+                self._keyword_timers[index.root].cancel()
+            timer = self._keyword_timers[index.root] = threading.Timer(KEYWORD_REFRESH_DELAY, submit)
+            timer.daemon = True
+            timer.start()
 
     # --- ownership ---
     def owner(self) -> Owner | None:
@@ -423,6 +429,8 @@ class KnowledgeService:
         for watch in watches:
             watch.cancel.set()
             watch.watcher.stop()
+        for timer in list(self._keyword_timers.values()):
+            timer.cancel()
         self._index_pool.shutdown(wait=True, cancel_futures=True)
         self._query_pool.shutdown(wait=True, cancel_futures=True)
         self._keyword_pool.shutdown(wait=True, cancel_futures=True)

@@ -85,11 +85,13 @@ class OwnerLock:
         """Take the lock if free and write the owner file; False if another process holds it."""
         if self.held:
             return True
-        self.data_dir.mkdir(parents=True, exist_ok=True)
         try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
             self._lock.acquire()
         except Timeout:
             return False
+        except OSError as error:
+            raise KnowledgeError(f"Cannot use the data dir {self.data_dir}: {error.strerror or error}.") from error
         since = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
         self.owner = Owner(os.getpid(), since, self.kind)
         self._write()

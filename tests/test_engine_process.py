@@ -72,11 +72,20 @@ async def test_the_engine_owns_the_data_dir_and_watch_events_cross_the_pipe(engi
     assert read_owner(data_dir).kind == "gui" and read_owner(data_dir).pid == engine._process.pid
     events = []
     await engine.watch(workspace, on_event=events.append)
+    await _wait(lambda: any(e.kind == REINDEX_FINISHED for e in events))  # the catch-up run on open
     (workspace / "notes" / "store.py").write_text((workspace / "notes" / "store.py").read_text()
                                                   + "\n\ndef archive_every_note_forever():\n    pass\n")
+    await _wait(lambda: any(e.kind == REINDEX_FINISHED and e.report.files_indexed for e in events))
     deadline = asyncio.get_running_loop().time() + 120
-    while not any(e.kind == REINDEX_FINISHED and e.report.files_indexed for e in events):
-        assert asyncio.get_running_loop().time() < deadline, "no automatic run reported"
+    while "archive_every_note_forever" not in await engine.symbol_names(workspace):
+        # a run may have read the file mid-write; the watcher's next run follows
+        assert asyncio.get_running_loop().time() < deadline, "the edit never became searchable"
         await asyncio.sleep(0.05)
-    assert "archive_every_note_forever" in await engine.symbol_names(workspace)
     await engine.unwatch(workspace)
+
+
+async def _wait(condition, timeout: float = 120.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "timed out waiting for the engine"
+        await asyncio.sleep(0.05)

@@ -18,6 +18,7 @@ from services.knowledge import KnowledgeService
 from services.models import QueryOptions
 from services.ownership import IndexBusyError, read_owner
 from services.watcher import REINDEX_FINISHED, STALE, WorkspaceWatcher
+from services.workspace_index import WorkspaceIndex, workspace_root
 
 ROOT = Path(__file__).resolve().parents[1]
 NEW_FUNCTION = '''
@@ -92,8 +93,14 @@ def test_a_second_process_is_refused_with_the_owner_named_then_a_killed_owner_is
     assert read_owner(data_dir) is None  # the dead pid's owner file is ignored
     done = run_cli("index", str(workspace), "--data-dir", str(data_dir), "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["chunks_total"] > 50
+    chunks = json.loads(done.stdout)["chunks_total"]
+    assert chunks > 50
     assert read_owner(data_dir) is None  # released on exit
+    index = WorkspaceIndex(workspace_root(workspace), data_dir)
+    try:  # nothing duplicated, nothing lost: the store holds exactly the catalogue's chunks
+        assert index.catalog().counts()[1] == len(index.store().all_ids()) == chunks
+    finally:
+        index.close()
 
 
 async def test_one_owner_in_one_process_too_and_the_lock_passes_on_close(workspace, data_dir):
@@ -167,18 +174,20 @@ async def test_a_missing_folder_is_an_error_state_with_the_reason(tmp_path, serv
 
 def test_a_burst_of_changes_is_reported_once_after_a_quiet_second(tmp_path):
     batches = []
-    watcher = WorkspaceWatcher(tmp_path, batches.append, debounce=0.5)
+    watcher = WorkspaceWatcher(tmp_path, batches.append, debounce=1.0)
     watcher.start()
     try:
         (tmp_path / "node_modules").mkdir()
         (tmp_path / "node_modules" / "x.js").write_text("ignored")
         for number in range(50):
             (tmp_path / f"file{number}.py").write_text(f"x = {number}\n")
+        wanted = {f"file{n}.py" for n in range(50)}
         deadline = time.monotonic() + 30
-        while not batches and time.monotonic() < deadline:
+        while not wanted <= set().union(*batches) and time.monotonic() < deadline:
             time.sleep(0.05)  # polling with a deadline, not a fixed wait
-        assert len(batches) == 1 and {f"file{n}.py" for n in range(50)} <= batches[0]
-        assert not any(p.startswith("node_modules") for p in batches[0])
+        assert wanted <= set().union(*batches)
+        assert len(batches) <= 2  # coalesced (two only if the machine stalled the writes for a second)
+        assert not any(p.startswith("node_modules") for batch in batches for p in batch)
     finally:
         watcher.stop()
 

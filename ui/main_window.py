@@ -508,7 +508,10 @@ class MainWindow(QMainWindow):
                 report = event.report
                 self.health_panel.progress_label.setText(
                     f"Changed files indexed: {report.files_indexed} updated, {report.files_removed} removed")
-            self.refresh_health()
+            # its own key: a refresh must not cancel the opening of the workspace, which may be what
+            # started the watch (and whose caller, e.g. --screenshot, awaits it)
+            self.runner.run(self._load_workspace(self.workspace), key="watch-health",
+                            context="Reading index health", on_error=self._health_failed)
             if event.kind == REINDEX_FINISHED:
                 self.refresh_results()
         elif event.kind == WATCH_ERROR:

@@ -29,7 +29,7 @@ class TunedStrategy(BaseStrategy):
     order = 80
 
     def pool_size(self, top_k: int) -> int:
-        return max(top_k * self.settings.overfetch_factor, 50)
+        return self.settings.candidate_pool(top_k)
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
         if request.index is None or request.encode is None or request.query_vector is None:
