@@ -186,7 +186,7 @@ class BugReportStrategy(BaseStrategy):
     order = 70
 
     def pool_size(self, top_k: int) -> int:
-        return max(self.settings.candidate_pool(top_k), self.settings.bugreport_pool)
+        return max(self.settings.narrow_pool_factor * top_k, self.settings.bugreport_pool)  # as tuned
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
         if not is_long(request.query) or request.index is None or request.encode is None:
