@@ -112,12 +112,18 @@ def test_keyword_only_candidates_are_judged_by_their_stored_cosine():
     assert [c.chunk.path for c in kept] == ["a.py", "kw_close.py", "b.py"]
 
 
-async def test_hybrid_results_all_pass_the_threshold_on_cosine(indexed):
+async def test_hybrid_results_all_pass_the_threshold_on_cosine(indexed, monkeypatch):
     service, workspace = indexed
+    # a small vector pool (10), so that BM25 finds chunks the vector pool missed
+    monkeypatch.setattr(service, "settings", service.settings.with_changes(candidate_pool_min=10,
+                                                                           candidate_pool_factor=1))
+    monkeypatch.setattr(service, "_strategies", {})
     question = "delete a note"
-    loose = await service.query(question, options(workspace, strategy="hybrid", top_k=5, min_relevance=0.0))
+    loose = await service.query(question, options(workspace, strategy="hybrid", top_k=10, min_relevance=0.0,
+                                                  use_cache=False))
     assert any(r.original_score is None for r in loose.results), "BM25 adds a chunk the vector pool missed"
-    strict = await service.query(question, options(workspace, strategy="hybrid", top_k=5, min_relevance=0.4))
+    strict = await service.query(question, options(workspace, strategy="hybrid", top_k=10, min_relevance=0.4,
+                                                   use_cache=False))
     vector = service.embedder.encode([question])[0]
     stored = service._index(workspace).store().embeddings([r.chunk.id for r in strict.results])
     cosines = pipeline.keyword_cosines(vector, stored)

@@ -191,7 +191,7 @@ class MainWindow(QMainWindow):
         rows = table.verticalHeader().defaultSectionSize() * 5
         chrome = (table.horizontalHeader().sizeHint().height() + self.results.right.title.sizeHint().height()
                   + table.horizontalScrollBar().sizeHint().height())  # shown when the window is narrow
-        self.results.setMinimumHeight(rows + chrome + 2 * table.frameWidth() + 6)
+        self.results.splitter.setMinimumHeight(rows + chrome + 2 * table.frameWidth() + 6)  # the why view comes on top
         self.code.setMinimumHeight(self.code.editor.fontMetrics().height() * 6 + 40)
         self.setMinimumWidth(720)
 
