@@ -43,17 +43,36 @@ class AsyncRunner(QObject):
             on_error: Callable[[BaseException], None] | None = None) -> asyncio.Task:
         if key is not None:
             self.cancel(key)
-        task = asyncio.ensure_future(coro)
+        task = asyncio.ensure_future(self._handled(coro, context, on_result, on_error))
         self._tasks.add(task)
         if key is not None:
             self._keyed[key] = task
             self.busy_changed.emit(key, True)
-        task.add_done_callback(lambda t: self._finished(t, key, context, on_result, on_error))
+        task.add_done_callback(lambda t: self._finished(t, key))
         return task
+
+    async def _handled(self, coro: Awaitable[Any], context: str,
+                       on_result: Callable[[Any], None] | None,
+                       on_error: Callable[[BaseException], None] | None) -> Any:
+        """The coroutine, then its handlers, inside one task: whoever sees the task done (a caller,
+        a test) also sees what the handlers did."""
+        try:
+            result = await coro
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._report(exc, context, on_error)
+            raise
+        if on_result is not None:
+            try:
+                on_result(result)
+            except Exception as handler_exc:  # a bug in a result handler must not kill the loop
+                self._report(handler_exc, context, None)
+        return result
 
     def cancel(self, key: str) -> bool:
         task = self._keyed.get(key)
-        if task is not None and not task.done():
+        if task is not None and not task.done() and task is not asyncio.current_task():  # not from its own handler
             task.cancel()
             return True
         return False
@@ -69,24 +88,13 @@ class AsyncRunner(QObject):
         for task in list(self._tasks):
             task.cancel()
 
-    def _finished(self, task: asyncio.Task, key: str | None, context: str,
-                  on_result: Callable[[Any], None] | None,
-                  on_error: Callable[[BaseException], None] | None) -> None:
+    def _finished(self, task: asyncio.Task, key: str | None) -> None:
         self._tasks.discard(task)
         if key is not None and self._keyed.get(key) is task:
             del self._keyed[key]
             self.busy_changed.emit(key, False)
-        if task.cancelled():
-            return
-        exc = task.exception()
-        if exc is not None:
-            self._report(exc, context, on_error)
-            return
-        if on_result is not None:
-            try:
-                on_result(task.result())
-            except Exception as handler_exc:  # a bug in a result handler must not kill the loop
-                self._report(handler_exc, context, None)
+        if not task.cancelled():
+            task.exception()  # retrieved here: _handled has reported it
 
     def _report(self, exc: BaseException, context: str,
                 on_error: Callable[[BaseException], None] | None) -> None:

@@ -63,7 +63,8 @@ def test_window_indexes_queries_and_shows_health_through_a_remote_engine(qtbot, 
     compare.set_workspace(str(folder))
     compare.set_labels_file(tmp_path / "labels.jsonl")
     compare.set_question("save a note")
-    qtbot.waitUntil(compare.run_question().done, timeout=120_000)
+    compare.run_question()
+    qtbot.waitUntil(lambda: compare.status.text() == "Done", timeout=120_000)  # set once the task's callbacks ran
     available = [s.name for s in window.service.strategies() if s.available]
     assert compare.rankings.columnCount() == len(available) and compare.status.text() == "Done"
     labels = tmp_path / "queries.jsonl"
