@@ -122,6 +122,7 @@ class MainWindow(QMainWindow):
         self.watched = ""  # the workspace the engine watches for this window
         self.health: IndexHealth | None = None
         self.last_result: QueryResult | None = None
+        self.health_message = ""  # the banner the index health put up (a later health may take it down)
         self.last_report: IndexReport | None = None
         self.cancel_event: threading.Event | None = None
         self.progress_events: list[ProgressEvent] = []
@@ -548,8 +549,10 @@ class MainWindow(QMainWindow):
             self.messages.show_message(
                 "The index is out of date (many files changed or the model changed).", WARNING,
                 action_text="Rebuild index", action=lambda: self.start_index(True))
-        elif self.messages.level == INFO:
-            self.messages.hide()
+        elif self.messages.isVisible() and self.messages.text() == self.health_message:
+            self.messages.hide()  # only the health's own offer; a query's banner stays
+        if not health.indexed or health.needs_reindex:
+            self.health_message = self.messages.text()
 
     async def _load_symbols(self, path: str) -> None:
         names = await self.service.symbol_names(path)
