@@ -163,8 +163,8 @@ class MainWindow(QMainWindow):
         self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.splitter.addWidget(self.results)
         self.splitter.addWidget(self.bottom)
-        self.splitter.setStretchFactor(0, 2)
-        self.splitter.setStretchFactor(1, 3)
+        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(1, 2)
         self.splitter.setChildrenCollapsible(False)
         explore = QWidget()
         layout = QVBoxLayout(explore)
@@ -386,7 +386,7 @@ class MainWindow(QMainWindow):
         state = self.settings.value("windowState")
         if state is not None:
             self.restoreState(state)
-        for name, splitter, sizes in (("splitter", self.splitter, [330, 470]),
+        for name, splitter, sizes in (("splitter", self.splitter, [520, 280]),  # rankings and why above the code
                                       ("bottomSplitter", self.bottom, [1040, 380])):
             saved = self.settings.value(name)
             if saved is None or not splitter.restoreState(saved):
@@ -505,10 +505,12 @@ class MainWindow(QMainWindow):
         if event.kind == REINDEX_STARTED and not self.health_panel.is_indexing():
             self.health_panel.progress_label.setText("Indexing changed files…")
         elif event.kind in (REINDEX_FINISHED, STALE):
-            if event.kind == REINDEX_FINISHED and not self.health_panel.is_indexing():
-                report = event.report
+            report = event.report if event.kind == REINDEX_FINISHED else None
+            if report is not None and not self.health_panel.is_indexing():
+                changed = report.files_indexed or report.files_removed
                 self.health_panel.progress_label.setText(
-                    f"Changed files indexed: {report.files_indexed} updated, {report.files_removed} removed")
+                    f"Changed files indexed: {report.files_indexed} updated, {report.files_removed} removed"
+                    if changed else "")
             # its own key: a refresh must not cancel the opening of the workspace, which may be what
             # started the watch (and whose caller, e.g. --screenshot, awaits it)
             self.runner.run(self._load_workspace(self.workspace), key="watch-health",

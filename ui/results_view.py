@@ -113,7 +113,7 @@ class ResultsView(QWidget):
         self.vertical = QSplitter(Qt.Orientation.Vertical)
         self.vertical.addWidget(self.splitter)
         self.vertical.addWidget(explain)
-        self.vertical.setStretchFactor(0, 3)
+        self.vertical.setStretchFactor(0, 2)
         self.vertical.setStretchFactor(1, 1)
         self.vertical.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
