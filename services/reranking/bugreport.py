@@ -21,7 +21,7 @@ import numpy as np
 
 from services.models import Candidate, RerankRequest, Signal
 from services.query_signals import NameTable, QuerySignals, extract, is_long
-from services.reranking._ranking import best_first
+from services.reranking._ranking import best_first, unchanged
 from services.reranking.base import RELATIVE, BaseStrategy, register
 from services.text import STOP_WORDS, code_tokens
 
@@ -190,5 +190,5 @@ class BugReportStrategy(BaseStrategy):
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
         if not is_long(request.query) or request.index is None or request.encode is None:
-            return list(request.candidates)
+            return unchanged(request.candidates, "a short question keeps the vector ranking")
         return combine(gather(request, self.settings), self.settings)
