@@ -98,6 +98,8 @@ def run_gui(path: str | None, screenshot: str | None, query: str | None, strateg
     """Start the desktop app on `path`; with `screenshot`, render the window to that PNG and exit."""
     import qasync
 
+    from pyqtgraph.util.garbage_collector import GarbageCollector
+
     from ui.main_window import APPLICATION, ORGANIZATION, MainWindow, app_settings
     from ui.theme import apply_theme
 
@@ -106,6 +108,8 @@ def run_gui(path: str | None, screenshot: str | None, query: str | None, strateg
     app = QApplication.instance() or QApplication(sys.argv[:1])
     apply_theme(app)
     prefer_gui_thread()
+    collector = GarbageCollector()  # noqa: F841 (kept alive) Python's GC runs in the GUI thread only:
+    # a collection in a worker thread that frees a Qt object deadlocks with the GUI thread (seen in tests)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     settings = app_settings()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -12,6 +13,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import pytest  # noqa: E402
 import qasync  # noqa: E402
 from PySide6.QtCore import QSettings  # noqa: E402
+from pyqtgraph.util.garbage_collector import GarbageCollector  # noqa: E402
 
 from ui.theme import apply_theme  # noqa: E402
 
@@ -25,8 +27,13 @@ def qasync_loop(qapp):
     loop.set_default_executor(executor)  # instead of qasync's QThreadExecutor, so it can be shut down
     asyncio.set_event_loop(loop)
     asyncio.events._set_running_loop(None)  # marked running only while a UI test runs (see `loop`)
+    # Python's GC only in this (the GUI) thread, as in app/gui.py: a collection that a watcher or engine
+    # thread happens to run, freeing a closed window's widgets there, deadlocked with the GUI thread
+    collector = GarbageCollector()
     yield loop
     executor.shutdown(wait=True, cancel_futures=True)
+    collector.timer.stop()
+    gc.enable()
 
 
 @pytest.fixture
@@ -41,6 +48,7 @@ def loop(qasync_loop, qtbot):
         task.cancel()
     if pending:
         qtbot.waitUntil(lambda: all(t.done() for t in pending), timeout=10_000)
+    gc.collect()  # this test's closed windows go now, in the GUI thread
     asyncio.events._set_running_loop(None)
 
 
