@@ -21,7 +21,6 @@ import json
 import os
 import random
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,8 @@ from services.models import QueryOptions
 from services.settings import Settings
 from services.workspace_index import WorkspaceIndex, workspace_root
 
+from query_latency import percentile, sample_queries  # beside this script
+
 REPO = Path(__file__).resolve().parents[1]
 STRATEGIES = ("none", "keyword-boost", "rrf", "hybrid", "heuristic", "metadata")
 FIRST_QUESTION = "solve a system of linear equations"
@@ -43,10 +44,6 @@ FIRST_QUESTION = "solve a system of linear equations"
 
 def folder_mb(folder: Path) -> float:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
-
-
-def percentile(values: list[float], q: int) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
 def load() -> str:
@@ -113,12 +110,7 @@ def questions(workspace: Path, data_dir: Path, count: int) -> list[str]:
     if ARGS.questions:
         lines = Path(ARGS.questions).read_text().splitlines()
         return [json.loads(line)["text"] for line in lines if line.strip()][:count]
-    index = WorkspaceIndex(workspace_root(workspace), data_dir)
-    chunks = index.catalog().chunks()
-    index.close()
-    sentences = {c.docstring.split(".")[0].strip() for c in chunks if c.kind in ("function", "method", "class")}
-    pool = sorted(s for s in sentences if 4 <= len(s.split()) <= 14)
-    return random.Random(0).sample(pool, min(count, len(pool)))
+    return sample_queries(workspace, data_dir, count)
 
 
 async def latencies(workspace: Path, data_dir: Path, backend: str) -> dict:

@@ -25,6 +25,20 @@ def copy_sample(target: Path) -> Path:
     return target
 
 
+def indexed_sample(root: Path):
+    """(service, workspace): a copy of the sample workspace under `root`, indexed once; the service
+    is closed when the generator ends (for module-scoped fixtures, where indexing is the slow part)."""
+    import asyncio
+
+    from services.knowledge import KnowledgeService
+
+    workspace = copy_sample(root / "workspace")
+    service = KnowledgeService(data_dir=root / "data")
+    asyncio.run(service.index(workspace))
+    yield service, workspace
+    service.close()
+
+
 @pytest.fixture
 def workspace(tmp_path) -> Path:
     return copy_sample(tmp_path / "workspace")

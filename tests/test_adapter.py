@@ -101,16 +101,9 @@ TypeError: 'NoneType' object is not iterable
 
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory):
-    from services.knowledge import KnowledgeService
-    from tests.conftest import copy_sample
+    from tests.conftest import indexed_sample
 
-    root = tmp_path_factory.mktemp("adapter")
-    workspace = copy_sample(root / "workspace")
-    service = KnowledgeService(data_dir=root / "data")
-    import asyncio
-    asyncio.run(service.index(workspace))
-    yield service, workspace
-    service.close()
+    yield from indexed_sample(tmp_path_factory.mktemp("adapter"))
 
 
 def _label(service, workspace, pairs):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import pytest
@@ -13,19 +12,14 @@ from services.knowledge import KnowledgeService
 from services.models import Candidate, Chunk, QueryOptions
 from services.reranking import strategy_names
 from services.settings import Settings
-from tests.conftest import copy_sample
+from tests.conftest import indexed_sample
 from tests.helpers.tiny_cross_encoder import build_tiny_cross_encoder
 
 
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory):
     """One indexed copy of the sample workspace for the whole module (indexing is the slow part)."""
-    root = tmp_path_factory.mktemp("pipeline")
-    workspace = copy_sample(root / "workspace")
-    service = KnowledgeService(data_dir=root / "data")
-    asyncio.run(service.index(workspace))
-    yield service, workspace
-    service.close()
+    yield from indexed_sample(tmp_path_factory.mktemp("pipeline"))
 
 
 def options(workspace, **changes) -> QueryOptions:

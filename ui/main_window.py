@@ -357,7 +357,7 @@ class MainWindow(QMainWindow):
         self.watch_received.connect(self._on_watch_event)
         self.health_panel.auto_reindex.setChecked(self.settings.value("autoReindex", "true") in (True, "true"))
         self.health_panel.auto_reindex.toggled.connect(self._auto_reindex_toggled)
-        if hasattr(self.compare_view, "query_opened"):  # per-query rows open in Explore; a chosen default applies
+        if self.compare_view is not None:  # per-query rows open in Explore; a chosen default applies
             self.compare_view.query_opened.connect(self.open_question)
             self.compare_view.default_strategy_chosen.connect(self.query_bar.select_strategy)
 
