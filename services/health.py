@@ -49,7 +49,7 @@ def index_health(index: WorkspaceIndex, settings: Settings, last_error: str = ""
         needs_reindex=needs_reindex, skipped=tuple(skipped),
         skipped_by_reason=catalog.skipped_by_reason(), state=state, message=message,
         model=catalog.get_meta("model"),
-        dimension=int(catalog.get_meta("dimension", "0") or 0),
+        dimension=int(catalog.get_meta("dimension", "0") or 0), vectors=catalog.get_meta("projection"),
         created_at=catalog.get_meta("created_at"), updated_at=catalog.get_meta("updated_at"),
         size_bytes=index.size_bytes(), last_error=last_error or catalog.get_meta("last_error"),
         backend=catalog.get_meta("backend", "torch"), device=catalog.get_meta("device", "cpu"),

@@ -26,6 +26,7 @@ from services.chunking.references import count_references
 from services.embedding import Embedder
 from services.errors import IndexStoreError, KnowledgeError
 from services.models import Chunk, IndexReport, ProgressEvent, SkippedFile, count_by_reason, nothing_to_index
+from services.projection import Projection, sample_positions
 from services.scanning import SkipFileError, SourceFile, read_source, scan_workspace
 from services.settings import Settings
 from services.workspace_index import WorkspaceIndex
@@ -94,6 +95,7 @@ class Indexer:
         self.total_chunks = self.files_total = self.files_committed = 0
         self.failed: list[SkippedFile] = []  # files whose embedding or storing failed
         self.keywords_deferred = False  # a quick run leaves the keyword index to refresh_keywords()
+        self.presampled: dict[str, np.ndarray] = {}  # encoder vectors of the projection's sample, by chunk id
 
     # --- the run ---
     def run(self, full: bool = False, quick: bool = False) -> IndexReport:
@@ -125,6 +127,7 @@ class Indexer:
         pending = self._chunk(plan)
         try:
             provisional = self._keywords_first(pending)
+            self._fit_projection(pending)
             done = self._embed_and_commit(pending)
         except BaseException:
             self.index.keywords.forget()  # the provisional BM25 lists chunks never committed
@@ -161,15 +164,44 @@ class Indexer:
                     "(their vectors differ slightly, so they are not mixed)")
         if not self.index.chroma_url and not self.index.chroma_path.exists():
             return "the vector store folder was missing"
+        if catalog.get_meta("projection") and not self.index.projection_path.exists():
+            return "the index's vector projection file was missing"
         return ""
 
     def _start_catalog(self) -> None:
         catalog = self.index.catalog()
         if not catalog.get_meta("created_at"):
             catalog.set_meta(created_at=now_iso(), workspace=str(self.index.root))
-        catalog.set_meta(model=self.embedder.model_name, dimension=str(self.embedder.dimension), last_error="",
+        catalog.set_meta(model=self.embedder.model_name, dimension=str(self._dimension()), last_error="",
                          backend=self.embedder.backend_used, device=self.embedder.device_used,
                          encoder_note=self.embedder.note, index_format=INDEX_FORMAT)
+
+    def _dimension(self) -> int:
+        """Of the vectors this index stores."""
+        projection = self.index.projection()
+        return projection.dimensions[1] if projection else self.embedder.dimension
+
+    def _fit_projection(self, pending: list[Pending]) -> None:
+        """A new index of many chunks stores fewer dimensions: fit a projection on a sample of its own
+        chunks before the first vector is stored (services/projection.py). The sample's vectors are kept
+        for their windows. A cancel before the fit leaves no projection, and nothing stored."""
+        chunks = [c for p in pending for c in p.chunks]
+        wanted = self.settings.vector_dimensions
+        if (not wanted or wanted >= self.embedder.dimension or len(chunks) < self.settings.reduce_from_chunks
+                or self.index.projection() or self.index.catalog().counts()[1]):
+            return
+        sample = [chunks[i] for i in sample_positions(len(chunks), self.settings.projection_sample)]
+        vectors = np.zeros((len(sample), self.embedder.dimension), dtype=np.float32)
+        self._emit("embedding", 0, len(pending), 0, len(chunks),
+                   message=f"fitting a {wanted}-dimension projection on {len(sample):,} chunks")
+        for start in range(0, len(sample), ENCODE_SLICE):
+            if self.cancel.is_set():
+                return
+            vectors[start:start + ENCODE_SLICE] = self.embedder.encode_chunks(sample[start:start + ENCODE_SLICE])
+        projection = Projection.fit(vectors, wanted)
+        self.index.set_projection(projection)
+        self.index.catalog().set_meta(projection=projection.describe(), dimension=str(wanted))
+        self.presampled = {c.id: v for c, v in zip(sample, vectors)}
 
     def _sweep_orphans(self) -> None:
         """Vectors left by a crash between writing vectors and committing their file."""
@@ -345,7 +377,7 @@ class Indexer:
             stored = self.index.store().embeddings(sorted(set(reusable.values())))
         except Exception as error:
             raise StageError("stored", error) from error
-        vectors = np.zeros((len(chunks), self.embedder.dimension), dtype=np.float32)
+        vectors = np.zeros((len(chunks), self._dimension()), dtype=np.float32)
         fresh, ready = [], set()
         for position, chunk in enumerate(chunks):
             old_id = reusable.get((chunk.path, chunk.content_hash))
@@ -359,20 +391,24 @@ class Indexer:
 
     def _encode_into(self, vectors: np.ndarray, chunks: list[Chunk], fresh: list[int]) -> set[int]:
         """Encode in length-sorted slices (less padding), checking for a cancel between slices."""
-        fresh = sorted(fresh, key=lambda i: len(chunks[i].content))
-        self.window_embedded = 0
+        presampled = [i for i in fresh if chunks[i].id in self.presampled]
+        if presampled:
+            vectors[presampled] = self.index.project(np.stack([self.presampled.pop(chunks[i].id) for i in presampled]))
+        done = set(presampled)
+        fresh = sorted((i for i in fresh if i not in done), key=lambda i: len(chunks[i].content))
+        self.window_embedded = len(presampled)
         for start in range(0, len(fresh), ENCODE_SLICE):
             if self.cancel.is_set():
-                return set(fresh[:start])
+                return done | set(fresh[:start])
             part = fresh[start:start + ENCODE_SLICE]
             try:
-                vectors[part] = self.embedder.encode_chunks([chunks[i] for i in part])
+                vectors[part] = self.index.project(self.embedder.encode_chunks([chunks[i] for i in part]))
             except Exception as error:
                 raise StageError("embedded", error) from error
             self.window_embedded += len(part)
             self._emit("embedding", self.files_committed, self.files_total, self.embedded + self.window_embedded,
                        self.total_chunks)
-        return set(fresh)
+        return done | set(fresh)
 
     def _reusable_ids(self, batch: list[Pending]) -> dict[tuple[str, str], str]:
         catalog = self.index.catalog()

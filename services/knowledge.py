@@ -192,12 +192,13 @@ class KnowledgeService:
         stages = pipeline.Stages()
         strategy = self._strategy(options.strategy)
         pool = max(strategy.pool_size(options.top_k), options.top_k)
-        vector = self.embedder.encode([question])[0]
+        vector = index.project(self.embedder.encode([question]))[0]
         stages.mark("embed")
         semantic, keyword, total = self._search(question, vector, options, index, pool, strategy.uses_keyword_index)
         cosines = self._keyword_cosines(index, vector, keyword)
         stages.mark("search")
-        request = RerankRequest(question, semantic, keyword, options.top_k, index, self.embedder.encode, vector)
+        request = RerankRequest(question, semantic, keyword, options.top_k, index,
+                                index.encoder(self.embedder.encode), vector)
         ranked, was_reranked, fallback = pipeline.rerank(strategy, request)
         kept = pipeline.above_threshold(ranked, strategy.scale if was_reranked else "similarity",
                                         options.min_relevance, getattr(strategy, "score_threshold", 0.0), cosines)

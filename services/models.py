@@ -153,7 +153,8 @@ class IndexHealth:
     needs_reindex: bool = False
     skipped: tuple[SkippedFile, ...] = ()
     model: str = ""
-    dimension: int = 0
+    dimension: int = 0  # of the stored vectors
+    vectors: str = ""  # e.g. "256 of 384 dimensions (projection fitted on 1,000 chunks)"; "": the encoder's own
     created_at: str = ""  # ISO 8601 UTC
     updated_at: str = ""
     size_bytes: int = 0

@@ -24,6 +24,11 @@ class Settings:
     embedding_device: str = "auto"  # auto | cpu | cuda | mps; a GPU runs the torch backend
     early_keyword_min_chunks: int = 500  # a run embedding this many chunks gets keyword search first
     encoder_threads: int = 0  # indexing encoder's intra-op threads; 0 = one per core
+    # A fresh index of at least reduce_from_chunks chunks stores vector_dimensions-dimension vectors,
+    # projected with a PCA of projection_sample of its own chunks (services/projection.py); 0 = never.
+    vector_dimensions: int = 256
+    reduce_from_chunks: int = 4000
+    projection_sample: int = 1000
     max_seq_length: int = 256
     text_window_lines: int = 40
     text_window_overlap: int = 10

@@ -6,13 +6,17 @@ import hashlib
 import shutil
 from pathlib import Path
 
+import numpy as np
+
 from services.catalog import Catalog
 from services.errors import IndexMissingError, WorkspaceError
 from services.keyword_index import KeywordIndex
 from services.models import Chunk
+from services.projection import Projection
 from services.store import VectorStore, forget_client, make_client
 
 CATALOG_FILE = "manifest.sqlite"
+PROJECTION_FILE = "projection.npy"
 
 
 def workspace_root(workspace: str | Path) -> Path:
@@ -44,6 +48,7 @@ class WorkspaceIndex:
         self.pending: dict[str, Chunk] = {}
         self._catalog: Catalog | None = None
         self._store: VectorStore | None = None
+        self._projection: Projection | None = None
 
     @property
     def chroma_path(self) -> Path:
@@ -65,6 +70,31 @@ class WorkspaceIndex:
             client = make_client(None if self.chroma_url else self.chroma_path, self.chroma_url)
             self._store = VectorStore(client, "ke_" + self.key.replace("-", "_")[:50])
         return self._store
+
+    @property
+    def projection_path(self) -> Path:
+        return self.folder / PROJECTION_FILE
+
+    def projection(self) -> Projection | None:
+        """The index's dimension reduction, if it has one (services/projection.py). Not cached while
+        absent: an indexing run may fit one at any moment."""
+        if self._projection is None and self.projection_path.exists():
+            self._projection = Projection.load(self.projection_path)
+        return self._projection
+
+    def set_projection(self, projection: Projection) -> None:
+        projection.save(self.projection_path)
+        self._projection = projection
+
+    def project(self, vectors) -> np.ndarray:
+        """Vectors from the encoder, as this index stores them."""
+        projection = self.projection()
+        vectors = np.asarray(vectors, dtype=np.float32)
+        return projection.apply(vectors) if projection and vectors.size else vectors
+
+    def encoder(self, encode):
+        """`encode` (texts -> encoder vectors) followed by this index's projection."""
+        return lambda texts: self.project(encode(texts))
 
     def vanished(self) -> str:
         """If the index folder was deleted while open, drop the stale handles and say so; else ""."""
@@ -105,6 +135,7 @@ class WorkspaceIndex:
                 pass
         self._catalog = None
         self._store = None
+        self._projection = None
         self.keywords = KeywordIndex(self.folder / "bm25")
         if not self.chroma_url:
             forget_client(self.chroma_path)

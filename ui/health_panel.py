@@ -209,6 +209,7 @@ class HealthPanel(QWidget):
         self.values["Languages"].setText(languages_text(h.languages, limit=4))
         self.values["Languages"].setToolTip(languages_text(h.languages))
         self.values["Model"].setText(f"{h.model} ({h.dimension}-d)" if h.model else "—")
+        self.values["Model"].setToolTip(f"vectors: {h.vectors}" if h.vectors else "")
         self.values["Size"].setText(human_size(h.size_bytes) if h.indexed else "—")
         self.values["Updated"].setText(human_time(h.updated_at))
         self.values["Created"].setText(human_time(h.created_at))
