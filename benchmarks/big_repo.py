@@ -46,6 +46,14 @@ def folder_mb(folder: Path) -> float:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
 
 
+def indexed_mb(workspace: Path, data_dir: Path) -> float:
+    """Bytes of the files the index holds (the denominator of "index ÷ source")."""
+    index = WorkspaceIndex(workspace_root(workspace), data_dir)
+    size = sum(record.size for record in index.catalog().files().values()) / 1e6
+    index.close()
+    return size
+
+
 def load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").exists() else "?"
 
@@ -141,8 +149,9 @@ def cold_cli_query(workspace: Path, data_dir: Path, backend: str) -> float:
 
 async def main() -> None:
     workspace = Path(ARGS.workspace).resolve()
-    source_mb = sum(p.stat().st_size for p in workspace.rglob("*.py")) / 1e6
-    print(f"workspace {workspace}: {source_mb:.1f} MB of Python source; load {load()}")
+    python_mb = sum(p.stat().st_size for p in workspace.rglob("*.py")) / 1e6
+    print(f"workspace {workspace}: {python_mb:.1f} MB of Python source; load {load()}")
+    print("(× source: index MB ÷ MB of the files indexed)")
     print("| backend | files | chunks | wall s | chunks/s | bare encoder chunks/s | ratio | first answer s |"
           " index MB | × source |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -151,6 +160,7 @@ async def main() -> None:
         data_dir = Path(tempfile.mkdtemp(prefix=f"big-repo-{backend}-", dir=ARGS.scratch))
         f = await index_once(backend, workspace, data_dir)
         size = folder_mb(WorkspaceIndex(workspace_root(workspace), data_dir).folder)
+        source_mb = indexed_mb(workspace, data_dir)
         print(f"| {f['backend']} | {f['files']} | {f['chunks']} | {f['wall_s']:.0f} | {f['rate']:.1f} | "
               f"{f['bare_rate']:.1f} | {f['rate'] / f['bare_rate']:.2f} | {f['first_answer_s'] or 0:.1f} | "
               f"{size:.0f} | {size / source_mb:.2f} |" + (f" note: {f['note']}" if f["note"] else ""))

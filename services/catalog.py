@@ -7,6 +7,8 @@ its new one; vectors whose ids the catalogue does not list are ignored and swept
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import sqlite3
 import threading
@@ -22,7 +24,7 @@ CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, file_hash TEXT NOT NULL, size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL, language TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS chunks (
-    id TEXT PRIMARY KEY, path TEXT NOT NULL, language TEXT NOT NULL,
+    id TEXT PRIMARY KEY, vid TEXT NOT NULL DEFAULT '', path TEXT NOT NULL, language TEXT NOT NULL,
     start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, content TEXT NOT NULL,
     symbol TEXT NOT NULL, qualified_name TEXT NOT NULL, kind TEXT NOT NULL, bases TEXT NOT NULL,
     docstring TEXT NOT NULL, content_hash TEXT NOT NULL, file_hash TEXT NOT NULL,
@@ -32,11 +34,25 @@ CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks(path);
 CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
 """
 
-INDEX_FORMAT = "2"  # 2: chunk text only here, none in Chroma (its documents were a second copy)
+# 2: chunk text only here, none in Chroma (its documents were a second copy)
+# 3: Chroma keeps short vector ids and no metadata; docstrings are packed with the text; big indexes
+#    store fewer dimensions (services/projection.py)
+INDEX_FORMAT = "3"
+FORMAT_CHANGES = {"1": "chunk text is now stored once, in the manifest",
+                  "2": "the index is about half the size: short vector ids, no vector metadata, fewer dimensions"}
 CHUNK_COLUMNS = ("id, path, language, start_line, end_line, content, symbol, qualified_name, kind, "
                  "bases, docstring, content_hash, file_hash, refs, ordinal, contiguous")
+HASH_CHARS = 16  # hashes kept per chunk (64 bits; the chunk id holds the same 16 characters)
 # Columns added after the first release: (name, definition), added to an older catalogue on open.
-ADDED_CHUNK_COLUMNS = (("ordinal", "INTEGER NOT NULL DEFAULT 0"), ("contiguous", "INTEGER NOT NULL DEFAULT 1"))
+ADDED_CHUNK_COLUMNS = (("ordinal", "INTEGER NOT NULL DEFAULT 0"), ("contiguous", "INTEGER NOT NULL DEFAULT 1"),
+                       ("vid", "TEXT NOT NULL DEFAULT ''"))
+
+
+def vector_id(chunk_id: str) -> str:
+    """The vector store's id for a chunk: 12 characters (a 72-bit hash) instead of the chunk id's
+    path:lines:hash, which Chroma would keep three times over (two SQLite tables and its HNSW id map).
+    The catalogue keeps it beside each chunk, to map search hits back."""
+    return base64.urlsafe_b64encode(hashlib.blake2b(chunk_id.encode("utf-8"), digest_size=9).digest()).decode()
 
 
 @dataclass(frozen=True)
@@ -64,6 +80,7 @@ class Catalog:
         for name, definition in ADDED_CHUNK_COLUMNS:
             if name not in have:
                 self._db.execute(f"ALTER TABLE chunks ADD COLUMN {name} {definition}")
+        self._db.execute("CREATE INDEX IF NOT EXISTS chunks_by_vid ON chunks(vid)")
 
     def close(self) -> None:
         with self._lock:
@@ -89,8 +106,8 @@ class Catalog:
         with self._lock, self._transaction():
             old = {r[0] for r in self._db.execute("SELECT id FROM chunks WHERE path = ?", (record.path,))}
             self._db.execute("DELETE FROM chunks WHERE path = ?", (record.path,))
-            self._db.executemany(f"INSERT OR REPLACE INTO chunks ({CHUNK_COLUMNS}) VALUES "
-                                 "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", [_chunk_row(c) for c in chunks])
+            self._db.executemany(f"INSERT OR REPLACE INTO chunks ({CHUNK_COLUMNS}, vid) VALUES "
+                                 "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", [_chunk_row(c) for c in chunks])
             self._db.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?)",
                              (record.path, record.file_hash, record.size, record.mtime_ns, record.language))
             self._db.execute("DELETE FROM skipped WHERE path = ?", (record.path,))
@@ -125,6 +142,14 @@ class Catalog:
     def id_paths_languages(self) -> list[tuple[str, str, str]]:
         """(id, path, language) of every chunk, without their text (for filtering)."""
         return self._query("SELECT id, path, language FROM chunks")
+
+    def ids_for_vectors(self, vids: list[str]) -> dict[str, str]:
+        """Chunk ids by vector id (store.vector_id), for the vectors the catalogue lists."""
+        found = {}
+        for start in range(0, len(vids), 500):
+            part = vids[start:start + 500]
+            found.update(self._query(f"SELECT vid, id FROM chunks WHERE vid IN ({','.join('?' * len(part))})", part))
+        return found
 
     def chunk_ids(self) -> set[str]:
         return {r[0] for r in self._query("SELECT id FROM chunks")}
@@ -193,23 +218,35 @@ class _Transaction:
         self.db.execute("ROLLBACK" if kind else "COMMIT")
 
 
-def _pack(text: str) -> bytes:
-    """Chunk text is stored zlib-compressed (code shrinks about 4x); it is the index's only copy."""
-    return zlib.compress(text.encode("utf-8"), 6)
+PACKED = b"P"  # marks text and docstring packed together (format 3); a bare zlib stream starts with "x"
 
 
-def _unpack(value: str | bytes) -> str:
-    return zlib.decompress(value).decode("utf-8") if isinstance(value, bytes) else value  # str: an older row
+def _pack(content: str, docstring: str) -> bytes:
+    """A chunk's text and docstring, zlib-compressed together (code shrinks about 2.5x): the index's
+    only copy of them."""
+    return PACKED + zlib.compress(f"{len(docstring)}\n{docstring}{content}".encode("utf-8"), 6)
+
+
+def _unpack(value: str | bytes, docstring: str) -> tuple[str, str]:
+    """(text, docstring) from any format's row."""
+    if isinstance(value, str):  # format 1: plain text
+        return value, docstring
+    if not value.startswith(PACKED):  # format 2: compressed text, docstring in its own column
+        return zlib.decompress(value).decode("utf-8"), docstring
+    length, _, rest = zlib.decompress(value[1:]).decode("utf-8").partition("\n")
+    return rest[int(length):], rest[:int(length)]
 
 
 def _chunk_row(c: Chunk) -> tuple:
-    return (c.id, c.path, c.language, c.start_line, c.end_line, _pack(c.content), c.symbol, c.qualified_name,
-            c.kind, json.dumps(list(c.bases)), c.docstring, c.content_hash, c.file_hash, c.references,
-            c.ordinal, int(c.contiguous))
+    return (c.id, c.path, c.language, c.start_line, c.end_line, _pack(c.content, c.docstring), c.symbol,
+            c.qualified_name, c.kind, json.dumps(list(c.bases)) if c.bases else "", "",
+            c.content_hash[:HASH_CHARS], c.file_hash, c.references, c.ordinal, int(c.contiguous),
+            vector_id(c.id))
 
 
 def _row_chunk(row: tuple) -> Chunk:
-    return Chunk(path=row[1], language=row[2], start_line=row[3], end_line=row[4], content=_unpack(row[5]),
-                 symbol=row[6], qualified_name=row[7], kind=row[8], bases=tuple(json.loads(row[9])),
-                 docstring=row[10], content_hash=row[11], file_hash=row[12], references=row[13],
+    content, docstring = _unpack(row[5], row[10])
+    return Chunk(path=row[1], language=row[2], start_line=row[3], end_line=row[4], content=content,
+                 symbol=row[6], qualified_name=row[7], kind=row[8], bases=tuple(json.loads(row[9] or "[]")),
+                 docstring=docstring, content_hash=row[11], file_hash=row[12], references=row[13],
                  ordinal=row[14], contiguous=bool(row[15]))

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from services.catalog import INDEX_FORMAT, FileRecord
+from services.catalog import FORMAT_CHANGES, HASH_CHARS, INDEX_FORMAT, FileRecord
 from services.chunking import chunk_file
 from services.chunking.references import count_references
 from services.embedding import Embedder
@@ -156,8 +156,9 @@ class Indexer:
         old_model = catalog.get_meta("model")
         if old_model and old_model != self.embedder.model_name:
             return f"embedding model changed from {old_model} to {self.embedder.model_name}"
-        if catalog.get_meta("index_format", "1") != INDEX_FORMAT:
-            return "the index format changed (chunk text is now stored once, in the manifest)"
+        old_format = catalog.get_meta("index_format", "1")
+        if old_format != INDEX_FORMAT:
+            return f"the index format changed ({FORMAT_CHANGES.get(old_format, 'a newer version wrote it')})"
         old_backend = catalog.get_meta("backend", "torch")  # indexes before backends were torch's
         if old_model and old_backend != self.embedder.backend_used:
             return (f"embedding backend changed from {old_backend} to {self.embedder.backend_used} "
@@ -205,8 +206,7 @@ class Indexer:
 
     def _sweep_orphans(self) -> None:
         """Vectors left by a crash between writing vectors and committing their file."""
-        orphans = self.index.store().all_ids() - self.index.catalog().chunk_ids()
-        self.index.store().delete(sorted(orphans))
+        self.index.store().sweep(self.index.catalog().chunk_ids())
 
     def _plan(self) -> Plan:
         self._emit("scanning", 0, 0)
@@ -380,7 +380,7 @@ class Indexer:
         vectors = np.zeros((len(chunks), self._dimension()), dtype=np.float32)
         fresh, ready = [], set()
         for position, chunk in enumerate(chunks):
-            old_id = reusable.get((chunk.path, chunk.content_hash))
+            old_id = reusable.get((chunk.path, chunk.content_hash[:HASH_CHARS]))
             if old_id in stored:
                 vectors[position] = stored[old_id]
                 ready.add(position)
@@ -412,7 +412,7 @@ class Indexer:
 
     def _reusable_ids(self, batch: list[Pending]) -> dict[tuple[str, str], str]:
         catalog = self.index.catalog()
-        return {(c.path, c.content_hash): c.id for item in batch for c in catalog.chunks(path=item.record.path)}
+        return {(c.path, c.content_hash[:HASH_CHARS]): c.id for item in batch for c in catalog.chunks(path=item.record.path)}
 
     def _finish(self, plan: Plan, changed: bool, quick: bool = False) -> None:
         catalog = self.index.catalog()

@@ -225,9 +225,10 @@ class KnowledgeService:
         catalog = index.catalog()
         paths = pipeline.allowed_paths(sorted(catalog.files()), options.path_glob) if options.path_glob.strip() else None
         store = index.store()
-        filtered = store.search(vector.tolist(), pool, paths, list(options.languages))
+        filters = paths is not None or bool(options.languages)
+        filtered = store.search(vector.tolist(), pool, self._allowed_ids(index, paths, options) if filters else None)
         removed = {"threshold": sum(score < options.min_relevance for _, score in filtered)}
-        unfiltered = store.search(vector.tolist(), pool) if paths is not None or options.languages else []
+        unfiltered = store.search(vector.tolist(), pool) if filters else []
         chunks = {c.id: c for c in catalog.chunks([i for i, _ in filtered[:1] + unfiltered])}
         removed.update(pipeline.removed_by_filters(unfiltered, chunks, options, paths))
         closest = pipeline.semantic_candidates(filtered[:1], chunks, -1.0)
@@ -239,11 +240,9 @@ class KnowledgeService:
                 with_keywords: bool):
         catalog = index.catalog()
         paths = pipeline.allowed_paths(index.paths(), options.path_glob) if options.path_glob.strip() else None
-        hits = index.store().search(vector.tolist(), pool, paths, list(options.languages))
-        keyword_hits = []
-        if with_keywords:
-            allowed = None if paths is None and not options.languages else self._allowed_ids(index, paths, options)
-            keyword_hits = index.keywords.search(question, pool, allowed)
+        allowed = None if paths is None and not options.languages else self._allowed_ids(index, paths, options)
+        hits = index.store().search(vector.tolist(), pool, allowed)
+        keyword_hits = index.keywords.search(question, pool, allowed) if with_keywords else []
         chunks = index.chunks([i for i, _ in hits] + [i for i, _ in keyword_hits])
         floor = options.min_relevance * self.settings.prefetch_threshold_factor
         semantic = pipeline.semantic_candidates(hits, chunks, floor)

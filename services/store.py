@@ -3,14 +3,15 @@
 Embeddings are always passed in; the collection has no embedding function, so Chroma's default
 (which would download a model) never runs. Telemetry is off.
 
-Lean: Chroma holds ids, vectors and the metadata the filters need (path, language); no documents.
-A chunk's text lives once, in the catalogue, which serves chunks by id.
+Lean: Chroma holds short vector ids and vectors, nothing else: no documents, no metadata. A chunk's
+text lives once, in the catalogue, which serves chunks by id; filters are sets of chunk ids from it.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -18,6 +19,7 @@ import chromadb
 from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.config import Settings as ChromaSettings
 
+from services.catalog import vector_id
 from services.errors import KnowledgeError
 from services.models import Chunk
 
@@ -51,11 +53,16 @@ def forget_client(path: Path) -> None:
 
 
 class VectorStore:
-    """One Chroma collection per workspace."""
+    """One Chroma collection per workspace, holding vectors under `vector_id`s and nothing else.
+    `resolve` maps vector ids back to chunk ids (the catalogue keeps both); filters are sets of
+    allowed chunk ids, worked out from the catalogue."""
 
-    def __init__(self, client, collection_name: str) -> None:
+    IDS_FILTER_MAX = 2000  # larger filters search wider and filter the hits instead
+
+    def __init__(self, client, collection_name: str, resolve: Callable[[list[str]], dict[str, str]]) -> None:
         self.client = client
         self.name = collection_name
+        self.resolve = resolve
         self._collection = None
         self._lock = threading.Lock()
 
@@ -79,52 +86,69 @@ class VectorStore:
         for start in range(0, len(chunks), WRITE_SLICE):
             part = chunks[start:start + WRITE_SLICE]
             with CHROMA_CALL:
-                self.collection().upsert(
-                    ids=[c.id for c in part],
-                    embeddings=embeddings[start:start + WRITE_SLICE],
-                    metadatas=[{"path": c.path, "language": c.language} for c in part],
-                )
+                self.collection().upsert(ids=[vector_id(c.id) for c in part],
+                                         embeddings=embeddings[start:start + WRITE_SLICE])
             time.sleep(0)  # Chroma holds the GIL while it writes: let the GUI thread run between slices
 
     def delete(self, ids: list[str]) -> None:
-        for start in range(0, len(ids), WRITE_SLICE):
+        self._delete_vectors([vector_id(i) for i in ids])
+
+    def _delete_vectors(self, vids: list[str]) -> None:
+        for start in range(0, len(vids), WRITE_SLICE):
             with CHROMA_CALL:
-                self.collection().delete(ids=ids[start:start + WRITE_SLICE])
+                self.collection().delete(ids=vids[start:start + WRITE_SLICE])
             time.sleep(0)
+
+    def sweep(self, keep: set[str]) -> int:
+        """Delete every vector whose chunk is not in `keep` (orphans of a crash); returns how many."""
+        wanted = {vector_id(i) for i in keep}
+        with CHROMA_CALL:
+            stored = self.collection().get(include=[])["ids"]
+        orphans = sorted(set(stored) - wanted)
+        self._delete_vectors(orphans)
+        return len(orphans)
 
     def embeddings(self, ids: list[str]) -> dict[str, list[float]]:
         if not ids:
             return {}
+        by_vid = {vector_id(i): i for i in ids}
         with CHROMA_CALL:
-            got = self.collection().get(ids=ids, include=["embeddings"])
-        return dict(zip(got["ids"], got["embeddings"]))
+            got = self.collection().get(ids=list(by_vid), include=["embeddings"])
+        return {by_vid[v]: e for v, e in zip(got["ids"], got["embeddings"])}
 
     def all_ids(self) -> set[str]:
+        """Chunk ids of the stored vectors; a vector the catalogue does not list keeps its vector id."""
         with CHROMA_CALL:
-            return set(self.collection().get(include=[])["ids"])
+            vids = self.collection().get(include=[])["ids"]
+        known = self.resolve(vids)
+        return {known.get(v, v) for v in vids}
 
     def count(self) -> int:
         with CHROMA_CALL:
             return self.collection().count()
 
-    def search(self, embedding, n: int, paths: list[str] | None = None,
-               languages: list[str] | None = None) -> list[tuple[str, float]]:
-        """Nearest chunks as (id, cosine similarity), filters applied inside the search."""
-        if n <= 0 or paths == []:
+    def search(self, embedding, n: int, allowed: set[str] | None = None) -> list[tuple[str, float]]:
+        """Nearest chunks as (chunk id, cosine similarity), only `allowed` ones when it is given.
+        A small filter goes into Chroma's search; a large one filters a wider search."""
+        if n <= 0 or allowed is not None and not allowed:
+            return []
+        if allowed is not None and len(allowed) <= self.IDS_FILTER_MAX:
+            return self._query(embedding, min(n, len(allowed)), [vector_id(i) for i in allowed])
+        total = self.count()
+        wanted = n if allowed is None else min(total, int(n * total / len(allowed) * 1.5) + 20)
+        while True:
+            hits = self._query(embedding, min(wanted, total), None)
+            kept = hits if allowed is None else [h for h in hits if h[0] in allowed]
+            if len(kept) >= n or wanted >= total:
+                return kept[:n]
+            wanted *= 4
+
+    def _query(self, embedding, n: int, vids: list[str] | None) -> list[tuple[str, float]]:
+        if n <= 0:
             return []
         with CHROMA_CALL:
-            result = self.collection().query(
-                query_embeddings=[embedding], n_results=n, where=_where(paths, languages), include=["distances"],
-            )
-        return [(i, 1.0 - d) for i, d in zip(result["ids"][0], result["distances"][0])]
-
-
-def _where(paths: list[str] | None, languages: list[str] | None) -> dict | None:
-    clauses = []
-    if paths is not None:
-        clauses.append({"path": {"$in": paths}})
-    if languages:
-        clauses.append({"language": {"$in": list(languages)}})
-    if not clauses:
-        return None
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+            result = self.collection().query(query_embeddings=[embedding], n_results=n, ids=vids,
+                                             include=["distances"])
+        found, distances = result["ids"][0], result["distances"][0]
+        known = self.resolve(found)
+        return [(known[v], 1.0 - d) for v, d in zip(found, distances) if v in known]

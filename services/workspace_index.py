@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from services.catalog import Catalog
+from services.catalog import FORMAT_CHANGES, INDEX_FORMAT, Catalog
 from services.errors import IndexMissingError, WorkspaceError
 from services.keyword_index import KeywordIndex
 from services.models import Chunk
@@ -68,7 +68,8 @@ class WorkspaceIndex:
     def store(self) -> VectorStore:
         if self._store is None:
             client = make_client(None if self.chroma_url else self.chroma_path, self.chroma_url)
-            self._store = VectorStore(client, "ke_" + self.key.replace("-", "_")[:50])
+            self._store = VectorStore(client, "ke_" + self.key.replace("-", "_")[:50],
+                                      lambda vids: self.catalog().ids_for_vectors(vids))
         return self._store
 
     @property
@@ -126,6 +127,10 @@ class WorkspaceIndex:
             raise IndexMissingError(deleted)
         if not (self.folder / CATALOG_FILE).exists() or not self._catalog_has_model():
             raise IndexMissingError(f"{self.root} is not indexed yet. Index it first.")
+        old_format = self.catalog().get_meta("index_format", "1")
+        if old_format != INDEX_FORMAT:
+            raise IndexMissingError(f"The index of {self.root} is in an older format: reindex to rebuild it "
+                                    f"({FORMAT_CHANGES.get(old_format, 'a newer version wrote it')}).")
 
     def reset_handles(self) -> None:
         if self._catalog is not None:
