@@ -16,7 +16,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.models import Chunk, SkippedFile, count_by_reason
+from services.models import Chunk, SkippedFile, chunk_id, count_by_reason
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -24,28 +24,34 @@ CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, file_hash TEXT NOT NULL, size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL, language TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS chunks (
-    id TEXT PRIMARY KEY, vid TEXT NOT NULL DEFAULT '', path TEXT NOT NULL, language TEXT NOT NULL,
-    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, content TEXT NOT NULL,
+    vid TEXT NOT NULL, file INTEGER NOT NULL, language TEXT NOT NULL,
+    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
+    text_at INTEGER NOT NULL, text_length INTEGER NOT NULL, doc_length INTEGER NOT NULL,
     symbol TEXT NOT NULL, qualified_name TEXT NOT NULL, kind TEXT NOT NULL, bases TEXT NOT NULL,
-    docstring TEXT NOT NULL, content_hash TEXT NOT NULL, file_hash TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
     refs INTEGER NOT NULL DEFAULT 0, ordinal INTEGER NOT NULL DEFAULT 0,
     contiguous INTEGER NOT NULL DEFAULT 1);
-CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks(path);
 CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS texts (file INTEGER PRIMARY KEY, text BLOB NOT NULL);
 """
 
 # 2: chunk text only here, none in Chroma (its documents were a second copy)
-# 3: Chroma keeps short vector ids and no metadata; docstrings are packed with the text; big indexes
-#    store fewer dimensions (services/projection.py)
+# 3: Chroma keeps short vector ids and no metadata; big indexes store fewer dimensions
+#    (services/projection.py). Here: no chunk id column (the id is made of path, lines, hash and
+#    ordinal; rows are found by vector id), a file number instead of the path and the file hash per
+#    chunk, and the text of a file's chunks (docstring and code) compressed together in `texts`,
+#    each chunk a span of it. An older catalogue is not read: it is rebuilt.
 INDEX_FORMAT = "3"
 FORMAT_CHANGES = {"1": "chunk text is now stored once, in the manifest",
                   "2": "the index is about half the size: short vector ids, no vector metadata, fewer dimensions"}
-CHUNK_COLUMNS = ("id, path, language, start_line, end_line, content, symbol, qualified_name, kind, "
-                 "bases, docstring, content_hash, file_hash, refs, ordinal, contiguous")
+INSERT_COLUMNS = ("vid, file, language, start_line, end_line, text_at, text_length, doc_length, symbol, "
+                  "qualified_name, kind, bases, content_hash, refs, ordinal, contiguous")
+CHUNKS = "chunks c JOIN files f ON f.rowid = c.file"  # a chunk with its file's path and hash
+SELECT_CHUNKS = ("SELECT f.path, c.language, c.start_line, c.end_line, c.file, c.text_at, c.text_length, "
+                 "c.doc_length, c.symbol, c.qualified_name, c.kind, c.bases, c.content_hash, f.file_hash, c.refs, "
+                 f"c.ordinal, c.contiguous FROM {CHUNKS}")
+ID_PARTS = "f.path, c.start_line, c.end_line, c.content_hash, c.ordinal"  # what a chunk id is made of
 HASH_CHARS = 16  # hashes kept per chunk (64 bits; the chunk id holds the same 16 characters)
-# Columns added after the first release: (name, definition), added to an older catalogue on open.
-ADDED_CHUNK_COLUMNS = (("ordinal", "INTEGER NOT NULL DEFAULT 0"), ("contiguous", "INTEGER NOT NULL DEFAULT 1"),
-                       ("vid", "TEXT NOT NULL DEFAULT ''"))
 
 
 def vector_id(chunk_id: str) -> str:
@@ -72,15 +78,14 @@ class Catalog:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
-        self._add_missing_columns()
+        self._add_indexes()
         self._lock = threading.RLock()
 
-    def _add_missing_columns(self) -> None:
-        have = {row[1] for row in self._db.execute("PRAGMA table_info(chunks)")}
-        for name, definition in ADDED_CHUNK_COLUMNS:
-            if name not in have:
-                self._db.execute(f"ALTER TABLE chunks ADD COLUMN {name} {definition}")
-        self._db.execute("CREATE INDEX IF NOT EXISTS chunks_by_vid ON chunks(vid)")
+    def _add_indexes(self) -> None:
+        """On the current layout only: an older catalogue is read for its metadata, then rebuilt."""
+        if "file" in {row[1] for row in self._db.execute("PRAGMA table_info(chunks)")}:
+            self._db.execute("CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file)")
+            self._db.execute("CREATE INDEX IF NOT EXISTS chunks_by_vid ON chunks(vid)")
 
     def close(self) -> None:
         with self._lock:
@@ -104,61 +109,90 @@ class Catalog:
     def commit_file(self, record: FileRecord, chunks: list[Chunk]) -> list[str]:
         """Replace a file's chunks in one transaction; return the ids it no longer has."""
         with self._lock, self._transaction():
-            old = {r[0] for r in self._db.execute("SELECT id FROM chunks WHERE path = ?", (record.path,))}
-            self._db.execute("DELETE FROM chunks WHERE path = ?", (record.path,))
-            self._db.executemany(f"INSERT OR REPLACE INTO chunks ({CHUNK_COLUMNS}, vid) VALUES "
-                                 "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", [_chunk_row(c) for c in chunks])
-            self._db.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?)",
+            self._db.execute("INSERT INTO files VALUES (?,?,?,?,?) ON CONFLICT(path) DO UPDATE SET "
+                             "file_hash = excluded.file_hash, size = excluded.size, mtime_ns = excluded.mtime_ns, "
+                             "language = excluded.language",  # an update keeps the file's number (rowid)
                              (record.path, record.file_hash, record.size, record.mtime_ns, record.language))
+            number = self._file_number(record.path)
+            old = set(self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS} WHERE c.file = ?", (number,)))
+            self._db.execute("DELETE FROM chunks WHERE file = ?", (number,))
+            text, spans = _layout(chunks)
+            self._db.executemany(f"INSERT INTO chunks ({INSERT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                 [_chunk_row(c, number, span) for c, span in zip(chunks, spans)])
+            self._db.execute("INSERT OR REPLACE INTO texts VALUES (?, ?)", (number, zlib.compress(text.encode(), 6)))
             self._db.execute("DELETE FROM skipped WHERE path = ?", (record.path,))
         return sorted(old - {c.id for c in chunks})
 
     def remove_file(self, path: str) -> list[str]:
         with self._lock, self._transaction():
-            ids = [r[0] for r in self._db.execute("SELECT id FROM chunks WHERE path = ?", (path,))]
-            self._db.execute("DELETE FROM chunks WHERE path = ?", (path,))
+            number = self._file_number(path)
+            ids = self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS} WHERE c.file = ?", (number,))
+            self._db.execute("DELETE FROM chunks WHERE file = ?", (number,))
+            self._db.execute("DELETE FROM texts WHERE file = ?", (number,))
             self._db.execute("DELETE FROM files WHERE path = ?", (path,))
         return ids
 
+    def _file_number(self, path: str) -> int | None:
+        row = self._db.execute("SELECT rowid FROM files WHERE path = ?", (path,)).fetchone()
+        return row[0] if row else None
+
     def clear(self) -> None:
         with self._lock, self._transaction():
-            for table in ("files", "chunks", "skipped", "meta"):
+            for table in ("files", "chunks", "texts", "skipped", "meta"):
                 self._db.execute(f"DELETE FROM {table}")
 
     def chunks(self, ids: list[str] | None = None, path: str | None = None) -> list[Chunk]:
         if ids is not None:
+            wanted = set(ids)
             found = {}
-            for start in range(0, len(ids), 500):
-                part = ids[start:start + 500]
-                marks = ",".join("?" * len(part))
-                for row in self._query(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})", part):
-                    found[row[0]] = _row_chunk(row)
+            for part in _parts([vector_id(i) for i in wanted]):
+                chunks = self._read(f"WHERE c.vid IN ({','.join('?' * len(part))})", part)
+                found.update((c.id, c) for c in chunks if c.id in wanted)
             return [found[i] for i in ids if i in found]
         if path is not None:
-            return [_row_chunk(r) for r in self._query(
-                f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE path = ? ORDER BY start_line", (path,))]
-        return [_row_chunk(r) for r in self._query(f"SELECT {CHUNK_COLUMNS} FROM chunks ORDER BY rowid")]
+            return self._read("WHERE f.path = ? ORDER BY c.start_line", (path,))
+        return self._read("ORDER BY c.rowid")
+
+    def _read(self, where: str, params=()) -> list[Chunk]:
+        """Chunks with their text, rows and texts read in one snapshot."""
+        with self._lock:
+            began = not self._db.in_transaction
+            if began:
+                self._db.execute("BEGIN")
+            try:
+                rows = self._db.execute(f"{SELECT_CHUNKS} {where}", params).fetchall()
+                texts = {}
+                for part in _parts(sorted({row[4] for row in rows})):
+                    texts.update(self._db.execute(
+                        f"SELECT file, text FROM texts WHERE file IN ({','.join('?' * len(part))})", part))
+            finally:
+                if began:
+                    self._db.execute("COMMIT")
+        texts = {number: zlib.decompress(blob).decode("utf-8") for number, blob in texts.items()}
+        return [_row_chunk(row, texts[row[4]]) for row in rows]
 
     def id_paths_languages(self) -> list[tuple[str, str, str]]:
         """(id, path, language) of every chunk, without their text (for filtering)."""
-        return self._query("SELECT id, path, language FROM chunks")
+        rows = self._query(f"SELECT {ID_PARTS}, c.language FROM {CHUNKS}")
+        return [(chunk_id(*row[:5]), row[0], row[5]) for row in rows]
 
     def ids_for_vectors(self, vids: list[str]) -> dict[str, str]:
         """Chunk ids by vector id (store.vector_id), for the vectors the catalogue lists."""
         found = {}
-        for start in range(0, len(vids), 500):
-            part = vids[start:start + 500]
-            found.update(self._query(f"SELECT vid, id FROM chunks WHERE vid IN ({','.join('?' * len(part))})", part))
+        for part in _parts(vids):
+            rows = self._query(f"SELECT c.vid, {ID_PARTS} FROM {CHUNKS} WHERE c.vid IN ({','.join('?' * len(part))})",
+                               part)
+            found.update((row[0], chunk_id(*row[1:])) for row in rows)
         return found
 
     def chunk_ids(self) -> set[str]:
-        return {r[0] for r in self._query("SELECT id FROM chunks")}
+        return set(self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS}"))
 
     def set_references(self, counts: dict[str, int]) -> None:
         with self._lock, self._transaction():
             self._db.execute("UPDATE chunks SET refs = 0")
-            self._db.executemany("UPDATE chunks SET refs = ? WHERE id = ?",
-                                 [(n, i) for i, n in counts.items() if n])
+            self._db.executemany("UPDATE chunks SET refs = ? WHERE vid = ?",
+                                 [(n, vector_id(i)) for i, n in counts.items() if n])
 
     def counts(self) -> tuple[int, int]:
         files = self._query("SELECT COUNT(*) FROM files")[0][0]
@@ -199,6 +233,11 @@ class Catalog:
         return count_by_reason(self.skipped())
 
     # --- plumbing ---
+    def _ids(self, sql: str, params=()) -> list[str]:
+        """Chunk ids from rows of ID_PARTS (under the caller's lock or transaction, or its own)."""
+        with self._lock:
+            return [chunk_id(*row) for row in self._db.execute(sql, params)]
+
     def _query(self, sql: str, params=()) -> list[tuple]:
         with self._lock:
             return self._db.execute(sql, params).fetchall()
@@ -218,35 +257,33 @@ class _Transaction:
         self.db.execute("ROLLBACK" if kind else "COMMIT")
 
 
-PACKED = b"P"  # marks text and docstring packed together (format 3); a bare zlib stream starts with "x"
+def _layout(chunks: list[Chunk]) -> tuple[str, list[tuple[int, int, int]]]:
+    """A file's chunk texts (docstring, then code) one after the other, compressed together in
+    `texts` (about 4x: twice what compressing each chunk alone gives), and each chunk's span of it:
+    (start, length, docstring length)."""
+    parts, spans, at = [], [], 0
+    for c in chunks:
+        piece = c.docstring + c.content
+        parts.append(piece)
+        spans.append((at, len(piece), len(c.docstring)))
+        at += len(piece)
+    return "".join(parts), spans
 
 
-def _pack(content: str, docstring: str) -> bytes:
-    """A chunk's text and docstring, zlib-compressed together (code shrinks about 2.5x): the index's
-    only copy of them."""
-    return PACKED + zlib.compress(f"{len(docstring)}\n{docstring}{content}".encode("utf-8"), 6)
+def _parts(values: list[str], size: int = 500):
+    for start in range(0, len(values), size):
+        yield values[start:start + size]
 
 
-def _unpack(value: str | bytes, docstring: str) -> tuple[str, str]:
-    """(text, docstring) from any format's row."""
-    if isinstance(value, str):  # format 1: plain text
-        return value, docstring
-    if not value.startswith(PACKED):  # format 2: compressed text, docstring in its own column
-        return zlib.decompress(value).decode("utf-8"), docstring
-    length, _, rest = zlib.decompress(value[1:]).decode("utf-8").partition("\n")
-    return rest[int(length):], rest[:int(length)]
+def _chunk_row(c: Chunk, file_number: int, span: tuple[int, int, int]) -> tuple:
+    return (vector_id(c.id), file_number, c.language, c.start_line, c.end_line, *span, c.symbol, c.qualified_name,
+            c.kind, json.dumps(list(c.bases)) if c.bases else "", c.content_hash[:HASH_CHARS], c.references,
+            c.ordinal, int(c.contiguous))
 
 
-def _chunk_row(c: Chunk) -> tuple:
-    return (c.id, c.path, c.language, c.start_line, c.end_line, _pack(c.content, c.docstring), c.symbol,
-            c.qualified_name, c.kind, json.dumps(list(c.bases)) if c.bases else "", "",
-            c.content_hash[:HASH_CHARS], c.file_hash, c.references, c.ordinal, int(c.contiguous),
-            vector_id(c.id))
-
-
-def _row_chunk(row: tuple) -> Chunk:
-    content, docstring = _unpack(row[5], row[10])
-    return Chunk(path=row[1], language=row[2], start_line=row[3], end_line=row[4], content=content,
-                 symbol=row[6], qualified_name=row[7], kind=row[8], bases=tuple(json.loads(row[9] or "[]")),
-                 docstring=docstring, content_hash=row[11], file_hash=row[12], references=row[13],
-                 ordinal=row[14], contiguous=bool(row[15]))
+def _row_chunk(row: tuple, text: str) -> Chunk:
+    piece = text[row[5]:row[5] + row[6]]
+    return Chunk(path=row[0], language=row[1], start_line=row[2], end_line=row[3], content=piece[row[7]:],
+                 symbol=row[8], qualified_name=row[9], kind=row[10], bases=tuple(json.loads(row[11] or "[]")),
+                 docstring=piece[:row[7]], content_hash=row[12], file_hash=row[13] or "", references=row[14],
+                 ordinal=row[15], contiguous=bool(row[16]))

@@ -192,6 +192,8 @@ class Indexer:
                 or self.index.projection() or self.index.catalog().counts()[1]):
             return
         sample = [chunks[i] for i in sample_positions(len(chunks), self.settings.projection_sample)]
+        if len(sample) < 2 * wanted:  # too few to find that many directions
+            return
         vectors = np.zeros((len(sample), self.embedder.dimension), dtype=np.float32)
         self._emit("embedding", 0, len(pending), 0, len(chunks),
                    message=f"fitting a {wanted}-dimension projection on {len(sample):,} chunks")

@@ -1,7 +1,7 @@
 """BM25 keyword index (bm25s) over the same chunks as the vector index, persisted beside it.
 
-Saved small: scores as float16, document numbers as uint16 when they fit, the vocabulary and the
-chunk ids zlib-compressed (on sympy 16.8 MB became about 7 MB); loaded back at bm25s's own types."""
+Saved small: scores as float16 and document numbers as uint16 when they fit, compressed, and the
+vocabulary and chunk ids compressed (on sympy 16.8 MB became 6.7 MB); loaded back at bm25s's own types."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from services.models import Chunk
 from services.text import code_tokens
 
 IDS_FILE = "chunk_ids.json.z"
-VOCAB_FILE = "vocab.index.json"
-DATA_FILE, INDICES_FILE = "data.csc.index.npy", "indices.csc.index.npy"
+VOCAB_FILE = "vocab.json.z"
+SCORES_FILE = "scores.npz"
 logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets DEBUG on import
 
 
@@ -120,20 +120,29 @@ def _read_packed(path: Path) -> str:
 
 
 def _shrink(folder: Path, documents: int) -> None:
-    """Rewrite what bm25s saved in smaller types, and the vocabulary compressed."""
-    np.save(folder / DATA_FILE, np.load(folder / DATA_FILE).astype(np.float16))
-    if documents <= np.iinfo(np.uint16).max + 1:
-        np.save(folder / INDICES_FILE, np.load(folder / INDICES_FILE).astype(np.uint16))
-    vocab = folder / VOCAB_FILE
-    _write_packed(vocab.with_suffix(".json.z"), vocab.read_text(encoding="utf-8"))
+    """Rewrite what bm25s saved: the postings in smaller types, compressed into one file; the
+    vocabulary compressed."""
+    arrays = {name: np.load(folder / f"{name}.csc.index.npy") for name in ("data", "indices", "indptr")}
+    small = np.uint16 if documents <= np.iinfo(np.uint16).max + 1 else np.int32
+    np.savez_compressed(folder / SCORES_FILE, data=arrays["data"].astype(np.float16),
+                        indices=arrays["indices"].astype(small), indptr=arrays["indptr"])
+    for name in arrays:
+        (folder / f"{name}.csc.index.npy").unlink()
+    vocab = folder / "vocab.index.json"
+    _write_packed(folder / VOCAB_FILE, vocab.read_text(encoding="utf-8"))
     vocab.unlink()
 
 
 def _load_retriever(folder: Path) -> bm25s.BM25:
-    retriever = bm25s.BM25.load(str(folder), show_progress=False, load_vocab=False)
-    retriever.vocab_dict = json.loads(_read_packed(folder / "vocab.index.json.z"))
+    """What bm25s.BM25.load does for our (lucene) method, from the files _shrink wrote."""
+    params = json.loads((folder / "params.index.json").read_text())
+    version, documents = params.pop("version", None), params.pop("num_docs", None)
+    retriever = bm25s.BM25(**params)
+    retriever._original_version = version
+    retriever.vocab_dict = json.loads(_read_packed(folder / VOCAB_FILE))
     retriever.unique_token_ids_set = set(retriever.vocab_dict.values())
-    scores = retriever.scores
-    scores["data"] = scores["data"].astype(np.float32)
-    scores["indices"] = scores["indices"].astype(np.int32)
+    with np.load(folder / SCORES_FILE) as arrays:
+        retriever.scores = {"data": arrays["data"].astype(np.float32), "indices": arrays["indices"].astype(np.int32),
+                            "indptr": arrays["indptr"], "num_docs": documents}
+    retriever.nonoccurrence_array = None
     return retriever

@@ -35,8 +35,12 @@ class Chunk:
     def id(self) -> str:
         """Unique within its file and stable: same file version and span give the same id.
         Chunks with the same span and content (e.g. a one-line minified file) differ by ordinal."""
-        base = f"{self.path}:{self.start_line}-{self.end_line}:{self.content_hash[:16]}"
-        return f"{base}~{self.ordinal}" if self.ordinal else base
+        return chunk_id(self.path, self.start_line, self.end_line, self.content_hash, self.ordinal)
+
+
+def chunk_id(path: str, start_line: int, end_line: int, content_hash: str, ordinal: int = 0) -> str:
+    base = f"{path}:{start_line}-{end_line}:{content_hash[:16]}"
+    return f"{base}~{ordinal}" if ordinal else base
 
 
 @dataclass(frozen=True)
