@@ -31,7 +31,7 @@ from services.scanning import SkipFileError, SourceFile, read_source, scan_works
 from services.settings import Settings
 from services.workspace_index import WorkspaceIndex
 
-WINDOW_CHUNKS = 256  # files are committed a window at a time
+WINDOW_CHUNKS = 1024  # files are committed a window at a time; a window is encoded shortest first
 ENCODE_SLICE = 64  # chunks encoded between two cancel checks
 FIRST_WINDOW_CHUNKS = 32
 # Reasons that mean a file failed (as opposed to being skipped by policy, like "binary file").
@@ -191,7 +191,8 @@ class Indexer:
         if (not wanted or wanted >= self.embedder.dimension or len(chunks) < self.settings.reduce_from_chunks
                 or self.index.projection() or self.index.catalog().counts()[1]):
             return
-        sample = [chunks[i] for i in sample_positions(len(chunks), self.settings.projection_sample)]
+        sample = sorted((chunks[i] for i in sample_positions(len(chunks), self.settings.projection_sample)),
+                        key=lambda c: len(c.content))  # similar lengths pad less
         if len(sample) < 2 * wanted:  # too few to find that many directions
             return
         vectors = np.zeros((len(sample), self.embedder.dimension), dtype=np.float32)

@@ -33,7 +33,7 @@ def chroma_settings() -> ChromaSettings:
 # indexing write) were seen to hold it for over a second. One lock, taken before entering Chroma
 # (waiting on it releases the GIL), keeps every stall down to a single call's own length.
 CHROMA_CALL = threading.RLock()
-WRITE_SLICE = 16  # small writes keep the GUI thread's waits for the GIL short
+WRITE_SLICE = 128  # Chroma holds the GIL while it writes: 0.59 ms a vector in slices of 16, 0.19 in slices of 128 (a 76 ms hold)
 
 
 def make_client(path: Path | None, url: str | None):
