@@ -38,10 +38,15 @@ class KeywordIndex:
     def build(self, chunks: list[Chunk], persist: bool = True) -> None:
         """Rebuild from all chunks and save atomically (write aside, then swap folders).
         persist=False only replaces the one in memory (a provisional index while a run embeds)."""
-        retriever = bm25s.BM25()
         ids = [c.id for c in chunks]
-        if chunks:
-            retriever.index([chunk_tokens(c) or [""] for c in chunks], show_progress=False)
+        with self._lock:
+            current, current_ids = self._retriever, self._ids
+        if persist and current is not None and len(current_ids) == len(ids) and set(current_ids) == set(ids):
+            retriever, ids = current, current_ids  # the one in memory holds these very chunks (an id names its text)
+        else:
+            retriever = bm25s.BM25()
+            if chunks:
+                retriever.index([chunk_tokens(c) or [""] for c in chunks], show_progress=False)
         if not persist:
             with self._lock:
                 self._retriever, self._ids = (retriever if chunks else None), ids
