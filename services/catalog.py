@@ -51,6 +51,7 @@ SELECT_CHUNKS = ("SELECT f.path, c.language, c.start_line, c.end_line, c.file, c
                  "c.doc_length, c.symbol, c.qualified_name, c.kind, c.bases, c.content_hash, f.file_hash, c.refs, "
                  f"c.ordinal, c.contiguous FROM {CHUNKS}")
 ID_PARTS = "f.path, c.start_line, c.end_line, c.content_hash, c.ordinal"  # what a chunk id is made of
+TEXT_CACHE_FILES = 512  # files whose decompressed chunk text is kept (a query's results span a few hundred)
 HASH_CHARS = 16  # hashes kept per chunk (64 bits; the chunk id holds the same 16 characters)
 
 
@@ -75,6 +76,7 @@ class Catalog:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._text_cache: dict[tuple[int, str], str] = {}  # (file number, file hash) -> its chunks' text
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
@@ -114,6 +116,7 @@ class Catalog:
                              "language = excluded.language",  # an update keeps the file's number (rowid)
                              (record.path, record.file_hash, record.size, record.mtime_ns, record.language))
             number = self._file_number(record.path)
+            self._forget_text(number)
             old = set(self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS} WHERE c.file = ?", (number,)))
             self._db.execute("DELETE FROM chunks WHERE file = ?", (number,))
             text, spans = _layout(chunks)
@@ -126,6 +129,7 @@ class Catalog:
     def remove_file(self, path: str) -> list[str]:
         with self._lock, self._transaction():
             number = self._file_number(path)
+            self._forget_text(number)
             ids = self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS} WHERE c.file = ?", (number,))
             self._db.execute("DELETE FROM chunks WHERE file = ?", (number,))
             self._db.execute("DELETE FROM texts WHERE file = ?", (number,))
@@ -140,6 +144,11 @@ class Catalog:
         with self._lock, self._transaction():
             for table in ("files", "chunks", "texts", "skipped", "meta"):
                 self._db.execute(f"DELETE FROM {table}")
+            self._text_cache.clear()
+
+    def _forget_text(self, number: int | None) -> None:
+        for key in [k for k in self._text_cache if k[0] == number]:
+            del self._text_cache[key]
 
     def chunks(self, ids: list[str] | None = None, path: str | None = None) -> list[Chunk]:
         if ids is not None:
@@ -161,15 +170,29 @@ class Catalog:
                 self._db.execute("BEGIN")
             try:
                 rows = self._db.execute(f"{SELECT_CHUNKS} {where}", params).fetchall()
-                texts = {}
-                for part in _parts(sorted({row[4] for row in rows})):
-                    texts.update(self._db.execute(
-                        f"SELECT file, text FROM texts WHERE file IN ({','.join('?' * len(part))})", part))
+                texts = self._texts({(row[4], row[13]) for row in rows})
             finally:
                 if began:
                     self._db.execute("COMMIT")
-        texts = {number: zlib.decompress(blob).decode("utf-8") for number, blob in texts.items()}
         return [_row_chunk(row, texts[row[4]]) for row in rows]
+
+    def _texts(self, files: set[tuple[int, str]]) -> dict[int, str]:
+        """Each file's chunk text by file number, from the cache of recently read ones (kept by
+        number and file hash, dropped when the file is written) or decompressed."""
+        found = {}
+        for key in files:
+            if key in self._text_cache:
+                found[key[0]] = self._text_cache[key] = self._text_cache.pop(key)  # now the most recent
+        missing = sorted(number for number, _ in files if number not in found)
+        hashes = dict(files)
+        for part in _parts(missing):
+            rows = self._db.execute(f"SELECT file, text FROM texts WHERE file IN ({','.join('?' * len(part))})", part)
+            for number, blob in rows:
+                found[number] = zlib.decompress(blob).decode("utf-8")
+                self._text_cache[(number, hashes[number])] = found[number]
+        while len(self._text_cache) > TEXT_CACHE_FILES:
+            self._text_cache.pop(next(iter(self._text_cache)))
+        return found
 
     def id_paths_languages(self) -> list[tuple[str, str, str]]:
         """(id, path, language) of every chunk, without their text (for filtering)."""

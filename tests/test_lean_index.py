@@ -41,7 +41,7 @@ async def test_a_big_index_stores_fewer_dimensions_and_finds_what_the_full_one_f
         index = reduced._index(workspace)
         some_id = index.catalog().chunks()[0].id
         assert len(index.store().embeddings([some_id])[some_id]) == 32
-        assert (await full.health(workspace)).dimension == 384  # by default only from 4,000 chunks on
+        assert (await full.health(workspace)).dimension == 384  # by default only from 20,000 chunks on
         for question in QUESTIONS:
             assert (await top_paths(full, workspace, question, 1))[0] in await top_paths(reduced, workspace, question)
     finally:
@@ -59,6 +59,7 @@ async def test_a_reduced_index_updates_in_place_and_rebuilds_when_its_projection
         assert 0 < again.chunks_embedded < first.chunks_embedded / 4  # only the edited file's new chunk
         result = await service.query("archive old notes in a folder", options(workspace, top_k=3))
         assert result.results[0].chunk.qualified_name == "archive_old_notes"
+        assert "sorted(folder.iterdir())" in result.results[0].chunk.content  # the new text, not a cached one
         assert (await service.health(workspace)).dimension == 32
 
         service._index(workspace).projection_path.unlink()
