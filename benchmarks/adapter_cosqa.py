@@ -55,7 +55,7 @@ def main(args) -> None:
             positives.append(np.array(rows))
     settings = Settings()
     embedder = Embedder(settings.embedding_model, settings.max_seq_length, settings.embed_batch_size, role="query")
-    queries = embedder.encode(texts)
+    queries = index.project(embedder.encode(texts))  # as the index stores them (services/projection.py)
     order = np.random.default_rng(args.seed).permutation(len(texts))
     halves = np.array_split(order, 2)
     print(f"{len(texts)} questions, {len(chunks)} chunks; halves of {len(halves[0])} and {len(halves[1])}")

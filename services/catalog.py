@@ -77,6 +77,7 @@ class Catalog:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._text_cache: dict[tuple[int, str], str] = {}  # (file number, file hash) -> its chunks' text
+        self._listing: list[tuple[str, str, str]] | None = None  # id_paths_languages() until a write
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
@@ -116,7 +117,7 @@ class Catalog:
                              "language = excluded.language",  # an update keeps the file's number (rowid)
                              (record.path, record.file_hash, record.size, record.mtime_ns, record.language))
             number = self._file_number(record.path)
-            self._forget_text(number)
+            self._file_changed(number)
             old = set(self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS} WHERE c.file = ?", (number,)))
             self._db.execute("DELETE FROM chunks WHERE file = ?", (number,))
             text, spans = _layout(chunks)
@@ -129,7 +130,7 @@ class Catalog:
     def remove_file(self, path: str) -> list[str]:
         with self._lock, self._transaction():
             number = self._file_number(path)
-            self._forget_text(number)
+            self._file_changed(number)
             ids = self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS} WHERE c.file = ?", (number,))
             self._db.execute("DELETE FROM chunks WHERE file = ?", (number,))
             self._db.execute("DELETE FROM texts WHERE file = ?", (number,))
@@ -145,8 +146,11 @@ class Catalog:
             for table in ("files", "chunks", "texts", "skipped", "meta"):
                 self._db.execute(f"DELETE FROM {table}")
             self._text_cache.clear()
+            self._listing = None
 
-    def _forget_text(self, number: int | None) -> None:
+    def _file_changed(self, number: int | None) -> None:
+        """Drop what is kept of a file about to be written (its text) and the chunk listing."""
+        self._listing = None
         for key in [k for k in self._text_cache if k[0] == number]:
             del self._text_cache[key]
 
@@ -195,9 +199,12 @@ class Catalog:
         return found
 
     def id_paths_languages(self) -> list[tuple[str, str, str]]:
-        """(id, path, language) of every chunk, without their text (for filtering)."""
-        rows = self._query(f"SELECT {ID_PARTS}, c.language FROM {CHUNKS}")
-        return [(chunk_id(*row[:5]), row[0], row[5]) for row in rows]
+        """(id, path, language) of every chunk, without their text (for filtering); kept until a write."""
+        with self._lock:
+            if self._listing is None:
+                rows = self._db.execute(f"SELECT {ID_PARTS}, c.language FROM {CHUNKS}").fetchall()
+                self._listing = [(chunk_id(*row[:5]), row[0], row[5]) for row in rows]
+            return self._listing
 
     def ids_for_vectors(self, vids: list[str]) -> dict[str, str]:
         """Chunk ids by vector id (store.vector_id), for the vectors the catalogue lists."""

@@ -203,6 +203,7 @@ class Indexer:
                 return
             vectors[start:start + ENCODE_SLICE] = self.embedder.encode_chunks(sample[start:start + ENCODE_SLICE])
         projection = Projection.fit(vectors, wanted)
+        self.index.store().drop()  # nothing is indexed yet: a fresh collection takes the new dimension
         self.index.set_projection(projection)
         self.index.catalog().set_meta(projection=projection.describe(), dimension=str(wanted))
         self.presampled = {c.id: v for c, v in zip(sample, vectors)}
