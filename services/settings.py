@@ -27,7 +27,7 @@ class Settings:
     # A fresh index of at least reduce_from_chunks chunks stores vector_dimensions-dimension vectors,
     # projected with a PCA of projection_sample of its own chunks (services/projection.py); 0 = never.
     # Only big indexes: there the HNSW graph is most of the size (sympy: 2.4x the source at 384-d), and
-    # the projection costs a little quality (benchmarks/README.md: CoSQA dev 0.524 -> 0.517).
+    # the projection costs a little quality (benchmarks/README.md: Sphinx's vector ranking -0.02 MRR@10).
     vector_dimensions: int = 256
     reduce_from_chunks: int = 20000
     projection_sample: int = 1000
