@@ -268,7 +268,7 @@ def health_text(health) -> str:
     languages = ", ".join(f"{k} {v}" for k, v in health.languages.items())
     lines = [f"{health.workspace}: {status}",
              f"  {health.files} files, {health.chunks} chunks ({languages})",
-             f"  model {health.model} ({health.vectors or f'{health.dimension} dimensions'}), {health.backend} on {health.device}, "
+             f"  model {health.model}, {health.vectors or f'{health.dimension} dimensions'}, {health.backend} on {health.device}, "
              f"{health.size_bytes / 1e6:.1f} MB on disk",
              f"  created {health.created_at}, updated {health.updated_at}"]
     if health.chunks_embedded is not None and health.chunks_embedded < health.chunks:
