@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_service_command(args) -> int:
     """`serve` (HTTP) or `mcp` (stdio); errors print one line."""
-    from services.errors import KnowledgeError
+    from services.core.errors import KnowledgeError
 
     try:
         if args.command == "serve":
@@ -144,12 +144,12 @@ def run_service_command(args) -> int:
 
 def warm_engine(args):
     """A RemoteEngine for --engine-url, or for the server that owns the data dir when one answers; else None."""
-    from services.remote_engine import RemoteEngine, token_from
+    from services.transport.remote import RemoteEngine, token_from
 
     url = getattr(args, "engine_url", None)
     if not url:
-        from services.ownership import read_owner
-        from services.settings import default_data_dir
+        from services.storage.ownership import read_owner
+        from services.core.settings import default_data_dir
 
         owner = read_owner(getattr(args, "data_dir", None) or default_data_dir())
         url = owner.url if owner else None
@@ -164,13 +164,13 @@ def warm_engine(args):
 
 
 def local_engine(args):
-    from services.knowledge import KnowledgeService
+    from services.engine.service import KnowledgeService
 
     return KnowledgeService(**service_kwargs(args))
 
 
 def service_kwargs(args) -> dict:
-    from services.settings import settings_from_env
+    from services.core.settings import settings_from_env
 
     settings = settings_from_env()
     if getattr(args, "model", None):
@@ -184,7 +184,7 @@ def service_kwargs(args) -> dict:
 
 
 async def run_command(args) -> int:
-    from services.errors import KnowledgeError
+    from services.core.errors import KnowledgeError
 
     try:
         service = (args.command in WARM_COMMANDS and warm_engine(args)) or local_engine(args)
@@ -284,7 +284,7 @@ def health_text(health) -> str:
 
 
 async def cmd_query(args, service) -> int:
-    from services.models import QueryOptions
+    from services.core.models import QueryOptions
 
     options = QueryOptions(workspace=args.path, top_k=args.top_k, strategy=args.strategy,
                            languages=tuple(args.language), path_glob=args.path_glob,

@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from services.errors import KnowledgeError
-from services.evaluation import (
+from services.core.errors import KnowledgeError
+from services.evaluation.metrics import (
     CorpusDocIds, EvalProgress, WorkspaceDocIds, choose_strategies, corpus_workspace, evaluate, format_table,
     load_corpus, load_qrels, load_queries, materialise_corpus, qrels_from_queries,
 )

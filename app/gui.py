@@ -1,6 +1,6 @@
 """GUI entry point: QApplication + qasync loop + the engine process + MainWindow (and --screenshot).
 
-The window talks to KnowledgeService running in a child process (services.engine_process), so
+The window talks to KnowledgeService running in a child process (services.transport.engine_process), so
 ChromaDB and model work never hold the GUI process's GIL.
 """
 
@@ -84,11 +84,11 @@ def prefer_gui_thread() -> None:
 def make_engine(service_kwargs: dict | None, engine_url: str | None, token_file: str | None):
     """The engine the window talks to: a server (--engine-url) or a child process of this app."""
     if engine_url:
-        from services.remote_engine import RemoteEngine, token_from
+        from services.transport.remote import RemoteEngine, token_from
 
         return RemoteEngine(engine_url, token=token_from(token_file),
                             data_dir=(service_kwargs or {}).get("data_dir"))
-    from services.engine_process import EngineProcess
+    from services.transport.engine_process import EngineProcess
 
     return EngineProcess(**(service_kwargs or {}))
 

@@ -12,8 +12,8 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from services.api.paths import check_glob
-from services.errors import KnowledgeError
+from services.transport.paths import check_glob
+from services.core.errors import KnowledgeError
 
 INSTRUCTIONS = ("Semantic code search over indexed workspaces. `search` answers a question with code "
                 "locations (path, lines, symbol, scores); `reindex` brings an index up to date; "
@@ -34,7 +34,7 @@ def build_mcp(engine, registry=None) -> MCPServer:
                              "flag when the file changed since it was indexed.")
     async def search(question: str, workspace: str, strategy: str = "none", top_k: int = 10,
                      languages: list[str] | None = None, path_glob: str = "") -> dict[str, Any]:
-        from services.models import QueryOptions
+        from services.core.models import QueryOptions
 
         async def run():
             check_glob(path_glob)

@@ -1,8 +1,8 @@
 """`knowledge-explorer serve`: the engine as an HTTP service (FastAPI + uvicorn), MCP mounted at /mcp.
 
 One process owns the data dir and keeps a KnowledgeService warm. Every handler calls the service's
-methods; bodies and responses are the dataclasses of services.models and services.api.messages
-(one JSON codec, services.api.codec). Errors are JSON {"error": {"code", "message"}}.
+methods; bodies and responses are the dataclasses of services.core.models and services.core.messages
+(one JSON codec, services.core.codec). Errors are JSON {"error": {"code", "message"}}.
 """
 
 from __future__ import annotations
@@ -23,20 +23,20 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from services.api import codec
-from services.api.messages import (
+from services.core import codec
+from services.core.messages import (
     DocumentRerankRequest, DocumentRerankResponse, IndexRequest, IndexStatus, QueryRequest,
     RerankingConfig, SearchRerankHit, SearchRerankRequest, SearchRerankResponse, WatchRequest, Workspace,
     WorkspaceRequest,
 )
-from services.api.errors import IndexRunning, PathEscape, UnknownWorkspace
-from services.api.paths import check_glob, confined
-from services.api.registry import WorkspaceRegistry
-from services.errors import (
+from services.core.api_errors import IndexRunning, PathEscape, UnknownWorkspace
+from services.transport.paths import check_glob, confined
+from services.transport.registry import WorkspaceRegistry
+from services.core.errors import (
     IndexMissingError, KnowledgeError, ModelLoadError, QueryError, StrategyUnavailable, WorkspaceError,
 )
-from services.models import IndexHealth, QueryResult, StrategyInfo
-from services.ownership import IndexBusyError
+from services.core.models import IndexHealth, QueryResult, StrategyInfo
+from services.storage.ownership import IndexBusyError
 
 log = logging.getLogger(__name__)
 
@@ -336,7 +336,7 @@ def read_text(path: Path) -> str:
 
 async def search_and_rerank(service, root: Path, request: SearchRerankRequest, strategy: str) -> SearchRerankResponse:
     """The spec's search-then-rerank response, from the pipeline's QueryResult."""
-    from services.models import QueryOptions
+    from services.core.models import QueryOptions
 
     options = QueryOptions(workspace=str(root), top_k=request.final_top_k, strategy=strategy,
                            min_relevance=request.min_relevance, expand_context=False)
@@ -384,7 +384,7 @@ def describe(problem: dict) -> str:
 
 # --- `knowledge-explorer serve` ---
 def read_token(token_file: str | None) -> str | None:
-    from services.remote_engine import token_from
+    from services.transport.remote import token_from
 
     token = token_from(token_file)
     if token is not None and len(token) < 16:
@@ -397,8 +397,8 @@ def run_server(service_kwargs: dict, host: str, port: int, token_file: str | Non
     """Own the data dir, load the model, serve until interrupted. `ready(url)` is called once listening."""
     import uvicorn
 
-    from services.knowledge import KnowledgeService
-    from services.settings import default_data_dir
+    from services.engine.service import KnowledgeService
+    from services.core.settings import default_data_dir
 
     token = read_token(token_file)
     if not is_loopback(host) and token is None:

@@ -1,4 +1,4 @@
-"""The label adapter (services/adapter.py) on CoSQA dev: train on one half, measure on the other.
+"""The label adapter (services/retrieval/query_adapter.py) on CoSQA dev: train on one half, measure on the other.
 
     python benchmarks/adapter_cosqa.py --data-dir DIR   # DIR holds the CoSQA corpus index (`eval --corpus`)
 
@@ -18,13 +18,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from services import adapter  # noqa: E402
-from services.embedding import Embedder  # noqa: E402
-from services.evaluation import (  # noqa: E402
+from services.retrieval import query_adapter as adapter  # noqa: E402
+from services.encoders.embedder import Embedder  # noqa: E402
+from services.evaluation.metrics import (  # noqa: E402
     corpus_workspace, load_corpus, load_qrels, load_queries, materialise_corpus,
 )
-from services.settings import Settings  # noqa: E402
-from services.workspace_index import WorkspaceIndex  # noqa: E402
+from services.core.settings import Settings  # noqa: E402
+from services.storage.workspace_index import WorkspaceIndex  # noqa: E402
 
 COSQA = Path("/work/shared/benchmarks/cosqa")
 
@@ -55,7 +55,7 @@ def main(args) -> None:
             positives.append(np.array(rows))
     settings = Settings()
     embedder = Embedder(settings.embedding_model, settings.max_seq_length, settings.embed_batch_size, role="query")
-    queries = index.project(embedder.encode(texts))  # as the index stores them (services/projection.py)
+    queries = index.project(embedder.encode(texts))  # as the index stores them (services/storage/projection.py)
     order = np.random.default_rng(args.seed).permutation(len(texts))
     halves = np.array_split(order, 2)
     print(f"{len(texts)} questions, {len(chunks)} chunks; halves of {len(halves[0])} and {len(halves[1])}")

@@ -28,12 +28,12 @@ import threading
 import time
 from pathlib import Path
 
-from services.embedding import chunk_text
-from services.errors import IndexMissingError
-from services.knowledge import KnowledgeService
-from services.models import QueryOptions
-from services.settings import Settings
-from services.workspace_index import WorkspaceIndex, workspace_root
+from services.encoders.embedder import chunk_text
+from services.core.errors import IndexMissingError
+from services.engine.service import KnowledgeService
+from services.core.models import QueryOptions
+from services.core.settings import Settings
+from services.storage.workspace_index import WorkspaceIndex, workspace_root
 
 from query_latency import percentile, sample_queries  # beside this script
 

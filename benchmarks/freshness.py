@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from services.knowledge import KnowledgeService  # noqa: E402
-from services.models import QueryOptions  # noqa: E402
-from services.scanning import SkipFileError, read_source, scan_workspace  # noqa: E402
-from services.watcher import REINDEX_FINISHED  # noqa: E402
+from services.engine.service import KnowledgeService  # noqa: E402
+from services.core.models import QueryOptions  # noqa: E402
+from services.indexing.scanning import SkipFileError, read_source, scan_workspace  # noqa: E402
+from services.indexing.watcher import REINDEX_FINISHED  # noqa: E402
 
 TOPICS = ["invoice", "parser", "cache", "socket", "matrix", "render", "schedule", "encrypt", "upload", "graph"]
 

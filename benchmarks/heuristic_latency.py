@@ -14,9 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from services.models import Candidate, Chunk, RerankRequest  # noqa: E402
-from services.reranking import create_strategy  # noqa: E402
-from services.settings import Settings  # noqa: E402
+from services.core.models import Candidate, Chunk, RerankRequest  # noqa: E402
+from services.retrieval.strategies import create_strategy  # noqa: E402
+from services.core.settings import Settings  # noqa: E402
 
 BUDGET_MS = 5.0
 WORDS = "entity store search index query chunk session cache token parse save load user file".split()

@@ -12,9 +12,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from services.embedding import chunk_text
-from services.knowledge import KnowledgeService
-from services.workspace_index import WorkspaceIndex, workspace_root
+from services.encoders.embedder import chunk_text
+from services.engine.service import KnowledgeService
+from services.storage.workspace_index import WorkspaceIndex, workspace_root
 
 REPO = Path(__file__).resolve().parents[1]
 

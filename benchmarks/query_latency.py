@@ -18,9 +18,9 @@ from pathlib import Path
 
 import platformdirs
 
-from services.knowledge import KnowledgeService
-from services.models import QueryOptions
-from services.workspace_index import WorkspaceIndex, workspace_root
+from services.engine.service import KnowledgeService
+from services.core.models import QueryOptions
+from services.storage.workspace_index import WorkspaceIndex, workspace_root
 
 PACKAGES = ("chromadb", "pyqtgraph", "sentence_transformers", "pygments")
 STAGES = ("embed", "search", "rerank", "expand", "total")

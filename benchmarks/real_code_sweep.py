@@ -26,11 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from services.chunking import chunk_file
-from services.embedding import Embedder
-from services.models import count_by_reason
-from services.scanning import SkipFileError, read_source, scan_workspace
-from services.settings import Settings
+from services.indexing.chunking import chunk_file
+from services.encoders.embedder import Embedder
+from services.core.models import count_by_reason
+from services.indexing.scanning import SkipFileError, read_source, scan_workspace
+from services.core.settings import Settings
 
 SITE_PACKAGES = Path(sys.prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
 SNAPSHOTS = [Path("/work/scratch/swe/sphinx"), Path("/work/scratch/swe/pytest")]
@@ -109,7 +109,7 @@ class StandInEmbedder(Embedder):
 
 
 async def index_snapshots(roots: list[Path], data_dir: Path, stand_in: bool, settings: Settings) -> None:
-    from services.knowledge import KnowledgeService
+    from services.engine.service import KnowledgeService
 
     service = KnowledgeService(settings, data_dir=data_dir)
     if stand_in:

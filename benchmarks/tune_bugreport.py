@@ -22,10 +22,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from services.evaluation import load_qrels, load_queries  # noqa: E402
-from services.knowledge import KnowledgeService  # noqa: E402
-from services.models import QueryOptions, RerankRequest  # noqa: E402
-from services.reranking.bugreport import MATCHED, RANKED, SIGNALS, gather  # noqa: E402
+from services.evaluation.metrics import load_qrels, load_queries  # noqa: E402
+from services.engine.service import KnowledgeService  # noqa: E402
+from services.core.models import QueryOptions, RerankRequest  # noqa: E402
+from services.retrieval.strategies.bugreport import MATCHED, RANKED, SIGNALS, gather  # noqa: E402
 
 LABELS = Path("/work/shared/benchmarks/swe")
 VALUES = [0, 0.25, 0.5, 1, 2, 4]

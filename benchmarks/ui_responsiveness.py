@@ -30,8 +30,8 @@ from app.gui import prefer_gui_thread  # noqa: E402
 from PySide6.QtCore import QSettings, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from services.engine_process import EngineProcess  # noqa: E402
-from services.knowledge import KnowledgeService  # noqa: E402
+from services.transport.engine_process import EngineProcess  # noqa: E402
+from services.engine.service import KnowledgeService  # noqa: E402
 from ui.main_window import MainWindow  # noqa: E402
 from ui.theme import apply_theme  # noqa: E402
 

@@ -73,7 +73,7 @@ def main() -> int:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from services.knowledge import KnowledgeService
+    from services.engine.service import KnowledgeService
     from ui.main_window import MainWindow
     from ui.theme import apply_theme
 

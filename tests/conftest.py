@@ -30,7 +30,7 @@ def indexed_sample(root: Path):
     is closed when the generator ends (for module-scoped fixtures, where indexing is the slow part)."""
     import asyncio
 
-    from services.knowledge import KnowledgeService
+    from services.engine.service import KnowledgeService
 
     workspace = copy_sample(root / "workspace")
     service = KnowledgeService(data_dir=root / "data")
@@ -51,7 +51,7 @@ def data_dir(tmp_path) -> Path:
 
 @pytest.fixture
 def service(data_dir):
-    from services.knowledge import KnowledgeService
+    from services.engine.service import KnowledgeService
 
     svc = KnowledgeService(data_dir=data_dir)
     yield svc

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services import adapter
-from services.evaluation import evaluate, load_queries, qrels_from_queries
-from services.labels import default_labels_file, record_label
-from services.models import QueryOptions
+from services.retrieval import query_adapter as adapter
+from services.evaluation.metrics import evaluate, load_queries, qrels_from_queries
+from services.evaluation.labels import default_labels_file, record_label
+from services.core.models import QueryOptions
 
 
 def _skewed_task(n_docs=150, dim=24, seed=1):
@@ -160,8 +160,8 @@ async def test_eval_on_the_labelled_sample_workspace_runs_the_new_strategies(ind
 
 @pytest.mark.slow
 async def test_bug_report_signals_explain_its_scores(indexed):
-    from services.models import RerankRequest
-    from services.reranking import create_strategy
+    from services.core.models import RerankRequest
+    from services.retrieval.strategies import create_strategy
 
     service, workspace = indexed
     strategy = create_strategy("bug-report", service.settings)

@@ -12,8 +12,8 @@ import urllib.request
 
 import pytest
 
-from services.knowledge import KnowledgeService
-from services.models import QueryOptions
+from services.engine.service import KnowledgeService
+from services.core.models import QueryOptions
 
 
 def free_port() -> int:

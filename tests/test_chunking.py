@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from services.chunking import chunk_file, count_references
-from services.models import Chunk
-from services.scanning import read_source, scan_workspace
-from services.settings import Settings
+from services.indexing.chunking import chunk_file, count_references
+from services.core.models import Chunk
+from services.indexing.scanning import read_source, scan_workspace
+from services.core.settings import Settings
 
 SAMPLE = Path(__file__).parent / "sample_workspace"
 SETTINGS = Settings()

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, example, given, settings as hypothesis_settings, strategies as st
 
-from services.chunking import chunk_file
-from services.chunking.languages import GRAMMARS
-from services.scanning import SkipFileError, read_source, scan_workspace
-from services.settings import Settings
+from services.indexing.chunking import chunk_file
+from services.indexing.chunking.languages import GRAMMARS
+from services.indexing.scanning import SkipFileError, read_source, scan_workspace
+from services.core.settings import Settings
 
 LANGUAGES = sorted(GRAMMARS) + ["markdown", "text"]
 SMALL = Settings(max_chunk_lines=12, max_chunk_chars=120, text_window_lines=8, text_window_overlap=3)

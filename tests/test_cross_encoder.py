@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from services.errors import StrategyUnavailable
-from services.reranking import create_strategy
-from services.reranking.cross_encoder import load_model, pair_text
-from services.settings import Settings
+from services.core.errors import StrategyUnavailable
+from services.retrieval.strategies import create_strategy
+from services.retrieval.strategies.cross_encoder import load_model, pair_text
+from services.core.settings import Settings
 from tests.helpers.reranking import chunk, names, ranked, request
 from tests.helpers.tiny_cross_encoder import build_tiny_cross_encoder, direct_logits
 

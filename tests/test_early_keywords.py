@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from services.embedding import Embedder
-from services.knowledge import KnowledgeService
-from services.models import QueryOptions
-from services.settings import Settings
-from services.workspace_index import WorkspaceIndex, workspace_root
+from services.encoders.embedder import Embedder
+from services.engine.service import KnowledgeService
+from services.core.models import QueryOptions
+from services.core.settings import Settings
+from services.storage.workspace_index import WorkspaceIndex, workspace_root
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ import os
 import numpy as np
 import pytest
 
-from services.embedding import Embedder, bundled_model_path
+from services.encoders.embedder import Embedder, bundled_model_path
 from services.encoders import EncoderSpec, backend_names, choose_device, create_encoder
 from services.encoders import device as device_module
-from services.errors import ModelLoadError
+from services.core.errors import ModelLoadError
 
 SAMPLES = ["def read_config(path):\n    with open(path) as f:\n        return json.load(f)",
            "how do I sort a dictionary by value", "class Stack:\n    def push(self, item): ...\n" * 4]
@@ -137,9 +137,9 @@ def test_the_runtime_tokenizer_matches_autotokenizer():
 
 @pytest.mark.slow
 async def test_backend_or_format_change_rebuilds_and_says_why(data_dir, workspace):
-    from services.knowledge import KnowledgeService
-    from services.settings import Settings
-    from services.workspace_index import WorkspaceIndex, workspace_root
+    from services.engine.service import KnowledgeService
+    from services.core.settings import Settings
+    from services.storage.workspace_index import WorkspaceIndex, workspace_root
 
     first = KnowledgeService(Settings(embedding_backend="torch"), data_dir=data_dir)
     await first.index(workspace)

@@ -7,9 +7,9 @@ import threading
 
 import pytest
 
-from services.engine_process import EngineProcess, EngineStopped
-from services.errors import QueryError, WorkspaceError
-from services.models import QueryOptions
+from services.transport.engine_process import EngineProcess, EngineStopped
+from services.core.errors import QueryError, WorkspaceError
+from services.core.models import QueryOptions
 
 
 @pytest.fixture
@@ -65,8 +65,8 @@ async def test_a_crashed_engine_is_reported_and_restarted(engine, workspace):
 
 
 async def test_the_engine_owns_the_data_dir_and_watch_events_cross_the_pipe(engine, workspace, data_dir):
-    from services.ownership import read_owner
-    from services.watcher import REINDEX_FINISHED
+    from services.storage.ownership import read_owner
+    from services.indexing.watcher import REINDEX_FINISHED
 
     await engine.index(workspace)
     assert read_owner(data_dir).kind == "gui" and read_owner(data_dir).pid == engine._process.pid

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from services.evaluation import (
+from services.evaluation.metrics import (
     CorpusDocIds, CorpusItem, EvalReport, LabelledQuery, RelevantItem, StrategyReport, WorkspaceDocIds,
     compute_metrics, format_table, load_corpus, load_qrels, load_queries, materialise_corpus, percentile,
     qrels_from_queries, ranked_doc_ids,
 )
-from services.labels import default_labels_file, labels_for, query_id, record_label
-from services.models import Chunk, QueryResult, ResultChunk
+from services.evaluation.labels import default_labels_file, labels_for, query_id, record_label
+from services.core.models import Chunk, QueryResult, ResultChunk
 
 
 # --------------------------------------------------------------------------- metrics by hand
@@ -216,8 +216,8 @@ QUERIES = [("q1", "python check if number is prime", "c-prime"),
 def service(tmp_path_factory):
     import os
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from services.knowledge import KnowledgeService
-    from services.settings import Settings
+    from services.engine.service import KnowledgeService
+    from services.core.settings import Settings
     svc = KnowledgeService(Settings(), data_dir=tmp_path_factory.mktemp("data"))
     yield svc
     svc.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.reranking._ranking import WordCounts, contains_word, count_words
+from services.retrieval.strategies._ranking import WordCounts, contains_word, count_words
 
 WORDS = st.sampled_from(["save", "Save", "note_store", "x2", "über", "c++", "a.b", "self", "__init__", "é", "`save", "save()"])
 TEXT = st.lists(st.one_of(WORDS, st.text(alphabet=" _.,()+-\n\tabcSAVE2éü", max_size=6)), max_size=30).map("".join)
@@ -28,7 +28,7 @@ def test_word_counts_examples():
 @settings(max_examples=300, deadline=None)
 @given(text=TEXT, words=st.lists(WORDS.map(str.lower), max_size=6))
 def test_keyword_sets_match_the_per_keyword_loops(text, words):
-    from services.reranking._ranking import Keywords
+    from services.retrieval.strategies._ranking import Keywords
 
     keywords, counts = Keywords(words), WordCounts(text)
     distinct = list(dict.fromkeys(words))

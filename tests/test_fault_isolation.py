@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-import services.indexer as indexer_module
+import services.indexing.indexer as indexer_module
 from app.cli import main as cli_main
-from services.embedding import Embedder
-from services.errors import IndexStoreError
-from services.knowledge import KnowledgeService
-from services.settings import Settings
-from services.store import VectorStore
-from services.workspace_index import WorkspaceIndex, workspace_root
+from services.encoders.embedder import Embedder
+from services.core.errors import IndexStoreError
+from services.engine.service import KnowledgeService
+from services.core.settings import Settings
+from services.storage.vector_store import VectorStore
+from services.storage.workspace_index import WorkspaceIndex, workspace_root
 
 pytestmark = pytest.mark.slow
 

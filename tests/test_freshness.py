@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from services.errors import WorkspaceError
-from services.knowledge import KnowledgeService
-from services.models import QueryOptions
-from services.ownership import IndexBusyError, read_owner
-from services.watcher import REINDEX_FINISHED, STALE, WorkspaceWatcher
-from services.workspace_index import WorkspaceIndex, workspace_root
+from services.core.errors import WorkspaceError
+from services.engine.service import KnowledgeService
+from services.core.models import QueryOptions
+from services.storage.ownership import IndexBusyError, read_owner
+from services.indexing.watcher import REINDEX_FINISHED, STALE, WorkspaceWatcher
+from services.storage.workspace_index import WorkspaceIndex, workspace_root
 
 ROOT = Path(__file__).resolve().parents[1]
 NEW_FUNCTION = '''
@@ -33,7 +33,7 @@ NOTE_FILE = "notes/store.py"
 # A process that owns a data dir (as `knowledge-explorer serve` would) until its stdin closes.
 OWNER_SCRIPT = """
 import sys
-from services.knowledge import KnowledgeService
+from services.engine.service import KnowledgeService
 service = KnowledgeService(data_dir=sys.argv[1], kind="server")
 service.owner_lock.require()
 print("owner", flush=True)

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from services.errors import IndexMissingError, ModelLoadError, WorkspaceError
-from services.knowledge import KnowledgeService
-from services.models import QueryOptions
-from services.settings import Settings
-from services.workspace_index import WorkspaceIndex, workspace_root
+from services.core.errors import IndexMissingError, ModelLoadError, WorkspaceError
+from services.engine.service import KnowledgeService
+from services.core.models import QueryOptions
+from services.core.settings import Settings
+from services.storage.workspace_index import WorkspaceIndex, workspace_root
 
 
 def stored_state(service: KnowledgeService, workspace) -> tuple[dict, set, set]:
@@ -143,7 +143,7 @@ async def test_deleted_index_folder_gives_clear_error_then_rebuilds(service, wor
 
 
 async def test_model_change_forces_rebuild_and_says_why(data_dir, workspace):
-    from services.embedding import bundled_model_path
+    from services.encoders.embedder import bundled_model_path
 
     first = KnowledgeService(data_dir=data_dir)
     await first.index(workspace)

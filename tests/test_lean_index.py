@@ -9,12 +9,12 @@ import zlib
 
 import pytest
 
-from services.errors import IndexMissingError
-from services.keyword_index import KeywordIndex
-from services.knowledge import KnowledgeService
-from services.models import QueryOptions
-from services.settings import Settings
-from services.store import VectorStore
+from services.core.errors import IndexMissingError
+from services.storage.keyword_index import KeywordIndex
+from services.engine.service import KnowledgeService
+from services.core.models import QueryOptions
+from services.core.settings import Settings
+from services.storage.vector_store import VectorStore
 
 QUESTIONS = ("save a note to disk", "tokenize keywords in a query", "parse command line arguments")
 REDUCED = Settings(reduce_from_chunks=20, vector_dimensions=32, projection_sample=400)  # 121 chunks here
@@ -134,8 +134,8 @@ async def test_a_catalogue_of_format_2_is_rebuilt_and_says_why(tmp_path, workspa
 
 
 def test_the_saved_keyword_index_answers_like_the_one_in_memory(tmp_path, workspace):
-    from services.chunking import chunk_file
-    from services.scanning import read_source, scan_workspace
+    from services.indexing.chunking import chunk_file
+    from services.indexing.scanning import read_source, scan_workspace
 
     settings = Settings()
     chunks = []

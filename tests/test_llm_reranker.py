@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from services.errors import StrategyUnavailable
-from services.reranking import create_strategy
-from services.reranking.llm import parse_scores
-from services.settings import Settings
+from services.core.errors import StrategyUnavailable
+from services.retrieval.strategies import create_strategy
+from services.retrieval.strategies.llm import parse_scores
+from services.core.settings import Settings
 from tests.helpers.chat_server import ChatServer
 from tests.helpers.reranking import chunk, names, ranked, request
 

@@ -6,12 +6,12 @@ import time
 
 import pytest
 
-from services import pipeline
-from services.errors import IndexMissingError, QueryError, WorkspaceError
-from services.knowledge import KnowledgeService
-from services.models import Candidate, Chunk, QueryOptions
-from services.reranking import strategy_names
-from services.settings import Settings
+from services.retrieval import pipeline
+from services.core.errors import IndexMissingError, QueryError, WorkspaceError
+from services.engine.service import KnowledgeService
+from services.core.models import Candidate, Chunk, QueryOptions
+from services.retrieval.strategies import strategy_names
+from services.core.settings import Settings
 from tests.conftest import indexed_sample
 from tests.helpers.tiny_cross_encoder import build_tiny_cross_encoder
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from services.models import Chunk
-from services.query_signals import NameTable, extract, is_long, looks_like_code
+from services.core.models import Chunk
+from services.retrieval.query_signals import NameTable, extract, is_long, looks_like_code
 
 REPORT = '''caplog.get_records and caplog.clear conflict
 # Description
@@ -102,8 +102,8 @@ def test_name_table_matches_symbols_by_rarity_and_files_by_path_or_module():
 
 
 def test_bm25_terms_favour_identifiers_and_are_capped():
-    from services.reranking.bugreport import bm25_weights
-    from services.settings import Settings
+    from services.retrieval.strategies.bugreport import bm25_weights
+    from services.core.settings import Settings
 
     settings = Settings(bugreport_max_terms=6)
     weights = bm25_weights(extract(REPORT), settings)

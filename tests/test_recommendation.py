@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.evaluation import format_table, score_rankings
+from services.evaluation.metrics import format_table, score_rankings
 
 
 def rankings_where(better_on: int, queries: int) -> tuple[dict, dict]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from services.scanning import SkipFileError, file_hash, read_source, scan_workspace
+from services.indexing.scanning import SkipFileError, file_hash, read_source, scan_workspace
 
 SAMPLE = Path(__file__).parent / "sample_workspace"
 

@@ -12,8 +12,8 @@ import time
 import httpx
 import pytest
 
-from services.api.codec import decode
-from services.models import QueryResult
+from services.core.codec import decode
+from services.core.models import QueryResult
 from tests.conftest import copy_sample
 from tests.helpers.engine_server import ROOT, cli, env, register
 
@@ -133,7 +133,7 @@ def test_a_token_is_required_when_the_app_is_built_with_one(tmp_path, capfd):
     import uvicorn
 
     from app.server import build_app
-    from services.knowledge import KnowledgeService
+    from services.engine.service import KnowledgeService
 
     token = "s3cret-token-for-tests"
     service = KnowledgeService(data_dir=tmp_path / "data")

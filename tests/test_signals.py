@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.reranking import create_strategy
-from services.reranking._ranking import apply_signals
-from services.settings import Settings
+from services.retrieval.strategies import create_strategy
+from services.retrieval.strategies._ranking import apply_signals
+from services.core.settings import Settings
 from tests.helpers.reranking import by_name, chunk, keyword_hits, ranked, request
 
 OFFLINE = ["none", "keyword-boost", "rrf", "hybrid", "heuristic", "metadata"]

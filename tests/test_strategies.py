@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from services.models import Availability
-from services.reranking import PROBABILITY, RELATIVE, SIMILARITY, create_strategy, strategy_names
-from services.reranking.metadata import detect_intent
-from services.reranking.rrf import keyword_frequency
-from services.settings import Settings
+from services.core.models import Availability
+from services.retrieval.strategies import PROBABILITY, RELATIVE, SIMILARITY, create_strategy, strategy_names
+from services.retrieval.strategies.metadata import detect_intent
+from services.retrieval.strategies.rrf import keyword_frequency
+from services.core.settings import Settings
 from tests.helpers.reranking import by_name, chunk, keyword_hits, names, ranked, request
 
 SETTINGS = Settings()

@@ -10,7 +10,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from services.errors import KnowledgeError
+from services.core.errors import KnowledgeError
 
 log = logging.getLogger(__name__)
 

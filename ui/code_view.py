@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QTextEdit, QVBoxLayout, QWidget,
 )
 
-from services.models import ResultChunk
+from services.core.models import ResultChunk
 from ui.editor import AUTO, EditorError, open_at_line
 
 PYGMENTS_STYLE = "default"

@@ -1,9 +1,9 @@
 """Compare view: one question, or a labelled query set, through every available strategy at once.
 
 Rankings appear as columns (one per strategy, rows = rank); a query set gives a metrics table and
-bar charts (quality metrics, latency). The evaluation loop lives in services.evaluation; this widget
+bar charts (quality metrics, latency). The evaluation loop lives in services.evaluation.metrics; this widget
 only starts it on the qasync loop, shows progress, lets the user cancel, and displays the outcome.
-Right-click a ranked result to label it relevant / not relevant (services.labels.record_label).
+Right-click a ranked result to label it relevant / not relevant (services.evaluation.labels.record_label).
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from PySide6.QtWidgets import (
     QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget,
 )
 
-from services.evaluation import (
+from services.evaluation.metrics import (
     BASELINE, COLUMNS, PRIMARY, EvalProgress, EvalReport, LabelledQuery, Qrels, Recommendation, WorkspaceDocIds,
     choose_strategies, evaluate, load_default_strategy, load_qrels, load_queries, qrels_from_queries,
     save_default_strategy,
 )
-from services.labels import default_labels_file, labels_for, record_label
-from services.models import QueryOptions, QueryResult, ResultChunk
+from services.evaluation.labels import default_labels_file, labels_for, record_label
+from services.core.models import QueryOptions, QueryResult, ResultChunk
 from ui.async_runner import AsyncRunner, describe_error
 from ui.ranking_model import movement
 
@@ -204,7 +204,7 @@ class CompareView(QWidget):
 
     # ------------------------------------------------------------------ small API
     def set_workspace(self, path: str | Path | None) -> None:
-        """Also points labels at the workspace's default labels file (see services.labels)."""
+        """Also points labels at the workspace's default labels file (see services.evaluation.labels)."""
         self.workspace = str(path or "")
         self.results = {}
         self.show_rankings({})

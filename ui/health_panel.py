@@ -10,7 +10,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout, QWidget,
 )
 
-from services.models import IndexHealth, ProgressEvent
+from services.core.models import IndexHealth, ProgressEvent
 
 # badge state -> (css state name)
 UP_TO_DATE, STALE, NEEDS_REINDEX, NOT_INDEXED, UNKNOWN, FAILED = (

@@ -20,12 +20,12 @@ from PySide6.QtWidgets import (
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the window talks to an engine process; the engine itself is not loaded here
-    from services.knowledge import KnowledgeService
-from services.labels import default_labels_file, record_label
-from services.models import IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, StrategyInfo
-from services.ownership import IndexBusyError
-from services.watcher import REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WatchEvent
-from services.settings import DEFAULT_STRATEGY
+    from services.engine.service import KnowledgeService
+from services.evaluation.labels import default_labels_file, record_label
+from services.core.models import IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, StrategyInfo
+from services.storage.ownership import IndexBusyError
+from services.indexing.watcher import REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WatchEvent
+from services.core.settings import DEFAULT_STRATEGY
 from ui.async_runner import AsyncRunner
 from ui.code_view import CodeView, preload_lexers
 from ui.editor import AUTO, CUSTOM, PRESETS

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout, QWidget,
 )
 
-from services.models import StrategyInfo
+from services.core.models import StrategyInfo
 
 StrategyNameRole = Qt.ItemDataRole.UserRole + 1
 _LAST_WORD = re.compile(r"[\w.]*$")

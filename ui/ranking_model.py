@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor, QFont
 
-from services.models import QueryResult, ResultChunk
+from services.core.models import QueryResult, ResultChunk
 
 ORIGINAL = "original"
 RERANKED = "reranked"

@@ -1,4 +1,4 @@
-"""Why a result has its reranked score: one bar per signal (services.models.Signal), and its rank
+"""Why a result has its reranked score: one bar per signal (services.core.models.Signal), and its rank
 in the vector ranking against its reranked rank."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from PySide6.QtWidgets import (
     QHeaderView, QLabel, QStyledItemDelegate, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
-from services.models import ResultChunk, Signal
+from services.core.models import ResultChunk, Signal
 from ui.ranking_model import DOWN_COLOR, UP_COLOR, movement, symbol_text
 
 BarRole = Qt.ItemDataRole.UserRole + 21  # signed fraction -1..1 of the widest bar

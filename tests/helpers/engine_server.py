@@ -26,7 +26,7 @@ def env() -> dict:
 
 def start_server(data_dir: Path, log: Path, *extra: str) -> tuple[subprocess.Popen, str]:
     """Start the server and wait (polling, with a deadline) until its owner JSON names its URL."""
-    from services.ownership import read_owner
+    from services.storage.ownership import read_owner
 
     with open(log, "w") as out:
         process = subprocess.Popen(cli("serve", "--data-dir", str(data_dir), "--port", "0", *extra),

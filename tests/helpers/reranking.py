@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from services.models import Candidate, Chunk, RerankRequest
+from services.core.models import Candidate, Chunk, RerankRequest
 
 LONG_BODY = "\n".join(f"    line_{i} = compute(value_{i})" for i in range(6))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from services.models import Chunk, IndexHealth, QueryResult, ResultChunk, SkippedFile, StaleFile
+from services.core.models import Chunk, IndexHealth, QueryResult, ResultChunk, SkippedFile, StaleFile
 
 
 def chunk(path: str, start: int, end: int, symbol: str, kind: str = "function",

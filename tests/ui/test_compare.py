@@ -8,8 +8,8 @@ import json
 import pytest
 from PySide6.QtCore import Qt
 
-from services.evaluation import EvalReport, StrategyReport, load_queries
-from services.knowledge import KnowledgeService
+from services.evaluation.metrics import EvalReport, StrategyReport, load_queries
+from services.engine.service import KnowledgeService
 from ui.compare import CompareView, ResultRole
 from tests.ui.factories import sample_result
 
@@ -162,7 +162,7 @@ def test_selecting_a_result_selects_it_in_every_strategy_column(qtbot, loop):
 
 
 def test_labels_go_to_the_workspace_default_file_in_the_data_dir(qtbot, loop, service, tmp_path):
-    from services.labels import default_labels_file
+    from services.evaluation.labels import default_labels_file
     widget = CompareView(service)
     qtbot.addWidget(widget)
     widget.set_workspace(tmp_path / "proj")
@@ -171,7 +171,7 @@ def test_labels_go_to_the_workspace_default_file_in_the_data_dir(qtbot, loop, se
 
 def report_with_per_query_scores(queries: int, better_on: int) -> EvalReport:
     """hybrid finds each query's document at rank 1 on the first `better_on` queries, `none` at rank 2."""
-    from services.evaluation import score_rankings
+    from services.evaluation.metrics import score_rankings
     qrels = {f"q{i}": {f"d{i}": 1} for i in range(queries)}
     none = {f"q{i}": ["x", f"d{i}"] for i in range(queries)}
     hybrid = {f"q{i}": [f"d{i}"] if i < better_on else ["x", "y", "z"] for i in range(queries)}

@@ -19,8 +19,8 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QKeySequence
 from PySide6.QtTest import QTest
 
-from services.knowledge import KnowledgeService
-from services.models import Chunk, ResultChunk
+from services.engine.service import KnowledgeService
+from services.core.models import Chunk, ResultChunk
 from ui.code_view import CodeView, lexer_for
 from ui.editor import CUSTOM, ENVIRONMENT, JETBRAINS, SUBLIME, VSCODE, EditorError, editor_command, open_at_line
 from ui.main_window import MainWindow

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from services.models import Chunk, QueryResult, ResultChunk
+from services.core.models import Chunk, QueryResult, ResultChunk
 from ui.code_view import CodeView
 from ui.health_panel import HealthPanel, badge_for
 from ui.ranking_model import location_text
-from services.models import IndexHealth
+from services.core.models import IndexHealth
 
 
 def result(*stale: str) -> QueryResult:

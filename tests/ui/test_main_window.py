@@ -17,8 +17,8 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 
-from services.knowledge import KnowledgeService
-from services.models import QueryOptions
+from services.engine.service import KnowledgeService
+from services.core.models import QueryOptions
 from ui.main_window import MainWindow
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"
@@ -327,8 +327,8 @@ def test_switching_strategy_reruns_the_question(qtbot, window, workspace):
 
 
 def test_marking_results_relevant_writes_the_labelled_query_set(qtbot, window, workspace, service):
-    from services.evaluation import load_queries
-    from services.labels import default_labels_file
+    from services.evaluation.metrics import load_queries
+    from services.evaluation.labels import default_labels_file
 
     ensure_indexed(qtbot, window, workspace)
     result = run_query(qtbot, window, "save a note to disk", "keyword-boost")

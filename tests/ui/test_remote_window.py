@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from app.gui import make_engine
-from services.remote_engine import RemoteEngine
+from services.transport.remote import RemoteEngine
 from ui.main_window import MainWindow
 
 pytestmark = pytest.mark.slow

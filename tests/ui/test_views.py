@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
-from services.models import ProgressEvent, StrategyInfo
+from services.core.models import ProgressEvent, StrategyInfo
 from tests.ui.factories import SKIPPED, STALE, sample_health, sample_result
 from ui.code_view import CodeView
 from ui.health_panel import HealthPanel, badge_for, progress_text

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 from PySide6.QtCore import Qt
 
-from services.models import Signal, StrategyInfo
-from services.reranking import create_strategy, strategy_info
-from services.settings import Settings
+from services.core.models import Signal, StrategyInfo
+from services.retrieval.strategies import create_strategy, strategy_info
+from services.core.settings import Settings
 from tests.ui.factories import sample_result
 from ui.ranking_model import ScoreBarRole
 from ui.results_view import ResultsView

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from services.knowledge import KnowledgeService
-from services.reranking._ranking import apply_signals
-from services.settings import DEFAULT_STRATEGY
+from services.engine.service import KnowledgeService
+from services.retrieval.strategies._ranking import apply_signals
+from services.core.settings import DEFAULT_STRATEGY
 from ui.main_window import MainWindow
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"

@@ -1,0 +1,158 @@
+"""Request and response types of the engine's service API (HTTP and MCP), beside services.core.models.
+
+Plain dataclasses: FastAPI validates request bodies against them and the remote client decodes
+responses with services.core.codec. Limits (top_k, documents) are checked here, so every face of
+the API rejects the same bad input with the same message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from typing import Annotated
+
+from pydantic import Field
+
+from services.core.models import IndexReport, ProgressEvent, QueryOptions
+
+MAX_TOP_K = 100
+MAX_DOCUMENTS = 200
+MAX_DOCUMENT_CHARS = 20_000
+MAX_QUESTION_CHARS = 2_000
+
+TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K)]
+Question = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS)]
+
+
+@dataclass(frozen=True)
+class WorkspaceRequest:
+    path: str  # a folder on the server's machine
+
+
+@dataclass(frozen=True)
+class Workspace:
+    id: str  # services.storage.workspace_index.workspace_key of the folder
+    path: str
+
+
+@dataclass(frozen=True)
+class QueryRequest:
+    """QueryOptions without the workspace (it is in the URL), plus the question."""
+
+    question: Question
+    top_k: TopK = 10
+    strategy: str = "none"
+    min_relevance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.2
+    languages: tuple[str, ...] = ()
+    path_glob: str = ""
+    context_lines: Annotated[int, Field(ge=0, le=200)] = 5
+    expand_context: bool = True
+    use_cache: bool = True
+
+    def options(self, workspace: str) -> QueryOptions:
+        return QueryOptions(workspace=workspace, top_k=self.top_k, strategy=self.strategy,
+                            min_relevance=self.min_relevance, languages=tuple(self.languages),
+                            path_glob=self.path_glob, context_lines=self.context_lines,
+                            expand_context=self.expand_context, use_cache=self.use_cache)
+
+
+@dataclass(frozen=True)
+class RerankingConfig:
+    """PUT …/reranking/config (cross-encoder-reranking.md "Configure Re-ranker"), plus the default strategy."""
+
+    strategy: str = "cross-encoder"
+    model_name: str | None = None
+    batch_size: Annotated[int, Field(ge=1, le=512)] = 32
+    max_input_length: Annotated[int, Field(ge=16, le=4096)] = 512
+    score_threshold: float = 0.0
+    normalize_scores: bool = True
+
+
+@dataclass(frozen=True)
+class SearchRerankRequest:
+    """POST …/search/rerank (the spec's "Re-rank Search Results")."""
+
+    query_text: Question
+    initial_top_k: TopK = 50  # accepted for the spec; the pool is the strategy's own (pool_size: 2 x top_k, 50)
+    final_top_k: TopK = 5
+    enable_reranking: bool = True
+    strategy: str | None = None  # default: the workspace's reranking config
+    min_relevance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.2
+
+
+@dataclass(frozen=True)
+class SearchRerankHit:
+    vector_id: str
+    original_score: float | None
+    rerank_score: float
+    final_score: float
+    metadata: dict  # path, start_line, end_line, symbol, kind, language, text, stale
+
+
+@dataclass(frozen=True)
+class SearchRerankResponse:
+    results: list[SearchRerankHit]
+    total_candidates: int
+    total_returned: int
+    search_time_ms: float
+    reranking_time_ms: float
+    total_time_ms: float
+    model: str
+    strategy: str
+    reranked: bool
+    fallback_reason: str | None
+
+
+@dataclass(frozen=True)
+class DocumentRerankRequest:
+    """POST /v1/rerank (the spec's "Standalone Re-ranking")."""
+
+    query: Question
+    documents: Annotated[list[Annotated[str, Field(max_length=MAX_DOCUMENT_CHARS)]],
+                         Field(min_length=1, max_length=MAX_DOCUMENTS)]
+    top_k: TopK | None = None
+    strategy: str = "cross-encoder"
+
+
+@dataclass(frozen=True)
+class DocumentScore:
+    index: int  # position in the request's documents
+    score: float  # the strategy's score (the cosine similarity when it fell back)
+    text: str
+    original_score: float  # cosine similarity of the query and the document
+    original_rank: int
+
+
+@dataclass(frozen=True)
+class DocumentRerankResponse:
+    results: list[DocumentScore]
+    strategy: str
+    model: str
+    reranked: bool
+    fallback_reason: str | None
+    embedding_time_ms: float
+    reranking_time_ms: float
+    total_time_ms: float
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    """An index run on the server: GET …/index, and each server-sent event of …/index/events."""
+
+    workspace: str
+    state: str  # "idle", "running", "done", "cancelled", "failed"
+    progress: ProgressEvent | None = None
+    report: IndexReport | None = None
+    error: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+
+
+@dataclass(frozen=True)
+class IndexRequest:
+    full: bool = False
+
+
+@dataclass(frozen=True)
+class WatchRequest:
+    auto_reindex: bool = True  # index changes as they happen, else only report stale files

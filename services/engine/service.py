@@ -1,0 +1,458 @@
+"""KnowledgeService: the engine's one public entry point (async, Qt-free).
+
+The UI and the CLI use only this class and the types in services.core.models. Long work runs in
+worker threads (one for indexing, two for queries); progress callbacks are delivered on the
+caller's event loop, so a Qt slot connected through qasync runs on the GUI thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from dataclasses import replace
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from cachetools import LRUCache, TTLCache
+
+from services.retrieval import context, pipeline
+from services.encoders.embedder import Embedder
+from services.core.errors import KnowledgeError, QueryError, WorkspaceError
+from services.indexing.health import index_health, stale_files
+from services.indexing.indexer import Indexer, refresh_keywords
+from services.core.models import (
+    IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, RelevantFile, RerankRequest,
+    StrategyInfo,
+)
+from services.storage.ownership import Owner, OwnerLock, read_owner
+from services.retrieval.strategies import create_strategy, strategy_info, strategy_names
+from services.core.settings import Settings, default_data_dir  # noqa: F401 (re-exported)
+from services.indexing.watcher import (
+    REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WATCHING, WatchEvent, WorkspaceWatcher,
+)
+from services.storage.workspace_index import WorkspaceIndex, workspace_root
+
+ProgressCallback = Callable[[ProgressEvent], None]
+WatchCallback = Callable[[WatchEvent], None]
+KEYWORD_REFRESH_DELAY = 3.0  # seconds without automatic runs before the keyword index is rebuilt
+
+
+def encoder_cache_dir(data_dir: Path) -> Path:
+    """Where exported encoders are kept: KE_ENCODER_CACHE_DIR (shared by several data dirs,
+    e.g. the test suite's), else the data dir's `encoders` folder."""
+    return Path(os.environ.get("KE_ENCODER_CACHE_DIR") or data_dir / "encoders")
+
+
+class _Watch:
+    """One watched workspace: its watcher, whether changes are indexed, where events go."""
+
+    def __init__(self, index: WorkspaceIndex, auto_reindex: bool, emit: Callable[[WatchEvent], None]) -> None:
+        self.index = index
+        self.auto_reindex = auto_reindex
+        self.emit = emit
+        self.cancel = threading.Event()  # set by unwatch(): stops a run in progress
+        self.watcher: WorkspaceWatcher | None = None
+
+
+class KnowledgeService:
+    """The engine. It owns its data dir (services.storage.ownership) from construction to close(): while
+    another process owns it, every workspace call raises IndexBusyError naming that owner."""
+
+    def __init__(self, settings: Settings | None = None, *, data_dir: str | Path | None = None,
+                 chroma_url: str | None = None, kind: str = "cli") -> None:
+        self.settings = settings or Settings()
+        self.data_dir = Path(data_dir) if data_dir else default_data_dir()
+        self.owner_lock = OwnerLock(self.data_dir, kind)
+        try:
+            self.owner_lock.acquire()  # if busy, each call tries again and names the owner
+        except KnowledgeError:
+            pass  # an unusable data dir: each call reports it
+        self.chroma_url = chroma_url
+        self.embedder = self._embedder("query", threads=1)  # one short question: one thread is enough
+        self.index_embedder = self._embedder("index", threads=self.settings.encoder_threads)
+        self._indexes: dict[Path, WorkspaceIndex] = {}
+        self._strategies: dict = {}
+        self._errors: dict[Path, str] = {}
+        self._cache = TTLCache(maxsize=self.settings.cache_size, ttl=self.settings.cache_ttl_seconds)
+        self._lock = threading.RLock()
+        self._index_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-index")
+        self._query_pool = ThreadPoolExecutor(2, thread_name_prefix="ke-query")
+        self._keyword_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-keywords")
+        self._keyword_timers: dict[Path, threading.Timer] = {}
+        self._watches: dict[Path, _Watch] = {}
+
+    # --- plumbing ---
+    def _embedder(self, role: str, threads: int) -> Embedder:
+        s = self.settings
+        return Embedder(s.embedding_model, s.max_seq_length, s.embed_batch_size, role=role,
+                        backend=s.embedding_backend, device=s.embedding_device,
+                        cache_dir=encoder_cache_dir(self.data_dir), threads=threads)
+
+    async def _run(self, pool: ThreadPoolExecutor, func, *args):
+        return await asyncio.get_running_loop().run_in_executor(pool, func, *args)
+
+    def _index(self, workspace: str | Path) -> WorkspaceIndex:
+        root = workspace_root(workspace)
+        self.owner_lock.require()
+        with self._lock:
+            if root not in self._indexes:
+                self._indexes[root] = WorkspaceIndex(root, self.data_dir, self.chroma_url)
+            return self._indexes[root]
+
+    def _strategy(self, name: str):
+        with self._lock:
+            if name not in self._strategies:
+                if name not in strategy_names():
+                    raise QueryError(f"Unknown strategy {name!r}. Known: {', '.join(strategy_names())}.")
+                self._strategies[name] = create_strategy(name, self.settings)
+            return self._strategies[name]
+
+    def _invalidate(self, root: Path) -> None:
+        with self._lock:
+            for key in [k for k in self._cache if k[1] == str(root)]:
+                self._cache.pop(key, None)
+
+    # --- indexing ---
+    async def index(self, workspace: str | Path, *, full: bool = False,
+                    progress: ProgressCallback | None = None,
+                    cancel: threading.Event | None = None) -> IndexReport:
+        """Index (incrementally, or fully with full=True). Set `cancel` to stop; the index stays consistent."""
+        index = self._index(workspace)
+        loop = asyncio.get_running_loop()
+        deliver = (lambda event: loop.call_soon_threadsafe(progress, event)) if progress else None
+        indexer = Indexer(index, self.index_embedder, self.settings, deliver, cancel)
+        try:
+            report = await self._run(self._index_pool, indexer.run, full)
+        except Exception as error:
+            self._record_error(index, error)
+            raise
+        finally:
+            self._invalidate(index.root)
+        self._errors.pop(index.root, None)
+        return report
+
+    def _record_error(self, index: WorkspaceIndex, error: Exception) -> None:
+        message = str(error) if isinstance(error, KnowledgeError) else f"{type(error).__name__}: {error}"
+        self._errors[index.root] = message
+        try:
+            if index.folder.exists():
+                index.catalog().set_meta(last_error=message)
+        except Exception:
+            pass
+
+    async def health(self, workspace: str | Path) -> IndexHealth:
+        """A missing or unusable workspace folder is reported in `last_error`, not raised."""
+        try:
+            index = self._index(workspace)
+        except WorkspaceError as error:
+            return IndexHealth(workspace=str(workspace), indexed=False, last_error=str(error))
+        return await self._run(self._query_pool, self._health, index)
+
+    def _health(self, index: WorkspaceIndex) -> IndexHealth:
+        error = self._errors.get(index.root, "") or index.vanished()
+        return index_health(index, self.settings, error)
+
+    async def is_indexed(self, workspace: str | Path) -> bool:
+        index = self._index(workspace)
+        return await self._run(self._query_pool, index.exists)
+
+    # --- querying ---
+    async def query(self, question: str, options: QueryOptions) -> QueryResult:
+        """Raises QueryError (bad input), WorkspaceError, IndexMissingError, ModelLoadError."""
+        self._validate(question, options)
+        index = self._index(options.workspace)
+        key = (question.strip(), str(index.root), options)
+        if options.use_cache:
+            with self._lock:
+                cached = self._cache.get(key)
+            if cached is not None:
+                return await self._run(self._query_pool, self._mark_stale, index, pipeline.mark_cached(cached))
+        result = await self._run(self._query_pool, self._query, question.strip(), options, index)
+        if options.use_cache:
+            with self._lock:
+                self._cache[key] = result
+        return result
+
+    @staticmethod
+    def _mark_stale(index: WorkspaceIndex, result: QueryResult) -> QueryResult:
+        paths = [r.chunk.path for r in result.results + result.original]
+        return pipeline.mark_stale(result, pipeline.file_states(index.root, paths, index.catalog().files()))
+
+    def _validate(self, question: str, options: QueryOptions) -> None:
+        if not isinstance(question, str) or not question.strip():
+            raise QueryError("Type a question first: the question is empty.")
+        if options.top_k < 1:
+            raise QueryError(f"The result count must be at least 1 (got {options.top_k}).")
+        self._strategy(options.strategy)
+
+    def _query(self, question: str, options: QueryOptions, index: WorkspaceIndex) -> QueryResult:
+        index.require()
+        stages = pipeline.Stages()
+        strategy = self._strategy(options.strategy)
+        pool = max(strategy.pool_size(options.top_k), options.top_k)
+        vector = index.project(self.embedder.encode([question]))[0]
+        stages.mark("embed")
+        semantic, keyword, total = self._search(question, vector, options, index, pool, strategy.uses_keyword_index)
+        cosines = self._keyword_cosines(index, vector, keyword)
+        stages.mark("search")
+        request = RerankRequest(question, semantic, keyword, options.top_k, index,
+                                index.encoder(self.embedder.encode), vector)
+        ranked, was_reranked, fallback = pipeline.rerank(strategy, request)
+        kept = pipeline.above_threshold(ranked, strategy.scale if was_reranked else "similarity",
+                                        options.min_relevance, getattr(strategy, "score_threshold", 0.0), cosines)
+        original = [c for c in semantic if c.original_score >= options.min_relevance][:options.top_k]
+        stages.mark("rerank")
+        top = kept[:options.top_k]
+        contexts = self._contexts(index, top + original, options)
+        stages.mark("expand")
+        result = pipeline.assemble(question, options, pipeline.to_results(top, contexts),
+                                   pipeline.to_results(original, contexts), total, len(kept),
+                                   was_reranked, fallback, stages, pipeline.pool_seen(request))
+        return self._mark_stale(index, result if top else self._explain_empty(result, vector, options, index, pool))
+
+    @staticmethod
+    def _keyword_cosines(index: WorkspaceIndex, vector, keyword) -> dict[str, float]:
+        """Cosines of keyword-only hits, from their stored vectors (the threshold rule needs them)."""
+        ids = [c.chunk.id for c in keyword if c.original_score is None]
+        return pipeline.keyword_cosines(vector, index.store().embeddings(ids)) if ids else {}
+
+    def _explain_empty(self, result: QueryResult, vector, options: QueryOptions, index: WorkspaceIndex,
+                       pool: int) -> QueryResult:
+        """For an empty answer: how many of the nearest chunks the threshold and each filter
+        removed, and the nearest chunk that the filters allow (below the threshold)."""
+        catalog = index.catalog()
+        paths = pipeline.allowed_paths(sorted(catalog.files()), options.path_glob) if options.path_glob.strip() else None
+        store = index.store()
+        filters = paths is not None or bool(options.languages)
+        filtered = store.search(vector.tolist(), pool, self._allowed_ids(index, paths, options) if filters else None)
+        removed = {"threshold": sum(score < options.min_relevance for _, score in filtered)}
+        unfiltered = store.search(vector.tolist(), pool) if filters else []
+        chunks = {c.id: c for c in catalog.chunks([i for i, _ in filtered[:1] + unfiltered])}
+        removed.update(pipeline.removed_by_filters(unfiltered, chunks, options, paths))
+        closest = pipeline.semantic_candidates(filtered[:1], chunks, -1.0)
+        contexts = self._contexts(index, closest, options)
+        return replace(result, removed=removed,
+                       below_threshold=pipeline.to_results(closest, contexts)[0] if closest else None)
+
+    def _search(self, question, vector, options: QueryOptions, index: WorkspaceIndex, pool: int,
+                with_keywords: bool):
+        catalog = index.catalog()
+        paths = pipeline.allowed_paths(index.paths(), options.path_glob) if options.path_glob.strip() else None
+        allowed = None if paths is None and not options.languages else self._allowed_ids(index, paths, options)
+        hits = index.store().search(vector.tolist(), pool, allowed)
+        keyword_hits = index.keywords.search(question, pool, allowed) if with_keywords else []
+        chunks = index.chunks([i for i, _ in hits] + [i for i, _ in keyword_hits])
+        floor = options.min_relevance * self.settings.prefetch_threshold_factor
+        semantic = pipeline.semantic_candidates(hits, chunks, floor)
+        keyword = pipeline.keyword_candidates(keyword_hits, chunks, semantic)
+        return semantic, keyword, catalog.counts()[1] + len(index.pending)
+
+    @staticmethod
+    def _allowed_ids(index: WorkspaceIndex, paths: list[str] | None, options: QueryOptions) -> set[str]:
+        wanted_paths = set(paths) if paths is not None else None
+        languages = set(options.languages)
+        return {chunk_id for chunk_id, path, language in index.id_paths_languages()
+                if (wanted_paths is None or path in wanted_paths) and (not languages or language in languages)}
+
+    def _contexts(self, index: WorkspaceIndex, items, options: QueryOptions) -> dict[str, tuple[str, int]]:
+        if not options.expand_context:
+            return {c.chunk.id: (c.chunk.content, c.chunk.start_line) for c in items}
+        files: dict[str, list[str] | None] = {}
+        out = {}
+        for c in items:
+            if c.chunk.path not in files:
+                files[c.chunk.path] = _read_lines(index.root / c.chunk.path)
+            out[c.chunk.id] = pipeline.expand(c.chunk, files[c.chunk.path], options.context_lines)
+        return out
+
+    def strategies(self) -> list[StrategyInfo]:
+        return [strategy_info(self._strategy(name)) for name in strategy_names()]
+
+    async def relevant_files(self, question: str, workspace: str | Path,
+                             max_files: int = 10) -> list[RelevantFile]:
+        options = QueryOptions(workspace=str(workspace), top_k=max_files * 3, min_relevance=0.4,
+                               expand_context=False)
+        result = await self.query(question, options)
+        return context.relevant_files(result.results, max_files)
+
+    async def build_context(self, question: str, options: QueryOptions, token_budget: int = 2000) -> str:
+        result = await self.query(question, options)
+        return context.build_context(result.results, token_budget)
+
+    async def suggestions(self, prefix: str, workspace: str | Path, limit: int = 10) -> list[str]:
+        return context.suggestions(prefix, await self.symbol_names(workspace), limit)
+
+    async def symbol_names(self, workspace: str | Path) -> list[str]:
+        index = self._index(workspace)
+        return await self._run(self._query_pool, lambda: index.catalog().symbols() if index.exists() else [])
+
+    # --- standalone reranking and reranker configuration (the service API) ---
+    async def rerank_documents(self, query: str, documents: list[str], strategy: str = "cross-encoder",
+                               top_k: int | None = None):
+        """Score arbitrary documents for a query with a strategy (returns a DocumentRerankResponse)."""
+        from services.retrieval.document_rerank import rerank_documents
+
+        if not query.strip() or not documents:
+            raise QueryError("Give a query and at least one document.")
+        chosen = self._strategy(strategy)
+        return await self._run(self._query_pool, rerank_documents, chosen, self.embedder, query.strip(),
+                               list(documents), top_k, self.model_name(strategy))
+
+    def model_name(self, strategy: str) -> str:
+        """The model behind a strategy's scores (the embedding model for the non-neural ones)."""
+        return {"cross-encoder": self.settings.cross_encoder_model,
+                "llm": self.settings.llm_model}.get(strategy) or self.settings.embedding_model
+
+    def configure_reranking(self, model_name: str | None = None, batch_size: int | None = None,
+                            max_input_length: int | None = None, score_threshold: float | None = None) -> None:
+        """Change the cross-encoder's settings (cross-encoder-reranking.md "Configure Re-ranker")."""
+        changes = {"cross_encoder_model": model_name, "cross_encoder_batch_size": batch_size,
+                   "cross_encoder_max_length": max_input_length, "cross_encoder_score_threshold": score_threshold}
+        changes = {k: v for k, v in changes.items() if v is not None}
+        with self._lock:
+            self.settings = self.settings.with_changes(**changes)
+            self._strategies.pop("cross-encoder", None)
+            self._cache.clear()
+
+    async def warm_up(self) -> None:
+        """Load the embedding model (and any model-backed strategy) ahead of the first query."""
+        await self._run(self._query_pool, self.embedder.load)
+        for name in strategy_names():
+            strategy = self._strategy(name)
+            if hasattr(strategy, "warm_up") and strategy.availability().available:
+                await self._run(self._query_pool, strategy.warm_up)
+
+    # --- watching ---
+    async def watch(self, workspace: str | Path, *, auto_reindex: bool = True,
+                    on_event: WatchCallback | None = None) -> None:
+        """Watch the workspace folder until unwatch()/close(). Changes are indexed in the background
+        (auto_reindex) or reported as stale files; either way it first catches up with what changed
+        while nobody watched. Events (services.indexing.watcher.WatchEvent) go to `on_event` on this loop."""
+        index = self._index(workspace)
+        await self.unwatch(index.root)
+        loop = asyncio.get_running_loop()
+        emit = (lambda event: loop.call_soon_threadsafe(on_event, event)) if on_event else (lambda event: None)
+        watch = _Watch(index, auto_reindex, emit)
+        watch.watcher = WorkspaceWatcher(index.root, lambda _paths: self._changed(watch),
+                                         exclude=(self.data_dir,))
+        await self._run(self._query_pool, watch.watcher.start)
+        with self._lock:
+            self._watches[index.root] = watch
+        emit(WatchEvent(WATCHING, str(index.root)))
+        self._changed(watch)
+
+    async def unwatch(self, workspace: str | Path) -> None:
+        root = Path(workspace).expanduser().resolve()
+        with self._lock:
+            watch = self._watches.pop(root, None)
+        if watch is not None:
+            watch.cancel.set()
+            await self._run(self._query_pool, watch.watcher.stop)
+
+    def watching(self) -> list[str]:
+        with self._lock:
+            return [str(root) for root in self._watches]
+
+    def _changed(self, watch: _Watch) -> None:
+        """Something changed under a watched folder (called from the watcher's thread)."""
+        if watch.cancel.is_set():
+            return
+        try:
+            if watch.auto_reindex:
+                self._index_pool.submit(self._auto_index, watch)
+            else:
+                self._query_pool.submit(self._report_stale, watch)
+        except RuntimeError:  # the service is closing
+            pass
+
+    def _auto_index(self, watch: _Watch) -> None:
+        if watch.cancel.is_set() or not watch.index.exists():
+            return  # never indexed: building a first index is the user's call
+        root = str(watch.index.root)
+        watch.emit(WatchEvent(REINDEX_STARTED, root))
+        indexer = Indexer(watch.index, self.index_embedder, self.settings, None, watch.cancel)
+        try:
+            report = indexer.run(quick=True)
+        except Exception as error:
+            self._record_error(watch.index, error)
+            watch.emit(WatchEvent(WATCH_ERROR, root, message=self._errors[watch.index.root]))
+            return
+        finally:
+            self._invalidate(watch.index.root)
+        self._errors.pop(watch.index.root, None)
+        if indexer.keywords_deferred:
+            self._queue_keyword_refresh(watch.index)
+        watch.emit(WatchEvent(REINDEX_FINISHED, root, report=report))
+
+    def _report_stale(self, watch: _Watch) -> None:
+        if watch.cancel.is_set() or not watch.index.exists():
+            return
+        stale = tuple(stale_files(watch.index, self.settings))
+        watch.emit(WatchEvent(STALE, str(watch.index.root), stale_files=stale))
+
+    def _queue_keyword_refresh(self, index: WorkspaceIndex) -> None:
+        """Rebuild the keyword index once edits pause for KEYWORD_REFRESH_DELAY seconds: the rebuild
+        covers every chunk (tens of seconds on a large tree) and would slow the next quick run."""
+        def refresh() -> None:
+            refresh_keywords(index)
+            self._invalidate(index.root)
+
+        def submit() -> None:
+            try:
+                self._keyword_pool.submit(refresh)
+            except RuntimeError:  # closing: the catalogue's keywords_stale makes the next run rebuild
+                pass
+
+        with self._lock:
+            if index.root in self._keyword_timers:
+                self._keyword_timers[index.root].cancel()
+            timer = self._keyword_timers[index.root] = threading.Timer(KEYWORD_REFRESH_DELAY, submit)
+            timer.daemon = True
+            timer.start()
+
+    # --- ownership ---
+    def owner(self) -> Owner | None:
+        """Who owns this data dir now (this process, another one, or nobody)."""
+        return self.owner_lock.owner if self.owner_lock.held else read_owner(self.data_dir)
+
+    def set_owner_url(self, url: str | None) -> None:
+        """Publish the loopback URL of a server that fronts this engine, in the owner file."""
+        self.owner_lock.require()
+        self.owner_lock.set_url(url)
+
+    def close(self) -> None:
+        """Stop watching, shut down worker threads, give up the data dir. Safe to call twice."""
+        with self._lock:
+            watches, self._watches = list(self._watches.values()), {}
+        for watch in watches:
+            watch.cancel.set()
+            watch.watcher.stop()
+        for timer in list(self._keyword_timers.values()):
+            timer.cancel()
+        self._index_pool.shutdown(wait=True, cancel_futures=True)
+        self._query_pool.shutdown(wait=True, cancel_futures=True)
+        self._keyword_pool.shutdown(wait=True, cancel_futures=True)
+        for index in self._indexes.values():
+            index.close()
+        self.owner_lock.release()
+
+
+_LINES: LRUCache = LRUCache(maxsize=256)  # (path, mtime, size) -> lines: results keep hitting the same files
+_LINES_LOCK = threading.Lock()
+
+
+def _read_lines(path: Path) -> list[str] | None:
+    try:
+        stat = path.stat()
+        key = (str(path), stat.st_mtime_ns, stat.st_size)
+        with _LINES_LOCK:
+            if key in _LINES:
+                return _LINES[key]
+        lines = path.read_text(encoding="utf-8-sig").splitlines(keepends=True)
+    except (OSError, UnicodeDecodeError):
+        return None
+    with _LINES_LOCK:
+        _LINES[key] = lines
+    return lines

@@ -1,0 +1,466 @@
+"""Incremental indexing of one workspace: scan, chunk, embed only what changed, store, commit per file.
+
+Runs synchronously (the service calls it in a worker thread). Cancellation is checked between
+batches; every batch ends with its files committed, so a cancelled or crashed run leaves a
+consistent index and the next run resumes where it stopped.
+
+Faults are isolated per file: a file that cannot be read, chunked, embedded or stored is listed
+under `skipped` with the reason and the run goes on. A failure of the store or the model itself
+(it fails for a lone probe too, or for every file of a window) stops the run with IndexStoreError.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import numpy as np
+
+from services.storage.catalog import FORMAT_CHANGES, HASH_CHARS, INDEX_FORMAT, FileRecord
+from services.indexing.chunking import chunk_file
+from services.indexing.chunking.references import count_references
+from services.encoders.embedder import Embedder
+from services.core.errors import IndexStoreError, KnowledgeError
+from services.core.models import Chunk, IndexReport, ProgressEvent, SkippedFile, count_by_reason, nothing_to_index
+from services.storage.projection import Projection, sample_positions
+from services.indexing.scanning import SkipFileError, SourceFile, read_source, scan_workspace
+from services.core.settings import Settings
+from services.storage.workspace_index import WorkspaceIndex
+
+WINDOW_CHUNKS = 1024  # files are committed a window at a time; a window is encoded shortest first
+ENCODE_SLICE = 64  # chunks encoded between two cancel checks
+FIRST_WINDOW_CHUNKS = 32
+# Reasons that mean a file failed (as opposed to being skipped by policy, like "binary file").
+FAILURE_REASONS = ("unreadable", "could not be read", "could not be chunked", "could not be embedded",
+                   "could not be stored")
+
+log = logging.getLogger(__name__)
+_KEYWORD_BUILDS = threading.Lock()
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+@dataclass
+class Plan:
+    """What a run has to do, worked out from the scan and the catalogue."""
+
+    changed: list[SourceFile] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
+
+
+@dataclass
+class Pending:
+    """A changed file, chunked, waiting for its embeddings."""
+
+    record: FileRecord
+    chunks: list[Chunk]
+
+
+class StageError(Exception):
+    """Embedding or storing a window failed; `stage` is "embedded" or "stored"."""
+
+    def __init__(self, stage: str, error: Exception) -> None:
+        super().__init__(f"{stage}: {error}")
+        self.stage = stage
+        self.error = error
+
+
+def short_reason(error: Exception, limit: int = 160) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+class Indexer:
+    def __init__(self, index: WorkspaceIndex, embedder: Embedder, settings: Settings,
+                 progress: Callable[[ProgressEvent], None] | None = None,
+                 cancel: threading.Event | None = None) -> None:
+        self.index = index
+        self.embedder = embedder
+        self.settings = settings
+        self.progress = progress or (lambda event: None)
+        self.cancel = cancel or threading.Event()
+        self.started = time.monotonic()
+        self.embed_started: float | None = None
+        self.everything = False  # a full rebuild re-embeds every file, replacing each in place
+        self.embedded = 0  # chunks embedded and committed
+        self.window_embedded = 0  # chunks embedded in the window being written
+        self.total_chunks = self.files_total = self.files_committed = 0
+        self.failed: list[SkippedFile] = []  # files whose embedding or storing failed
+        self.keywords_deferred = False  # a quick run leaves the keyword index to refresh_keywords()
+        self.presampled: dict[str, np.ndarray] = {}  # encoder vectors of the projection's sample, by chunk id
+
+    # --- the run ---
+    def run(self, full: bool = False, quick: bool = False) -> IndexReport:
+        """Index what changed. Raises KnowledgeError subclasses only (details of others go to the log).
+        `quick` (the watcher's runs) makes changed files searchable at once: no orphan sweep, and the
+        slow keyword-index and reference refresh is left to the caller (refresh_keywords), so one
+        edited file does not wait for a rebuild over every chunk."""
+        try:
+            return self._run(full, quick)
+        except KnowledgeError:
+            raise
+        except Exception as error:
+            log.exception("indexing %s stopped", self.index.root)
+            raise IndexStoreError(f"indexing stopped: {short_reason(error)}. Files indexed so far are kept; "
+                                  "run it again once this is fixed.") from error
+
+    def _run(self, full: bool, quick: bool) -> IndexReport:
+        self.embedder.load()  # a missing model fails here, before anything is touched
+        old_format = self.index.exists() and self.index.catalog().get_meta("index_format", "1") != INDEX_FORMAT
+        rebuilt_reason = self._rebuild_reason(full)
+        self.everything = bool(rebuilt_reason)
+        if rebuilt_reason and (not full or old_format):  # an incompatible index: start from nothing
+            self.index.wipe()
+        self._start_catalog()
+        if not quick:
+            self._sweep_orphans()
+        plan = self._plan()
+        self._remove(plan.removed)
+        pending = self._chunk(plan)
+        try:
+            provisional = self._keywords_first(pending)
+            self._fit_projection(pending)
+            done = self._embed_and_commit(pending)
+        except BaseException:
+            self.index.keywords.forget()  # the provisional BM25 lists chunks never committed
+            raise
+        finally:
+            self.index.pending = {}  # from here on, only what the catalogue lists
+        plan.skipped = sorted(plan.skipped + self.failed, key=lambda s: s.path)
+        self._finish(plan, bool(plan.removed) or done > 0 or bool(rebuilt_reason) or provisional,
+                     quick and not provisional)
+        files, chunks = self.index.catalog().counts()
+        return IndexReport(
+            files_indexed=done, files_unchanged=len(plan.unchanged), files_removed=len(plan.removed),
+            chunks_embedded=self.embedded, chunks_total=chunks,
+            seconds=round(time.monotonic() - self.started, 3), cancelled=self.cancel.is_set(),
+            rebuilt_reason=rebuilt_reason, skipped=tuple(plan.skipped),
+            failed=count_by_reason(s for s in plan.skipped if s.category in FAILURE_REASONS),
+            message="" if files else nothing_to_index(len(plan.skipped)),
+        )
+
+    def _rebuild_reason(self, full: bool) -> str:
+        if full:
+            return "full rebuild requested"
+        if not self.index.exists():
+            return ""
+        catalog = self.index.catalog()
+        old_model = catalog.get_meta("model")
+        if old_model and old_model != self.embedder.model_name:
+            return f"embedding model changed from {old_model} to {self.embedder.model_name}"
+        old_format = catalog.get_meta("index_format", "1")
+        if old_format != INDEX_FORMAT:
+            return f"the index format changed ({FORMAT_CHANGES.get(old_format, 'a newer version wrote it')})"
+        old_backend = catalog.get_meta("backend", "torch")  # indexes before backends were torch's
+        if old_model and old_backend != self.embedder.backend_used:
+            return (f"embedding backend changed from {old_backend} to {self.embedder.backend_used} "
+                    "(their vectors differ slightly, so they are not mixed)")
+        if not self.index.chroma_url and not self.index.chroma_path.exists():
+            return "the vector store folder was missing"
+        if catalog.get_meta("projection") and not self.index.projection_path.exists():
+            return "the index's vector projection file was missing"
+        return ""
+
+    def _start_catalog(self) -> None:
+        catalog = self.index.catalog()
+        if not catalog.get_meta("created_at"):
+            catalog.set_meta(created_at=now_iso(), workspace=str(self.index.root))
+        catalog.set_meta(model=self.embedder.model_name, dimension=str(self._dimension()), last_error="",
+                         backend=self.embedder.backend_used, device=self.embedder.device_used,
+                         encoder_note=self.embedder.note, index_format=INDEX_FORMAT)
+
+    def _dimension(self) -> int:
+        """Of the vectors this index stores."""
+        projection = self.index.projection()
+        return projection.dimensions[1] if projection else self.embedder.dimension
+
+    def _fit_projection(self, pending: list[Pending]) -> None:
+        """A new index of many chunks stores fewer dimensions: fit a projection on a sample of its own
+        chunks before the first vector is stored (services/storage/projection.py). The sample's vectors are kept
+        for their windows. A cancel before the fit leaves no projection, and nothing stored."""
+        chunks = [c for p in pending for c in p.chunks]
+        wanted = self.settings.vector_dimensions
+        if (not wanted or wanted >= self.embedder.dimension or len(chunks) < self.settings.reduce_from_chunks
+                or self.index.projection() or self.index.catalog().counts()[1]):
+            return
+        sample = sorted((chunks[i] for i in sample_positions(len(chunks), self.settings.projection_sample)),
+                        key=lambda c: len(c.content))  # similar lengths pad less
+        if len(sample) < 2 * wanted:  # too few to find that many directions
+            return
+        vectors = np.zeros((len(sample), self.embedder.dimension), dtype=np.float32)
+        self._emit("embedding", 0, len(pending), 0, len(chunks),
+                   message=f"fitting a {wanted}-dimension projection on {len(sample):,} chunks")
+        for start in range(0, len(sample), ENCODE_SLICE):
+            if self.cancel.is_set():
+                return
+            vectors[start:start + ENCODE_SLICE] = self.embedder.encode_chunks(sample[start:start + ENCODE_SLICE])
+        projection = Projection.fit(vectors, wanted)
+        self.index.store().drop()  # nothing is indexed yet: a fresh collection takes the new dimension
+        self.index.set_projection(projection)
+        self.index.catalog().set_meta(projection=projection.describe(), dimension=str(wanted))
+        self.presampled = {c.id: v for c, v in zip(sample, vectors)}
+
+    def _sweep_orphans(self) -> None:
+        """Vectors left by a crash between writing vectors and committing their file."""
+        self.index.store().sweep(self.index.catalog().chunk_ids())
+
+    def _plan(self) -> Plan:
+        self._emit("scanning", 0, 0)
+        scan = scan_workspace(self.index.root, self.settings.max_file_bytes, self.settings.skip_machine_made)
+        known = self.index.catalog().files()
+        plan = Plan(skipped=list(scan.skipped))
+        seen = set()
+        for source in scan.files:
+            seen.add(source.path)
+            record = known.get(source.path)
+            if record and not self.everything and (record.size, record.mtime_ns) == (source.size, source.mtime_ns):
+                plan.unchanged.append(source.path)
+            else:
+                plan.changed.append(source)
+        plan.removed = sorted(set(known) - seen)
+        return plan
+
+    def _remove(self, paths: list[str]) -> None:
+        for path in paths:
+            self.index.store().delete(self.index.catalog().remove_file(path))
+
+    def _chunk(self, plan: Plan) -> list[Pending]:
+        known = self.index.catalog().files()
+        pending = []
+        for number, source in enumerate(plan.changed, 1):
+            if self.cancel.is_set():
+                break
+            item = self._chunk_one(source, known.get(source.path), plan)
+            if item:
+                pending.append(item)
+            if number % 50 == 0:
+                self._emit("chunking", number, len(plan.changed))
+        return pending
+
+    def _chunk_one(self, source: SourceFile, old: FileRecord | None, plan: Plan) -> Pending | None:
+        try:
+            text, digest = read_source(source, self.settings.skip_machine_made)
+        except SkipFileError as skip:
+            plan.skipped.append(SkippedFile(source.path, skip.reason))
+            if old:
+                self._remove([source.path])
+                plan.removed.append(source.path)
+            return None
+        except Exception as error:  # e.g. a file that vanished or changed type under us
+            log.warning("reading %s failed", source.path, exc_info=True)
+            plan.skipped.append(SkippedFile(source.path, f"could not be read: {short_reason(error)}"))
+            return None
+        record = FileRecord(source.path, digest, source.size, source.mtime_ns, source.language)
+        if old and old.file_hash == digest and not self.everything:  # touched, not changed: refresh its stat
+            self.index.catalog().commit_file(record, self.index.catalog().chunks(path=source.path))
+            plan.unchanged.append(source.path)
+            return None
+        try:
+            chunks = chunk_file(source.path, text, source.language, digest, self.settings)
+        except Exception as error:  # a parser bug must not lose the rest of the workspace
+            log.warning("chunking %s failed", source.path, exc_info=True)
+            plan.skipped.append(SkippedFile(source.path, f"could not be chunked: {short_reason(error)}"))
+            return None
+        return Pending(record, chunks)
+
+    def _keywords_first(self, pending: list[Pending]) -> bool:
+        """Make keyword search answer over every chunked file at once, while embedding goes on: a
+        provisional in-memory BM25 over the committed chunks of untouched files plus the new chunks.
+        Queries find a new chunk in `index.pending` until its file is committed; it has no vector
+        score until then. _finish rebuilds the BM25 from the catalogue."""
+        if not pending or sum(len(p.chunks) for p in pending) < self.settings.early_keyword_min_chunks:
+            return False
+        self._emit("chunking", len(pending), len(pending), message="keyword index first, then embedding")
+        changing = {p.record.path for p in pending}
+        self.index.pending = {c.id: c for p in pending for c in p.chunks}
+        with _KEYWORD_BUILDS:
+            kept = [c for c in self.index.catalog().chunks() if c.path not in changing]
+            self.index.keywords.build(kept + list(self.index.pending.values()), persist=False)
+        return True
+
+    def _embed_and_commit(self, pending: list[Pending]) -> int:
+        self.total_chunks = sum(len(p.chunks) for p in pending)
+        self.files_total = len(pending)
+        self.embed_started = time.monotonic()
+        self._emit("embedding", 0, self.files_total, 0, self.total_chunks)
+        for batch in _batches(pending, WINDOW_CHUNKS):
+            if self.cancel.is_set() or not self._embed_batch(batch):
+                break
+            self._emit("embedding", self.files_committed, self.files_total, self.embedded, self.total_chunks)
+        return self.files_committed
+
+    def _embed_batch(self, batch: list[Pending]) -> bool:
+        """Embed, store and commit a window; when that fails, retry its files one by one to find the
+        culprit. False when cancelled."""
+        try:
+            return self._embed_window(batch)
+        except StageError as error:
+            if len(batch) == 1:
+                self._fail(batch[0], error)
+                return True
+            log.warning("a window of %d files failed (%s); retrying them one by one", len(batch), error)
+        return self._embed_one_by_one(batch)
+
+    def _embed_one_by_one(self, batch: list[Pending]) -> bool:
+        errors = []
+        for item in batch:
+            if self.cancel.is_set():
+                return False
+            try:
+                if not self._embed_window([item]):
+                    return False
+            except StageError as error:
+                errors.append(error)
+                self._fail(item, error)
+        if len(errors) == len(batch):  # it fails for every file: the store or the model is broken
+            raise self._stopped(errors[-1])
+        return True
+
+    def _fail(self, item: Pending, error: StageError) -> None:
+        """List a file that could not be embedded or stored, unless the component fails for a probe too."""
+        log.warning("%s could not be %s", item.record.path, error.stage, exc_info=error.error)
+        try:
+            if error.stage == "embedded":
+                self.embedder.encode(["probe"])
+            else:
+                self.index.store().count()
+        except Exception as probe_error:
+            raise self._stopped(StageError(error.stage, probe_error)) from probe_error
+        for chunk in item.chunks:
+            self.index.pending.pop(chunk.id, None)
+        self.failed.append(SkippedFile(item.record.path, f"could not be {error.stage}: {short_reason(error.error)}"))
+
+    def _stopped(self, error: StageError) -> IndexStoreError:
+        component = "the embedding model" if error.stage == "embedded" else "the vector store"
+        log.error("indexing %s stopped: %s failed: %s", self.index.root, component, error.error)
+        return IndexStoreError(f"indexing stopped: {component} failed ({short_reason(error.error)}). "
+                               "Files indexed so far are kept; run it again once this is fixed.")
+
+    def _embed_window(self, batch: list[Pending]) -> bool:
+        """Embed, store and commit a window of files. On a cancel, the files whose chunks are all
+        embedded are still stored and committed; the rest stay at their old version. False then."""
+        chunks = [c for p in batch for c in p.chunks]
+        vectors, ready = self._vectors(batch, chunks)
+        complete, position = [], 0
+        for item in batch:
+            span = range(position, position + len(item.chunks))
+            position = span.stop
+            if all(i in ready for i in span):
+                complete.append((item, span))
+        self._store_and_commit(complete, vectors)
+        return len(complete) == len(batch)
+
+    def _store_and_commit(self, complete: list, vectors: np.ndarray) -> None:
+        positions = [i for _, span in complete for i in span]
+        chunks = [c for item, _ in complete for c in item.chunks]
+        try:
+            self.index.store().upsert(chunks, vectors[positions])
+        except Exception as error:  # vectors written so far are orphans, swept by the next run
+            raise StageError("stored", error) from error
+        for item, _ in complete:  # commit: from here on readers see the new version of each file
+            stale = self.index.catalog().commit_file(item.record, item.chunks)
+            self.index.store().delete(stale)
+            for chunk in item.chunks:
+                self.index.pending.pop(chunk.id, None)
+        self.files_committed += len(complete)
+        self.embedded += self.window_embedded
+
+    def _vectors(self, batch: list[Pending], chunks: list[Chunk]) -> tuple[np.ndarray, set[int]]:
+        """Embed only chunks whose content is new; reuse stored vectors for the others.
+        Returns the vectors and the positions that have one."""
+        reusable = {} if self.everything else self._reusable_ids(batch)
+        try:
+            stored = self.index.store().embeddings(sorted(set(reusable.values())))
+        except Exception as error:
+            raise StageError("stored", error) from error
+        vectors = np.zeros((len(chunks), self._dimension()), dtype=np.float32)
+        fresh, ready = [], set()
+        for position, chunk in enumerate(chunks):
+            old_id = reusable.get((chunk.path, chunk.content_hash[:HASH_CHARS]))
+            if old_id in stored:
+                vectors[position] = stored[old_id]
+                ready.add(position)
+            else:
+                fresh.append(position)
+        ready |= self._encode_into(vectors, chunks, fresh)
+        return vectors, ready
+
+    def _encode_into(self, vectors: np.ndarray, chunks: list[Chunk], fresh: list[int]) -> set[int]:
+        """Encode in length-sorted slices (less padding), checking for a cancel between slices."""
+        presampled = [i for i in fresh if chunks[i].id in self.presampled]
+        if presampled:
+            vectors[presampled] = self.index.project(np.stack([self.presampled.pop(chunks[i].id) for i in presampled]))
+        done = set(presampled)
+        fresh = sorted((i for i in fresh if i not in done), key=lambda i: len(chunks[i].content))
+        self.window_embedded = len(presampled)
+        for start in range(0, len(fresh), ENCODE_SLICE):
+            if self.cancel.is_set():
+                return done | set(fresh[:start])
+            part = fresh[start:start + ENCODE_SLICE]
+            try:
+                vectors[part] = self.index.project(self.embedder.encode_chunks([chunks[i] for i in part]))
+            except Exception as error:
+                raise StageError("embedded", error) from error
+            self.window_embedded += len(part)
+            self._emit("embedding", self.files_committed, self.files_total, self.embedded + self.window_embedded,
+                       self.total_chunks)
+        return done | set(fresh)
+
+    def _reusable_ids(self, batch: list[Pending]) -> dict[tuple[str, str], str]:
+        catalog = self.index.catalog()
+        return {(c.path, c.content_hash[:HASH_CHARS]): c.id for item in batch for c in catalog.chunks(path=item.record.path)}
+
+    def _finish(self, plan: Plan, changed: bool, quick: bool = False) -> None:
+        catalog = self.index.catalog()
+        catalog.set_skipped(plan.skipped)
+        changed = changed or catalog.get_meta("keywords_stale") == "1"  # a deferred refresh never ran
+        if changed and quick and self.index.keywords.exists():
+            catalog.set_meta(keywords_stale="1")
+            self.keywords_deferred = True
+        elif changed or not self.index.keywords.exists():
+            self._emit("finalizing", 0, 0, message="updating keyword index and references")
+            refresh_keywords(self.index)
+        catalog.set_meta(updated_at=now_iso())
+        catalog.compact()
+        self._emit("cancelled" if self.cancel.is_set() else "done", 0, 0)
+
+    def _emit(self, phase: str, files_done: int, files_total: int, chunks_done: int = 0,
+              chunks_total: int = 0, message: str = "") -> None:
+        elapsed = max(time.monotonic() - (self.embed_started or self.started), 1e-6)
+        rate = max(chunks_done, self.embedded) / elapsed
+        remaining = max(chunks_total - chunks_done, 0)
+        eta = remaining / rate if rate > 0 and chunks_total else None
+        self.progress(ProgressEvent(phase, files_done, files_total, chunks_done, chunks_total,
+                                    round(rate, 2), eta, message))
+
+
+def refresh_keywords(index: WorkspaceIndex) -> None:
+    """Recount references and rebuild the keyword index from the catalogue as it is now."""
+    with _KEYWORD_BUILDS:  # an index run and a deferred refresh must not swap folders at once
+        catalog = index.catalog()
+        catalog.set_meta(keywords_stale="")  # a quick run committing after this sets it again
+        chunks = count_references(catalog.chunks())
+        catalog.set_references({c.id: c.references for c in chunks})
+        index.keywords.build(chunks)
+
+
+def _batches(pending: list[Pending], size: int):
+    """Windows of files holding about `size` chunks. The first windows are smaller (32, 64, ...),
+    so the first files are searchable within seconds and an early cancel still keeps some."""
+    batch, count, wanted = [], 0, min(FIRST_WINDOW_CHUNKS, size)
+    for item in pending:
+        batch.append(item)
+        count += len(item.chunks)
+        if count >= wanted:
+            yield batch
+            batch, count, wanted = [], 0, min(wanted * 2, size)
+    if batch:
+        yield batch

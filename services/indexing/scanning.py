@@ -1,0 +1,322 @@
+"""Find the text files of a workspace, honouring .gitignore and .knowledgeignore.
+
+Every file is accounted for: a text file is listed with its language (from the extension, the file
+name or the shebang; "text" when unknown), anything else is listed under `skipped` with the reason.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+from services.core.models import SkippedFile
+
+MIB = 1024 * 1024
+BINARY_SNIFF_BYTES = 8192
+PROJECT_IGNORE_FILE = ".knowledgeignore"
+
+SKIPPED_DIRS = frozenset({
+    ".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox",
+    ".mypy_cache", ".pytest_cache", ".ruff_cache", "build", "dist", "target", "out", "bin",
+    "obj", ".next", ".gradle", ".idea", ".knowledge",
+})
+
+LANGUAGE_BY_EXTENSION = {
+    ".py": "python", ".pyi": "python",
+    ".js": "javascript", ".jsx": "javascript", ".mjs": "javascript", ".cjs": "javascript",
+    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
+    ".java": "java", ".cs": "csharp", ".go": "go", ".rs": "rust", ".swift": "swift",
+    ".kt": "kotlin", ".kts": "kotlin",
+    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp",
+    ".hxx": "cpp", ".rb": "ruby", ".php": "php",
+    ".md": "markdown", ".markdown": "markdown",
+    ".txt": "text", ".rst": "text",
+    ".toml": "toml", ".yaml": "yaml", ".yml": "yaml", ".json": "json",
+    ".sh": "shell", ".bash": "shell", ".zsh": "shell",
+    ".ini": "text", ".cfg": "text", ".sql": "sql", ".html": "html", ".css": "css",
+    ".scala": "scala", ".lua": "lua", ".m": "objc", ".mm": "objc",
+    ".vue": "vue", ".svelte": "svelte", ".proto": "protobuf", ".graphql": "graphql", ".gql": "graphql",
+    ".tf": "terraform", ".tfvars": "terraform", ".dart": "dart", ".ex": "elixir", ".exs": "elixir",
+    ".hs": "haskell", ".xml": "xml", ".r": "r", ".pl": "perl", ".pm": "perl", ".jl": "julia",
+    ".groovy": "groovy", ".gradle": "groovy", ".ps1": "powershell", ".fish": "shell",
+    ".erl": "erlang", ".clj": "clojure", ".elm": "elm", ".zig": "zig", ".nim": "nim", ".v": "verilog",
+    ".pyx": "cython", ".pxd": "cython", ".scss": "css", ".less": "css", ".htm": "html",
+}
+LANGUAGE_BY_NAME = {
+    "Makefile": "text", "Dockerfile": "text", "README": "text", "LICENSE": "text",
+    "Gemfile": "ruby", "Rakefile": "ruby", "Vagrantfile": "ruby", "CMakeLists.txt": "text",
+    "Justfile": "text", "justfile": "text",
+}
+# Interpreter named by a shebang ("#!/usr/bin/env python3" -> "python") to language.
+LANGUAGE_BY_INTERPRETER = {
+    "python": "python", "node": "javascript", "nodejs": "javascript", "deno": "typescript",
+    "bash": "shell", "sh": "shell", "zsh": "shell", "dash": "shell", "ksh": "shell", "fish": "shell",
+    "ruby": "ruby", "perl": "perl", "php": "php", "lua": "lua", "swift": "swift", "kotlin": "kotlin",
+}
+_SHEBANG = re.compile(rb"^#!\s*(\S+)(?:\s+(?:-\S+\s+)*(\S+))?")
+# Extensions that are never text: skipped as binary without opening the file (keeps the scan fast).
+BINARY_EXTENSIONS = frozenset(
+    ".png .jpg .jpeg .gif .bmp .ico .icns .webp .tif .tiff .psd .pdf .zip .gz .tgz .bz2 .xz .zst .7z .rar "
+    ".jar .war .whl .egg .so .dylib .dll .exe .o .a .lib .obj .pyc .pyo .pyd .class .wasm .bin .dat .db "
+    ".sqlite .sqlite3 .mo .ttf .otf .woff .woff2 .eot .mp3 .mp4 .wav .ogg .flac .avi .mov .mkv .webm "
+    ".npy .npz .pkl .pickle .pt .pth .onnx .safetensors .parquet .feather .h5 .hdf5".split()
+)
+
+# Machine-made files: minified bundles, source maps, lock files, files that say they are generated.
+MACHINE_MADE = "minified/generated"
+MACHINE_MADE_NAMES = (
+    "*.min.js", "*.min.css", "*.min.mjs", "*.map", "*.lock", "package-lock.json", "npm-shrinkwrap.json",
+    "pnpm-lock.yaml", "*.bundle.js", "*-bundle.js", "*.pb.go", "*_pb2.py", "*_pb2_grpc.py", "*.pb.h", "*.pb.cc",
+)
+MINIFIED_MIN_CHARS = 2048  # shorter texts are never judged minified by their line lengths
+MINIFIED_AVG_LINE = 300  # characters per line, on average, above which a text is minified
+MACHINE_LINE = 50_000  # a line this long was not written by hand
+_MACHINE_MADE_NAME = re.compile("|".join(fnmatch.translate(pattern) for pattern in MACHINE_MADE_NAMES))
+_GENERATED_MARK = re.compile(r"(?i)\bgenerated\b.*\bdo not edit\b|@generated\b")
+GENERATED_MARK_LINES = 5
+GENERATED_MARK_CHARS = 1000
+
+
+class SkipFileError(Exception):
+    """A file that cannot be indexed; the message is the human reason."""
+
+    @property
+    def reason(self) -> str:
+        return str(self)
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str  # workspace-relative, POSIX separators
+    abs_path: Path
+    size: int
+    mtime_ns: int
+    language: str
+
+
+@dataclass
+class ScanResult:
+    files: list[SourceFile] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
+
+
+def language_for(name: str, head: bytes = b"") -> str:
+    """Language of a file from its name, else its shebang line; "text" when neither tells."""
+    if name in LANGUAGE_BY_NAME:
+        return LANGUAGE_BY_NAME[name]
+    by_extension = LANGUAGE_BY_EXTENSION.get(os.path.splitext(name)[1].lower())
+    return by_extension or shebang_language(head) or "text"
+
+
+def shebang_language(head: bytes) -> str | None:
+    """"#!/usr/bin/env python3" -> "python"; None without a known interpreter."""
+    match = _SHEBANG.match(head)
+    if not match:
+        return None
+    program = match.group(1).rsplit(b"/", 1)[-1]
+    if program == b"env" and match.group(2):
+        program = match.group(2)
+    name = re.sub(rb"[\d.]+$", b"", program).decode("ascii", "replace")
+    return LANGUAGE_BY_INTERPRETER.get(name)
+
+
+def machine_made(name: str, text: str) -> bool:
+    """A minified bundle, source map, lock file or generated file (by its name or its text)."""
+    if _MACHINE_MADE_NAME.match(name):
+        return True
+    top = text[:GENERATED_MARK_CHARS].split("\n", GENERATED_MARK_LINES)[:GENERATED_MARK_LINES]
+    if _GENERATED_MARK.search("\n".join(top)):
+        return True
+    lines = text.count("\n") + 1
+    if len(text) >= MINIFIED_MIN_CHARS and len(text) / lines > MINIFIED_AVG_LINE:
+        return True
+    return len(text) > MACHINE_LINE and max(map(len, text.split("\n"))) > MACHINE_LINE
+
+
+def file_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def format_size(size: int) -> str:
+    if size >= MIB:
+        return f"{size / MIB:.1f} MiB"
+    if size >= 1024:
+        return f"{size / 1024:.1f} KiB"
+    return f"{size} bytes"
+
+
+def read_source(file: SourceFile, skip_machine_made: bool = True) -> tuple[str, str]:
+    """Return (text, sha256 of the bytes); raise SkipFileError when the file cannot be used."""
+    try:
+        data = file.abs_path.read_bytes()
+    except OSError as exc:
+        raise SkipFileError(f"unreadable: {_os_reason(exc)}") from exc
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        raise SkipFileError("binary file")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SkipFileError("not UTF-8 text") from exc
+    if skip_machine_made and machine_made(file.abs_path.name, text):
+        raise SkipFileError(MACHINE_MADE)
+    return text, file_hash(data)
+
+
+def scan_workspace(root: Path, max_file_bytes: int = MIB, skip_machine_made: bool = True) -> ScanResult:
+    """List the indexable text files under root; every other file goes to `skipped` with a reason."""
+    root = Path(root).resolve()
+    result = ScanResult()
+    rules = _Rules(_load_spec(root / PROJECT_IGNORE_FILE), [])
+    limits = _Limits(max_file_bytes, skip_machine_made)
+    _walk(root, root, "", rules, limits, result, {_dir_key(root)})
+    result.files.sort(key=lambda f: f.path)
+    result.skipped.sort(key=lambda s: s.path)
+    return result
+
+
+@dataclass(frozen=True)
+class _Limits:
+    max_bytes: int
+    skip_machine_made: bool
+
+
+@dataclass(frozen=True)
+class _Rules:
+    """Ignore rules: .gitignore files (root first, deeper ones override) and the project's
+    .knowledgeignore, whose verdict wins over them, so `!pattern` there re-includes what git ignores."""
+
+    project: pathspec.PathSpec | None
+    git: list[tuple[str, pathspec.PathSpec]]  # (folder, spec)
+
+    def with_gitignore(self, folder: str, spec: pathspec.PathSpec) -> "_Rules":
+        return _Rules(self.project, [*self.git, (folder, spec)])
+
+    def ignored(self, rel: str, is_dir: bool) -> bool:
+        verdict = _verdict(self.project, rel, is_dir)
+        if verdict is not None:
+            return verdict
+        for base, spec in reversed(self.git):
+            verdict = _verdict(spec, rel[len(base) + 1:] if base else rel, is_dir)
+            if verdict is not None:
+                return verdict
+        return False
+
+    def enter(self, rel: str) -> bool:
+        """Whether to walk into a folder: not ignored, or ignored by git only while the project file
+        re-includes something (its `!patterns` may name files inside)."""
+        if not self.ignored(rel, True):
+            return True
+        if _verdict(self.project, rel, True):
+            return False
+        return self.project is not None and any(p.include is False for p in self.project.patterns)
+
+
+def _verdict(spec: pathspec.PathSpec | None, rel: str, is_dir: bool) -> bool | None:
+    """True: ignored, False: re-included by a `!pattern`, None: no rule matches."""
+    if spec is None:
+        return None
+    return spec.check_file(rel + "/" if is_dir else rel).include
+
+
+def _walk(root: Path, folder: Path, rel: str, rules: _Rules, limits: _Limits, result: ScanResult,
+          seen: set) -> None:
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as exc:
+        result.skipped.append(SkippedFile(rel or ".", f"unreadable: {_os_reason(exc)}"))
+        return
+    names = {e.name for e in entries}
+    if rel and "pyvenv.cfg" in names:
+        return  # a virtual environment
+    local = _load_spec(folder / ".gitignore") if ".gitignore" in names else None
+    if local is not None:
+        rules = rules.with_gitignore(rel, local)
+    for entry in entries:
+        child_rel = f"{rel}/{entry.name}" if rel else entry.name
+        try:
+            is_link = entry.is_symlink()
+            is_dir = entry.is_dir()  # follows symlinks
+        except OSError as exc:
+            result.skipped.append(SkippedFile(child_rel, f"unreadable: {_os_reason(exc)}"))
+            continue
+        if is_dir:
+            if entry.name not in SKIPPED_DIRS and rules.enter(child_rel):
+                _enter_dir(root, Path(entry.path), child_rel, is_link, rules, limits, result, seen)
+        elif not rules.ignored(child_rel, False):
+            _add_file(root, entry, child_rel, is_link, limits, result)
+
+
+def _enter_dir(root, path: Path, rel, is_link, rules, limits, result, seen) -> None:
+    if is_link and not _inside(root, path):
+        result.skipped.append(SkippedFile(rel, "symlink outside the workspace"))
+        return
+    key = _dir_key(path)
+    if key in seen:
+        return  # symlink loop or a folder already scanned
+    _walk(root, path, rel, rules, limits, result, seen | {key})
+
+
+def _add_file(root: Path, entry: os.DirEntry, rel: str, is_link: bool, limits: _Limits, result: ScanResult) -> None:
+    if is_link and not os.path.exists(entry.path):
+        result.skipped.append(SkippedFile(rel, "broken symlink"))
+        return
+    if is_link and not _inside(root, Path(entry.path)):
+        result.skipped.append(SkippedFile(rel, "symlink outside the workspace"))
+        return
+    try:
+        info = entry.stat()
+        if not stat.S_ISREG(info.st_mode):
+            return
+        if os.path.splitext(entry.name)[1].lower() in BINARY_EXTENSIONS:
+            result.skipped.append(SkippedFile(rel, "binary file"))
+            return
+        if info.st_size > limits.max_bytes:
+            reason = f"too large ({format_size(info.st_size)} > {format_size(limits.max_bytes)})"
+            result.skipped.append(SkippedFile(rel, reason))
+            return
+        with open(entry.path, "rb") as handle:
+            head = handle.read(BINARY_SNIFF_BYTES)
+    except OSError as exc:
+        result.skipped.append(SkippedFile(rel, f"unreadable: {_os_reason(exc)}"))
+        return
+    if b"\0" in head:
+        result.skipped.append(SkippedFile(rel, "binary file"))
+    elif limits.skip_machine_made and machine_made(entry.name, head.decode("utf-8", "ignore")):
+        result.skipped.append(SkippedFile(rel, MACHINE_MADE))
+    else:
+        language = language_for(entry.name, head)
+        result.files.append(SourceFile(rel, Path(entry.path), info.st_size, info.st_mtime_ns, language))
+
+
+def _load_spec(path: Path) -> pathspec.PathSpec | None:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _inside(root: Path, path: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(root)
+    except OSError:
+        return False
+
+
+def _dir_key(path: Path):
+    try:
+        info = path.stat()
+        return (info.st_dev, info.st_ino)
+    except OSError:
+        return str(path)
+
+
+def _os_reason(exc: OSError) -> str:
+    return (exc.strerror or str(exc)).lower()

@@ -1,0 +1,134 @@
+"""Watch a workspace folder (watchdog) and report changed paths after a quiet period (debounce).
+
+Bursts, such as a git checkout touching hundreds of files, coalesce into one report. The watcher
+only says *that* something changed; what to index is decided by the normal incremental scan,
+which applies every ignore rule (services.indexing.scanning), so the two can never disagree.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from services.core.models import IndexReport, StaleFile
+from services.indexing.scanning import SKIPPED_DIRS
+
+log = logging.getLogger(__name__)
+
+DEBOUNCE_SECONDS = 1.0
+MAX_DELAY_SECONDS = 10.0  # a change is reported at the latest this long after it, even mid-burst
+
+# WatchEvent kinds
+WATCHING, STALE, REINDEX_STARTED, REINDEX_FINISHED, WATCH_ERROR = (
+    "watching", "stale", "reindex_started", "reindex_finished", "error")
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """What a watched workspace reports: stale files (auto-reindex off) or an automatic run."""
+
+    kind: str  # WATCHING, STALE, REINDEX_STARTED, REINDEX_FINISHED or WATCH_ERROR
+    workspace: str
+    stale_files: tuple[StaleFile, ...] = ()  # with STALE
+    report: IndexReport | None = None  # with REINDEX_FINISHED
+    message: str = ""  # with WATCH_ERROR
+
+
+class _Collector(FileSystemEventHandler):
+    def __init__(self, watcher: "WorkspaceWatcher") -> None:
+        self.watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("opened", "closed_no_write") or (event.is_directory and event.event_type == "modified"):
+            return  # reads, and a folder's own mtime, change nothing
+        paths = [event.src_path, getattr(event, "dest_path", "")]
+        relevant = [rel for rel in (self.watcher.relative(p) for p in paths if p) if rel]
+        if relevant:
+            self.watcher.touch(relevant)
+
+
+class WorkspaceWatcher:
+    """Calls `on_changes(paths)` in its own thread once no change came for `debounce` seconds."""
+
+    def __init__(self, root: Path, on_changes: Callable[[set[str]], None], *,
+                 exclude: tuple[Path, ...] = (), debounce: float = DEBOUNCE_SECONDS,
+                 max_delay: float = MAX_DELAY_SECONDS) -> None:
+        self.root = root
+        self.on_changes = on_changes
+        self.exclude = tuple(p.resolve() for p in exclude)
+        self.debounce = debounce
+        self.max_delay = max_delay
+        self._pending: set[str] = set()
+        self._first = self._last = 0.0
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopped = threading.Event()
+        self._observer = Observer()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name=f"ke-watch-{root.name}")
+
+    def start(self) -> None:
+        self._observer.schedule(_Collector(self), str(self.root), recursive=True)
+        self._observer.start()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._wake.set()
+        self._observer.stop()
+        if self._observer.is_alive():
+            self._observer.join(timeout=5)
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+    def relative(self, path: str) -> str:
+        """Workspace-relative POSIX path, or "" for paths never indexed (skipped folders, the data dir)."""
+        absolute = Path(path)
+        if any(absolute.is_relative_to(p) for p in self.exclude):
+            return ""
+        try:
+            rel = absolute.relative_to(self.root)
+        except ValueError:
+            return ""
+        if not rel.parts or any(part in SKIPPED_DIRS for part in rel.parts):
+            return ""
+        return rel.as_posix()
+
+    def touch(self, paths: list[str]) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if not self._pending:
+                self._first = now
+            self._pending.update(paths)
+            self._last = now
+        self._wake.set()
+
+    def _loop(self) -> None:
+        while not self._stopped.is_set():
+            self._wake.wait()
+            self._wake.clear()
+            while not self._stopped.is_set():
+                with self._lock:
+                    now = time.monotonic()
+                    wait = min(self._last + self.debounce, self._first + self.max_delay) - now
+                    batch = set() if wait > 0 else self._pending
+                    if wait <= 0:
+                        self._pending = set()
+                if wait > 0:
+                    self._stopped.wait(wait)
+                    continue
+                if batch:
+                    self._report(batch)
+                break
+
+    def _report(self, batch: set[str]) -> None:
+        try:
+            self.on_changes(batch)
+        except Exception:  # a failing handler must not end the watch
+            log.exception("handling changes in %s failed", self.root)

@@ -1,0 +1,204 @@
+"""The query pipeline, stage by stage (synchronous; the service runs it in a worker thread).
+
+Threshold rule (scores from different strategies live on different scales):
+- the vector search over-fetches `pool_size(top_k)` candidates (settings.candidate_pool: at least
+  max(candidate_pool_min, candidate_pool_factor × top_k); the cross-encoder keeps its own) whose cosine
+  similarity is at least 0.8 × min_relevance;
+- after reranking, min_relevance is applied to the score that is on the cosine scale:
+  * SIMILARITY strategies (none, keyword-boost, heuristic, metadata) keep cosine-based scores
+    (boosted or offset), so min_relevance applies to the reranked score, as in the spec;
+  * RELATIVE (rrf, hybrid: fused, normalised per query) and PROBABILITY (cross-encoder, llm)
+    scores are not cosine similarities, so min_relevance applies to the candidate's original
+    cosine score instead. A candidate that only the keyword index found was not in the vector
+    ranking, so it has no cosine from the search: its cosine is computed from its stored vector
+    (`keyword_cosines`) and the same min_relevance applies, so every result, however it was
+    found, is at least as close to the question as the threshold asks (before this, hybrid
+    padded short lists with keyword-only hits the question barely relates to). A PROBABILITY
+    strategy's own threshold (cross-encoder score_threshold, on its 0-1 scale) cuts its scores
+    too. Nothing is dropped because of a scale mismatch;
+  * when a strategy falls back (unavailable, adaptive skip), the original ranking is filtered
+    as for `none`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from services.core.errors import StrategyUnavailable
+from services.core.models import Candidate, Chunk, QueryOptions, QueryResult, RerankRequest, ResultChunk
+from services.retrieval.strategies.base import PROBABILITY, SIMILARITY
+
+
+class Stages:
+    """Wall-clock time of each stage in milliseconds."""
+
+    def __init__(self) -> None:
+        self.times = {}
+        self._start = time.perf_counter()
+        self._last = self._start
+
+    def mark(self, name: str) -> None:
+        now = time.perf_counter()
+        self.times[name] = round((now - self._last) * 1000, 2)
+        self._last = now
+
+    def total(self) -> dict:
+        self.times["total"] = round((time.perf_counter() - self._start) * 1000, 2)
+        return self.times
+
+
+def allowed_paths(all_paths: list[str], glob: str) -> list[str] | None:
+    """Paths matching a glob (or several, comma-separated); None means no path filter."""
+    patterns = [p.strip() for p in glob.split(",") if p.strip()]
+    if not patterns:
+        return None
+    return [p for p in all_paths if any(fnmatch.fnmatch(p, pat) or fnmatch.fnmatch(p, f"*/{pat}") for pat in patterns)]
+
+
+def semantic_candidates(hits: list[tuple[str, float]], chunks: dict[str, Chunk], floor: float) -> list[Candidate]:
+    """Vector hits above the pre-rerank floor that the catalogue lists (the committed versions)."""
+    kept = [(i, s) for i, s in hits if s >= floor and i in chunks]
+    return [Candidate(chunks[i], s, s, rank) for rank, (i, s) in enumerate(kept, 1)]
+
+
+def keyword_candidates(hits: list[tuple[str, float]], chunks: dict[str, Chunk],
+                       semantic: list[Candidate]) -> list[Candidate]:
+    by_id = {c.chunk.id: c for c in semantic}
+    out = []
+    for rank, (i, score) in enumerate(((i, s) for i, s in hits if i in chunks), 1):
+        known = by_id.get(i)
+        out.append(Candidate(chunks[i], score, known.original_score if known else None,
+                             known.original_rank if known else None, score, rank))
+    return out
+
+
+def rerank(strategy, request: RerankRequest) -> tuple[list[Candidate], bool, str | None]:
+    """Run a strategy; on unavailability fall back to the original ranking and say why."""
+    if strategy.name == "none":
+        return strategy.rerank(request), False, None
+    availability = strategy.availability()
+    if not availability.available:
+        return list(request.candidates), False, availability.reason
+    try:
+        ranked = strategy.rerank(request)
+    except StrategyUnavailable as error:
+        return list(request.candidates), False, str(error)
+    note = getattr(strategy, "last_note", "") or None
+    return ranked, note is None, note
+
+
+def keyword_cosines(question_vector, vectors: dict[str, list[float]]) -> dict[str, float]:
+    """Cosine similarity of the question to each stored chunk vector (for keyword-only hits)."""
+    if not vectors:
+        return {}
+    ids = list(vectors)
+    matrix = np.asarray([vectors[i] for i in ids], dtype=np.float32)
+    q = np.asarray(question_vector, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(q) or 1.0)
+    sims = matrix @ q / np.where(norms == 0, 1.0, norms)
+    return {i: float(s) for i, s in zip(ids, sims)}
+
+
+def cosine_of(candidate: Candidate, cosines: dict[str, float] | None) -> float | None:
+    """The candidate's cosine: from the vector search, else from its stored vector, else None."""
+    if candidate.original_score is not None:
+        return candidate.original_score
+    return (cosines or {}).get(candidate.chunk.id)
+
+
+def above_threshold(ranked: list[Candidate], scale: str, min_relevance: float,
+                    own_threshold: float = 0.0, cosines: dict[str, float] | None = None) -> list[Candidate]:
+    """Apply min_relevance where it means something (see the module docstring); `cosines` gives
+    keyword-only candidates their cosine. A PROBABILITY strategy's own threshold (e.g. the
+    cross-encoder's score_threshold) applies to its scores."""
+    if scale == SIMILARITY:
+        return [c for c in ranked if c.score >= min_relevance]
+    kept = [c for c in ranked if (cosine := cosine_of(c, cosines)) is None or cosine >= min_relevance]
+    return [c for c in kept if c.score >= own_threshold] if scale == PROBABILITY else kept
+
+
+def removed_by_filters(hits: list[tuple[str, float]], chunks: dict[str, Chunk], options: QueryOptions,
+                       paths: list[str] | None) -> dict[str, int]:
+    """Of the unfiltered nearest chunks above the threshold, how many each filter removes."""
+    near = [chunks[i] for i, s in hits if s >= options.min_relevance and i in chunks]
+    wanted = set(paths) if paths is not None else None
+    removed = {}
+    if options.languages:
+        removed["languages"] = sum(c.language not in options.languages for c in near)
+    if wanted is not None:
+        removed["path"] = sum(c.path not in wanted for c in near)
+    return removed
+
+
+def expand(chunk: Chunk, lines: list[str] | None, context_lines: int) -> tuple[str, int]:
+    """The chunk with `context_lines` lines around it, from the file as it is on disk now.
+
+    When the file changed since it was indexed (lines differ), the chunk's own text is shown.
+    """
+    if lines is None or chunk.end_line > len(lines) or \
+            "".join(lines[chunk.start_line - 1:chunk.end_line]).rstrip("\n") != chunk.content.rstrip("\n"):
+        return chunk.content, chunk.start_line
+    start = max(1, chunk.start_line - context_lines)
+    end = min(len(lines), chunk.end_line + context_lines)
+    return "".join(lines[start - 1:end]), start
+
+
+def to_results(ranked: list[Candidate], contexts: dict[str, tuple[str, int]]) -> list[ResultChunk]:
+    out = []
+    for rank, c in enumerate(ranked, 1):
+        text, start = contexts.get(c.chunk.id, ("", 0))
+        out.append(ResultChunk(c.chunk, rank, c.score, c.original_rank, c.original_score, text, start,
+                               signals=c.signals))
+    return out
+
+
+def pool_seen(request: RerankRequest) -> int:
+    """How many distinct candidates the strategy could rank (vector hits plus BM25-only hits)."""
+    return len({c.chunk.id for c in request.candidates} | {c.chunk.id for c in request.keyword_hits})
+
+
+def assemble(question: str, options: QueryOptions, reranked: list[ResultChunk], original: list[ResultChunk],
+             total: int, above: int, was_reranked: bool, fallback: str | None, stages: Stages,
+             pool: int = 0) -> QueryResult:
+    files = list(dict.fromkeys(r.chunk.path for r in reranked))
+    return QueryResult(question=question, strategy=options.strategy, results=reranked, original=original,
+                       relevant_files=files, total_chunks_searched=total, chunks_above_threshold=above,
+                       reranked=was_reranked, fallback_reason=fallback, cache_hit=False,
+                       timings_ms=stages.total(), pool_size=pool)
+
+
+def mark_cached(result: QueryResult) -> QueryResult:
+    return replace(result, cache_hit=True)
+
+
+def file_states(root: Path, paths, records: dict) -> dict[str, str]:
+    """Per path: "" when the file on disk still has the size and mtime it was indexed with,
+    "modified" when not, "deleted" when it is gone. One stat per path, no reading."""
+    states = {}
+    for path in set(paths):
+        record = records.get(path)
+        try:
+            info = os.stat(root / path)
+        except FileNotFoundError:
+            states[path] = "deleted"
+            continue
+        except OSError:
+            states[path] = ""
+            continue
+        same = record is not None and (info.st_size, info.st_mtime_ns) == (record.size, record.mtime_ns)
+        states[path] = "" if same else "modified"
+    return states
+
+
+def mark_stale(result: QueryResult, states: dict[str, str]) -> QueryResult:
+    """The result with each chunk's `stale` flag set from `states` (see file_states)."""
+    def marked(items: list[ResultChunk]) -> list[ResultChunk]:
+        return [replace(r, stale=states.get(r.chunk.path, "")) for r in items]
+
+    return replace(result, results=marked(result.results), original=marked(result.original))

@@ -1,0 +1,319 @@
+"""The index manifest: per file its hash and chunks, plus index metadata, in SQLite.
+
+The catalogue is the source of truth for what is in the index. Each file is committed in one
+transaction, so a reader (or a crash) sees every file either fully at its old version or fully at
+its new one; vectors whose ids the catalogue does not list are ignored and swept on the next run.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import sqlite3
+import threading
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from services.core.models import Chunk, SkippedFile, chunk_id, count_by_reason
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, file_hash TEXT NOT NULL, size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL, language TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+    vid TEXT NOT NULL, file INTEGER NOT NULL, language TEXT NOT NULL,
+    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
+    text_at INTEGER NOT NULL, text_length INTEGER NOT NULL, doc_length INTEGER NOT NULL,
+    symbol TEXT NOT NULL, qualified_name TEXT NOT NULL, kind TEXT NOT NULL, bases TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    refs INTEGER NOT NULL DEFAULT 0, ordinal INTEGER NOT NULL DEFAULT 0,
+    contiguous INTEGER NOT NULL DEFAULT 1);
+CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS texts (file INTEGER PRIMARY KEY, text BLOB NOT NULL);
+"""
+
+# 2: chunk text only here, none in Chroma (its documents were a second copy)
+# 3: Chroma keeps short vector ids and no metadata; big indexes store fewer dimensions
+#    (services/storage/projection.py). Here: no chunk id column (the id is made of path, lines, hash and
+#    ordinal; rows are found by vector id), a file number instead of the path and the file hash per
+#    chunk, and the text of a file's chunks (docstring and code) compressed together in `texts`,
+#    each chunk a span of it. An older catalogue is not read: it is rebuilt.
+INDEX_FORMAT = "3"
+FORMAT_CHANGES = {"1": "chunk text is now stored once, in the manifest",
+                  "2": "the index is about half the size: short vector ids, no vector metadata, fewer dimensions"}
+INSERT_COLUMNS = ("vid, file, language, start_line, end_line, text_at, text_length, doc_length, symbol, "
+                  "qualified_name, kind, bases, content_hash, refs, ordinal, contiguous")
+CHUNKS = "chunks c JOIN files f ON f.rowid = c.file"  # a chunk with its file's path and hash
+SELECT_CHUNKS = ("SELECT f.path, c.language, c.start_line, c.end_line, c.file, c.text_at, c.text_length, "
+                 "c.doc_length, c.symbol, c.qualified_name, c.kind, c.bases, c.content_hash, f.file_hash, c.refs, "
+                 f"c.ordinal, c.contiguous FROM {CHUNKS}")
+ID_PARTS = "f.path, c.start_line, c.end_line, c.content_hash, c.ordinal"  # what a chunk id is made of
+TEXT_CACHE_FILES = 512  # files whose decompressed chunk text is kept (a query's results span a few hundred)
+HASH_CHARS = 16  # hashes kept per chunk (64 bits; the chunk id holds the same 16 characters)
+
+
+def vector_id(chunk_id: str) -> str:
+    """The vector store's id for a chunk: 12 characters (a 72-bit hash) instead of the chunk id's
+    path:lines:hash, which Chroma would keep three times over (two SQLite tables and its HNSW id map).
+    The catalogue keeps it beside each chunk, to map search hits back."""
+    return base64.urlsafe_b64encode(hashlib.blake2b(chunk_id.encode("utf-8"), digest_size=9).digest()).decode()
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    path: str
+    file_hash: str
+    size: int
+    mtime_ns: int
+    language: str
+
+
+class Catalog:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._text_cache: dict[tuple[int, str], str] = {}  # (file number, file hash) -> its chunks' text
+        self._listing: list[tuple[str, str, str]] | None = None  # id_paths_languages() until a write
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(SCHEMA)
+        self._add_indexes()
+        self._lock = threading.RLock()
+
+    def _add_indexes(self) -> None:
+        """On the current layout only: an older catalogue is read for its metadata, then rebuilt."""
+        if "file" in {row[1] for row in self._db.execute("PRAGMA table_info(chunks)")}:
+            self._db.execute("CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file)")
+            self._db.execute("CREATE INDEX IF NOT EXISTS chunks_by_vid ON chunks(vid)")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # --- metadata ---
+    def get_meta(self, key: str, default: str = "") -> str:
+        row = self._query("SELECT value FROM meta WHERE key = ?", (key,))
+        return row[0][0] if row else default
+
+    def set_meta(self, **values: str) -> None:
+        with self._lock:
+            self._db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                                 [(k, str(v)) for k, v in values.items()])
+
+    # --- files and chunks ---
+    def files(self) -> dict[str, FileRecord]:
+        rows = self._query("SELECT path, file_hash, size, mtime_ns, language FROM files")
+        return {r[0]: FileRecord(*r) for r in rows}
+
+    def commit_file(self, record: FileRecord, chunks: list[Chunk]) -> list[str]:
+        """Replace a file's chunks in one transaction; return the ids it no longer has."""
+        with self._lock, self._transaction():
+            self._db.execute("INSERT INTO files VALUES (?,?,?,?,?) ON CONFLICT(path) DO UPDATE SET "
+                             "file_hash = excluded.file_hash, size = excluded.size, mtime_ns = excluded.mtime_ns, "
+                             "language = excluded.language",  # an update keeps the file's number (rowid)
+                             (record.path, record.file_hash, record.size, record.mtime_ns, record.language))
+            number = self._file_number(record.path)
+            self._file_changed(number)
+            old = set(self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS} WHERE c.file = ?", (number,)))
+            self._db.execute("DELETE FROM chunks WHERE file = ?", (number,))
+            text, spans = _layout(chunks)
+            self._db.executemany(f"INSERT INTO chunks ({INSERT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                 [_chunk_row(c, number, span) for c, span in zip(chunks, spans)])
+            self._db.execute("INSERT OR REPLACE INTO texts VALUES (?, ?)", (number, zlib.compress(text.encode(), 6)))
+            self._db.execute("DELETE FROM skipped WHERE path = ?", (record.path,))
+        return sorted(old - {c.id for c in chunks})
+
+    def remove_file(self, path: str) -> list[str]:
+        with self._lock, self._transaction():
+            number = self._file_number(path)
+            self._file_changed(number)
+            ids = self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS} WHERE c.file = ?", (number,))
+            self._db.execute("DELETE FROM chunks WHERE file = ?", (number,))
+            self._db.execute("DELETE FROM texts WHERE file = ?", (number,))
+            self._db.execute("DELETE FROM files WHERE path = ?", (path,))
+        return ids
+
+    def _file_number(self, path: str) -> int | None:
+        row = self._db.execute("SELECT rowid FROM files WHERE path = ?", (path,)).fetchone()
+        return row[0] if row else None
+
+    def clear(self) -> None:
+        with self._lock, self._transaction():
+            for table in ("files", "chunks", "texts", "skipped", "meta"):
+                self._db.execute(f"DELETE FROM {table}")
+            self._text_cache.clear()
+            self._listing = None
+
+    def _file_changed(self, number: int | None) -> None:
+        """Drop what is kept of a file about to be written (its text) and the chunk listing."""
+        self._listing = None
+        for key in [k for k in self._text_cache if k[0] == number]:
+            del self._text_cache[key]
+
+    def chunks(self, ids: list[str] | None = None, path: str | None = None) -> list[Chunk]:
+        if ids is not None:
+            wanted = set(ids)
+            found = {}
+            for part in _parts([vector_id(i) for i in wanted]):
+                chunks = self._read(f"WHERE c.vid IN ({','.join('?' * len(part))})", part)
+                found.update((c.id, c) for c in chunks if c.id in wanted)
+            return [found[i] for i in ids if i in found]
+        if path is not None:
+            return self._read("WHERE f.path = ? ORDER BY c.start_line", (path,))
+        return self._read("ORDER BY c.rowid")
+
+    def _read(self, where: str, params=()) -> list[Chunk]:
+        """Chunks with their text, rows and texts read in one snapshot."""
+        with self._lock:
+            began = not self._db.in_transaction
+            if began:
+                self._db.execute("BEGIN")
+            try:
+                rows = self._db.execute(f"{SELECT_CHUNKS} {where}", params).fetchall()
+                texts = self._texts({(row[4], row[13]) for row in rows})
+            finally:
+                if began:
+                    self._db.execute("COMMIT")
+        return [_row_chunk(row, texts[row[4]]) for row in rows]
+
+    def _texts(self, files: set[tuple[int, str]]) -> dict[int, str]:
+        """Each file's chunk text by file number, from the cache of recently read ones (kept by
+        number and file hash, dropped when the file is written) or decompressed."""
+        found = {}
+        for key in files:
+            if key in self._text_cache:
+                found[key[0]] = self._text_cache[key] = self._text_cache.pop(key)  # now the most recent
+        missing = sorted(number for number, _ in files if number not in found)
+        hashes = dict(files)
+        for part in _parts(missing):
+            rows = self._db.execute(f"SELECT file, text FROM texts WHERE file IN ({','.join('?' * len(part))})", part)
+            for number, blob in rows:
+                found[number] = zlib.decompress(blob).decode("utf-8")
+                self._text_cache[(number, hashes[number])] = found[number]
+        while len(self._text_cache) > TEXT_CACHE_FILES:
+            self._text_cache.pop(next(iter(self._text_cache)))
+        return found
+
+    def id_paths_languages(self) -> list[tuple[str, str, str]]:
+        """(id, path, language) of every chunk, without their text (for filtering); kept until a write."""
+        with self._lock:
+            if self._listing is None:
+                rows = self._db.execute(f"SELECT {ID_PARTS}, c.language FROM {CHUNKS}").fetchall()
+                self._listing = [(chunk_id(*row[:5]), row[0], row[5]) for row in rows]
+            return self._listing
+
+    def ids_for_vectors(self, vids: list[str]) -> dict[str, str]:
+        """Chunk ids by vector id (store.vector_id), for the vectors the catalogue lists."""
+        found = {}
+        for part in _parts(vids):
+            rows = self._query(f"SELECT c.vid, {ID_PARTS} FROM {CHUNKS} WHERE c.vid IN ({','.join('?' * len(part))})",
+                               part)
+            found.update((row[0], chunk_id(*row[1:])) for row in rows)
+        return found
+
+    def chunk_ids(self) -> set[str]:
+        return set(self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS}"))
+
+    def set_references(self, counts: dict[str, int]) -> None:
+        with self._lock, self._transaction():
+            self._db.execute("UPDATE chunks SET refs = 0")
+            self._db.executemany("UPDATE chunks SET refs = ? WHERE vid = ?",
+                                 [(n, vector_id(i)) for i, n in counts.items() if n])
+
+    def counts(self) -> tuple[int, int]:
+        files = self._query("SELECT COUNT(*) FROM files")[0][0]
+        chunks = self._query("SELECT COUNT(*) FROM chunks")[0][0]
+        return files, chunks
+
+    def languages(self) -> dict[str, int]:
+        rows = self._query("SELECT language, COUNT(*) FROM chunks GROUP BY language ORDER BY 2 DESC")
+        return dict(rows)
+
+    def symbols(self) -> list[str]:
+        rows = self._query("SELECT DISTINCT symbol FROM chunks WHERE symbol != '' AND kind NOT IN ('module', 'text')"
+                           " ORDER BY symbol")
+        return [r[0] for r in rows]
+
+    def compact(self) -> None:
+        """Fold the write-ahead log into the database; VACUUM when over a quarter of it is free pages
+        (after a rebuild or many removals)."""
+        with self._lock:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            pages = self._db.execute("PRAGMA page_count").fetchone()[0]
+            free = self._db.execute("PRAGMA freelist_count").fetchone()[0]
+            if pages and free > pages / 4:
+                self._db.execute("VACUUM")
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    # --- skipped files ---
+    def set_skipped(self, skipped: list[SkippedFile]) -> None:
+        with self._lock, self._transaction():
+            self._db.execute("DELETE FROM skipped")
+            self._db.executemany("INSERT OR REPLACE INTO skipped VALUES (?, ?)",
+                                 [(s.path, s.reason) for s in skipped])
+
+    def skipped(self) -> list[SkippedFile]:
+        return [SkippedFile(*r) for r in self._query("SELECT path, reason FROM skipped ORDER BY path")]
+
+    def skipped_by_reason(self) -> dict[str, int]:
+        return count_by_reason(self.skipped())
+
+    # --- plumbing ---
+    def _ids(self, sql: str, params=()) -> list[str]:
+        """Chunk ids from rows of ID_PARTS (under the caller's lock or transaction, or its own)."""
+        with self._lock:
+            return [chunk_id(*row) for row in self._db.execute(sql, params)]
+
+    def _query(self, sql: str, params=()) -> list[tuple]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    def _transaction(self):
+        return _Transaction(self._db)
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self):
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind, value, traceback):
+        self.db.execute("ROLLBACK" if kind else "COMMIT")
+
+
+def _layout(chunks: list[Chunk]) -> tuple[str, list[tuple[int, int, int]]]:
+    """A file's chunk texts (docstring, then code) one after the other, compressed together in
+    `texts` (about 4x: twice what compressing each chunk alone gives), and each chunk's span of it:
+    (start, length, docstring length)."""
+    parts, spans, at = [], [], 0
+    for c in chunks:
+        piece = c.docstring + c.content
+        parts.append(piece)
+        spans.append((at, len(piece), len(c.docstring)))
+        at += len(piece)
+    return "".join(parts), spans
+
+
+def _parts(values: list[str], size: int = 500):
+    for start in range(0, len(values), size):
+        yield values[start:start + size]
+
+
+def _chunk_row(c: Chunk, file_number: int, span: tuple[int, int, int]) -> tuple:
+    return (vector_id(c.id), file_number, c.language, c.start_line, c.end_line, *span, c.symbol, c.qualified_name,
+            c.kind, json.dumps(list(c.bases)) if c.bases else "", c.content_hash[:HASH_CHARS], c.references,
+            c.ordinal, int(c.contiguous))
+
+
+def _row_chunk(row: tuple, text: str) -> Chunk:
+    piece = text[row[5]:row[5] + row[6]]
+    return Chunk(path=row[0], language=row[1], start_line=row[2], end_line=row[3], content=piece[row[7]:],
+                 symbol=row[8], qualified_name=row[9], kind=row[10], bases=tuple(json.loads(row[11] or "[]")),
+                 docstring=piece[:row[7]], content_hash=row[12], file_hash=row[13] or "", references=row[14],
+                 ordinal=row[15], contiguous=bool(row[16]))

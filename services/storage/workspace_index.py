@@ -1,0 +1,163 @@
+"""Where a workspace's index lives: its folder, catalogue, vector collection and keyword index."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from services.storage.catalog import FORMAT_CHANGES, INDEX_FORMAT, Catalog
+from services.core.errors import IndexMissingError, WorkspaceError
+from services.storage.keyword_index import KeywordIndex
+from services.core.models import Chunk
+from services.storage.projection import Projection
+from services.storage.vector_store import VectorStore, forget_client, make_client
+
+CATALOG_FILE = "manifest.sqlite"
+PROJECTION_FILE = "projection.npy"
+
+
+def workspace_root(workspace: str | Path) -> Path:
+    root = Path(workspace).expanduser()
+    if not root.exists():
+        raise WorkspaceError(f"Workspace folder {root} does not exist.")
+    if not root.is_dir():
+        raise WorkspaceError(f"Workspace {root} is not a folder.")
+    return root.resolve()
+
+
+def workspace_key(root: Path) -> str:
+    digest = hashlib.sha1(str(root).encode()).hexdigest()[:12]
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in root.name)[:40] or "root"
+    return f"{safe}-{digest}"
+
+
+class WorkspaceIndex:
+    """Opened lazily; `exists()` tells whether an index was ever built (and not deleted since)."""
+
+    def __init__(self, root: Path, data_dir: Path, chroma_url: str | None = None) -> None:
+        self.root = root
+        self.key = workspace_key(root)
+        self.folder = data_dir / "workspaces" / self.key
+        self.chroma_url = chroma_url
+        self.keywords = KeywordIndex(self.folder / "bm25")
+        # Chunked but not yet embedded and committed, by id, while a run embeds (in this process):
+        # the keyword index already answers over them; the catalogue lists them once committed.
+        self.pending: dict[str, Chunk] = {}
+        self._catalog: Catalog | None = None
+        self._store: VectorStore | None = None
+        self._projection: Projection | None = None
+
+    @property
+    def chroma_path(self) -> Path:
+        return self.folder / "chroma"
+
+    def exists(self) -> bool:
+        return (self.folder / CATALOG_FILE).exists() and self._catalog_has_model()
+
+    def _catalog_has_model(self) -> bool:
+        return bool(self.catalog().get_meta("model"))
+
+    def catalog(self) -> Catalog:
+        if self._catalog is None:
+            self._catalog = Catalog(self.folder / CATALOG_FILE)
+        return self._catalog
+
+    def store(self) -> VectorStore:
+        if self._store is None:
+            client = make_client(None if self.chroma_url else self.chroma_path, self.chroma_url)
+            self._store = VectorStore(client, "ke_" + self.key.replace("-", "_")[:50],
+                                      lambda vids: self.catalog().ids_for_vectors(vids))
+        return self._store
+
+    @property
+    def projection_path(self) -> Path:
+        return self.folder / PROJECTION_FILE
+
+    def projection(self) -> Projection | None:
+        """The index's dimension reduction, if it has one (services/storage/projection.py). Not cached while
+        absent: an indexing run may fit one at any moment."""
+        if self._projection is None and self.projection_path.exists():
+            self._projection = Projection.load(self.projection_path)
+        return self._projection
+
+    def set_projection(self, projection: Projection) -> None:
+        projection.save(self.projection_path)
+        self._projection = projection
+
+    def project(self, vectors) -> np.ndarray:
+        """Vectors from the encoder, as this index stores them."""
+        projection = self.projection()
+        vectors = np.asarray(vectors, dtype=np.float32)
+        return projection.apply(vectors) if projection and vectors.size else vectors
+
+    def encoder(self, encode):
+        """`encode` (texts -> encoder vectors) followed by this index's projection."""
+        return lambda texts: self.project(encode(texts))
+
+    def vanished(self) -> str:
+        """If the index folder was deleted while open, drop the stale handles and say so; else ""."""
+        if (self.folder / CATALOG_FILE).exists():
+            return ""
+        was_open = self._catalog is not None
+        self.reset_handles()
+        return f"The index folder {self.folder} was deleted. Reindex to rebuild it." if was_open else ""
+
+    def chunks(self, ids: list[str]) -> dict[str, Chunk]:
+        """Chunks by id: committed ones from the catalogue, then those still being embedded."""
+        found = {c.id: c for c in self.catalog().chunks(ids)}
+        pending = self.pending
+        found.update((i, pending[i]) for i in ids if i not in found and i in pending)
+        return found
+
+    def paths(self) -> list[str]:
+        """Every indexed path, and those of files still being embedded."""
+        return sorted(set(self.catalog().files()) | {c.path for c in list(self.pending.values())})
+
+    def id_paths_languages(self) -> list[tuple[str, str, str]]:
+        pending = list(self.pending.values())
+        return self.catalog().id_paths_languages() + [(c.id, c.path, c.language) for c in pending]
+
+    def require(self) -> None:
+        """Raise a clear error when there is no index, or its folder vanished under a running app."""
+        deleted = self.vanished()
+        if deleted:
+            raise IndexMissingError(deleted)
+        if not (self.folder / CATALOG_FILE).exists() or not self._catalog_has_model():
+            raise IndexMissingError(f"{self.root} is not indexed yet. Index it first.")
+        old_format = self.catalog().get_meta("index_format", "1")
+        if old_format != INDEX_FORMAT:
+            raise IndexMissingError(f"The index of {self.root} is in an older format: reindex to rebuild it "
+                                    f"({FORMAT_CHANGES.get(old_format, 'a newer version wrote it')}).")
+
+    def reset_handles(self) -> None:
+        if self._catalog is not None:
+            try:
+                self._catalog.close()
+            except Exception:
+                pass
+        self._catalog = None
+        self._store = None
+        self._projection = None
+        self.keywords = KeywordIndex(self.folder / "bm25")
+        if not self.chroma_url:
+            forget_client(self.chroma_path)
+
+    def wipe(self) -> None:
+        """Delete everything of this workspace's index (for a full rebuild)."""
+        if self.chroma_url:
+            self.store().drop()
+        self.reset_handles()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def size_bytes(self) -> int:
+        if not self.folder.exists():
+            return 0
+        return sum(p.stat().st_size for p in self.folder.rglob("*") if p.is_file())
+
+    def close(self) -> None:
+        if self._catalog is not None:
+            self._catalog.close()
+            self._catalog = None

@@ -1,0 +1,228 @@
+"""A KnowledgeService on a server (`knowledge-explorer serve`), behind the same async API as EngineProcess.
+
+Workspaces are folders on the server's machine: each is registered on first use. Calls run a
+blocking stdlib HTTP client (one keep-alive connection per thread) in worker threads, so they work
+on any asyncio loop, qasync's too, and importing this module stays cheap (httpx alone costs 0.3 s); index
+runs are started on the server and followed by polling, with progress and cancel as in-process.
+Light imports only (no torch, no chromadb): the CLI's warm path starts in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from services.retrieval import context
+from services.core import codec
+from services.core.messages import DocumentRerankResponse, IndexStatus
+from services.core.api_errors import IndexRunning
+from services.core.errors import IndexMissingError, KnowledgeError, ModelLoadError, QueryError, WorkspaceError
+from services.core.models import IndexHealth, IndexReport, QueryOptions, QueryResult, StrategyInfo
+
+POLL_SECONDS = 0.2
+ERRORS = {"not_indexed": IndexMissingError, "bad_request": QueryError, "invalid_request": QueryError,
+          "unknown_workspace": WorkspaceError, "bad_workspace": WorkspaceError, "path_escape": QueryError,
+          "model_unavailable": ModelLoadError, "index_running": IndexRunning}
+
+
+class EngineUnreachable(KnowledgeError):
+    """The server does not answer."""
+
+
+class RemoteEngine:
+    def __init__(self, url: str, *, token: str | None = None, data_dir: str | Path | None = None,
+                 timeout: float = 120.0, settings=None) -> None:
+        from services.core.settings import default_data_dir
+
+        self.url = url.rstrip("/")
+        self.settings = settings
+        self.data_dir = Path(data_dir) if data_dir else default_data_dir()  # local: labels live here
+        self._http = Transport(self.url, token, timeout)
+        self._pool = ThreadPoolExecutor(4, thread_name_prefix="ke-remote")
+        self._ids: dict[str, str] = {}
+        self._strategies: list[StrategyInfo] | None = None
+
+    # --- plumbing ---
+    def request(self, method: str, path: str, body=None, kind=None):
+        """One blocking call; returns the decoded `kind` (or the JSON); raises KnowledgeError subclasses."""
+        try:
+            status, data = self._http.send(method, path, body)
+        except (OSError, http.client.HTTPException) as error:
+            raise EngineUnreachable(f"Cannot reach the engine at {self.url}: {error}") from None
+        if status >= 400:
+            raise _error(status, data)
+        return codec.decode(kind, data) if kind is not None else data
+
+    async def _call(self, method: str, path: str, body=None, kind=None):
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, self.request, method, path, body, kind)
+
+    def workspace_id(self, workspace) -> str:
+        """The server's id for a folder, registering it on first use (blocking)."""
+        path = str(workspace)
+        if path not in self._ids:
+            local = Path(path).expanduser()
+            sent = str(local.resolve()) if local.exists() else path
+            self._ids[path] = self.request("POST", "/v1/workspaces", {"path": sent})["id"]
+        return self._ids[path]
+
+    async def _workspace(self, workspace) -> str:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, self.workspace_id, workspace)
+
+    # --- KnowledgeService's API ---
+    async def index(self, workspace, *, full: bool = False, progress=None, cancel: threading.Event | None = None):
+        key = await self._workspace(workspace)
+        try:
+            status = await self._call("POST", f"/v1/workspaces/{key}/index", {"full": full}, IndexStatus)
+        except IndexRunning:  # follow the run already going on
+            status = await self._call("GET", f"/v1/workspaces/{key}/index", kind=IndexStatus)
+        return await self._follow(key, status, progress, cancel)
+
+    async def _follow(self, key: str, status: IndexStatus, progress, cancel) -> IndexReport:
+        last, cancelled = None, False
+        while status.state == "running":
+            if progress is not None and status.progress is not None and status.progress != last:
+                last = status.progress
+                progress(last)
+            if cancel is not None and cancel.is_set() and not cancelled:
+                cancelled = True
+                await self._call("DELETE", f"/v1/workspaces/{key}/index")
+            await asyncio.sleep(POLL_SECONDS)
+            status = await self._call("GET", f"/v1/workspaces/{key}/index", kind=IndexStatus)
+        if progress is not None and status.progress is not None and status.progress != last:
+            progress(status.progress)  # the last event ("done", "cancelled")
+        if status.state == "failed" or status.report is None:
+            raise KnowledgeError(status.error or f"The index run ended as {status.state}.")
+        return status.report
+
+    async def health(self, workspace) -> IndexHealth:
+        key = await self._workspace(workspace)
+        return await self._call("GET", f"/v1/workspaces/{key}/health", kind=IndexHealth)
+
+    async def is_indexed(self, workspace) -> bool:
+        return (await self.health(workspace)).indexed
+
+    async def query(self, question: str, options: QueryOptions) -> QueryResult:
+        key = await self._workspace(options.workspace)
+        body = codec.encode(options)
+        body.pop("workspace")
+        body["question"] = question
+        return await self._call("POST", f"/v1/workspaces/{key}/query", body, QueryResult)
+
+    async def relevant_files(self, question: str, workspace, max_files: int = 10):
+        options = QueryOptions(workspace=str(workspace), top_k=max_files * 3, min_relevance=0.4,
+                               expand_context=False)
+        return context.relevant_files((await self.query(question, options)).results, max_files)
+
+    async def build_context(self, question: str, options: QueryOptions, token_budget: int = 2000) -> str:
+        return context.build_context((await self.query(question, options)).results, token_budget)
+
+    async def suggestions(self, prefix: str, workspace, limit: int = 10) -> list[str]:
+        return context.suggestions(prefix, await self.symbol_names(workspace), limit)
+
+    async def symbol_names(self, workspace) -> list[str]:
+        key = await self._workspace(workspace)
+        return await self._call("GET", f"/v1/workspaces/{key}/symbols")
+
+    async def watch(self, workspace, *, auto_reindex: bool = True, on_event=None) -> None:
+        """The server watches the folder (on its machine) and keeps the index fresh; its watch events
+        are not streamed back, so `on_event` is not called: health shows the changes when asked."""
+        key = await self._workspace(workspace)
+        await self._call("PUT", f"/v1/workspaces/{key}/watch", {"auto_reindex": auto_reindex})
+
+    async def unwatch(self, workspace) -> None:
+        key = await self._workspace(workspace)
+        await self._call("DELETE", f"/v1/workspaces/{key}/watch")
+
+    async def rerank_documents(self, query: str, documents: list[str], strategy: str = "cross-encoder",
+                               top_k: int | None = None) -> DocumentRerankResponse:
+        body = {"query": query, "documents": list(documents), "strategy": strategy, "top_k": top_k}
+        return await self._call("POST", "/v1/rerank", body, DocumentRerankResponse)
+
+    async def warm_up(self) -> None:
+        """The server loaded its model at start; refresh the strategy list."""
+        self._strategies = await self._call("GET", "/v1/strategies", kind=list[StrategyInfo])
+
+    def strategies(self) -> list[StrategyInfo]:
+        if self._strategies is None:
+            self._strategies = self.request("GET", "/v1/strategies", kind=list[StrategyInfo])
+        return self._strategies
+
+    def ping(self, timeout: float = 1.0) -> bool:
+        """Whether a server answers now (used to decide between warm and in-process); a 401 counts,
+        so a missing token is reported as such instead of falling back to the owned data dir."""
+        try:
+            return Transport(self.url, None, timeout).send("GET", "/v1/health")[0] in (200, 401)
+        except (OSError, http.client.HTTPException):
+            return False
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class Transport:
+    """JSON over HTTP/1.1 with the stdlib: one keep-alive connection per thread, reconnect once."""
+
+    def __init__(self, url: str, token: str | None, timeout: float) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise KnowledgeError(f"The engine URL {url!r} is not an http(s):// URL.")
+        self.https, self.host, self.port = parts.scheme == "https", parts.hostname, parts.port
+        self.prefix = parts.path.rstrip("/")
+        self.timeout = timeout
+        self.headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if token:
+            self.headers["Authorization"] = f"Bearer {token}"
+        self._local = threading.local()
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if getattr(self._local, "connection", None) is None:
+            kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+            self._local.connection = kind(self.host, self.port, timeout=self.timeout)
+        return self._local.connection
+
+    def send(self, method: str, path: str, body=None) -> tuple[int, object]:
+        payload = None if body is None else json.dumps(body).encode()
+        for attempt in (1, 2):
+            connection = self._connection()
+            try:
+                connection.request(method, self.prefix + path, payload, self.headers)
+                response = connection.getresponse()
+                raw = response.read()
+                break
+            except (ConnectionError, http.client.RemoteDisconnected, http.client.BadStatusLine):
+                connection.close()
+                self._local.connection = None  # a stale keep-alive connection: reconnect once
+                if attempt == 2:
+                    raise
+        try:
+            return response.status, json.loads(raw) if raw else None
+        except ValueError:
+            return response.status, None
+
+
+def _error(status: int, data) -> KnowledgeError:
+    try:
+        code, message = data["error"]["code"], data["error"]["message"]
+    except (KeyError, TypeError):
+        code, message = "http_error", f"The engine answered HTTP {status}."
+    if status == 401:
+        return KnowledgeError("The engine refused the request: a valid token is required (--token-file).")
+    return ERRORS.get(code, KnowledgeError)(message)
+
+
+def token_from(token_file: str | None) -> str | None:
+    """The bearer token in `token_file` (or KE_TOKEN), if any."""
+    if token_file:
+        try:
+            return Path(token_file).read_text().strip() or None
+        except OSError as error:
+            raise KnowledgeError(f"Cannot read the token file {token_file}: {error.strerror}.") from None
+    return os.environ.get("KE_TOKEN") or None
