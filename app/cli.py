@@ -115,8 +115,14 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(getattr(args, "verbose", False))
     if args.command == "gui":
         from app.gui import run_gui
+        from services.core.errors import KnowledgeError
 
-        return run_gui(args.path, args.screenshot, args.query, args.strategy, service_kwargs(args),
+        try:
+            kwargs = service_kwargs(args)  # a bad KE_* value is one line, before any window opens
+        except KnowledgeError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        return run_gui(args.path, args.screenshot, args.query, args.strategy, kwargs,
                        getattr(args, "engine_url", None), getattr(args, "token_file", None))
     if args.command in ("serve", "mcp"):
         return run_service_command(args)

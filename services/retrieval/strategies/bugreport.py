@@ -120,7 +120,7 @@ def gather(request: RerankRequest, settings, every_part: bool = False) -> Featur
 
     parts = question_parts(signals, settings.bugreport_max_parts)
     if not every_part and not settings.bugreport_parts_weight:
-        parts = [(kind, text) for kind, text in parts if getattr(settings, f"bugreport_{kind}_weight")]
+        parts = [(kind, text) for kind, text in parts if settings.bugreport_weights()[kind]]
     part_vectors = np.asarray(request.encode([text for _, text in parts])) if parts else np.zeros((0, 0))
     store = index.store()
     for vector in part_vectors:
@@ -153,7 +153,7 @@ def gather(request: RerankRequest, settings, every_part: bool = False) -> Featur
 def combine(feats: Features, settings) -> list[Candidate]:
     """Score every chunk: ranked signals add weight x k/(k+r-1), matches add weight x value/best."""
     k = settings.bugreport_k
-    weights = {name: getattr(settings, f"bugreport_{name}_weight") for name in SIGNALS}
+    weights = settings.bugreport_weights()
     totals: dict[str, list[Signal]] = {i: [] for i in feats.candidates}
     for name in RANKED:
         ranked = sorted(feats.values[name].items(), key=lambda kv: -kv[1])
