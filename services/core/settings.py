@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal, get_args, get_origin
+from typing import Literal, Self, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
@@ -35,12 +35,20 @@ class Area(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    def with_changes(self, **changes):
+    def __init__(self, **values) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as error:
+            raise SettingsError(problems(type(self), error)) from error
+
+    def with_changes(self, **changes) -> Self:
         """A copy with `changes` applied, validated (SettingsError on a bad value)."""
-        return validated(type(self), {**dict(self), **changes})
+        return type(self)(**{**dict(self), **changes})
 
 
 class IndexingSettings(Area):
+    """Scanning, chunking, embedding and storing a workspace."""
+
     embedding_model: str = Field(DEFAULT_EMBEDDING_MODEL, min_length=1)
     max_file_bytes: int = Field(1024 * 1024, ge=1)
     embed_batch_size: int = Field(32, ge=1)
@@ -208,28 +216,23 @@ def settings_from_env(base: Settings | None = None) -> Settings:
     found = EnvSettingsSource(Settings, env_prefix=ENV_PREFIX, case_sensitive=False)()
     if "llm_api_key" not in found and os.environ.get("OPENAI_API_KEY"):
         found["llm_api_key"] = os.environ["OPENAI_API_KEY"]
-    return validated(Settings, {**dict(base), **found}, env_names=set(found))
-
-
-def env_name(field: str) -> str:
-    return ENV_PREFIX + field.upper()
-
-
-def validated(cls: type[Area], values: dict, env_names: set[str] = frozenset()):
-    """`cls(**values)`, or SettingsError: one line per bad value, joined; fields in `env_names` are named
-    by their environment variable."""
     try:
-        return cls(**values)
-    except ValidationError as error:
-        problems = []
-        for item in error.errors():
-            field = str(item["loc"][0]) if item["loc"] else ""
-            name = env_name(field) if field in env_names else field
-            if item["type"] == "extra_forbidden":
-                problems.append(f"{name} is not a setting")
-            else:
-                problems.append(f"{name} must be {requirement(cls.model_fields[field])} (got {item['input']!r})")
-        raise SettingsError("; ".join(problems)) from None
+        return Settings(**{**dict(base), **found})
+    except SettingsError as error:  # said again naming the variables: its cause is pydantic's ValidationError
+        raise SettingsError(problems(Settings, error.__cause__, env_names=set(found))) from None
+
+
+def problems(cls: type[Area], error: ValidationError, env_names: set[str] = frozenset()) -> str:
+    """One line for every bad value; a field in `env_names` is named by its variable (KE_<FIELD>)."""
+    lines = []
+    for item in error.errors():
+        field = str(item["loc"][0])
+        name = ENV_PREFIX + field.upper() if field in env_names else field
+        if item["type"] == "extra_forbidden":
+            lines.append(f"{name} is not a setting")
+        else:
+            lines.append(f"{name} must be {requirement(cls.model_fields[field])} (got {item['input']!r})")
+    return "; ".join(lines)
 
 
 def requirement(field: FieldInfo) -> str:
