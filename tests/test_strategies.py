@@ -330,7 +330,7 @@ def test_candidate_pools():
     """max(50, 5 x top_k) by default; heuristic, keyword-boost and rrf keep 2 x top_k (measured); the
     cross-encoder its own pool."""
     assert strategy("none").pool_size(10) == 50 and strategy("hybrid").pool_size(20) == 100
-    assert strategy("hybrid", candidate_pool_min=0, candidate_pool_factor=2).pool_size(10) == 20
+    assert strategy("hybrid", candidate_pool_min=1, candidate_pool_factor=2).pool_size(10) == 20
     assert [strategy(n).pool_size(10) for n in ("heuristic", "keyword-boost", "rrf")] == [20, 20, 20]
     assert strategy("metadata").pool_size(10) == 50
     assert strategy("cross-encoder").pool_size(10) == 50
