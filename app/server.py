@@ -2,7 +2,8 @@
 
 One process owns the data dir and keeps a KnowledgeService warm. Every handler calls the service's
 methods; bodies and responses are the dataclasses of services.core.models and services.core.messages
-(one JSON codec, services.core.codec, through app.render: the CLI's --json is the same). Errors are JSON {"error": {"code", "message"}}.
+rendered by app.render through one codec (services.core.codec), as the CLI's --json and MCP render them.
+Errors are JSON {"error": {"code", "message"}}.
 """
 
 from __future__ import annotations
