@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import json
 import os
 import sys
-from dataclasses import asdict
+
+from services.core.settings import DEFAULT_STRATEGY
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -56,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     query = sub.add_parser("query", parents=[common], help="ask a question")
     query.add_argument("path")
     query.add_argument("question")
-    query.add_argument("--strategy", default="none")
+    query.add_argument("--strategy", default=DEFAULT_STRATEGY,
+                       help=f"reranking strategy (default {DEFAULT_STRATEGY}: the best measured, see `strategies`)")
     query.add_argument("--top-k", type=int, default=10)
     query.add_argument("--min-relevance", type=float, default=None)
     query.add_argument("--language", action="append", default=[], help="only this language (repeatable)")
@@ -210,6 +211,7 @@ async def run_command(args) -> int:
 
 async def cmd_index(args, service) -> int:
     from app.progress import TerminalProgress
+    from app.render import index_report_json  # here, not at the top: keeps the codec out of `gui`'s start-up (~60 ms)
 
     progress = TerminalProgress(enabled=not args.json and sys.stderr.isatty())
     try:
@@ -220,20 +222,9 @@ async def cmd_index(args, service) -> int:
 
 
 def emit(args, value, as_json, as_text) -> int:
-    """Print a command's result as JSON (--json) or as text; the command succeeded."""
+    """Print a command's result as JSON (--json: app.render's, the same as the REST API's) or as text."""
     print(json.dumps(as_json(value), indent=2) if args.json else as_text(value))
     return 0
-
-
-def index_report_json(report) -> dict:
-    return {
-        "files_indexed": report.files_indexed, "files_unchanged": report.files_unchanged,
-        "files_removed": report.files_removed, "chunks_embedded": report.chunks_embedded,
-        "chunks_total": report.chunks_total, "seconds": report.seconds, "cancelled": report.cancelled,
-        "rebuilt_reason": report.rebuilt_reason or None,
-        "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
-        "failed": report.failed, "message": report.message or None,
-    }
 
 
 def index_report_text(report) -> str:
@@ -254,15 +245,9 @@ def index_report_text(report) -> str:
 
 
 async def cmd_health(args, service) -> int:
+    from app.render import health_json  # here, not at the top: keeps the codec out of `gui`'s start-up (~60 ms)
+
     return emit(args, await service.health(args.path), health_json, health_text)
-
-
-def health_json(health) -> dict:
-    data = asdict(health)
-    data["stale_files"] = [{"path": s.path, "change": s.change} for s in health.stale_files]
-    data["skipped"] = [{"path": s.path, "reason": s.reason} for s in health.skipped]
-    data["last_error"] = health.last_error or None
-    return data
 
 
 def health_text(health) -> str:
@@ -290,28 +275,13 @@ def health_text(health) -> str:
 
 
 async def cmd_query(args, service) -> int:
+    from app.render import query_json  # here, not at the top: keeps the codec out of `gui`'s start-up (~60 ms)
     from services.core.models import QueryOptions
 
     options = QueryOptions(workspace=args.path, top_k=args.top_k, strategy=args.strategy,
                            languages=tuple(args.language), path_glob=args.path_glob,
                            **({} if args.min_relevance is None else {"min_relevance": args.min_relevance}))
     return emit(args, await service.query(args.question, options), query_json, query_text)
-
-
-def query_json(result) -> dict:
-    return {
-        "question": result.question, "strategy": result.strategy, "reranked": result.reranked,
-        "fallback_reason": result.fallback_reason, "cache_hit": result.cache_hit,
-        "timings_ms": result.timings_ms, "total_chunks_searched": result.total_chunks_searched,
-        "chunks_above_threshold": result.chunks_above_threshold, "pool_size": result.pool_size,
-        "results": [{
-            "rank": r.rank, "original_rank": r.original_rank, "path": r.chunk.path,
-            "start_line": r.chunk.start_line, "end_line": r.chunk.end_line, "symbol": r.chunk.qualified_name
-            or r.chunk.symbol, "kind": r.chunk.kind, "language": r.chunk.language,
-            "original_score": r.original_score, "score": r.score, "stale": r.stale or None,
-            "signals": [dataclasses.asdict(signal) for signal in r.signals],
-        } for r in result.results],
-    }
 
 
 def query_text(result) -> str:
@@ -329,11 +299,9 @@ def query_text(result) -> str:
 
 
 async def cmd_strategies(args, service) -> int:
+    from app.render import strategies_json  # here, not at the top: keeps the codec out of `gui`'s start-up (~60 ms)
+
     return emit(args, service.strategies(), strategies_json, strategies_text)
-
-
-def strategies_json(infos) -> list[dict]:
-    return [{"name": s.name, "available": s.available, "reason": s.reason or None} for s in infos]
 
 
 def strategies_text(infos) -> str:

@@ -12,12 +12,17 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from services.transport.paths import check_glob
+from app.render import mcp_json
 from services.core.errors import KnowledgeError
+from services.core.models import QueryOptions
+from services.core.settings import DEFAULT_STRATEGY
+from services.transport.paths import check_glob
 
 INSTRUCTIONS = ("Semantic code search over indexed workspaces. `search` answers a question with code "
                 "locations (path, lines, symbol, scores); `reindex` brings an index up to date; "
-                "`index_status` says whether it is fresh; `list_strategies` names the reranking strategies.")
+                "`index_status` says whether it is fresh; `list_strategies` names the reranking strategies. "
+                "Every tool returns fields of the REST API's JSON (`knowledge-explorer query --json` gives "
+                "the same JSON with every field).")
 
 
 def build_mcp(engine, registry=None) -> MCPServer:
@@ -29,46 +34,47 @@ def build_mcp(engine, registry=None) -> MCPServer:
             return workspace
         return str(registry.find(workspace)[1])
 
-    @server.tool(description="Search a workspace's code by meaning. Returns the reranked results with "
-                             "path, lines, symbol, the reranked and the original (vector) score, and a stale "
-                             "flag when the file changed since it was indexed.")
-    async def search(question: str, workspace: str, strategy: str = "none", top_k: int = 10,
+    @server.tool(description=f"Search a workspace's code by meaning (default strategy {DEFAULT_STRATEGY}). Returns "
+                             "a subset of the REST query JSON: question, strategy, reranked, fallback_reason "
+                             "(null or why the ranking was not reranked), and results, each with rank, score "
+                             "(reranked), original_rank and original_score (vector search; null if only keyword "
+                             "search found it), stale ('' fresh, 'modified' or 'deleted' since indexed) and "
+                             "chunk {path, start_line, end_line, symbol, qualified_name, kind, language}.")
+    async def search(question: str, workspace: str, strategy: str = DEFAULT_STRATEGY, top_k: int = 10,
                      languages: list[str] | None = None, path_glob: str = "") -> dict[str, Any]:
-        from services.core.models import QueryOptions
-
         async def run():
             check_glob(path_glob)
             if not 1 <= top_k <= 100:
                 raise KnowledgeError("top_k must be between 1 and 100.")
             options = QueryOptions(workspace=workspace_path(workspace), top_k=top_k, strategy=strategy,
                                    languages=tuple(languages or ()), path_glob=path_glob)
-            return search_result(await engine.query(question, options))
+            return mcp_json("search", await engine.query(question, options))
 
         return await reported(run())
 
-    @server.tool(description="Index health of a workspace: files, chunks, stale files, whether it needs a reindex.")
+    @server.tool(description="Index health of a workspace: files, chunks, stale files, whether it needs a reindex "
+                             "(all of the REST health JSON: indexed, state, files, chunks, languages, stale_files, "
+                             "needs_reindex, skipped, model, updated_at, message, ...).")
     async def index_status(workspace: str) -> dict[str, Any]:
-        from app.cli import health_json
-
         async def run():
-            return health_json(await engine.health(workspace_path(workspace)))
+            return mcp_json("index_status", await engine.health(workspace_path(workspace)))
 
         return await reported(run())
 
     @server.tool(description="Bring a workspace's index up to date (incremental: only changed files are "
-                             "embedded). Returns the index report.")
+                             "embedded). Returns the index report (all of it: files_indexed, files_unchanged, "
+                             "files_removed, chunks_embedded, chunks_total, seconds, cancelled, rebuilt_reason, "
+                             "skipped, failed, message).")
     async def reindex(workspace: str, full: bool = False) -> dict[str, Any]:
-        from app.cli import index_report_json
-
         async def run():
-            return index_report_json(await engine.index(workspace_path(workspace), full=full))
+            return mcp_json("reindex", await engine.index(workspace_path(workspace), full=full))
 
         return await reported(run())
 
-    @server.tool(description="The reranking strategies, whether each is available now, and what it does.")
+    @server.tool(description="The reranking strategies, whether each is available now, and what it does: "
+                             "{strategies: [{name, available, reason, description}]} (fields of the REST list).")
     async def list_strategies() -> dict[str, Any]:
-        return {"strategies": [{"name": s.name, "available": s.available, "reason": s.reason or None,
-                                "description": s.description} for s in engine.strategies()]}
+        return mcp_json("list_strategies", engine.strategies())
 
     return server
 
@@ -79,19 +85,6 @@ async def reported(work):
         return await work
     except KnowledgeError as error:
         raise ToolError(str(error)) from None
-
-
-def search_result(result) -> dict[str, Any]:
-    return {
-        "question": result.question, "strategy": result.strategy, "reranked": result.reranked,
-        "fallback_reason": result.fallback_reason,
-        "results": [{
-            "rank": r.rank, "path": r.chunk.path, "start_line": r.chunk.start_line, "end_line": r.chunk.end_line,
-            "symbol": r.chunk.qualified_name or r.chunk.symbol, "kind": r.chunk.kind, "score": r.score,
-            "original_score": r.original_score, "original_rank": r.original_rank, "stale": bool(r.stale),
-            "change": r.stale or None,
-        } for r in result.results],
-    }
 
 
 def run_stdio(engine) -> int:

@@ -2,7 +2,8 @@
 
 One process owns the data dir and keeps a KnowledgeService warm. Every handler calls the service's
 methods; bodies and responses are the dataclasses of services.core.models and services.core.messages
-(one JSON codec, services.core.codec). Errors are JSON {"error": {"code", "message"}}.
+rendered by app.render through one codec (services.core.codec), as the CLI's --json and MCP render them.
+Errors are JSON {"error": {"code", "message"}}.
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from services.core import codec
+from app.mcp_server import build_mcp
+from app.render import search_rerank_response, to_json
 from services.core.messages import (
     DocumentRerankRequest, DocumentRerankResponse, IndexRequest, IndexStatus, QueryRequest,
-    RerankingConfig, SearchRerankHit, SearchRerankRequest, SearchRerankResponse, WatchRequest, Workspace,
-    WorkspaceRequest,
+    RerankingConfig, SearchRerankRequest, SearchRerankResponse, WatchRequest, Workspace, WorkspaceRequest,
 )
 from services.core.api_errors import IndexRunning, PathEscape, UnknownWorkspace
 from services.transport.paths import check_glob, confined
@@ -35,7 +36,7 @@ from services.transport.registry import WorkspaceRegistry
 from services.core.errors import (
     IndexMissingError, KnowledgeError, ModelLoadError, QueryError, StrategyUnavailable, WorkspaceError,
 )
-from services.core.models import IndexHealth, QueryResult, StrategyInfo
+from services.core.models import IndexHealth, QueryOptions, QueryResult, StrategyInfo
 from services.storage.ownership import IndexBusyError
 
 log = logging.getLogger(__name__)
@@ -175,7 +176,7 @@ class IndexRuns:
         condition = self._changed.setdefault(key, asyncio.Condition())
         while True:
             status = self.get(key)
-            yield f"data: {json.dumps(codec.encode(status))}\n\n"
+            yield f"data: {json.dumps(to_json(status))}\n\n"
             if status.state != "running":
                 return
             async with condition:
@@ -197,8 +198,6 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
     configs: dict[str, RerankingConfig] = {}
     mcp_server = None
     if mcp:
-        from app.mcp_server import build_mcp
-
         mcp_server = build_mcp(service, registry)
         mcp_routes = mcp_server.streamable_http_app(streamable_http_path="/mcp", host=host).routes
 
@@ -220,7 +219,7 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
         return registry.get(workspace_id)
 
     def respond(value, kind=None, status: int = 200) -> JSONResponse:
-        return JSONResponse(codec.encode(value, kind), status_code=status)
+        return JSONResponse(to_json(value, kind), status_code=status)
 
     @app.get("/v1/health", summary="Is the engine up")
     async def server_health():
@@ -336,21 +335,10 @@ def read_text(path: Path) -> str:
 
 async def search_and_rerank(service, root: Path, request: SearchRerankRequest, strategy: str) -> SearchRerankResponse:
     """The spec's search-then-rerank response, from the pipeline's QueryResult."""
-    from services.core.models import QueryOptions
-
     options = QueryOptions(workspace=str(root), top_k=request.final_top_k, strategy=strategy,
                            min_relevance=request.min_relevance, expand_context=False)
     result = await service.query(request.query_text, options)
-    hits = [SearchRerankHit(r.chunk.id, r.original_score, r.score, r.score,
-                            {"path": r.chunk.path, "start_line": r.chunk.start_line, "end_line": r.chunk.end_line,
-                             "symbol": r.chunk.qualified_name or r.chunk.symbol, "kind": r.chunk.kind,
-                             "language": r.chunk.language, "text": r.chunk.content, "stale": r.stale})
-            for r in result.results]
-    timings = result.timings_ms
-    return SearchRerankResponse(
-        hits, result.pool_size or result.chunks_above_threshold, len(hits),
-        round(timings.get("embed", 0.0) + timings.get("search", 0.0), 2), timings.get("rerank", 0.0),
-        timings.get("total", 0.0), service.model_name(strategy), strategy, result.reranked, result.fallback_reason)
+    return search_rerank_response(result, service.model_name(strategy), strategy)
 
 
 def install_error_handlers(app: FastAPI) -> None:

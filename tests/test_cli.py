@@ -7,6 +7,8 @@ import json
 import pytest
 
 from app.cli import main, normalise_argv
+from services.core.messages import QueryRequest
+from services.core.settings import DEFAULT_STRATEGY
 
 
 def run(capsys, *argv) -> tuple[int, str, str]:
@@ -26,7 +28,8 @@ def test_index_health_query_and_strategies_print_stable_json(capsys, workspace, 
     health = json.loads(out)
     assert code == 0 and health["indexed"] and health["chunks"] == report["chunks_total"]
     assert {"indexed", "files", "chunks", "languages", "stale_files", "needs_reindex", "skipped", "model",
-            "dimension", "updated_at", "size_bytes", "last_error"} <= set(health)
+            "dimension", "updated_at", "size_bytes", "last_error", "state"} <= set(health)
+    assert health["state"] == "ready" and health["last_error"] == ""
 
     code, out, _ = run(capsys, "query", str(workspace), "what implements ChunkStore", "--strategy", "metadata",
                        "--top-k", "3", "--data-dir", str(data_dir), "--json")
@@ -35,9 +38,11 @@ def test_index_health_query_and_strategies_print_stable_json(capsys, workspace, 
     assert result["fallback_reason"] is None and result["cache_hit"] is False
     assert set(result["timings_ms"]) >= {"embed", "search", "rerank", "expand"}
     first = result["results"][0]
-    assert {"rank", "original_rank", "path", "start_line", "end_line", "symbol", "kind", "language",
-            "original_score", "score"} <= set(first)
-    assert first["symbol"] in ("MemoryChunkStore", "DiskChunkStore") and first["rank"] == 1
+    assert {"rank", "original_rank", "original_score", "score", "stale", "signals", "context"} <= set(first)
+    assert {"path", "start_line", "end_line", "symbol", "qualified_name", "kind", "language", "content"} <= set(
+        first["chunk"])
+    assert first["chunk"]["symbol"] in ("MemoryChunkStore", "DiskChunkStore") and first["rank"] == 1
+    assert first["stale"] == "" and [r["original_rank"] for r in result["original"]] == [1, 2, 3]
     assert [s["name"] for s in first["signals"]] == ["cosine similarity", "implements chunkstore"]
     assert first["signals"][1]["op"] == "mul" and first["signals"][1]["contribution"] == 1.5
     assert first["signals"][0]["value"] * 1.5 == pytest.approx(first["score"])
@@ -47,6 +52,11 @@ def test_index_health_query_and_strategies_print_stable_json(capsys, workspace, 
     strategies = {s["name"]: s for s in json.loads(out)}
     assert {"none", "keyword-boost", "rrf", "hybrid", "heuristic", "metadata", "cross-encoder", "llm"} <= set(strategies)
     assert strategies["cross-encoder"]["available"] is False and "not on this machine" in strategies["cross-encoder"]["reason"]
+    assert strategies["metadata"]["description"] and strategies["metadata"]["available"] is True
+
+    # no --strategy: the one default of every face (the REST request's too)
+    code, out, _ = run(capsys, "query", str(workspace), "save a note", "--data-dir", str(data_dir), "--json")
+    assert code == 0 and json.loads(out)["strategy"] == DEFAULT_STRATEGY == QueryRequest("q").strategy
 
 
 def test_fallback_is_reported_in_query_json(capsys, workspace, data_dir):

@@ -54,3 +54,17 @@ def test_identical_rankings_have_p_one_not_nan():
     report = score_rankings(qrels, {"none": rankings["none"], "metadata": rankings["none"]})
     assert report.p_value("metadata") == 1.0
     assert report.recommend().strategy == "none"
+
+
+def test_without_a_significant_gain_the_default_is_kept_only_if_it_is_not_below_none():
+    qrels, rankings = rankings_where(better_on=5, queries=10)
+    equal = {**rankings, "metadata": rankings["none"]}
+    kept = score_rankings(qrels, equal).recommend()
+    assert kept.strategy == "metadata" and not kept.significant and "keeping metadata" in kept.reason
+
+    worse = {**rankings, "metadata": {q: ["x", "y", "z", "w", docs[-1]] for q, docs in rankings["none"].items()}}
+    report = score_rankings(qrels, worse)
+    assert report.strategies["metadata"].metrics["mrr@10"] < report.strategies["none"].metrics["mrr@10"]
+    fallback = report.recommend()
+    assert fallback.strategy == "none" and not fallback.significant
+    assert "keeping none" in fallback.reason and "metadata scored 0.200, below none" in fallback.reason

@@ -189,7 +189,7 @@ def run_warm(*args: str) -> tuple[dict, str]:
 def test_the_cli_goes_through_the_running_server_without_loading_the_engine(served_workspace):
     workspace, data_dir = str(served_workspace["workspace"]), str(served_workspace["data_dir"])
     result, loaded = run_warm("query", workspace, "save a note", "--data-dir", data_dir, "--json", "--top-k", "3")
-    assert loaded == "[]" and len(result["results"]) == 3 and result["results"][0]["path"]
+    assert loaded == "[]" and len(result["results"]) == 3 and result["results"][0]["chunk"]["path"]
     health, loaded = run_warm("health", workspace, "--data-dir", data_dir, "--json")
     assert loaded == "[]" and health["indexed"]
     report, loaded = run_warm("index", workspace, "--data-dir", data_dir, "--json")
@@ -216,8 +216,8 @@ async def call_every_tool(client, workspace: str) -> None:
                                                "strategy": "hybrid"})
         assert not found.is_error
         first = found.structured_content["results"][0]
-        assert first["path"] and first["start_line"] <= first["end_line"] and first["stale"] is False
-        assert {"symbol", "score", "original_score"} <= set(first)
+        assert first["chunk"]["path"] and first["chunk"]["start_line"] <= first["chunk"]["end_line"]
+        assert first["stale"] == "" and {"score", "original_score"} <= set(first) and "symbol" in first["chunk"]
         status = await mcp.call_tool("index_status", {"workspace": workspace})
         assert status.structured_content["indexed"] and status.structured_content["chunks"] > 50
         report = await mcp.call_tool("reindex", {"workspace": workspace})

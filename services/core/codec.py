@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-__all__ = ["decode", "encode", "ValidationError"]
+__all__ = ["decode", "encode", "schema", "ValidationError"]
 
 
 @lru_cache(maxsize=None)
@@ -19,9 +19,15 @@ def _adapter(kind: Any) -> TypeAdapter:
     return TypeAdapter(kind)
 
 
-def encode(value: Any, kind: Any = None) -> Any:
-    """A JSON-ready value (dicts, lists, str, numbers) for `value`, of type `kind` (default its class)."""
-    return _adapter(kind if kind is not None else type(value)).dump_python(value, mode="json")
+def encode(value: Any, kind: Any = None, include: Any = None) -> Any:
+    """A JSON-ready value (dicts, lists, str, numbers) for `value`, of type `kind` (default its class);
+    `include` keeps only those fields (pydantic's include: {"field": True, "items": {"__all__": {...}}})."""
+    return _adapter(kind if kind is not None else type(value)).dump_python(value, mode="json", include=include)
+
+
+def schema(kind: Any) -> dict:
+    """The JSON schema of what `encode` gives for a `kind`."""
+    return _adapter(kind).json_schema(mode="serialization")
 
 
 def decode(kind: Any, data: Any) -> Any:

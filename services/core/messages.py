@@ -14,6 +14,7 @@ from typing import Annotated
 from pydantic import Field
 
 from services.core.models import IndexReport, ProgressEvent, QueryOptions
+from services.core.settings import DEFAULT_STRATEGY
 
 MAX_TOP_K = 100
 MAX_DOCUMENTS = 200
@@ -41,7 +42,7 @@ class QueryRequest:
 
     question: Question
     top_k: TopK = 10
-    strategy: str = "none"
+    strategy: str = DEFAULT_STRATEGY
     min_relevance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.2
     languages: tuple[str, ...] = ()
     path_glob: str = ""

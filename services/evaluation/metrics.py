@@ -402,7 +402,8 @@ class Recommendation:
 
 def recommend(report: EvalReport, default: str = DEFAULT_STRATEGY, alpha: float = SIGNIFICANCE) -> Recommendation:
     """Best MRR@10, but only over `none` when a paired t-test says the gain is real (p < alpha);
-    otherwise `default` (the strategy measured best on our benchmarks), saying why."""
+    otherwise `default` (the strategy measured best on our benchmarks) if it scored at least `none`
+    here, else `none`: never a strategy that scored below `none` on this data. Says why."""
     scores = {name: r.metrics.get(PRIMARY, 0.0) for name, r in report.strategies.items()}
     best = max(scores, key=lambda n: (scores[n], n == BASELINE))
     base = scores.get(BASELINE)
@@ -413,10 +414,11 @@ def recommend(report: EvalReport, default: str = DEFAULT_STRATEGY, alpha: float 
     gain = f"MRR@10 {scores[best]:.3f} vs {base:.3f} for none"
     if p is not None and p < alpha:
         return Recommendation(best, True, f"{gain}, p = {p:.3g} over {report.queries} queries")
-    fallback = default if default in scores else BASELINE
+    fallback = default if scores.get(default, -1.0) >= base else BASELINE
     evidence = f"p = {p:.2g}" if p is not None else "no paired test"
+    below = f" ({default} scored {scores[default]:.3f}, below none)" if default in scores and fallback != default else ""
     return Recommendation(fallback, False, f"{best} scored best ({gain}) but the gain is not significant "
-                                           f"({evidence}, {report.queries} queries); keeping {fallback}")
+                                           f"({evidence}, {report.queries} queries); keeping {fallback}{below}")
 
 
 @dataclass(frozen=True)
