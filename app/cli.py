@@ -323,7 +323,7 @@ def query_text(result) -> str:
 
 
 async def cmd_strategies(args, service) -> int:
-    return emit(args, service.strategies(), strategies_json, strategies_text)
+    return emit(args, await service.strategies(), strategies_json, strategies_text)
 
 
 def strategies_json(infos) -> list[dict]:

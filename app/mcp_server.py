@@ -68,7 +68,7 @@ def build_mcp(engine, registry=None) -> MCPServer:
     @server.tool(description="The reranking strategies, whether each is available now, and what it does.")
     async def list_strategies() -> dict[str, Any]:
         return {"strategies": [{"name": s.name, "available": s.available, "reason": s.reason or None,
-                                "description": s.description} for s in engine.strategies()]}
+                                "description": s.description} for s in await engine.strategies()]}
 
     return server
 

@@ -51,6 +51,7 @@ def window(loop, qtbot, service, qsettings):
     win = MainWindow(service, qsettings)
     qtbot.addWidget(win)
     win.show()
+    qtbot.waitUntil(win.strategies_loaded.done)
     yield win
     win.shutdown()
 
@@ -180,7 +181,7 @@ def test_selecting_a_row_shows_its_lines_highlighted(qtbot, window, workspace):
 
 def test_disabled_strategies_carry_their_reason(qtbot, window, service):
     combo = window.query_bar.strategy
-    infos = service.strategies()
+    infos = window.strategies_loaded.result()
     for row, info in enumerate(infos):
         item = combo.model().item(row)
         assert item.isEnabled() == info.available
