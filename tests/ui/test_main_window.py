@@ -255,6 +255,7 @@ def test_settings_persist_between_windows(qtbot, window, workspace, service, qse
     second = MainWindow(service, qsettings)
     qtbot.addWidget(second)
     second.show()
+    qtbot.waitUntil(second.strategies_loaded.done)  # listed by the engine, then the saved choice applies
     assert second.query_bar.strategy_name() == "rrf"
     assert second.query_bar.top_k.value() == 17
     assert second.size() == size_at_close and second.height() == 700
