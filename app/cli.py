@@ -301,7 +301,7 @@ def query_text(result) -> str:
 async def cmd_strategies(args, service) -> int:
     from app.render import strategies_json  # here, not at the top: keeps the codec out of `gui`'s start-up (~60 ms)
 
-    return emit(args, service.strategies(), strategies_json, strategies_text)
+    return emit(args, await service.strategies(), strategies_json, strategies_text)
 
 
 def strategies_text(infos) -> str:

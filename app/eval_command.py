@@ -105,7 +105,7 @@ async def _prepare(args, service, qrels) -> tuple[Path, object, int]:
 async def run_eval_command(args, service) -> int:
     try:
         queries, qrels = _load_judgements(args)
-        names, skipped = choose_strategies(service, args.strategies)
+        names, skipped = await choose_strategies(service, args.strategies)
         workspace, doc_ids, documents = await _prepare(args, service, qrels)
         _say(f"evaluating {len(queries)} queries x {len(names)} strategies ({', '.join(names)})")
         show = _ProgressLine("querying")

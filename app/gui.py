@@ -49,6 +49,7 @@ async def take_screenshot(window, workspace: str, out: str, query: str | None,
             task = window.start_index(full=health.needs_reindex)
             if task is not None:
                 await task
+        await asyncio.wait([window.strategies_loaded])
         if strategy and not window.query_bar.select_strategy(strategy):
             log.warning("strategy %r is unknown or unavailable; using %s", strategy,
                         window.query_bar.strategy_name())
@@ -120,7 +121,7 @@ def run_gui(path: str | None, screenshot: str | None, query: str | None, strateg
     service = make_engine(service_kwargs, engine_url, token_file)
     window = MainWindow(service, settings)
     if strategy:
-        window.query_bar.select_strategy(strategy)
+        window.strategies_loaded.add_done_callback(lambda _: window.query_bar.select_strategy(strategy))
     window.show()
     try:
         with loop:

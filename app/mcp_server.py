@@ -74,7 +74,7 @@ def build_mcp(engine, registry=None) -> MCPServer:
     @server.tool(description="The reranking strategies, whether each is available now, and what it does: "
                              "{strategies: [{name, available, reason, description}]} (fields of the REST list).")
     async def list_strategies() -> dict[str, Any]:
-        return mcp_json("list_strategies", engine.strategies())
+        return mcp_json("list_strategies", await engine.strategies())
 
     return server
 

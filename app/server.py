@@ -3,7 +3,8 @@
 One process owns the data dir and keeps a KnowledgeService warm. Every handler calls the service's
 methods; bodies and responses are the dataclasses of services.core.models and services.core.messages
 rendered by app.render through one codec (services.core.codec), as the CLI's --json and MCP render them.
-Errors are JSON {"error": {"code", "message"}}.
+Errors are JSON {"error": {"code", "message"}}, with the code and HTTP status of services.core.errors' table
+(the remote client rebuilds the same error class from the code).
 """
 
 from __future__ import annotations
@@ -27,17 +28,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app.mcp_server import build_mcp
 from app.render import search_rerank_response, to_json
 from services.core.messages import (
-    DocumentRerankRequest, DocumentRerankResponse, IndexRequest, IndexStatus, QueryRequest,
-    RerankingConfig, SearchRerankRequest, SearchRerankResponse, WatchRequest, Workspace, WorkspaceRequest,
+    DocumentRerankRequest, DocumentRerankResponse, IndexRequest, IndexStatus, Label, LabelRequest, Labels,
+    QueryRequest, RerankingConfig, SearchRerankRequest, SearchRerankResponse, WatchRequest, Workspace,
+    WorkspaceRequest,
 )
-from services.core.api_errors import IndexRunning, PathEscape, UnknownWorkspace
 from services.transport.paths import check_glob, confined
 from services.transport.registry import WorkspaceRegistry
 from services.core.errors import (
-    IndexMissingError, KnowledgeError, ModelLoadError, QueryError, StrategyUnavailable, WorkspaceError,
+    BodyTooLarge, HttpError, IndexRunning, InternalError, InvalidRequest, KnowledgeError, MalformedJson, NotFound,
+    QueryError, Unauthorized, WorkspaceError,
 )
 from services.core.models import IndexHealth, QueryOptions, QueryResult, StrategyInfo
-from services.storage.ownership import IndexBusyError
 
 log = logging.getLogger(__name__)
 
@@ -45,23 +46,9 @@ MAX_BODY_BYTES = 1024 * 1024
 MAX_FILE_BYTES = 2 * 1024 * 1024
 
 
-# KnowledgeError subclass -> (HTTP status, error code); the first match wins
-ERROR_STATUS = [
-    (UnknownWorkspace, 404, "unknown_workspace"),
-    (PathEscape, 400, "path_escape"),
-    (IndexRunning, 409, "index_running"),
-    (IndexBusyError, 409, "data_dir_busy"),
-    (IndexMissingError, 409, "not_indexed"),
-    (WorkspaceError, 400, "bad_workspace"),
-    (QueryError, 400, "bad_request"),
-    (ModelLoadError, 503, "model_unavailable"),
-    (StrategyUnavailable, 503, "strategy_unavailable"),
-    (KnowledgeError, 400, "error"),
-]
-
-
-def error_response(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+def error_response(error: KnowledgeError, status: int | None = None) -> JSONResponse:
+    """{"error": {"code", "message"}} with the error's code and HTTP status (services.core.errors)."""
+    return JSONResponse({"error": {"code": error.code, "message": str(error)}}, status_code=status or error.status)
 
 
 def is_loopback(host: str) -> bool:
@@ -88,7 +75,7 @@ class Guard:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         if self.token is not None and not self._authorised(scope):
-            return await error_response(401, "unauthorized", "A valid bearer token is required.")(scope, receive, send)
+            return await error_response(Unauthorized("A valid bearer token is required."))(scope, receive, send)
         headers = dict(scope["headers"])
         declared = headers.get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body):
@@ -118,7 +105,7 @@ class Guard:
 
     async def _too_large(self, scope, receive, send):
         message = f"The request body is larger than {self.max_body} bytes."
-        return await error_response(413, "body_too_large", message)(scope, receive, send)
+        return await error_response(BodyTooLarge(message))(scope, receive, send)
 
 
 # --- index runs, one per workspace at a time ---
@@ -227,7 +214,7 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
 
     @app.get("/v1/strategies", response_model=list[StrategyInfo])
     async def strategies():
-        return respond(service.strategies(), list[StrategyInfo])
+        return respond(await service.strategies(), list[StrategyInfo])
 
     @app.post("/v1/workspaces", response_model=Workspace, status_code=201, summary="Register a folder")
     async def register(request: WorkspaceRequest):
@@ -289,7 +276,7 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
     @app.put("/v1/workspaces/{workspace_id}/reranking/config", response_model=RerankingConfig)
     async def configure(workspace_id: str, config: RerankingConfig):
         workspace(workspace_id)
-        known = [s.name for s in service.strategies()]
+        known = [s.name for s in await service.strategies()]
         if config.strategy not in known:
             raise QueryError(f"Unknown strategy {config.strategy!r}. Known: {', '.join(known)}.")
         service.configure_reranking(config.model_name, config.batch_size, config.max_input_length,
@@ -310,6 +297,21 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
     async def read_file(workspace_id: str, path: str):
         target = confined(workspace(workspace_id), path)
         return {"path": path, "text": await asyncio.to_thread(read_text, target)}
+
+    @app.put("/v1/workspaces/{workspace_id}/labels", response_model=Labels,
+             summary="Label a result relevant or not for a question (evaluation and `tuned` read labels)")
+    async def record_label(workspace_id: str, request: LabelRequest):
+        root = workspace(workspace_id)
+        await service.record_label(root, request.question, request.path, request.symbol, request.relevant)
+        return respond(await labels(root, request.question))
+
+    @app.get("/v1/workspaces/{workspace_id}/labels", response_model=Labels, summary="A question's labels")
+    async def labels_for(workspace_id: str, question: str):
+        return respond(await labels(workspace(workspace_id), question))
+
+    async def labels(root: Path, question: str) -> Labels:
+        found = await service.labels_for(root, question)
+        return Labels(question, [Label(path, symbol, grade) for (path, symbol), grade in found.items()])
 
     @app.post("/v1/rerank", response_model=DocumentRerankResponse, summary="Rerank arbitrary documents")
     async def rerank(request: DocumentRerankRequest):
@@ -344,25 +346,25 @@ async def search_and_rerank(service, root: Path, request: SearchRerankRequest, s
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(KnowledgeError)
     async def knowledge_error(_request: Request, error: KnowledgeError):
-        status, code = next((s, c) for kind, s, c in ERROR_STATUS if isinstance(error, kind))
-        return error_response(status, code, str(error))
+        return error_response(error)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_request: Request, error: RequestValidationError):
         problems = error.errors()
         if any(p.get("type") == "json_invalid" for p in problems):
-            return error_response(400, "malformed_json", "The request body is not valid JSON.")
-        return error_response(422, "invalid_request", "; ".join(describe(p) for p in problems[:5]))
+            return error_response(MalformedJson("The request body is not valid JSON."))
+        return error_response(InvalidRequest("; ".join(describe(p) for p in problems[:5])))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, error: StarletteHTTPException):
-        return error_response(error.status_code, "not_found" if error.status_code == 404 else "http_error",
-                              str(error.detail))
+        if error.status_code == 404:
+            return error_response(NotFound(str(error.detail)))
+        return error_response(HttpError(str(error.detail)), error.status_code)
 
     @app.exception_handler(Exception)
     async def unexpected(_request: Request, error: Exception):
         log.error("unexpected error", exc_info=error)
-        return error_response(500, "internal", "The engine failed on this request; see the server log.")
+        return error_response(InternalError("The engine failed on this request; see the server log."))
 
 
 def describe(problem: dict) -> str:
@@ -414,7 +416,7 @@ async def _serve(server, host: str, service, ready) -> None:
         await asyncio.sleep(0.05)
     port = server.servers[0].sockets[0].getsockname()[1]
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}"
-    service.set_owner_url(url)
+    await service.set_owner_url(url)
     print(f"Knowledge Explorer engine serving on {url} (docs at {url}/docs, MCP at {url}/mcp)", flush=True)
     if ready is not None:
         ready(url)

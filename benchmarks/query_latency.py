@@ -63,7 +63,7 @@ async def main(args) -> None:
     await service.warm_up()
     print(f"{len(queries)} queries, top_k {args.top_k}, cache off; milliseconds p50 / p95")
     print(f"{'strategy':<14}" + "".join(f"{s:>16}" for s in STAGES))
-    for info in service.strategies():
+    for info in await service.strategies():
         if info.available:
             await run_strategy(service, workspace, queries, info.name, args.top_k)
         else:

@@ -244,7 +244,7 @@ async def test_eval_on_a_tiny_corpus_reports_every_available_strategy(service, t
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     assert data["queries"] == 4 and data["documents"] == 8
-    available = {s.name for s in service.strategies() if s.available}
+    available = {s.name for s in await service.strategies() if s.available}
     assert set(data["strategies"]) == available
     assert {"none", "hybrid", "rrf", "keyword-boost", "heuristic", "metadata"} <= available
     for name, row in data["strategies"].items():

@@ -110,7 +110,7 @@ async def test_one_owner_in_one_process_too_and_the_lock_passes_on_close(workspa
         assert read_owner(data_dir).pid == os.getpid() and first.owner_lock.held
         with pytest.raises(IndexBusyError, match=f"pid {os.getpid()}"):
             await second.index(workspace)
-        first.set_owner_url("http://127.0.0.1:8765")
+        await first.set_owner_url("http://127.0.0.1:8765")
         assert read_owner(data_dir).url == "http://127.0.0.1:8765"
         first.close()
         assert await second.health(workspace)  # the next call takes over the free lock

@@ -38,7 +38,7 @@ async def test_every_strategy_runs_end_to_end(indexed, strategy):
     for r in result.results:
         if r.original_rank is not None and r.original_rank <= 5:
             assert r.original_score == pytest.approx(original_scores[r.chunk.id])
-    info = {s.name: s for s in service.strategies()}[strategy]
+    info = {s.name: s for s in await service.strategies()}[strategy]
     if strategy == "none":
         assert not result.reranked and result.fallback_reason is None
     elif strategy == "tuned":  # this workspace has no labels: the original ranking, and how to get labels
@@ -201,7 +201,7 @@ async def test_cross_encoder_reranks_with_a_local_model(indexed, tmp_path):
     model = build_tiny_cross_encoder(tmp_path / "tiny-ce")
     service = KnowledgeService(Settings(cross_encoder_model=str(model)), data_dir=tmp_path / "data")
     await service.index(workspace)
-    info = {s.name: s for s in service.strategies()}["cross-encoder"]
+    info = {s.name: s for s in await service.strategies()}["cross-encoder"]
     assert info.available
     result = await service.query("save a note", options(workspace, strategy="cross-encoder", top_k=5))
     assert result.reranked and result.fallback_reason is None

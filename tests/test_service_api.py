@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
-import time
 
 import httpx
 import pytest
@@ -15,7 +13,7 @@ import pytest
 from services.core.codec import decode
 from services.core.models import QueryResult
 from tests.conftest import copy_sample
-from tests.helpers.engine_server import ROOT, cli, env, register
+from tests.helpers.engine_server import ROOT, app_in_thread, cli, env, register
 
 pytestmark = pytest.mark.slow
 
@@ -118,6 +116,8 @@ def test_bad_inputs_get_clear_errors_with_the_right_status_and_change_nothing(cl
         (client.post(query, json={"question": ""}), 422, "invalid_request"),
         (client.post("/v1/rerank", json={"query": "x", "documents": ["d"] * 201}), 422, "invalid_request"),
         (client.post(query, json={"question": "x", "strategy": "bogus"}), 400, "bad_request"),
+        (client.put(f"/v1/workspaces/{key}/labels", json={"question": "", "path": "a.py"}), 422, "invalid_request"),
+        (client.get("/v1/workspaces/nope-123/labels", params={"question": "x"}), 404, "unknown_workspace"),
         (client.post("/v1/workspaces", json={"path": str(tmp_path / "missing")}), 400, "bad_workspace"),
         (client.post(f"/v1/workspaces/{linked_key}/query", json={"question": "x"}), 409, "not_indexed"),
     ]
@@ -130,22 +130,13 @@ def test_bad_inputs_get_clear_errors_with_the_right_status_and_change_nothing(cl
 
 
 def test_a_token_is_required_when_the_app_is_built_with_one(tmp_path, capfd):
-    import uvicorn
-
     from app.server import build_app
     from services.engine.service import KnowledgeService
 
     token = "s3cret-token-for-tests"
     service = KnowledgeService(data_dir=tmp_path / "data")
-    server = uvicorn.Server(uvicorn.Config(build_app(service, tmp_path / "data", token=token, warm=False),
-                                           host="127.0.0.2", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline and thread.is_alive():
-        time.sleep(0.05)
-    try:
-        url = f"http://127.0.0.2:{server.servers[0].sockets[0].getsockname()[1]}"
+    app = build_app(service, tmp_path / "data", token=token, warm=False)
+    with app_in_thread(app, "127.0.0.2") as url:
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": token}):
             refused = httpx.get(f"{url}/v1/strategies", headers=headers)
             assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"
@@ -160,10 +151,7 @@ def test_a_token_is_required_when_the_app_is_built_with_one(tmp_path, capfd):
         (tmp_path / "token").write_text(token + "\n")
         assert main(["strategies", "--engine-url", url, "--token-file", str(tmp_path / "token"), "--json"]) == 0
         assert "hybrid" in {s["name"] for s in json.loads(capfd.readouterr().out)}
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        service.close()
+    service.close()
 
 
 def test_serve_refuses_a_public_address_without_a_token(tmp_path):

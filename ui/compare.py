@@ -272,7 +272,7 @@ class CompareView(QWidget):
         return task
 
     async def _compare_question(self, text: str, top_k: int) -> None:
-        names, _ = choose_strategies(self.service, "all")
+        names, _ = await choose_strategies(self.service, "all")
         self.progress.setRange(0, len(names))
         results = {}
         for i, name in enumerate(names):
@@ -283,7 +283,7 @@ class CompareView(QWidget):
         self.show_rankings(results)
 
     async def _evaluate(self, queries: list[LabelledQuery]) -> None:
-        names, skipped = choose_strategies(self.service, "all")
+        names, skipped = await choose_strategies(self.service, "all")
         self.progress.setRange(0, len(queries) * len(names))
         self.status.setText(f"Evaluating {len(queries)} queries × {len(names)} strategies…")
         health = await self.service.health(self.workspace)

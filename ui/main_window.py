@@ -143,7 +143,7 @@ class MainWindow(QMainWindow):
         self._build_status_bar()
         self._connect()
         self.palette = CommandPalette(self, self.commands())
-        self._load_strategies()
+        self.strategies_loaded = self._load_strategies()  # done once the engine has listed them
         self._restore_settings()
 
     # ------------------------------------------------------------------ layout
@@ -365,13 +365,13 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentWidget(self.explore)
         self.run_query(text)
 
-    def _load_strategies(self) -> None:
-        try:
-            strategies = self.service.strategies() or fallback_strategies()
-        except Exception as exc:
-            log.exception("strategies() failed")
-            self.messages.show_message(f"Could not list reranking strategies: {exc}", ERROR)
-            strategies = fallback_strategies()
+    def _load_strategies(self) -> asyncio.Task:
+        """The fallback list until the engine answers (an engine process may still be starting)."""
+        self._show_strategies(fallback_strategies())
+        return self.runner.run(self.service.strategies(), key="strategies", context="Listing reranking strategies",
+                               on_result=lambda infos: self._show_strategies(infos or fallback_strategies()))
+
+    def _show_strategies(self, strategies: list[StrategyInfo]) -> None:
         self.results.set_strategies(strategies)
         preferred = str(self.settings.value("strategy", "") or DEFAULT_STRATEGY)  # best on our benchmarks
         self.query_bar.set_strategies(strategies, preferred)

@@ -157,3 +157,28 @@ class IndexRequest:
 @dataclass(frozen=True)
 class WatchRequest:
     auto_reindex: bool = True  # index changes as they happen, else only report stale files
+
+
+@dataclass(frozen=True)
+class LabelRequest:
+    """PUT …/labels: label one result of a question relevant or not (Engine.record_label)."""
+
+    question: Question
+    path: str
+    symbol: str = ""  # "" labels the whole file
+    relevant: bool = True
+
+
+@dataclass(frozen=True)
+class Label:
+    path: str
+    symbol: str
+    grade: int  # 1 relevant, 0 judged not relevant
+
+
+@dataclass(frozen=True)
+class Labels:
+    """GET …/labels?question=…: the labels recorded for a question (Engine.labels_for)."""
+
+    question: str
+    labels: list[Label]

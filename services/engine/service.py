@@ -17,13 +17,16 @@ from pathlib import Path
 
 from cachetools import LRUCache, TTLCache
 
+from services.evaluation import labels
 from services.retrieval import context, pipeline
 from services.encoders.embedder import Embedder
 from services.core.errors import KnowledgeError, QueryError, WorkspaceError
+from services.core.messages import DocumentRerankResponse
+from services.engine.protocol import ProgressCallback, WatchCallback
 from services.indexing.health import index_health, stale_files
 from services.indexing.indexer import Indexer, refresh_keywords
 from services.core.models import (
-    IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, RelevantFile, RerankRequest,
+    IndexHealth, IndexReport, QueryOptions, QueryResult, RelevantFile, RerankRequest,
     StrategyInfo,
 )
 from services.storage.ownership import Owner, OwnerLock, read_owner
@@ -34,8 +37,6 @@ from services.indexing.watcher import (
 )
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
 
-ProgressCallback = Callable[[ProgressEvent], None]
-WatchCallback = Callable[[WatchEvent], None]
 KEYWORD_REFRESH_DELAY = 3.0  # seconds without automatic runs before the keyword index is rebuilt
 
 
@@ -267,7 +268,8 @@ class KnowledgeService:
             out[c.chunk.id] = pipeline.expand(c.chunk, files[c.chunk.path], options.context_lines)
         return out
 
-    def strategies(self) -> list[StrategyInfo]:
+    async def strategies(self) -> list[StrategyInfo]:
+        """Every reranking strategy, with whether it can run now (cheap checks, no model loading)."""
         return [strategy_info(self._strategy(name)) for name in strategy_names()]
 
     async def relevant_files(self, question: str, workspace: str | Path,
@@ -290,7 +292,7 @@ class KnowledgeService:
 
     # --- standalone reranking and reranker configuration (the service API) ---
     async def rerank_documents(self, query: str, documents: list[str], strategy: str = "cross-encoder",
-                               top_k: int | None = None):
+                               top_k: int | None = None) -> DocumentRerankResponse:
         """Score arbitrary documents for a query with a strategy (returns a DocumentRerankResponse)."""
         from services.retrieval.document_rerank import rerank_documents
 
@@ -417,10 +419,33 @@ class KnowledgeService:
         """Who owns this data dir now (this process, another one, or nobody)."""
         return self.owner_lock.owner if self.owner_lock.held else read_owner(self.data_dir)
 
-    def set_owner_url(self, url: str | None) -> None:
+    async def set_owner_url(self, url: str | None) -> None:
         """Publish the loopback URL of a server that fronts this engine, in the owner file."""
         self.owner_lock.require()
         self.owner_lock.set_url(url)
+
+    # --- relevance labels (read by evaluation and by the `tuned` strategy, in this data dir) ---
+    async def record_label(self, workspace: str | Path, question: str, path: str, symbol: str,
+                           relevant: bool) -> None:
+        """Label (path, symbol) relevant or not for `question`; labelling again overwrites the grade."""
+        if not question.strip():
+            raise QueryError("Type a question first: a result of an empty question cannot be labelled.")
+        root = self._label_root(workspace)
+        await self._run(self._query_pool, labels.record_label, self._labels_file(root), question, path,
+                        symbol, relevant)
+        self._invalidate(root)  # `tuned` learns from labels: cached answers may change
+
+    async def labels_for(self, workspace: str | Path, question: str) -> dict[tuple[str, str], int]:
+        """{(path, symbol): grade} recorded for `question` (empty when none)."""
+        root = self._label_root(workspace)
+        return await self._run(self._query_pool, labels.labels_for, self._labels_file(root), question)
+
+    def _label_root(self, workspace: str | Path) -> Path:
+        self.owner_lock.require()  # labels live in the data dir: its owner writes them
+        return workspace_root(workspace)
+
+    def _labels_file(self, root: Path) -> Path:
+        return labels.default_labels_file(self.data_dir, root)
 
     def close(self) -> None:
         """Stop watching, shut down worker threads, give up the data dir. Safe to call twice."""

@@ -429,12 +429,12 @@ class EvalProgress:
     query: str
 
 
-def choose_strategies(service, wanted: str | Sequence[str] = "all") -> tuple[list[str], dict[str, str]]:
+async def choose_strategies(service, wanted: str | Sequence[str] = "all") -> tuple[list[str], dict[str, str]]:
     """Pick strategies to run: 'all' means every available one. Returns (names, {skipped: reason}).
 
     `none` is always run first: it is the baseline every change is measured against.
     """
-    infos = {info.name: info for info in service.strategies()}
+    infos = {info.name: info for info in await service.strategies()}
     if isinstance(wanted, str):
         wanted = list(infos) if wanted.strip() in ("", "all") else [w.strip() for w in wanted.split(",") if w.strip()]
     unknown = [w for w in wanted if w not in infos]

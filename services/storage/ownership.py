@@ -16,22 +16,11 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from services.core.errors import KnowledgeError
+from services.core.errors import IndexBusyError, KnowledgeError
 
 LOCK_FILE = "owner.lock"
 OWNER_FILE = "owner.json"
 KINDS = ("gui", "server", "cli")
-
-
-class IndexBusyError(KnowledgeError):
-    """Another process owns this data dir; this one must not write (or open) its indexes."""
-
-    def __init__(self, message: str, owner: "Owner | None" = None) -> None:
-        super().__init__(message)
-        self.owner = owner
-
-    def __reduce__(self):  # survives the engine process's pipe
-        return (IndexBusyError, (str(self), self.owner))
 
 
 @dataclass(frozen=True)

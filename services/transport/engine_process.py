@@ -2,8 +2,8 @@
 
 ChromaDB's native calls and parts of model loading hold Python's GIL for up to a second, and in
 one process that freezes a GUI no matter how the work is threaded. The desktop app therefore
-talks to an engine process: `EngineProcess` has KnowledgeService's public methods, sends each
-call down a pipe, and awaits the answer; progress events and errors come back the same way.
+talks to an engine process: `EngineProcess` implements the Engine protocol (services.engine.protocol)
+by sending each call down a pipe to a KnowledgeService, and awaits the answer; progress events and errors come back the same way.
 Waiting on the pipe releases the GIL, so the GUI process stays responsive.
 """
 
@@ -15,15 +15,16 @@ import multiprocessing
 import threading
 from pathlib import Path
 
-from services.core.errors import KnowledgeError
-from services.core.models import StrategyInfo
+from services.core.errors import EngineStopped, KnowledgeError
+from services.core.messages import DocumentRerankResponse
+from services.core.settings import default_data_dir
+from services.core.models import (
+    IndexHealth, IndexReport, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
+)
+from services.engine.protocol import ProgressCallback, WatchCallback
 
 CLOSE, CANCEL = "__close__", "__cancel__"
 CANCEL_POLL_SECONDS = 0.1
-
-
-class EngineStopped(KnowledgeError):
-    """The engine process ended unexpectedly (it is restarted on the next call)."""
 
 
 class EngineProcess:
@@ -31,8 +32,6 @@ class EngineProcess:
 
     def __init__(self, settings=None, *, data_dir: str | Path | None = None,
                  chroma_url: str | None = None, kind: str = "gui") -> None:
-        from services.engine.service import default_data_dir
-
         self.settings = settings
         self.data_dir = Path(data_dir) if data_dir else default_data_dir()
         self.chroma_url = chroma_url
@@ -43,7 +42,6 @@ class EngineProcess:
         self._lock = threading.Lock()
         self._process = None
         self._conn = None
-        self._strategies: list[StrategyInfo] | None = None
 
     # --- the child's life ---
     def _ensure_started(self) -> None:
@@ -137,33 +135,37 @@ class EngineProcess:
                 self._send((call_id, CANCEL, (), {}))
                 sent = True
 
-    # --- KnowledgeService's API ---
-    async def index(self, workspace, *, full: bool = False, progress=None, cancel=None):
+    # --- the Engine protocol ---
+    async def index(self, workspace: str | Path, *, full: bool = False,
+                    progress: ProgressCallback | None = None,
+                    cancel: threading.Event | None = None) -> IndexReport:
         return await self._call("index", str(workspace), full=full, progress=progress,
                                 cancel=cancel or threading.Event())
 
-    async def health(self, workspace):
+    async def health(self, workspace: str | Path) -> IndexHealth:
         return await self._call("health", str(workspace))
 
-    async def is_indexed(self, workspace) -> bool:
+    async def is_indexed(self, workspace: str | Path) -> bool:
         return await self._call("is_indexed", str(workspace))
 
-    async def query(self, question, options):
+    async def query(self, question: str, options: QueryOptions) -> QueryResult:
         return await self._call("query", question, options)
 
-    async def relevant_files(self, question, workspace, max_files: int = 10):
+    async def relevant_files(self, question: str, workspace: str | Path,
+                             max_files: int = 10) -> list[RelevantFile]:
         return await self._call("relevant_files", question, str(workspace), max_files)
 
-    async def build_context(self, question, options, token_budget: int = 2000) -> str:
+    async def build_context(self, question: str, options: QueryOptions, token_budget: int = 2000) -> str:
         return await self._call("build_context", question, options, token_budget)
 
-    async def suggestions(self, prefix, workspace, limit: int = 10):
+    async def suggestions(self, prefix: str, workspace: str | Path, limit: int = 10) -> list[str]:
         return await self._call("suggestions", prefix, str(workspace), limit)
 
-    async def symbol_names(self, workspace):
+    async def symbol_names(self, workspace: str | Path) -> list[str]:
         return await self._call("symbol_names", str(workspace))
 
-    async def watch(self, workspace, *, auto_reindex: bool = True, on_event=None) -> None:
+    async def watch(self, workspace: str | Path, *, auto_reindex: bool = True,
+                    on_event: WatchCallback | None = None) -> None:
         """Events of the watched workspace come back over the pipe and are delivered on this loop."""
         with self._lock:
             self._watchers[str(workspace)] = (asyncio.get_running_loop(), on_event)
@@ -174,23 +176,30 @@ class EngineProcess:
                 self._watchers.pop(str(workspace), None)
             raise
 
-    async def unwatch(self, workspace) -> None:
+    async def unwatch(self, workspace: str | Path) -> None:
         with self._lock:
             self._watchers.pop(str(workspace), None)
         await self._call("unwatch", str(workspace))
 
-    async def set_owner_url(self, url) -> None:
-        await self._call("set_owner_url", url)
+    async def rerank_documents(self, query: str, documents: list[str], strategy: str = "cross-encoder",
+                               top_k: int | None = None) -> DocumentRerankResponse:
+        return await self._call("rerank_documents", query, list(documents), strategy, top_k)
+
+    async def strategies(self) -> list[StrategyInfo]:
+        return await self._call("strategies")
 
     async def warm_up(self) -> None:
-        self._strategies = await self._call("strategies")
         await self._call("warm_up")
 
-    def strategies(self) -> list[StrategyInfo]:
-        """Answered without the child (which may still be starting): availability checks are cheap."""
-        if self._strategies is None:
-            self._strategies = _strategy_infos(self.settings)
-        return self._strategies
+    async def set_owner_url(self, url: str | None) -> None:
+        await self._call("set_owner_url", url)
+
+    async def record_label(self, workspace: str | Path, question: str, path: str, symbol: str,
+                           relevant: bool) -> None:
+        await self._call("record_label", str(workspace), question, path, symbol, relevant)
+
+    async def labels_for(self, workspace: str | Path, question: str) -> dict[tuple[str, str], int]:
+        return await self._call("labels_for", str(workspace), question)
 
     def close(self) -> None:
         with self._lock:
@@ -208,13 +217,6 @@ class EngineProcess:
             process.join(timeout=5)
         if conn is not None:
             conn.close()
-
-
-def _strategy_infos(settings) -> list[StrategyInfo]:
-    from services.retrieval.strategies import create_strategy, strategy_info, strategy_names
-    from services.core.settings import Settings
-
-    return [strategy_info(create_strategy(name, settings or Settings())) for name in strategy_names()]
 
 
 def _settle(future, result, error) -> None:
@@ -273,10 +275,6 @@ async def _run(service, call_id, method, args, kwargs, send, cancels) -> None:
             cancels[call_id] = threading.Event()
             result = await service.index(*args, progress=lambda e: send((call_id, "progress", e)),
                                          cancel=cancels[call_id], **kwargs)
-        elif method == "strategies":
-            result = service.strategies()
-        elif method == "set_owner_url":
-            result = service.set_owner_url(*args)
         elif method == "watch":
             workspace = args[0]
             result = await service.watch(workspace, on_event=lambda e: send((0, "event", (workspace, e))),

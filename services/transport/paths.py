@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from services.core.api_errors import PathEscape
+from services.core.errors import PathEscape
 
 
 def check_glob(glob: str) -> None:

@@ -10,7 +10,7 @@ import json
 import threading
 from pathlib import Path
 
-from services.core.api_errors import UnknownWorkspace
+from services.core.errors import UnknownWorkspace
 from services.core.errors import WorkspaceError
 from services.storage.workspace_index import workspace_key, workspace_root
 

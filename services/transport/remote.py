@@ -1,4 +1,5 @@
-"""A KnowledgeService on a server (`knowledge-explorer serve`), behind the same async API as EngineProcess.
+"""A KnowledgeService on a server (`knowledge-explorer serve`), behind the Engine protocol
+(services.engine.protocol), as EngineProcess.
 
 Workspaces are folders on the server's machine: each is registered on first use. Calls run a
 blocking stdlib HTTP client (one keep-alive connection per thread) in worker threads, so they work
@@ -16,24 +17,18 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from services.retrieval import context
 from services.core import codec
-from services.core.messages import DocumentRerankResponse, IndexStatus
-from services.core.api_errors import IndexRunning
-from services.core.errors import IndexMissingError, KnowledgeError, ModelLoadError, QueryError, WorkspaceError
-from services.core.models import IndexHealth, IndexReport, QueryOptions, QueryResult, StrategyInfo
+from services.core.messages import DocumentRerankResponse, IndexStatus, Labels
+from services.core.errors import (  # noqa: F401 (EngineUnreachable re-exported)
+    EngineUnreachable, IndexRunning, KnowledgeError, Unauthorized, WorkspaceError, error_from,
+)
+from services.core.models import IndexHealth, IndexReport, QueryOptions, QueryResult, RelevantFile, StrategyInfo
+from services.engine.protocol import ProgressCallback, WatchCallback
 
 POLL_SECONDS = 0.2
-ERRORS = {"not_indexed": IndexMissingError, "bad_request": QueryError, "invalid_request": QueryError,
-          "unknown_workspace": WorkspaceError, "bad_workspace": WorkspaceError, "path_escape": QueryError,
-          "model_unavailable": ModelLoadError, "index_running": IndexRunning}
-
-
-class EngineUnreachable(KnowledgeError):
-    """The server does not answer."""
-
 
 class RemoteEngine:
     def __init__(self, url: str, *, token: str | None = None, data_dir: str | Path | None = None,
@@ -46,7 +41,6 @@ class RemoteEngine:
         self._http = Transport(self.url, token, timeout)
         self._pool = ThreadPoolExecutor(4, thread_name_prefix="ke-remote")
         self._ids: dict[str, str] = {}
-        self._strategies: list[StrategyInfo] | None = None
 
     # --- plumbing ---
     def request(self, method: str, path: str, body=None, kind=None):
@@ -76,8 +70,10 @@ class RemoteEngine:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, self.workspace_id, workspace)
 
-    # --- KnowledgeService's API ---
-    async def index(self, workspace, *, full: bool = False, progress=None, cancel: threading.Event | None = None):
+    # --- the Engine protocol ---
+    async def index(self, workspace: str | Path, *, full: bool = False,
+                    progress: ProgressCallback | None = None,
+                    cancel: threading.Event | None = None) -> IndexReport:
         key = await self._workspace(workspace)
         try:
             status = await self._call("POST", f"/v1/workspaces/{key}/index", {"full": full}, IndexStatus)
@@ -102,11 +98,15 @@ class RemoteEngine:
             raise KnowledgeError(status.error or f"The index run ended as {status.state}.")
         return status.report
 
-    async def health(self, workspace) -> IndexHealth:
-        key = await self._workspace(workspace)
+    async def health(self, workspace: str | Path) -> IndexHealth:
+        """A folder the server cannot use is reported in `last_error`, not raised (as in-process)."""
+        try:
+            key = await self._workspace(workspace)
+        except WorkspaceError as error:
+            return IndexHealth(workspace=str(workspace), indexed=False, last_error=str(error))
         return await self._call("GET", f"/v1/workspaces/{key}/health", kind=IndexHealth)
 
-    async def is_indexed(self, workspace) -> bool:
+    async def is_indexed(self, workspace: str | Path) -> bool:
         return (await self.health(workspace)).indexed
 
     async def query(self, question: str, options: QueryOptions) -> QueryResult:
@@ -116,7 +116,8 @@ class RemoteEngine:
         body["question"] = question
         return await self._call("POST", f"/v1/workspaces/{key}/query", body, QueryResult)
 
-    async def relevant_files(self, question: str, workspace, max_files: int = 10):
+    async def relevant_files(self, question: str, workspace: str | Path,
+                             max_files: int = 10) -> list[RelevantFile]:
         options = QueryOptions(workspace=str(workspace), top_k=max_files * 3, min_relevance=0.4,
                                expand_context=False)
         return context.relevant_files((await self.query(question, options)).results, max_files)
@@ -124,20 +125,21 @@ class RemoteEngine:
     async def build_context(self, question: str, options: QueryOptions, token_budget: int = 2000) -> str:
         return context.build_context((await self.query(question, options)).results, token_budget)
 
-    async def suggestions(self, prefix: str, workspace, limit: int = 10) -> list[str]:
+    async def suggestions(self, prefix: str, workspace: str | Path, limit: int = 10) -> list[str]:
         return context.suggestions(prefix, await self.symbol_names(workspace), limit)
 
-    async def symbol_names(self, workspace) -> list[str]:
+    async def symbol_names(self, workspace: str | Path) -> list[str]:
         key = await self._workspace(workspace)
         return await self._call("GET", f"/v1/workspaces/{key}/symbols")
 
-    async def watch(self, workspace, *, auto_reindex: bool = True, on_event=None) -> None:
+    async def watch(self, workspace: str | Path, *, auto_reindex: bool = True,
+                    on_event: WatchCallback | None = None) -> None:
         """The server watches the folder (on its machine) and keeps the index fresh; its watch events
         are not streamed back, so `on_event` is not called: health shows the changes when asked."""
         key = await self._workspace(workspace)
         await self._call("PUT", f"/v1/workspaces/{key}/watch", {"auto_reindex": auto_reindex})
 
-    async def unwatch(self, workspace) -> None:
+    async def unwatch(self, workspace: str | Path) -> None:
         key = await self._workspace(workspace)
         await self._call("DELETE", f"/v1/workspaces/{key}/watch")
 
@@ -146,14 +148,27 @@ class RemoteEngine:
         body = {"query": query, "documents": list(documents), "strategy": strategy, "top_k": top_k}
         return await self._call("POST", "/v1/rerank", body, DocumentRerankResponse)
 
-    async def warm_up(self) -> None:
-        """The server loaded its model at start; refresh the strategy list."""
-        self._strategies = await self._call("GET", "/v1/strategies", kind=list[StrategyInfo])
+    async def strategies(self) -> list[StrategyInfo]:
+        return await self._call("GET", "/v1/strategies", kind=list[StrategyInfo])
 
-    def strategies(self) -> list[StrategyInfo]:
-        if self._strategies is None:
-            self._strategies = self.request("GET", "/v1/strategies", kind=list[StrategyInfo])
-        return self._strategies
+    async def warm_up(self) -> None:
+        """The server loaded its models when it started: only check that it answers."""
+        await self._call("GET", "/v1/health")
+
+    async def set_owner_url(self, url: str | None) -> None:
+        """Nothing to do: the server publishes its own URL in its data dir's owner file."""
+
+    async def record_label(self, workspace: str | Path, question: str, path: str, symbol: str,
+                           relevant: bool) -> None:
+        """Saved on the server, in its data dir, where its `tuned` strategy and evaluation read labels."""
+        key = await self._workspace(workspace)
+        body = {"question": question, "path": path, "symbol": symbol, "relevant": relevant}
+        await self._call("PUT", f"/v1/workspaces/{key}/labels", body)
+
+    async def labels_for(self, workspace: str | Path, question: str) -> dict[tuple[str, str], int]:
+        key = await self._workspace(workspace)
+        found = await self._call("GET", f"/v1/workspaces/{key}/labels?question={quote(question)}", kind=Labels)
+        return {(label.path, label.symbol): label.grade for label in found.labels}
 
     def ping(self, timeout: float = 1.0) -> bool:
         """Whether a server answers now (used to decide between warm and in-process); a 401 counts,
@@ -214,8 +229,8 @@ def _error(status: int, data) -> KnowledgeError:
     except (KeyError, TypeError):
         code, message = "http_error", f"The engine answered HTTP {status}."
     if status == 401:
-        return KnowledgeError("The engine refused the request: a valid token is required (--token-file).")
-    return ERRORS.get(code, KnowledgeError)(message)
+        return Unauthorized("The engine refused the request: a valid token is required (--token-file).")
+    return error_from(code, message)
 
 
 def token_from(token_file: str | None) -> str | None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -69,3 +71,22 @@ def index_and_wait(client: httpx.Client, key: str, full: bool = False) -> dict:
             return status
         time.sleep(0.2)
     raise AssertionError("the index run did not end in time")
+
+
+@contextlib.contextmanager
+def app_in_thread(app, host: str = "127.0.0.1"):
+    """Serve an ASGI app (e.g. app.server.build_app(...)) with uvicorn in a thread; yields its URL."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline and thread.is_alive():
+        time.sleep(0.05)
+    try:
+        assert server.started, "the in-thread server did not start"
+        yield f"http://{host}:{server.servers[0].sockets[0].getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 
@@ -62,7 +63,9 @@ def test_question_runs_through_every_available_strategy_as_columns(view, service
     view.set_question("check whether a number is prime")
     task = view.run_question()
     qtbot.waitUntil(task.done, timeout=120_000)
-    available = [s.name for s in service.strategies() if s.available]
+    listed = asyncio.ensure_future(service.strategies())
+    qtbot.waitUntil(listed.done)
+    available = [s.name for s in listed.result() if s.available]
     assert column_titles(view.rankings) == ["none"] + [n for n in available if n != "none"]
     assert view.rankings.item(0, 0).text().endswith("  is_prime  ·  maths.py")  # rank 1 of the vector ranking
     assert all(view.rankings.item(0, c) is not None for c in range(view.rankings.columnCount()))

@@ -51,6 +51,7 @@ def window(loop, qtbot, service, qsettings):
     win = MainWindow(service, qsettings)
     qtbot.addWidget(win)
     win.show()
+    qtbot.waitUntil(win.strategies_loaded.done)
     yield win
     win.shutdown()
 
@@ -180,7 +181,7 @@ def test_selecting_a_row_shows_its_lines_highlighted(qtbot, window, workspace):
 
 def test_disabled_strategies_carry_their_reason(qtbot, window, service):
     combo = window.query_bar.strategy
-    infos = service.strategies()
+    infos = window.strategies_loaded.result()
     for row, info in enumerate(infos):
         item = combo.model().item(row)
         assert item.isEnabled() == info.available
@@ -254,6 +255,7 @@ def test_settings_persist_between_windows(qtbot, window, workspace, service, qse
     second = MainWindow(service, qsettings)
     qtbot.addWidget(second)
     second.show()
+    qtbot.waitUntil(second.strategies_loaded.done)  # listed by the engine, then the saved choice applies
     assert second.query_bar.strategy_name() == "rrf"
     assert second.query_bar.top_k.value() == 17
     assert second.size() == size_at_close and second.height() == 700

@@ -26,6 +26,7 @@ def window(loop, qtbot, qsettings, engine_server, tmp_path):
     win = MainWindow(engine, qsettings)
     qtbot.addWidget(win)
     win.show()
+    qtbot.waitUntil(win.strategies_loaded.done, timeout=30_000)
     yield win
     win.shutdown()
     engine.close()
@@ -53,7 +54,8 @@ def test_window_indexes_queries_and_shows_health_through_a_remote_engine(qtbot, 
     result = window.last_result
     assert result.results and result.results[0].chunk.path.startswith("notes/")
     assert window.results.reranked_model.rowCount() == len(result.results)
-    assert {s.name for s in window.service.strategies()} >= {"none", "hybrid"}
+    strategies = window.strategies_loaded.result()
+    assert {s.name for s in strategies} >= {"none", "hybrid"}
 
     # compare and evaluate, through the same remote engine
     from ui.compare import CompareView
@@ -65,7 +67,7 @@ def test_window_indexes_queries_and_shows_health_through_a_remote_engine(qtbot, 
     compare.set_question("save a note")
     compare.run_question()
     qtbot.waitUntil(lambda: compare.status.text() == "Done", timeout=120_000)  # set once the task's callbacks ran
-    available = [s.name for s in window.service.strategies() if s.available]
+    available = [s.name for s in strategies if s.available]
     assert compare.rankings.columnCount() == len(available) and compare.status.text() == "Done"
     labels = tmp_path / "queries.jsonl"
     labels.write_text('{"id": "q1", "text": "save a note", "relevant": [{"path": "notes/store.py"}]}\n')

@@ -1,0 +1,88 @@
+"""The one Engine API: what the in-process service, the engine process and the remote client all offer.
+
+KnowledgeService (services.engine.service), EngineProcess (services.transport.engine_process) and
+RemoteEngine (services.transport.remote) implement every method with the same name and signature
+(tests/contract checks it, and runs one suite against all three). Errors are the classes of
+services.core.errors, whichever way the call travelled.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from services.core.messages import DocumentRerankResponse
+from services.core.models import (
+    IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
+)
+
+if TYPE_CHECKING:  # the watcher pulls in watchdog; the remote client must stay light
+    from services.indexing.watcher import WatchEvent
+
+ProgressCallback = Callable[[ProgressEvent], None]
+WatchCallback = Callable[["WatchEvent"], None]
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """Index folders, ask questions, keep indexes fresh, record relevance labels."""
+
+    async def index(self, workspace: str | Path, *, full: bool = False,
+                    progress: ProgressCallback | None = None,
+                    cancel: threading.Event | None = None) -> IndexReport:
+        """Index the workspace (incrementally, or all of it with full=True); set `cancel` to stop."""
+
+    async def health(self, workspace: str | Path) -> IndexHealth:
+        """The index's state; a missing folder is reported in `last_error`, not raised."""
+
+    async def is_indexed(self, workspace: str | Path) -> bool:
+        """Whether the workspace has an index."""
+
+    async def query(self, question: str, options: QueryOptions) -> QueryResult:
+        """Both rankings (vector order and reranked) for a question."""
+
+    async def relevant_files(self, question: str, workspace: str | Path,
+                             max_files: int = 10) -> list[RelevantFile]:
+        """The files that answer a question best, one entry per file."""
+
+    async def build_context(self, question: str, options: QueryOptions, token_budget: int = 2000) -> str:
+        """The best chunks for a question as one text, within a token budget (for an LLM prompt)."""
+
+    async def suggestions(self, prefix: str, workspace: str | Path, limit: int = 10) -> list[str]:
+        """Symbol names of the workspace that complete `prefix`."""
+
+    async def symbol_names(self, workspace: str | Path) -> list[str]:
+        """Every symbol name in the workspace's index."""
+
+    async def watch(self, workspace: str | Path, *, auto_reindex: bool = True,
+                    on_event: WatchCallback | None = None) -> None:
+        """Keep watching the folder until unwatch()/close(); changes are indexed or reported as stale."""
+
+    async def unwatch(self, workspace: str | Path) -> None:
+        """Stop watching the folder."""
+
+    async def rerank_documents(self, query: str, documents: list[str], strategy: str = "cross-encoder",
+                               top_k: int | None = None) -> DocumentRerankResponse:
+        """Score arbitrary documents for a query with a strategy."""
+
+    async def strategies(self) -> list[StrategyInfo]:
+        """Every reranking strategy, with whether it can run now and why not."""
+
+    async def warm_up(self) -> None:
+        """Load the models ahead of the first query."""
+
+    async def set_owner_url(self, url: str | None) -> None:
+        """Publish the loopback URL of a server fronting this engine in its data dir's owner file."""
+
+    async def record_label(self, workspace: str | Path, question: str, path: str, symbol: str,
+                           relevant: bool) -> None:
+        """Label (path, symbol) relevant or not for a question, where evaluation and `tuned` read it."""
+
+    async def labels_for(self, workspace: str | Path, question: str) -> dict[tuple[str, str], int]:
+        """{(path, symbol): grade} labelled so far for a question (1 relevant, 0 not)."""
+
+    def close(self) -> None:
+        """Stop watching and background work, give up the data dir. Safe to call twice."""
+

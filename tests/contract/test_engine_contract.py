@@ -1,0 +1,218 @@
+"""One contract for the three ways to reach the engine: in process, an engine process, a server.
+
+Every test taking `subject` runs against all three (tests/contract/conftest.py); the same index gives
+the same answers whichever way the call travels, and every error arrives as the same class."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import pickle
+
+import pytest
+
+from services.core import codec
+from services.core.errors import (
+    ERRORS, EngineUnreachable, IndexBusyError, IndexMissingError, KnowledgeError, QueryError, WorkspaceError,
+    error_from,
+)
+from services.core.models import QueryOptions
+from services.engine.protocol import Engine
+from services.engine.service import KnowledgeService
+from services.evaluation import labels
+from services.indexing.watcher import WATCHING
+from services.storage.ownership import read_owner
+from services.transport.engine_process import EngineProcess
+from services.transport.remote import RemoteEngine
+from tests.contract.conftest import KINDS, busy_engine
+
+pytestmark = pytest.mark.slow
+
+PROTOCOL = [name for name, member in vars(Engine).items() if callable(member) and not name.startswith("_")]
+QUESTIONS = [("what implements ChunkStore", "metadata"), ("save a note", "hybrid"), ("parse front matter", "none")]
+
+
+# --- the protocol itself ---
+@pytest.mark.parametrize("cls", [KnowledgeService, EngineProcess, RemoteEngine], ids=lambda c: c.__name__)
+def test_each_engine_class_has_every_protocol_method_with_the_same_signature(cls):
+    assert len(PROTOCOL) == 17
+    for name in PROTOCOL:
+        expected, actual = getattr(Engine, name), getattr(cls, name)
+        assert inspect.signature(actual) == inspect.signature(expected), f"{cls.__name__}.{name}"
+        assert inspect.iscoroutinefunction(actual) == inspect.iscoroutinefunction(expected), name
+
+
+def test_the_error_table_rebuilds_every_class_from_its_code():
+    assert len({cls.code for cls in ERRORS.values()}) == len(ERRORS)
+    for code, cls in ERRORS.items():
+        error = error_from(code, "message")
+        assert type(error) is cls and str(error) == "message" and 400 <= cls.status < 600
+    assert ERRORS["data_dir_busy"] is IndexBusyError and type(error_from("no_such_code", "m")) is KnowledgeError
+    busy = pickle.loads(pickle.dumps(IndexBusyError("busy", owner="someone")))  # crosses the engine pipe
+    assert (str(busy), busy.owner) == ("busy", "someone")
+
+
+async def test_an_unreachable_server_is_reported_as_such():
+    engine = RemoteEngine("http://127.0.0.1:9")  # the discard port: nothing answers
+    try:
+        with pytest.raises(EngineUnreachable, match="Cannot reach the engine"):
+            await engine.strategies()
+    finally:
+        engine.close()
+
+
+# --- every method, on every engine ---
+async def test_is_an_engine_and_indexing_again_changes_nothing(subject):
+    engine, workspace = subject.engine, subject.workspace
+    assert isinstance(engine, Engine)
+    events = []
+    report = await engine.index(workspace, progress=events.append)
+    health = await engine.health(workspace)
+    assert report.files_indexed == 0 and report.files_unchanged == health.files > 5 and not report.cancelled
+    assert events and events[-1].phase == "done"
+    assert health.indexed and health.chunks == report.chunks_total > 50 and not health.stale_files
+    assert await engine.is_indexed(workspace)
+
+
+async def test_query_and_what_is_built_on_it(subject):
+    engine, workspace = subject.engine, subject.workspace
+    result = await engine.query("what implements ChunkStore",
+                                QueryOptions(workspace=str(workspace), strategy="metadata", top_k=3))
+    assert result.reranked and result.results[0].chunk.symbol in {"MemoryChunkStore", "DiskChunkStore"}
+    assert [r.original_rank for r in result.original] == [1, 2, 3]
+    files = await engine.relevant_files("save a note", workspace, max_files=2)
+    assert 1 <= len(files) <= 2 and files[0].path == "notes/store.py"
+    text = await engine.build_context("save a note", QueryOptions(workspace=str(workspace)), token_budget=300)
+    assert files[0].path in text
+    assert "ChunkStore" in await engine.symbol_names(workspace)
+    suggested = await engine.suggestions("chunk", workspace, limit=50)
+    assert "ChunkStore" in suggested and all("chunk" in s.lower() for s in suggested[:3])
+
+
+async def test_strategies_warm_up_and_rerank_documents(subject):
+    engine = subject.engine
+    await engine.warm_up()
+    strategies = {s.name: s for s in await engine.strategies()}
+    assert {"none", "hybrid", "metadata", "tuned"} <= set(strategies)
+    assert strategies["hybrid"].available and not strategies["cross-encoder"].available
+    documents = ["How to make authentic Neapolitan pizza at home", "History of the Roman empire",
+                 "Pizza delivery services in New York"]
+    boosted = await engine.rerank_documents("make pizza at home", documents, "keyword-boost", 2)
+    assert [r.index for r in boosted.results] == [0, 2] and boosted.reranked
+    fallback = await engine.rerank_documents("pizza", documents)  # cross-encoder: no model offline
+    assert not fallback.reranked and fallback.fallback_reason
+
+
+async def test_watch_and_unwatch(subject):
+    engine, workspace = subject.engine, subject.workspace
+    events = []
+    await engine.watch(workspace, auto_reindex=False, on_event=events.append)
+    if subject.kind != "remote":  # a server watches on its machine and does not stream its events
+        await wait_for(lambda: any(e.kind == WATCHING for e in events))
+    await engine.unwatch(workspace)
+    assert (await engine.health(workspace)).indexed
+
+
+async def test_set_owner_url_publishes_it_in_the_owner_file(subject, engine_server):
+    engine = subject.engine
+    url = "http://127.0.0.1:8765"
+    await engine.set_owner_url(url)
+    try:
+        # a server publishes its own URL, whatever a client asks
+        assert read_owner(subject.data_dir).url == (engine_server["url"] if subject.kind == "remote" else url)
+    finally:
+        await engine.set_owner_url(None)
+
+
+async def test_labels_round_trip_and_land_in_the_engines_data_dir(subject):
+    engine, workspace = subject.engine, subject.workspace
+    question = f"how is a note saved ({subject.kind})"
+    assert await engine.labels_for(workspace, question) == {}
+    await engine.record_label(workspace, question, "notes/store.py", "NoteStore.save", True)
+    await engine.record_label(workspace, question.upper(), "notes/db.py", "", True)  # the same question
+    await engine.record_label(workspace, question, "notes/db.py", "", False)  # changed my mind
+    expected = {("notes/store.py", "NoteStore.save"): 1, ("notes/db.py", ""): 0}
+    assert await engine.labels_for(workspace, question) == expected
+    # where evaluation and the `tuned` strategy read them: on a server, the server's data dir
+    assert labels.labels_for(labels.default_labels_file(subject.data_dir, workspace), question) == expected
+
+
+# --- every error, on every engine ---
+ERROR_CASES = {
+    "unknown strategy": (QueryError, lambda e, ws, tmp: e.query("x", QueryOptions(workspace=ws, strategy="bogus"))),
+    "empty question": (QueryError, lambda e, ws, tmp: e.query("", QueryOptions(workspace=ws))),
+    "blank question": (QueryError, lambda e, ws, tmp: e.query("  ", QueryOptions(workspace=ws))),
+    "top_k 0": (QueryError, lambda e, ws, tmp: e.query("x", QueryOptions(workspace=ws, top_k=0))),
+    "no documents": (QueryError, lambda e, ws, tmp: e.rerank_documents("x", [], "none")),
+    "label of no question": (QueryError, lambda e, ws, tmp: e.record_label(ws, "", "a.py", "", True)),
+    "missing workspace": (WorkspaceError,
+                          lambda e, ws, tmp: e.query("x", QueryOptions(workspace=str(tmp / "missing")))),
+    "index a missing workspace": (WorkspaceError, lambda e, ws, tmp: e.index(tmp / "missing")),
+    "not indexed": (IndexMissingError, lambda e, ws, tmp: e.query("x", QueryOptions(workspace=str(unindexed(tmp))))),
+}
+
+
+def unindexed(tmp):
+    folder = tmp / "never-indexed"
+    folder.mkdir(exist_ok=True)
+    (folder / "a.py").write_text("def a():\n    return 1\n")
+    return folder
+
+
+@pytest.mark.parametrize("case", list(ERROR_CASES))
+async def test_errors_arrive_as_the_engines_own_classes(subject, case, tmp_path):
+    kind, call = ERROR_CASES[case]
+    with pytest.raises(kind) as raised:
+        await call(subject.engine, str(subject.workspace), tmp_path)
+    assert str(raised.value) and "Traceback" not in str(raised.value)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_busy_data_dir_raises_index_busy_naming_the_owner(kind, tmp_path):
+    workspace = unindexed(tmp_path)
+    with busy_engine(kind, tmp_path / "data") as engine:
+        with pytest.raises(IndexBusyError, match="in use by a cli process"):
+            await engine.query("x", QueryOptions(workspace=str(workspace)))
+        with pytest.raises(IndexBusyError, match="in use by a cli process"):
+            await engine.record_label(workspace, "x", "a.py", "", True)
+    engine.close()  # closing twice is safe
+
+
+# --- the same index gives the same answers everywhere ---
+def comparable(value) -> object:
+    """JSON of a result without what differs by run (timings, cache) or by copy (the folder's path)."""
+    data = codec.encode(value)
+    if isinstance(data, dict):
+        for key in ("timings_ms", "cache_hit", "workspace", "created_at", "updated_at", "size_bytes"):
+            data.pop(key, None)
+    return data
+
+
+async def test_the_same_index_gives_the_same_answers_on_every_engine(in_process, engine_process, remote):
+    subjects = [in_process, engine_process, remote]
+
+    async def answers(subject):
+        engine, ws = subject.engine, subject.workspace
+        out = {}
+        for question, strategy in QUESTIONS:
+            options = QueryOptions(workspace=str(ws), strategy=strategy, top_k=5, use_cache=False)
+            out[question] = comparable(await engine.query(question, options))
+        out["files"] = [codec.encode(f) for f in await engine.relevant_files("save a note", ws)]
+        out["context"] = await engine.build_context("save a note", QueryOptions(workspace=str(ws)))
+        out["symbols"] = sorted(await engine.symbol_names(ws))
+        out["strategies"] = [codec.encode(s) for s in await engine.strategies()]
+        out["health"] = comparable(await engine.health(ws))
+        return out
+
+    first, *others = [await answers(s) for s in subjects]
+    for subject, other in zip(subjects[1:], others):
+        for key in first:
+            assert other[key] == first[key], f"{subject.kind} differs from in-process on {key}"
+
+
+async def wait_for(condition, timeout: float = 60.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "timed out waiting for the engine"
+        await asyncio.sleep(0.05)
