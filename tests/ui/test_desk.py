@@ -156,7 +156,7 @@ def test_keyboard_drives_query_rankings_strategies_tabs_and_quit(qtbot, window):
     assert window.tabs.currentWidget() is window.explore
 
     # Ctrl+Enter runs the question from anywhere
-    window.last_result = None
+    window.session.last_result = None
     window.results.reranked_table.setFocus()
     press(qtbot, window, "Ctrl+Return")
     qtbot.waitUntil(lambda: window.last_result is not None, timeout=60_000)
