@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -181,8 +181,8 @@ class WorkspaceViewModel:
         return True
 
     # --- the question ---
-    def options(self, top_k: int, strategy: str, languages: list[str], path_glob: str) -> QueryOptions:
-        return QueryOptions(workspace=self.workspace, top_k=top_k, strategy=strategy, languages=languages,
+    def options(self, top_k: int, strategy: str, languages: Sequence[str], path_glob: str) -> QueryOptions:
+        return QueryOptions(workspace=self.workspace, top_k=top_k, strategy=strategy, languages=tuple(languages),
                             path_glob=path_glob.strip())
 
     async def query(self, question: str, options: QueryOptions) -> QueryResult:
