@@ -28,7 +28,7 @@ from services.evaluation.metrics import (
 from services.evaluation.labels import default_labels_file, labels_for, record_label
 from services.core.models import QueryOptions, QueryResult, ResultChunk
 from ui.async_runner import AsyncRunner, describe_error
-from ui.ranking_model import movement
+from ui.viewmodels.ranking import movement, why_summary
 
 log = logging.getLogger(__name__)
 
@@ -359,7 +359,6 @@ class CompareView(QWidget):
 
     @staticmethod
     def _ranking_cell(item: ResultChunk, reranked: bool = False) -> QTableWidgetItem:
-        from ui.why_view import why_summary
         cell = QTableWidgetItem(ranked_cell_text(item, reranked))
         was = "new (keyword match)" if item.original_rank is None else f"vector rank {item.original_rank}"
         why = why_summary(item) if reranked and item.signals else ""

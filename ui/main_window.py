@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
-import threading
 from concurrent.futures import ThreadPoolExecutor
-import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
@@ -17,94 +15,35 @@ from PySide6.QtWidgets import (
     QToolBar, QToolButton, QVBoxLayout, QWidget,
 )
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # the window talks to an engine process; the engine itself is not loaded here
-    from services.engine.service import KnowledgeService
-from services.evaluation.labels import default_labels_file, record_label
-from services.core.models import IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, StrategyInfo
+from services.core.models import IndexHealth, IndexReport, ProgressEvent, QueryResult
+from services.indexing.watcher import WatchEvent
 from services.storage.ownership import IndexBusyError
-from services.indexing.watcher import REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WatchEvent
-from services.core.settings import DEFAULT_STRATEGY
 from ui.async_runner import AsyncRunner
 from ui.code_view import CodeView, preload_lexers
+from ui.compare import CompareView
 from ui.editor import AUTO, CUSTOM, PRESETS
 from ui.health_panel import HealthPanel
 from ui.message_bar import ERROR, INFO, WARNING, MessageBar
 from ui.palette import CommandPalette
 from ui.query_bar import QueryBar
 from ui.results_view import ResultsView
+from ui.viewmodels.labels import LabelsViewModel
+from ui.viewmodels.preferences import Preferences, recent_workspaces
+from ui.viewmodels.results import empty_result_text, is_empty, summary_text, timings_text
+from ui.viewmodels.strategies import fallback_strategies, step_strategy
+from ui.viewmodels.workspace import INDEX, REBUILD, Offer, WorkspaceViewModel, health_offer
+
+if TYPE_CHECKING:  # the window talks to an engine process; the engine itself is not loaded here
+    from services.engine.service import KnowledgeService
 
 log = logging.getLogger(__name__)
 
 ORGANIZATION = "KnowledgeExplorer"
 APPLICATION = "KnowledgeExplorer"
-MAX_RECENT = 10
-STAGES = ("embed", "search", "rerank", "expand")
 
 
 def app_settings() -> QSettings:
     return QSettings(ORGANIZATION, APPLICATION)
-
-
-def recent_workspaces(settings: QSettings) -> list[str]:
-    value = settings.value("recentWorkspaces", [])
-    if isinstance(value, str):
-        value = [value]
-    return [str(v) for v in (value or []) if v]
-
-
-def remember_workspace(settings: QSettings, path: str) -> list[str]:
-    recent = [path] + [p for p in recent_workspaces(settings) if p != path]
-    recent = recent[:MAX_RECENT]
-    settings.setValue("recentWorkspaces", recent)
-    settings.setValue("lastWorkspace", path)
-    return recent
-
-
-def timings_text(result: QueryResult) -> str:
-    parts = [f"{stage} {result.timings_ms[stage]:.0f} ms" for stage in STAGES if stage in result.timings_ms]
-    parts += [f"{k} {v:.0f} ms" for k, v in result.timings_ms.items() if k not in STAGES and k != "total"]
-    total = result.timings_ms.get("total")
-    if total is not None:
-        parts.append(f"total {total:.0f} ms")
-    return " · ".join(parts)
-
-
-def workspace_key(path: str) -> str:
-    """A settings group name for a workspace (paths contain separators QSettings would split on)."""
-    return hashlib.sha1(path.encode("utf-8")).hexdigest()[:16]
-
-
-def settings_list(settings: QSettings, key: str) -> list[str]:
-    value = settings.value(key, [])
-    if isinstance(value, str):
-        value = [value]
-    return [str(v) for v in (value or []) if v]
-
-
-def empty_result_text(result: QueryResult, filters: str) -> str:
-    """Why a question got no results: what the threshold and each filter removed, the closest chunk."""
-    removed = result.removed
-    parts = []
-    for key, words in (("languages", "the language filter"), ("path", "the path filter")):
-        if removed.get(key):
-            parts.append(f"{words} excluded {removed[key]} of the nearest chunks above the threshold")
-    if removed.get("threshold"):
-        parts.append(f"{removed['threshold']} candidates scored below the relevance threshold")
-    text = "No results: " + ("; ".join(parts) if parts else "nothing in the index matched") + "."
-    closest = result.below_threshold
-    if closest is not None:
-        name = closest.chunk.qualified_name or closest.chunk.path
-        text += (f" Closest: {name} ({closest.chunk.path}:{closest.chunk.start_line}), "
-                 f"similarity {closest.original_score:.2f}.")
-    if filters:
-        text += f" Filters on: {filters}."
-    return text
-
-
-def fallback_strategies() -> list[StrategyInfo]:
-    return [StrategyInfo("none", "None (vector order)", "The vector ranking as is", True, "")]
 
 
 class MainWindow(QMainWindow):
@@ -115,17 +54,11 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.service = service
         self.settings = settings if settings is not None else app_settings()
+        self.preferences = Preferences(self.settings)
+        self.session = WorkspaceViewModel(service, self.preferences)
+        self.labels = LabelsViewModel(service)
         self.runner = AsyncRunner(self)
-        self._closed = False
         self._lexer_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ke-lexers")
-        self.workspace = ""
-        self.watched = ""  # the workspace the engine watches for this window
-        self.health: IndexHealth | None = None
-        self.last_result: QueryResult | None = None
-        self.health_message = ""  # the banner the index health put up (a later health may take it down)
-        self.last_report: IndexReport | None = None
-        self.cancel_event: threading.Event | None = None
-        self.progress_events: list[ProgressEvent] = []
         self.setWindowTitle("Knowledge Explorer")
 
         self.messages = MessageBar()
@@ -145,6 +78,27 @@ class MainWindow(QMainWindow):
         self.palette = CommandPalette(self, self.commands())
         self.strategies_loaded = self._load_strategies()  # done once the engine has listed them
         self._restore_settings()
+
+    # the open workspace's state, kept by the view-model
+    @property
+    def workspace(self) -> str:
+        return self.session.workspace
+
+    @property
+    def health(self) -> IndexHealth | None:
+        return self.session.health
+
+    @property
+    def last_result(self) -> QueryResult | None:
+        return self.session.last_result
+
+    @property
+    def last_report(self) -> IndexReport | None:
+        return self.session.last_report
+
+    @property
+    def progress_events(self) -> list[ProgressEvent]:
+        return self.session.progress_events
 
     # ------------------------------------------------------------------ layout
     def _build_layout(self) -> None:
@@ -198,14 +152,7 @@ class MainWindow(QMainWindow):
 
     def _build_compare_view(self) -> QWidget | None:
         try:
-            from ui.compare import CompareView  # written by another engineer; optional until it lands
-        except ImportError:
-            return None
-        try:
-            try:
-                return CompareView(self.service)
-            except TypeError:
-                return CompareView()
+            return CompareView(self.service)
         except Exception:  # its constructor failing must not take the main window down
             log.exception("CompareView could not be created")
             return None
@@ -355,7 +302,7 @@ class MainWindow(QMainWindow):
         self.health_panel.cancel_requested.connect(self.cancel_index)
         self.progress_received.connect(self._on_progress)
         self.watch_received.connect(self._on_watch_event)
-        self.health_panel.auto_reindex.setChecked(self.settings.value("autoReindex", "true") in (True, "true"))
+        self.health_panel.auto_reindex.setChecked(self.preferences.auto_reindex)
         self.health_panel.auto_reindex.toggled.connect(self._auto_reindex_toggled)
         if self.compare_view is not None:  # per-query rows open in Explore; a chosen default applies
             self.compare_view.query_opened.connect(self.open_question)
@@ -373,8 +320,7 @@ class MainWindow(QMainWindow):
 
     def _show_strategies(self, strategies: list[StrategyInfo]) -> None:
         self.results.set_strategies(strategies)
-        preferred = str(self.settings.value("strategy", "") or DEFAULT_STRATEGY)  # best on our benchmarks
-        self.query_bar.set_strategies(strategies, preferred)
+        self.query_bar.set_strategies(strategies, self.preferences.strategy())
 
     # ---------------------------------------------------------------- settings
     def _restore_settings(self) -> None:
@@ -392,10 +338,7 @@ class MainWindow(QMainWindow):
             if saved is None or not splitter.restoreState(saved):
                 splitter.setSizes(sizes)
         self.health_action.setChecked(self.settings.value("healthVisible", "true") in (True, "true"))
-        try:
-            self.query_bar.top_k.setValue(int(self.settings.value("topK", 10)))
-        except (TypeError, ValueError):
-            pass
+        self.query_bar.top_k.setValue(self.preferences.top_k())
         self._fill_recent_menu()
 
     def save_settings(self) -> None:
@@ -428,19 +371,16 @@ class MainWindow(QMainWindow):
 
     def open_workspace(self, path: str) -> asyncio.Task:
         """Switch to `path`: show its health at once, offer indexing when there is no index."""
-        path = str(Path(path).expanduser().resolve())
-        self.workspace = path
+        self._clear_state()
+        path = self.session.open(path)
         self.code.set_workspace(path)
         self.workspace_label.setText(path)
         self.setWindowTitle(f"Knowledge Explorer — {Path(path).name}")
-        remember_workspace(self.settings, path)
         self._fill_recent_menu()
-        self._clear_state()
         self._restore_workspace_state(path)
         self._tell_compare("set_workspace", path)
         self.health_panel.set_health(IndexHealth(workspace=path, indexed=False))
         self.health_panel.badge.setText("checking…")
-        self.watched = ""
         return self.runner.run(self._load_workspace(path), key="workspace", context="Opening workspace",
                                on_error=self._health_failed)
 
@@ -448,7 +388,6 @@ class MainWindow(QMainWindow):
         """Forget everything shown for the previous workspace: results, status, banners."""
         self.rerun_timer.stop()
         self.runner.cancel("query")
-        self.last_result = None
         self.messages.hide()
         self.results.set_result(None)
         self.code.show_chunk(None)
@@ -458,67 +397,43 @@ class MainWindow(QMainWindow):
 
     def _restore_workspace_state(self, path: str) -> None:
         """Each workspace has its own filters and question history."""
-        group = f"workspaces/{workspace_key(path)}"
-        self.query_bar.set_filters(settings_list(self.settings, f"{group}/languages"),
-                                   str(self.settings.value(f"{group}/pathGlob", "") or ""))
-        self.query_bar.set_history(settings_list(self.settings, f"{group}/recent"),
-                                   settings_list(self.settings, f"{group}/pinned"))
+        self.query_bar.set_filters(*self.preferences.filters(path))
+        self.query_bar.set_history(*self.preferences.history(path))
 
     def _save_filters(self) -> None:
         if self.workspace:
-            group = f"workspaces/{workspace_key(self.workspace)}"
-            self.settings.setValue(f"{group}/languages", list(self.query_bar.selected_languages()))
-            self.settings.setValue(f"{group}/pathGlob", self.query_bar.path_glob.text().strip())
+            self.preferences.save_filters(self.workspace, self.query_bar.selected_languages(),
+                                          self.query_bar.path_glob.text())
 
     def _save_history(self) -> None:
         if self.workspace:
-            group = f"workspaces/{workspace_key(self.workspace)}"
-            self.settings.setValue(f"{group}/recent", self.query_bar.recent)
-            self.settings.setValue(f"{group}/pinned", self.query_bar.pinned)
+            self.preferences.save_history(self.workspace, self.query_bar.recent, self.query_bar.pinned)
 
-    async def _load_workspace(self, path: str) -> IndexHealth:
-        health = await self.service.health(path)
-        if path != self.workspace:
-            return health
-        self._apply_health(health)
-        if health.indexed:
-            await self._load_symbols(path)
-        if not health.last_error and self.watched != path:
-            await self._watch(path)
-        return health
+    def _load_workspace(self, path: str):
+        """Read `path`'s health and show it, its symbols; watch it (a coroutine for the runner)."""
+        return self.session.load(path, self._apply_health, self.query_bar.set_symbols, self.watch_received.emit)
 
     # ---------------------------------------------------------------- watching
-    async def _watch(self, path: str) -> None:
-        """Keep the index fresh (or the stale list live) while `path` is open."""
-        self.watched = path
-        await self.service.watch(path, auto_reindex=self.health_panel.auto_reindex.isChecked(),
-                                 on_event=lambda event: None if self._closed else self.watch_received.emit(event))
-
     def _auto_reindex_toggled(self, on: bool) -> None:
-        self.settings.setValue("autoReindex", on)
-        if self.workspace and not self._closed:
-            self.runner.run(self._watch(self.workspace), key="watch", context="Watching the workspace")
+        if self.session.set_auto_reindex(on):
+            self.runner.run(self.session.watch(self.workspace, self.watch_received.emit), key="watch",
+                            context="Watching the workspace")
 
     def _on_watch_event(self, event: WatchEvent) -> None:
-        if event.workspace != self.workspace or self._closed:
+        reaction = self.session.reaction(event, self.health_panel.is_indexing())
+        if reaction is None:
             return
-        if event.kind == REINDEX_STARTED and not self.health_panel.is_indexing():
-            self.health_panel.progress_label.setText("Indexing changed files…")
-        elif event.kind in (REINDEX_FINISHED, STALE):
-            report = event.report if event.kind == REINDEX_FINISHED else None
-            if report is not None and not self.health_panel.is_indexing():
-                changed = report.files_indexed or report.files_removed
-                self.health_panel.progress_label.setText(
-                    f"Changed files indexed: {report.files_indexed} updated, {report.files_removed} removed"
-                    if changed else "")
+        if reaction.progress_text is not None:
+            self.health_panel.progress_label.setText(reaction.progress_text)
+        if reaction.reload_health:
             # its own key: a refresh must not cancel the opening of the workspace, which may be what
             # started the watch (and whose caller, e.g. --screenshot, awaits it)
             self.runner.run(self._load_workspace(self.workspace), key="watch-health",
                             context="Reading index health", on_error=self._health_failed)
-            if event.kind == REINDEX_FINISHED:
-                self.refresh_results()
-        elif event.kind == WATCH_ERROR:
-            self.messages.show_message(f"Indexing changed files failed: {event.message}", ERROR)
+        if reaction.refresh_results:
+            self.refresh_results()
+        if reaction.error:
+            self.messages.show_message(reaction.error, ERROR)
 
     def _warn_if_deleted(self, item) -> None:
         if item is not None and item.stale == "deleted":
@@ -529,37 +444,27 @@ class MainWindow(QMainWindow):
         """The badge must not stay on "checking…": show why (another owner, or the error)."""
         if isinstance(exc, IndexBusyError):
             self.health_panel.set_busy_owner(str(exc))
-        elif self.workspace:
-            self.health_panel.set_health(IndexHealth(workspace=self.workspace, indexed=False,
-                                                     last_error=str(exc) or type(exc).__name__))
+        elif (health := self.session.failed_health(exc)) is not None:
+            self.health_panel.set_health(health)
 
     def _apply_health(self, health: IndexHealth) -> None:
-        self.health = health
-        if health.languages and not self._closed:
+        if health.languages and not self.session.closed:
             work = asyncio.get_running_loop().run_in_executor(self._lexer_pool, preload_lexers,
                                                               sorted(health.languages))
             self.runner.run(work, key="lexers", context="Loading syntax highlighters")
         self.health_panel.set_health(health)
         self.query_bar.set_languages(list(health.languages))
-        if not health.indexed and health.last_error:
-            self.messages.show_message(health.last_error, ERROR)
-        elif not health.indexed:
-            self.messages.show_message(
-                f"{Path(health.workspace).name} is not indexed yet.", INFO,
-                action_text="Index now", action=lambda: self.start_index(False))
-        elif health.needs_reindex:
-            self.messages.show_message(
-                "The index is out of date (many files changed or the model changed).", WARNING,
-                action_text="Rebuild index", action=lambda: self.start_index(True))
-        elif self.messages.isVisible() and self.messages.text() == self.health_message:
+        offer = health_offer(health)
+        if offer is not None:
+            self._show_offer(offer)
+            self.session.health_message = self.messages.text()
+        elif self.messages.isVisible() and self.messages.text() == self.session.health_message:
             self.messages.hide()  # only the health's own offer; a query's banner stays
-        if not health.indexed or health.needs_reindex:
-            self.health_message = self.messages.text()
 
-    async def _load_symbols(self, path: str) -> None:
-        names = await self.service.symbol_names(path)
-        if path == self.workspace:
-            self.query_bar.set_symbols(list(names))
+    def _show_offer(self, offer: Offer) -> None:
+        full = offer.action == REBUILD
+        action = (lambda: self.start_index(full)) if offer.action in (INDEX, REBUILD) else None
+        self.messages.show_message(offer.text, offer.level, action_text=offer.action_text, action=action)
 
     def warm_up(self) -> asyncio.Task:
         """Load the embedding model in the background so the first query and index start at once."""
@@ -574,11 +479,8 @@ class MainWindow(QMainWindow):
         """Reindex at once; a full rebuild asks first (inline, nothing modal)."""
         if not full or not self.workspace or self.runner.is_running("index"):
             return self.start_index(full)
-        chunks = f"all {self.health.chunks:,} chunks" if self.health and self.health.chunks else "every chunk"
-        self.messages.show_message(
-            f"Rebuild the whole index of {Path(self.workspace).name}? This embeds {chunks} again; "
-            f"a plain Reindex (F5) only embeds what changed.", WARNING,
-            action_text="Rebuild", action=lambda: self.start_index(True))
+        self.messages.show_message(self.session.rebuild_question(), WARNING,
+                                   action_text="Rebuild", action=lambda: self.start_index(True))
         return None
 
     def start_index(self, full: bool = False) -> asyncio.Task | None:
@@ -587,31 +489,15 @@ class MainWindow(QMainWindow):
             return None
         if self.runner.is_running("index"):
             return None
-        self.cancel_event = threading.Event()
-        self.progress_events = []
+        cancel = self.session.begin_index()
         if self.messages.level in (INFO, WARNING):
             self.messages.hide()  # the "not indexed" / "out of date" offer is being acted on
         self.health_panel.indexing_started(full)
-        return self.runner.run(self._index(self.workspace, full, self.cancel_event), key="index",
+        return self.runner.run(self._index(self.workspace, full, cancel), key="index",
                                context="Indexing", on_error=self._index_failed)
 
-    async def _index(self, path: str, full: bool, cancel: threading.Event) -> IndexReport:
-        started = time.monotonic()
-        try:
-            report = await self.service.index(path, full=full, progress=self.progress_received.emit,
-                                              cancel=cancel)
-        except asyncio.CancelledError:
-            cancel.set()
-            raise
-        self.last_report = report
-        seconds = report.seconds or (time.monotonic() - started)
-        if report.cancelled:
-            message = f"Cancelled after {seconds:.1f} s; the index keeps what was finished."
-        else:
-            message = (f"Done in {seconds:.1f} s: {report.files_indexed} files indexed, "
-                       f"{report.chunks_embedded} chunks embedded, {report.chunks_total:,} in total")
-            if report.rebuilt_reason:
-                message += f" (full rebuild: {report.rebuilt_reason})"
+    async def _index(self, path: str, full: bool, cancel) -> IndexReport:
+        report, message = await self.session.index(path, full, self.progress_received.emit, cancel)
         self.health_panel.indexing_finished(message)
         if path == self.workspace:
             await self._load_workspace(path)
@@ -621,8 +507,7 @@ class MainWindow(QMainWindow):
 
     def refresh_results(self) -> None:
         """Answer the question on screen again from the index just updated (unless a new one is being typed)."""
-        shown = self.last_result.question if self.last_result is not None else None
-        if shown and self.query_bar.query.text().strip() == shown:
+        if self.session.question_carried(self.query_bar.query.text()):
             self.run_query()
 
     def _index_failed(self, exc: BaseException) -> None:
@@ -631,21 +516,14 @@ class MainWindow(QMainWindow):
             self.refresh_health()
 
     def cancel_index(self) -> None:
-        if self.cancel_event is not None:
-            self.cancel_event.set()
+        if self.session.cancel_index():
             self.health_panel.progress_label.setText("Cancelling…")
 
     def _on_progress(self, event: ProgressEvent) -> None:
-        self.progress_events.append(event)
+        self.session.progress_events.append(event)
         self.health_panel.show_progress(event)
 
     # ------------------------------------------------------------------ query
-    def query_options(self) -> QueryOptions:
-        return QueryOptions(workspace=self.workspace, top_k=self.query_bar.top_k.value(),
-                            strategy=self.query_bar.strategy_name(),
-                            languages=self.query_bar.selected_languages(),
-                            path_glob=self.query_bar.path_glob.text().strip())
-
     def run_query(self, text: str | None = None) -> asyncio.Task | None:
         """Run the query in the box (or `text`); a query still running is cancelled."""
         if text is not None:
@@ -663,19 +541,22 @@ class MainWindow(QMainWindow):
         self.query_bar.remember(question)
         self.status_results.setText(f"Searching for “{question}”…")
         self._tell_compare("set_question", question)
-        return self.runner.run(self.service.query(question, self.query_options()), key="query",
+        bar = self.query_bar
+        options = self.session.options(bar.top_k.value(), bar.strategy_name(), bar.selected_languages(),
+                                       bar.path_glob.text())
+        return self.runner.run(self.session.query(question, options), key="query",
                                context="Query", on_result=self.show_result,
                                on_error=lambda _exc: self.status_results.setText("Query failed"))
 
     def _strategy_changed(self, _index: int) -> None:
         """Switching strategy re-runs the question on screen, so rankings can be compared quickly."""
-        if self.last_result is not None and self.query_bar.query.text().strip():
+        if self.session.rerun_on_change(self.query_bar.query.text()):
             self.run_query()
 
     def _filters_changed(self) -> None:
         """A filter or the result count changed: save the workspace's filters, run the question again."""
         self._save_filters()
-        if self.last_result is not None and self.query_bar.query.text().strip():
+        if self.session.rerun_on_change(self.query_bar.query.text()):
             self.rerun_timer.start()
 
     def _rerun(self) -> None:
@@ -683,29 +564,22 @@ class MainWindow(QMainWindow):
             self.run_query()
 
     def show_result(self, result: QueryResult) -> None:
-        self.last_result = result
+        self.session.last_result = result
         if self.messages.level == ERROR:
             self.messages.hide()
         self.results.set_result(result)
         self._select_first()
-        count = len(result.results)
-        summary = (f"{count} result{'s' if count != 1 else ''} for “{result.question}” · "
-                   f"{result.chunks_above_threshold} above threshold of "
-                   f"{result.total_chunks_searched:,} chunks")
-        if result.fallback_reason:
-            summary += f" · not reranked: {result.fallback_reason}"
-        if self.query_bar.filters_text():
-            summary += f" · filtered: {self.query_bar.filters_text()}"
-        self.status_results.setText(summary)
+        filters = self.query_bar.filters_text()
+        self.status_results.setText(summary_text(result, filters))
         self.timings_label.setText(timings_text(result))
         self.cache_label.setText("cache hit" if result.cache_hit else "cache miss")
         self.cache_label.show()
         self.cache_label.setProperty("hit", result.cache_hit)
         self.cache_label.style().unpolish(self.cache_label)
         self.cache_label.style().polish(self.cache_label)
-        if not result.results and not result.original:
-            clear = "Clear filters" if self.query_bar.filters_text() else ""
-            self.messages.show_message(empty_result_text(result, self.query_bar.filters_text()), INFO,
+        if is_empty(result):
+            clear = "Clear filters" if filters else ""
+            self.messages.show_message(empty_result_text(result, filters), INFO,
                                        action_text=clear, action=self.query_bar.clear_filters if clear else None)
 
     def _select_first(self) -> None:
@@ -739,12 +613,10 @@ class MainWindow(QMainWindow):
     def step_strategy(self, step: int) -> None:
         """Select the next (or previous) available strategy, wrapping around."""
         combo = self.query_bar.strategy
-        count = combo.count()
-        for offset in range(1, count + 1):
-            row = (combo.currentIndex() + step * offset) % count
-            if combo.model().item(row).isEnabled():
-                combo.setCurrentIndex(row)
-                return
+        available = [combo.model().item(row).isEnabled() for row in range(combo.count())]
+        row = step_strategy(available, combo.currentIndex(), step)
+        if row is not None:
+            combo.setCurrentIndex(row)
 
     def show_history(self) -> None:
         self.focus_query()
@@ -774,20 +646,13 @@ class MainWindow(QMainWindow):
         except Exception:
             log.exception("CompareView.%s failed", method)
 
-    def label_result(self, item, relevant: bool) -> None:
+    def label_result(self, item, relevant: bool) -> asyncio.Task | None:
         """Record a relevance label for the current question (the Compare view evaluates with them)."""
         if self.last_result is None or not self.workspace:
-            return
-        labels_file = default_labels_file(self.service.data_dir, self.workspace)
-        symbol = item.chunk.qualified_name or item.chunk.symbol
-        try:
-            record_label(labels_file, self.last_result.question, item.chunk.path, symbol, relevant)
-        except OSError as exc:
-            self.messages.show_message(f"Could not save the label: {exc}", ERROR)
-            return
-        verdict = "relevant" if relevant else "not relevant"
-        self.messages.show_message(f"Marked {symbol or item.chunk.path} {verdict} for "
-                                   f"\u201c{self.last_result.question}\u201d (saved in {labels_file}).", INFO)
+            return None
+        return self.runner.run(self.labels.mark(self.workspace, self.last_result.question, item, relevant),
+                               context="Saving the label",
+                               on_result=lambda text: self.messages.show_message(text, INFO))
 
     def _show_failure(self, context: str, message: str) -> None:
         self.messages.show_message(f"{context} failed: {message}" if context else message, ERROR)
@@ -798,9 +663,7 @@ class MainWindow(QMainWindow):
 
     def shutdown(self) -> None:
         """Stop background work: cancel indexing and pending tasks."""
-        self._closed = True
-        if self.cancel_event is not None:
-            self.cancel_event.set()
+        self.session.close()
         self.runner.cancel_all()
         self._tell_compare("cancel")
         self._lexer_pool.shutdown(wait=False, cancel_futures=True)

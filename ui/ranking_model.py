@@ -6,6 +6,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from PySide6.QtGui import QBrush, QColor, QFont
 
 from services.core.models import QueryResult, ResultChunk
+from ui.viewmodels.ranking import format_score, location_text, movement, rank_text, symbol_text, why_summary
 
 ORIGINAL = "original"
 RERANKED = "reranked"
@@ -22,18 +23,6 @@ ScoreBarRole = Qt.ItemDataRole.UserRole + 3  # 0-1 bar length: the score relativ
 SCORE_COLUMNS = ("Vector", "Reranked")
 
 
-def movement(item: ResultChunk) -> tuple[str, int | None]:
-    """Rank movement from the vector ranking to the reranked one: ("▲2", 2), ("▼1", -1), ("=", 0), ("new", None)."""
-    if item.original_rank is None:
-        return "new", None
-    delta = item.original_rank - item.rank
-    if delta > 0:
-        return f"▲{delta}", delta
-    if delta < 0:
-        return f"▼{-delta}", delta
-    return "=", 0
-
-
 def movement_color(delta: int | None) -> QColor:
     if delta is None:
         return NEW_COLOR
@@ -42,24 +31,6 @@ def movement_color(delta: int | None) -> QColor:
     if delta < 0:
         return DOWN_COLOR
     return SAME_COLOR
-
-
-def symbol_text(item: ResultChunk) -> str:
-    chunk = item.chunk
-    name = chunk.qualified_name or chunk.symbol
-    if not name:
-        name = chunk.path.rsplit("/", 1)[-1]
-    return name
-
-
-def location_text(item: ResultChunk) -> str:
-    chunk = item.chunk
-    stale = f" ({item.stale})" if item.stale else ""  # the file changed on disk since it was indexed
-    return f"{chunk.path}:{chunk.start_line}-{chunk.end_line}{stale}"
-
-
-def format_score(score: float | None) -> str:
-    return "—" if score is None else f"{score:.3f}"
 
 
 def bar_fractions(values: list[float | None]) -> list[float | None]:
@@ -238,7 +209,6 @@ class RankingModel(QAbstractTableModel):
         reranked = self.item_in_reranked(item)
         if reranked is None:
             return f"Vector rank #{self.rank_of(item)}; not in the reranked list"
-        from ui.why_view import rank_text, why_summary  # ui.why_view imports this module
         lines = [rank_text(reranked)]
         if reranked.signals:
             lines.append("Why: " + why_summary(reranked))

@@ -9,48 +9,11 @@ from PySide6.QtWidgets import (
     QHeaderView, QLabel, QStyledItemDelegate, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
-from services.core.models import ResultChunk, Signal
-from ui.ranking_model import DOWN_COLOR, UP_COLOR, movement, symbol_text
+from services.core.models import ResultChunk
+from ui.ranking_model import DOWN_COLOR, UP_COLOR
+from ui.viewmodels.ranking import effect_text, rank_text, steps, symbol_text
 
 BarRole = Qt.ItemDataRole.UserRole + 21  # signed fraction -1..1 of the widest bar
-
-
-def steps(signals: tuple[Signal, ...]) -> list[tuple[Signal, float]]:
-    """Each signal with how much it changed the running score (a 'set' counts from 0)."""
-    out, score = [], 0.0
-    for signal in signals:
-        if signal.op == "set":
-            after = signal.contribution
-            change = after
-        elif signal.op == "mul":
-            after = score * signal.contribution
-            change = after - score
-        else:
-            after = score + signal.contribution
-            change = signal.contribution
-        out.append((signal, change))
-        score = after
-    return out
-
-
-def effect_text(signal: Signal) -> str:
-    if signal.op == "set":
-        return f"= {signal.contribution:.3f}"
-    if signal.op == "mul":
-        return f"× {signal.contribution:.2f}"
-    return f"{'+' if signal.contribution >= 0 else '−'}{abs(signal.contribution):.3f}"
-
-
-def rank_text(item: ResultChunk) -> str:
-    was = "not in the vector ranking (keyword match)" if item.original_rank is None \
-        else f"vector rank #{item.original_rank}"
-    return f"#{item.rank} after reranking, {was} ({movement(item)[0]})"
-
-
-def why_summary(item: ResultChunk, limit: int = 4) -> str:
-    """One line of the biggest reasons, for tooltips: 'exact name +2.000 · cosine similarity = 0.620'."""
-    ranked = sorted(steps(item.signals), key=lambda s: -abs(s[1]))[:limit]
-    return " · ".join(f"{signal.name} {effect_text(signal)}" for signal, _ in ranked)
 
 
 class BarDelegate(QStyledItemDelegate):

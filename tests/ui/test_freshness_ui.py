@@ -5,7 +5,7 @@ from __future__ import annotations
 from services.core.models import Chunk, QueryResult, ResultChunk
 from ui.code_view import CodeView
 from ui.health_panel import HealthPanel, badge_for
-from ui.ranking_model import location_text
+from ui.viewmodels.ranking import location_text
 from services.core.models import IndexHealth
 
 

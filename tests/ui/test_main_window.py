@@ -85,7 +85,9 @@ def rows(model, title):
     return [model.data(model.index(r, model.column_of(title))) for r in range(model.rowCount())]
 
 
-def test_open_index_cancel_then_finish_through_the_buttons(qtbot, window, workspace):
+def test_open_index_cancel_then_finish_through_the_buttons(qtbot, window, tmp_path):
+    workspace = str(tmp_path / "sample")  # its own copy: never indexed, whichever test ran before
+    shutil.copytree(SAMPLE, workspace)
     health = wait_task(qtbot, window.open_workspace(workspace))
     assert not health.indexed
     assert window.health_panel.badge.text() == "not indexed"
@@ -152,7 +154,7 @@ def test_query_fills_both_lists_with_scores_and_movements(qtbot, window, workspa
     assert window.cache_label.text() in ("cache hit", "cache miss")
 
     # the same query again is served from the cache and the status bar says so
-    window.last_result = None
+    window.session.last_result = None
     again = run_query(qtbot, window, "save a note to disk", "hybrid")
     assert again.cache_hit and window.cache_label.text() == "cache hit"
 
@@ -328,22 +330,20 @@ def test_switching_strategy_reruns_the_question(qtbot, window, workspace):
     assert "Keyword boost" in window.results.right.title.text()
 
 
-def test_marking_results_relevant_writes_the_labelled_query_set(qtbot, window, workspace, service):
-    from services.evaluation.metrics import load_queries
-    from services.evaluation.labels import default_labels_file
-
+def test_marking_results_relevant_saves_labels_the_engine_evaluates_with(qtbot, window, workspace):
     ensure_indexed(qtbot, window, workspace)
     result = run_query(qtbot, window, "save a note to disk", "keyword-boost")
     table = window.results.reranked_table
-    relevant, not_relevant = window.results.label_actions(table, 0)
-    relevant.trigger()
-    window.results.label_actions(table, 1)[1].trigger()
-    labels_file = default_labels_file(service.data_dir, window.workspace)
-    assert "relevant" in window.messages.text() and labels_file.exists()
-    queries = [q for q in load_queries(labels_file) if q.text == "save a note to disk"]
-    assert len(queries) == 1
-    grades = {(r.path, r.grade) for r in queries[0].relevant}
-    assert (result.results[0].chunk.path, 1) in grades
+    window.results.label_actions(table, 0)[0].trigger()  # relevant
+    qtbot.waitUntil(lambda: "Marked" in window.messages.text(), timeout=30_000)
+    first, second = result.results[0].chunk, result.results[1].chunk
+    assert window.messages.text().startswith(f"Marked {first.qualified_name or first.symbol or first.path} relevant")
+    window.results.label_actions(table, 1)[1].trigger()  # not relevant
+    qtbot.waitUntil(lambda: "not relevant" in window.messages.text(), timeout=30_000)
+    task = asyncio.ensure_future(window.labels.grades(window.workspace, "save a note to disk"))
+    grades = wait_task(qtbot, task)
+    assert grades[(first.path, first.qualified_name or first.symbol)] == 1
+    assert grades[(second.path, second.qualified_name or second.symbol)] == 0
 
 
 def test_a_second_instance_on_an_owned_data_dir_names_the_owner_and_offers_no_reindex(

@@ -1,0 +1,76 @@
+"""Texts for one ranked result: rank movement, symbol, location, score, and why it scores what it does.
+
+Shared by the ranking tables (ui.ranking_model), the why view (ui.why_view) and the compare view.
+"""
+
+from __future__ import annotations
+
+from services.core.models import ResultChunk, Signal
+
+
+def movement(item: ResultChunk) -> tuple[str, int | None]:
+    """Rank movement from the vector ranking to the reranked one: ("▲2", 2), ("▼1", -1), ("=", 0), ("new", None)."""
+    if item.original_rank is None:
+        return "new", None
+    delta = item.original_rank - item.rank
+    if delta > 0:
+        return f"▲{delta}", delta
+    if delta < 0:
+        return f"▼{-delta}", delta
+    return "=", 0
+
+
+def symbol_text(item: ResultChunk) -> str:
+    chunk = item.chunk
+    name = chunk.qualified_name or chunk.symbol
+    if not name:
+        name = chunk.path.rsplit("/", 1)[-1]
+    return name
+
+
+def location_text(item: ResultChunk) -> str:
+    chunk = item.chunk
+    stale = f" ({item.stale})" if item.stale else ""  # the file changed on disk since it was indexed
+    return f"{chunk.path}:{chunk.start_line}-{chunk.end_line}{stale}"
+
+
+def format_score(score: float | None) -> str:
+    return "—" if score is None else f"{score:.3f}"
+
+
+def steps(signals: tuple[Signal, ...]) -> list[tuple[Signal, float]]:
+    """Each signal with how much it changed the running score (a 'set' counts from 0)."""
+    out, score = [], 0.0
+    for signal in signals:
+        if signal.op == "set":
+            after = signal.contribution
+            change = after
+        elif signal.op == "mul":
+            after = score * signal.contribution
+            change = after - score
+        else:
+            after = score + signal.contribution
+            change = signal.contribution
+        out.append((signal, change))
+        score = after
+    return out
+
+
+def effect_text(signal: Signal) -> str:
+    if signal.op == "set":
+        return f"= {signal.contribution:.3f}"
+    if signal.op == "mul":
+        return f"× {signal.contribution:.2f}"
+    return f"{'+' if signal.contribution >= 0 else '−'}{abs(signal.contribution):.3f}"
+
+
+def rank_text(item: ResultChunk) -> str:
+    was = "not in the vector ranking (keyword match)" if item.original_rank is None \
+        else f"vector rank #{item.original_rank}"
+    return f"#{item.rank} after reranking, {was} ({movement(item)[0]})"
+
+
+def why_summary(item: ResultChunk, limit: int = 4) -> str:
+    """One line of the biggest reasons, for tooltips: 'exact name +2.000 · cosine similarity = 0.620'."""
+    ranked = sorted(steps(item.signals), key=lambda s: -abs(s[1]))[:limit]
+    return " · ".join(f"{signal.name} {effect_text(signal)}" for signal, _ in ranked)

@@ -1,0 +1,53 @@
+"""Texts about a query's result: the status line, stage timings, and why nothing came back."""
+
+from __future__ import annotations
+
+from services.core.models import QueryResult
+
+STAGES = ("embed", "search", "rerank", "expand")
+
+
+def timings_text(result: QueryResult) -> str:
+    parts = [f"{stage} {result.timings_ms[stage]:.0f} ms" for stage in STAGES if stage in result.timings_ms]
+    parts += [f"{k} {v:.0f} ms" for k, v in result.timings_ms.items() if k not in STAGES and k != "total"]
+    total = result.timings_ms.get("total")
+    if total is not None:
+        parts.append(f"total {total:.0f} ms")
+    return " · ".join(parts)
+
+
+def summary_text(result: QueryResult, filters: str) -> str:
+    """The status line: how many results, out of how many chunks, reranked or why not, filters."""
+    count = len(result.results)
+    summary = (f"{count} result{'s' if count != 1 else ''} for “{result.question}” · "
+               f"{result.chunks_above_threshold} above threshold of "
+               f"{result.total_chunks_searched:,} chunks")
+    if result.fallback_reason:
+        summary += f" · not reranked: {result.fallback_reason}"
+    if filters:
+        summary += f" · filtered: {filters}"
+    return summary
+
+
+def is_empty(result: QueryResult) -> bool:
+    return not result.results and not result.original
+
+
+def empty_result_text(result: QueryResult, filters: str) -> str:
+    """Why a question got no results: what the threshold and each filter removed, the closest chunk."""
+    removed = result.removed
+    parts = []
+    for key, words in (("languages", "the language filter"), ("path", "the path filter")):
+        if removed.get(key):
+            parts.append(f"{words} excluded {removed[key]} of the nearest chunks above the threshold")
+    if removed.get("threshold"):
+        parts.append(f"{removed['threshold']} candidates scored below the relevance threshold")
+    text = "No results: " + ("; ".join(parts) if parts else "nothing in the index matched") + "."
+    closest = result.below_threshold
+    if closest is not None:
+        name = closest.chunk.qualified_name or closest.chunk.path
+        text += (f" Closest: {name} ({closest.chunk.path}:{closest.chunk.start_line}), "
+                 f"similarity {closest.original_score:.2f}.")
+    if filters:
+        text += f" Filters on: {filters}."
+    return text
