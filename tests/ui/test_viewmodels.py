@@ -21,7 +21,7 @@ from services.core.settings import DEFAULT_STRATEGY
 from services.engine.service import KnowledgeService
 from services.indexing.watcher import REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WatchEvent
 from tests.ui.factories import sample_health, sample_result
-from ui.viewmodels.labels import LabelsViewModel, engine_labels
+from ui.viewmodels.labels import LabelsViewModel
 from ui.viewmodels.preferences import MAX_RECENT, Preferences, recent_workspaces, remember_workspace
 from ui.viewmodels.results import empty_result_text, summary_text, timings_text
 from ui.viewmodels.strategies import fallback_strategies, step_strategy
@@ -282,15 +282,6 @@ def test_labels_marked_in_the_window_are_what_the_engine_holds_for_the_question(
         assert asyncio.run(labels.grades(str(other), "save notes")) == {}
     finally:
         engine.close()
-
-
-def test_an_engine_with_label_calls_gets_them():
-    class Labelling:
-        async def record_label(self, *args):
-            pass
-
-    engine = Labelling()
-    assert engine_labels(engine) is engine
 
 
 # --- the whole flow on the real engine ---
