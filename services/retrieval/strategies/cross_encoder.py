@@ -116,7 +116,7 @@ class CrossEncoderStrategy(BaseStrategy):
 
     @property
     def score_threshold(self) -> float:
-        """Results scoring below this (on the model's 0-1 scale) are cut by the pipeline."""
+        """Results scoring below this (on the model's 0-1 scale) are cut (search_steps.above_threshold)."""
         return self.settings.cross_encoder_score_threshold
 
     def warm_up(self) -> None:
