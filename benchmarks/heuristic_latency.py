@@ -14,7 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from services.core.models import Candidate, Chunk, RerankRequest  # noqa: E402
+from services.core.models import Candidate, Chunk  # noqa: E402
+from services.retrieval.strategies import RerankRequest  # noqa: E402
 from services.retrieval.strategies import create_strategy  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 

@@ -24,7 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from services.evaluation.metrics import load_qrels, load_queries  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
-from services.core.models import QueryOptions, RerankRequest  # noqa: E402
+from services.core.models import QueryOptions  # noqa: E402
+from services.retrieval.search import IndexContext, Searcher  # noqa: E402
+from services.retrieval.strategies import RerankRequest  # noqa: E402
 from services.retrieval.strategies.bugreport import MATCHED, RANKED, SIGNALS, gather  # noqa: E402
 
 LABELS = Path("/work/shared/benchmarks/swe")
@@ -33,14 +35,15 @@ KS = [3, 10, 30]
 
 
 def request_for(service: KnowledgeService, question: str, workspace: str) -> RerankRequest:
-    """The request the pipeline would hand `bug-report` (KnowledgeService._query up to the rerank)."""
+    """The request the query flow would hand `bug-report` (services.retrieval.search.Searcher.query)."""
     options = QueryOptions(workspace=workspace, top_k=100, strategy="bug-report", min_relevance=0.0,
                            expand_context=False, use_cache=False)
     index = service._index(workspace)
     strategy = service._strategy("bug-report")
     vector = service.embedder.encode([question])[0]
-    semantic, keyword, _ = service._search(question, vector, options, index, strategy.pool_size(100), False)
-    return RerankRequest(question, semantic, keyword, 100, index, service.embedder.encode, vector)
+    searcher = Searcher(index, service.settings, service.embedder.encode)
+    semantic, keyword, _ = searcher.candidates(question, vector, options, strategy.pool_size(100), False)
+    return RerankRequest(question, semantic, keyword, 100, IndexContext(index, service.embedder.encode), vector)
 
 
 def collect(service: KnowledgeService, name: str, workspace: str) -> list[dict]:

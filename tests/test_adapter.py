@@ -160,16 +160,10 @@ async def test_eval_on_the_labelled_sample_workspace_runs_the_new_strategies(ind
 
 @pytest.mark.slow
 async def test_bug_report_signals_explain_its_scores(indexed):
-    from services.core.models import RerankRequest
-    from services.retrieval.strategies import create_strategy
-
     service, workspace = indexed
-    strategy = create_strategy("bug-report", service.settings)
-    options = QueryOptions(workspace=str(workspace), top_k=10, strategy="bug-report", min_relevance=0.0)
-    index = service._index(workspace)
-    vector = service.embedder.encode([BUG_REPORT])[0]
-    semantic, _, _ = service._search(BUG_REPORT, vector, options, index, strategy.pool_size(10), False)
-    ranked = strategy.rerank(RerankRequest(BUG_REPORT, semantic, [], 10, index, service.embedder.encode, vector))
+    options = QueryOptions(workspace=str(workspace), top_k=10, strategy="bug-report", min_relevance=0.0,
+                           use_cache=False)
+    ranked = (await service.query(BUG_REPORT, options)).results
     top = ranked[0]
     assert top.chunk.qualified_name == "SearchEngine.score"
     names = {s.name for s in top.signals}

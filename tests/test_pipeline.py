@@ -1,4 +1,4 @@
-"""The query pipeline end to end on the sample workspace: real model, real ChromaDB, every strategy."""
+"""The query flow end to end on the sample workspace: real model, real ChromaDB, every strategy."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from services.retrieval import pipeline
+from services.retrieval import search_steps
 from services.core.errors import IndexMissingError, QueryError, WorkspaceError
 from services.engine.service import KnowledgeService
 from services.core.models import Candidate, Chunk, QueryOptions
-from services.retrieval.strategies import strategy_names
+from services.retrieval.strategies import cross_encoder, strategy_names
 from services.core.settings import Settings
 from tests.conftest import indexed_sample
 from tests.helpers.tiny_cross_encoder import build_tiny_cross_encoder
@@ -102,7 +102,7 @@ def test_keyword_only_candidates_are_judged_by_their_stored_cosine():
         return Candidate(chunk, score, cosine, None if cosine is None else 1)
     ranked = [cand("a", 1.0, 0.7), cand("kw_close", 0.5, None), cand("b", 0.3, 0.25), cand("kw_far", 0.04, None)]
     cosines = {ranked[1].chunk.id: 0.45, ranked[3].chunk.id: 0.05}
-    kept = pipeline.above_threshold(ranked, "relative", 0.2, cosines=cosines)
+    kept = search_steps.above_threshold(ranked, "relative", 0.2, cosines=cosines)
     assert [c.chunk.path for c in kept] == ["a.py", "kw_close.py", "b.py"]
 
 
@@ -120,7 +120,7 @@ async def test_hybrid_results_all_pass_the_threshold_on_cosine(indexed, monkeypa
                                                    use_cache=False))
     vector = service.embedder.encode([question])[0]
     stored = service._index(workspace).store().embeddings([r.chunk.id for r in strict.results])
-    cosines = pipeline.keyword_cosines(vector, stored)
+    cosines = search_steps.keyword_cosines(vector, stored)
     assert strict.results and all(cosines[r.chunk.id] >= 0.4 - 1e-5 for r in strict.results)
 
 
@@ -201,6 +201,8 @@ async def test_cross_encoder_reranks_with_a_local_model(indexed, tmp_path):
     model = build_tiny_cross_encoder(tmp_path / "tiny-ce")
     service = KnowledgeService(Settings(cross_encoder_model=str(model)), data_dir=tmp_path / "data")
     await service.index(workspace)
+    await service.warm_up()  # loads the model ahead of the first question
+    assert (str(model), service.settings.cross_encoder_max_length) in cross_encoder._MODELS
     info = {s.name: s for s in await service.strategies()}["cross-encoder"]
     assert info.available
     result = await service.query("save a note", options(workspace, strategy="cross-encoder", top_k=5))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 CHUNK_KINDS = (
@@ -91,20 +90,6 @@ class Candidate:
     keyword_score: float | None = None  # BM25 score, when the keyword index was consulted
     keyword_rank: int | None = None
     signals: tuple[Signal, ...] = ()  # why the strategy gave `score` (empty when not reranked)
-
-
-@dataclass(frozen=True)
-class RerankRequest:
-    """Everything a strategy may look at. Candidates are in original (vector) order."""
-
-    query: str
-    candidates: list[Candidate]
-    keyword_hits: list[Candidate] = field(default_factory=list)  # BM25 ranking, only if asked for
-    top_k: int = 10
-    # For strategies that look beyond the pool (catalogue, stored vectors, extra searches):
-    index: object | None = None  # the workspace's services.storage.workspace_index.WorkspaceIndex
-    encode: Callable[[list[str]], object] | None = None  # the query embedder: texts -> normalised vectors
-    query_vector: object | None = None  # the question's vector (numpy), as the vector search used it
 
 
 @dataclass(frozen=True)

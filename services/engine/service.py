@@ -10,15 +10,15 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from dataclasses import replace
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from cachetools import LRUCache, TTLCache
+from cachetools import TTLCache
 
 from services.evaluation import labels
-from services.retrieval import context, pipeline
+from services.retrieval import context, search_steps
+from services.retrieval.search import Searcher
 from services.encoders.embedder import Embedder
 from services.core.errors import KnowledgeError, QueryError, WorkspaceError
 from services.core.messages import DocumentRerankResponse
@@ -26,8 +26,7 @@ from services.engine.protocol import ProgressCallback, WatchCallback
 from services.indexing.health import index_health, stale_files
 from services.indexing.indexer import Indexer, refresh_keywords
 from services.core.models import (
-    IndexHealth, IndexReport, QueryOptions, QueryResult, RelevantFile, RerankRequest,
-    StrategyInfo,
+    IndexHealth, IndexReport, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
 )
 from services.storage.ownership import Owner, OwnerLock, read_owner
 from services.retrieval.strategies import create_strategy, strategy_info, strategy_names
@@ -169,17 +168,18 @@ class KnowledgeService:
             with self._lock:
                 cached = self._cache.get(key)
             if cached is not None:
-                return await self._run(self._query_pool, self._mark_stale, index, pipeline.mark_cached(cached))
-        result = await self._run(self._query_pool, self._query, question.strip(), options, index)
+                return await self._run(self._query_pool, self._searcher(index).mark_stale,
+                                       search_steps.mark_cached(cached))
+        result = await self._run(self._query_pool, self._searcher(index).query, question.strip(), options,
+                                 self._strategy(options.strategy))
         if options.use_cache:
             with self._lock:
                 self._cache[key] = result
         return result
 
-    @staticmethod
-    def _mark_stale(index: WorkspaceIndex, result: QueryResult) -> QueryResult:
-        paths = [r.chunk.path for r in result.results + result.original]
-        return pipeline.mark_stale(result, pipeline.file_states(index.root, paths, index.catalog().files()))
+    def _searcher(self, index: WorkspaceIndex) -> Searcher:
+        """The query flow (services.retrieval.search) over this index, with the settings of now."""
+        return Searcher(index, self.settings, self.embedder.encode)
 
     def _validate(self, question: str, options: QueryOptions) -> None:
         if not isinstance(question, str) or not question.strip():
@@ -187,86 +187,6 @@ class KnowledgeService:
         if options.top_k < 1:
             raise QueryError(f"The result count must be at least 1 (got {options.top_k}).")
         self._strategy(options.strategy)
-
-    def _query(self, question: str, options: QueryOptions, index: WorkspaceIndex) -> QueryResult:
-        index.require()
-        stages = pipeline.Stages()
-        strategy = self._strategy(options.strategy)
-        pool = max(strategy.pool_size(options.top_k), options.top_k)
-        vector = index.project(self.embedder.encode([question]))[0]
-        stages.mark("embed")
-        semantic, keyword, total = self._search(question, vector, options, index, pool, strategy.uses_keyword_index)
-        cosines = self._keyword_cosines(index, vector, keyword)
-        stages.mark("search")
-        request = RerankRequest(question, semantic, keyword, options.top_k, index,
-                                index.encoder(self.embedder.encode), vector)
-        ranked, was_reranked, fallback = pipeline.rerank(strategy, request)
-        kept = pipeline.above_threshold(ranked, strategy.scale if was_reranked else "similarity",
-                                        options.min_relevance, getattr(strategy, "score_threshold", 0.0), cosines)
-        original = [c for c in semantic if c.original_score >= options.min_relevance][:options.top_k]
-        stages.mark("rerank")
-        top = kept[:options.top_k]
-        contexts = self._contexts(index, top + original, options)
-        stages.mark("expand")
-        result = pipeline.assemble(question, options, pipeline.to_results(top, contexts),
-                                   pipeline.to_results(original, contexts), total, len(kept),
-                                   was_reranked, fallback, stages, pipeline.pool_seen(request))
-        return self._mark_stale(index, result if top else self._explain_empty(result, vector, options, index, pool))
-
-    @staticmethod
-    def _keyword_cosines(index: WorkspaceIndex, vector, keyword) -> dict[str, float]:
-        """Cosines of keyword-only hits, from their stored vectors (the threshold rule needs them)."""
-        ids = [c.chunk.id for c in keyword if c.original_score is None]
-        return pipeline.keyword_cosines(vector, index.store().embeddings(ids)) if ids else {}
-
-    def _explain_empty(self, result: QueryResult, vector, options: QueryOptions, index: WorkspaceIndex,
-                       pool: int) -> QueryResult:
-        """For an empty answer: how many of the nearest chunks the threshold and each filter
-        removed, and the nearest chunk that the filters allow (below the threshold)."""
-        catalog = index.catalog()
-        paths = pipeline.allowed_paths(sorted(catalog.files()), options.path_glob) if options.path_glob.strip() else None
-        store = index.store()
-        filters = paths is not None or bool(options.languages)
-        filtered = store.search(vector.tolist(), pool, self._allowed_ids(index, paths, options) if filters else None)
-        removed = {"threshold": sum(score < options.min_relevance for _, score in filtered)}
-        unfiltered = store.search(vector.tolist(), pool) if filters else []
-        chunks = {c.id: c for c in catalog.chunks([i for i, _ in filtered[:1] + unfiltered])}
-        removed.update(pipeline.removed_by_filters(unfiltered, chunks, options, paths))
-        closest = pipeline.semantic_candidates(filtered[:1], chunks, -1.0)
-        contexts = self._contexts(index, closest, options)
-        return replace(result, removed=removed,
-                       below_threshold=pipeline.to_results(closest, contexts)[0] if closest else None)
-
-    def _search(self, question, vector, options: QueryOptions, index: WorkspaceIndex, pool: int,
-                with_keywords: bool):
-        catalog = index.catalog()
-        paths = pipeline.allowed_paths(index.paths(), options.path_glob) if options.path_glob.strip() else None
-        allowed = None if paths is None and not options.languages else self._allowed_ids(index, paths, options)
-        hits = index.store().search(vector.tolist(), pool, allowed)
-        keyword_hits = index.keywords.search(question, pool, allowed) if with_keywords else []
-        chunks = index.chunks([i for i, _ in hits] + [i for i, _ in keyword_hits])
-        floor = options.min_relevance * self.settings.prefetch_threshold_factor
-        semantic = pipeline.semantic_candidates(hits, chunks, floor)
-        keyword = pipeline.keyword_candidates(keyword_hits, chunks, semantic)
-        return semantic, keyword, catalog.counts()[1] + len(index.pending)
-
-    @staticmethod
-    def _allowed_ids(index: WorkspaceIndex, paths: list[str] | None, options: QueryOptions) -> set[str]:
-        wanted_paths = set(paths) if paths is not None else None
-        languages = set(options.languages)
-        return {chunk_id for chunk_id, path, language in index.id_paths_languages()
-                if (wanted_paths is None or path in wanted_paths) and (not languages or language in languages)}
-
-    def _contexts(self, index: WorkspaceIndex, items, options: QueryOptions) -> dict[str, tuple[str, int]]:
-        if not options.expand_context:
-            return {c.chunk.id: (c.chunk.content, c.chunk.start_line) for c in items}
-        files: dict[str, list[str] | None] = {}
-        out = {}
-        for c in items:
-            if c.chunk.path not in files:
-                files[c.chunk.path] = _read_lines(index.root / c.chunk.path)
-            out[c.chunk.id] = pipeline.expand(c.chunk, files[c.chunk.path], options.context_lines)
-        return out
 
     async def strategies(self) -> list[StrategyInfo]:
         """Every reranking strategy, with whether it can run now (cheap checks, no model loading)."""
@@ -323,7 +243,7 @@ class KnowledgeService:
         await self._run(self._query_pool, self.embedder.load)
         for name in strategy_names():
             strategy = self._strategy(name)
-            if hasattr(strategy, "warm_up") and strategy.availability().available:
+            if strategy.loads_model and strategy.availability().available:
                 await self._run(self._query_pool, strategy.warm_up)
 
     # --- watching ---
@@ -463,21 +383,3 @@ class KnowledgeService:
             index.close()
         self.owner_lock.release()
 
-
-_LINES: LRUCache = LRUCache(maxsize=256)  # (path, mtime, size) -> lines: results keep hitting the same files
-_LINES_LOCK = threading.Lock()
-
-
-def _read_lines(path: Path) -> list[str] | None:
-    try:
-        stat = path.stat()
-        key = (str(path), stat.st_mtime_ns, stat.st_size)
-        with _LINES_LOCK:
-            if key in _LINES:
-                return _LINES[key]
-        lines = path.read_text(encoding="utf-8-sig").splitlines(keepends=True)
-    except (OSError, UnicodeDecodeError):
-        return None
-    with _LINES_LOCK:
-        _LINES[key] = lines
-    return lines

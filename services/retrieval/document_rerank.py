@@ -2,7 +2,7 @@
 
 Each document becomes a text Chunk; its cosine similarity to the query (both embedded with the
 query model) is the original score and ranking, BM25 over the documents feeds the strategies that
-use keywords, and the chosen strategy reranks them through the pipeline's own rerank step.
+use keywords, and the chosen strategy reranks them through the query flow's own rerank step.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ import time
 import bm25s
 import numpy as np
 
-from services.retrieval import pipeline
+from services.retrieval import search_steps
 from services.core.messages import DocumentRerankResponse, DocumentScore
-from services.core.models import Candidate, Chunk, RerankRequest
+from services.core.models import Candidate, Chunk
 from services.core.text import code_tokens
+from services.retrieval.strategies.base import RerankRequest, RerankStrategy
 
 
 def document_chunks(documents: list[str]) -> list[Chunk]:
@@ -44,7 +45,7 @@ def keyword_hits(query: str, chunks: list[Chunk], by_id: dict[str, Candidate]) -
     return out
 
 
-def rerank_documents(strategy, embedder, query: str, documents: list[str], top_k: int | None,
+def rerank_documents(strategy: RerankStrategy, embedder, query: str, documents: list[str], top_k: int | None,
                      model: str) -> DocumentRerankResponse:
     start = time.perf_counter()
     chunks = document_chunks(documents)
@@ -57,7 +58,7 @@ def rerank_documents(strategy, embedder, query: str, documents: list[str], top_k
     by_id = {c.chunk.id: c for c in candidates}
     keywords = keyword_hits(query, chunks, by_id) if strategy.uses_keyword_index else []
     wanted = top_k or len(documents)
-    ranked, reranked, fallback = pipeline.rerank(strategy, RerankRequest(query, candidates, keywords, wanted))
+    ranked, reranked, fallback = search_steps.rerank(strategy, RerankRequest(query, candidates, keywords, wanted))
     index_of = {c.id: i for i, c in enumerate(chunks)}
     results = [DocumentScore(index_of[c.chunk.id], c.score, c.chunk.content, by_id[c.chunk.id].original_score,
                              by_id[c.chunk.id].original_rank)

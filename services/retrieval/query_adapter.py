@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from services.evaluation.metrics import LabelledQuery, load_queries
-from services.evaluation.labels import default_labels_file
+from services.retrieval.strategies.base import StrategyContext
 
 ADAPTER_FILE = "adapter.npz"
 MIN_QUERIES = 10  # labelled questions (with a relevant result) needed before training
@@ -170,11 +170,6 @@ def label_positives(labelled: list[LabelledQuery], chunks) -> tuple[list[str], l
     return texts, positives
 
 
-def labels_file_for(index) -> Path:
-    """The app's labels file of this workspace (services.evaluation.labels), from its index folder."""
-    return default_labels_file(Path(index.folder).parent.parent, index.root)
-
-
 def _stamp(path: Path) -> str:
     return hashlib.sha1(path.read_bytes()).hexdigest()[:16] if path.exists() else ""
 
@@ -182,25 +177,25 @@ def _stamp(path: Path) -> str:
 _LOCK = threading.Lock()
 
 
-def for_workspace(index, encode) -> tuple[Adapter | None, int]:
+def for_workspace(context: StrategyContext) -> tuple[Adapter | None, int]:
     """(the workspace's adapter, labelled questions): loaded, or trained when its labels changed.
 
     None when there are fewer than MIN_QUERIES labelled questions.
     """
-    labels = labels_file_for(index)
+    labels = context.labels_file
     stamp = _stamp(labels)
-    path = Path(index.folder) / ADAPTER_FILE
+    path = context.adapter_file
     with _LOCK:
         saved = Adapter.load(path) if path.exists() else None
         if saved is not None and saved.stamp == stamp:
             return saved, saved.held_out.queries
         if not stamp:
             return None, 0
-        chunks = index.catalog().chunks()
+        chunks = context.chunks()
         texts, positives = label_positives(load_queries(labels), chunks)
         if len(texts) < MIN_QUERIES:
             return None, len(texts)
-        stored = index.store().embeddings([c.id for c in chunks])
+        stored = context.embeddings([c.id for c in chunks])
         keep = [n for n, c in enumerate(chunks) if c.id in stored]
         docs = np.asarray([stored[chunks[n].id] for n in keep], dtype=np.float32)
         renumber = {old: new for new, old in enumerate(keep)}
@@ -210,6 +205,6 @@ def for_workspace(index, encode) -> tuple[Adapter | None, int]:
             return None, len(texts)
         paths = {p: n for n, p in enumerate(dict.fromkeys(chunks[n].path for n in keep))}
         groups = np.array([paths[chunks[n].path] for n in keep])
-        adapter = fit(np.asarray(encode(texts), dtype=np.float32), positives, docs, groups, stamp)
+        adapter = fit(np.asarray(context.encode(texts), dtype=np.float32), positives, docs, groups, stamp)
         adapter.save(path)
         return adapter, len(texts)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
-from services.core.models import Candidate, Chunk, RerankRequest
+from services.core.models import Candidate, Chunk
+from services.retrieval.strategies import RerankRequest
 
 LONG_BODY = "\n".join(f"    line_{i} = compute(value_{i})" for i in range(6))
 
@@ -39,6 +40,7 @@ def keyword_hits(chunks: list[Chunk], scores: list[float], semantic: list[Candid
 
 
 def request(query: str, candidates: list[Candidate], hits: list[Candidate] = (), top_k: int = 10) -> RerankRequest:
+    """A request without a workspace (no StrategyContext): what the pool-only strategies need."""
     return RerankRequest(query=query, candidates=list(candidates), keyword_hits=list(hits), top_k=top_k)
 
 

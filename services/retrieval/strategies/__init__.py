@@ -5,7 +5,10 @@ from services.retrieval.strategies.base import (
     RELATIVE,
     SIMILARITY,
     BaseStrategy,
+    RerankRequest,
+    RerankSkipped,
     RerankStrategy,
+    StrategyContext,
     create_strategy,
     register,
     strategy_info,
@@ -14,6 +17,7 @@ from services.retrieval.strategies.base import (
 )
 
 __all__ = [
-    "PROBABILITY", "RELATIVE", "SIMILARITY", "BaseStrategy", "RerankStrategy",
+    "PROBABILITY", "RELATIVE", "SIMILARITY", "BaseStrategy", "RerankRequest", "RerankSkipped", "RerankStrategy",
+    "StrategyContext",
     "create_strategy", "register", "strategy_info", "strategy_class", "strategy_names",
 ]

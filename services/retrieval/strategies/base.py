@@ -1,15 +1,22 @@
-"""The one protocol every reranking strategy implements, and the registry that finds them.
+"""The one protocol every reranking strategy implements, what it is given, and the registry that finds them.
 
-A new strategy is one new module in this package that defines a class with `@register`.
+A new strategy is one new module in this package that defines a class with `@register`. It sees the
+workspace only through a StrategyContext (never the storage layer), and declares what it can do
+(class attributes on BaseStrategy) instead of being probed for it.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ClassVar, Protocol, runtime_checkable
 
-from services.core.models import Availability, Candidate, RerankRequest, StrategyInfo
+import numpy as np
+
+from services.core.errors import StrategyUnavailable
+from services.core.models import Availability, Candidate, Chunk, StrategyInfo
 from services.core.settings import Settings
 
 # How a strategy's scores relate to cosine similarity; decides where min_relevance applies.
@@ -26,13 +33,63 @@ LEGENDS = {
 }
 
 
+class StrategyContext(Protocol):
+    """What a strategy may read beyond its candidates: the workspace's index (read-only) and the
+    encoder. The search flow builds one per question (services.retrieval.search.IndexContext)."""
+
+    key: str  # names the index, for caches kept across questions
+    labels_file: Path  # the workspace's relevance labels (services.evaluation.labels)
+    adapter_file: Path  # where `tuned` keeps the adapter it learns from them
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Texts -> vectors as the index stores them (the query encoder, then the index's projection)."""
+
+    def version(self) -> tuple:
+        """A value that changes whenever the catalogue changes."""
+
+    def chunks(self, ids: list[str] | None = None) -> list[Chunk]:
+        """The catalogue's chunks with these ids (every chunk when None)."""
+
+    def embeddings(self, ids: list[str]) -> dict[str, list[float]]:
+        """Stored vectors by chunk id; ids without one are left out."""
+
+    def vector_search(self, vector: list[float], limit: int) -> list[tuple[str, float]]:
+        """The `limit` nearest chunks: (chunk id, cosine similarity), best first."""
+
+    def keyword_search(self, weights: dict[str, float], limit: int) -> list[tuple[str, float]]:
+        """BM25 over the index with weighted query terms: (chunk id, score), best first."""
+
+
+@dataclass(frozen=True)
+class RerankRequest:
+    """Everything a strategy may look at. Candidates are in original (vector) order."""
+
+    query: str
+    candidates: list[Candidate]
+    keyword_hits: list[Candidate] = field(default_factory=list)  # BM25 ranking, only if uses_keyword_index
+    top_k: int = 10
+    # For strategies that look beyond the pool; None when there is no index (standalone documents):
+    context: StrategyContext | None = None
+    query_vector: np.ndarray | None = None  # the question's vector, as the vector search used it
+
+
+class RerankSkipped(StrategyUnavailable):
+    """A strategy chose not to rerank this question (e.g. the cross-encoder's adaptive mode): the
+    vector ranking is kept and the message says why."""
+
+
 @runtime_checkable
 class RerankStrategy(Protocol):
     name: ClassVar[str]  # registry key, e.g. "keyword-boost"
     label: ClassVar[str]  # shown in the UI, e.g. "Keyword boost"
     description: ClassVar[str]
     scale: ClassVar[str]  # SIMILARITY, RELATIVE or PROBABILITY
-    uses_keyword_index: ClassVar[bool]  # the pipeline fills RerankRequest.keyword_hits
+    legend: ClassVar[str]  # what the scores mean; "" for the scale's legend (LEGENDS)
+    order: ClassVar[int]  # position in lists shown to users
+    uses_keyword_index: ClassVar[bool]  # the search fills RerankRequest.keyword_hits
+    reranks: ClassVar[bool]  # False: the vector ranking as it is (`none`), never reported as reranked
+    loads_model: ClassVar[bool]  # True: warm_up() loads a model the first question would wait for
+    score_threshold: float  # PROBABILITY strategies: results scoring below it are cut (0: none are)
 
     def __init__(self, settings: Settings) -> None: ...
 
@@ -41,11 +98,14 @@ class RerankStrategy(Protocol):
     def pool_size(self, top_k: int) -> int:
         """How many vector candidates to fetch for a request of top_k results."""
 
+    def warm_up(self) -> None:
+        """Load what the first question would otherwise wait for (called when loads_model)."""
+
     def rerank(self, request: RerankRequest) -> list[Candidate]:
         """Return candidates best first, each with `score` set to its reranked score.
 
-        Deterministic for the same input. Raise StrategyUnavailable to make the pipeline
-        fall back to the original ranking with the reason shown to the user.
+        Deterministic for the same input. Raise StrategyUnavailable (cannot run) or RerankSkipped
+        (chooses not to) to keep the original ranking, with the reason shown to the user.
         """
 
 
@@ -60,6 +120,9 @@ class BaseStrategy:
     order: ClassVar[int] = 100  # position in lists shown to users
     legend: ClassVar[str] = ""  # what the scores mean; default: the scale's legend (LEGENDS)
     wide_pool: ClassVar[bool] = True  # False: the spec's narrow_pool_factor x top_k (measured better for it)
+    reranks: ClassVar[bool] = True
+    loads_model: ClassVar[bool] = False
+    score_threshold: float = 0.0
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -71,6 +134,9 @@ class BaseStrategy:
         if not self.wide_pool:
             return self.settings.narrow_pool_factor * top_k
         return self.settings.candidate_pool(top_k)
+
+    def warm_up(self) -> None:
+        """Nothing to load (strategies with loads_model override this)."""
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
         raise NotImplementedError
@@ -96,7 +162,7 @@ def _load_all() -> None:
 
 def strategy_names() -> list[str]:
     _load_all()
-    return sorted(_REGISTRY, key=lambda n: (getattr(_REGISTRY[n], "order", 100), n))
+    return sorted(_REGISTRY, key=lambda n: (_REGISTRY[n].order, n))
 
 
 def strategy_class(name: str) -> type:
@@ -114,7 +180,6 @@ def create_strategy(name: str, settings: Settings) -> RerankStrategy:
 def strategy_info(strategy: RerankStrategy) -> StrategyInfo:
     """What a user is shown about a strategy: its label, description and availability now."""
     availability = strategy.availability()
-    scale = getattr(strategy, "scale", SIMILARITY)
     return StrategyInfo(strategy.name, strategy.label or strategy.name, strategy.description,
-                        availability.available, availability.reason, scale,
-                        getattr(strategy, "legend", "") or LEGENDS.get(scale, ""))
+                        availability.available, availability.reason, strategy.scale,
+                        strategy.legend or LEGENDS.get(strategy.scale, ""))

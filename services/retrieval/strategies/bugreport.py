@@ -19,10 +19,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from services.core.models import Candidate, RerankRequest, Signal
+from services.core.models import Candidate, Signal
 from services.retrieval.query_signals import NameTable, QuerySignals, extract, is_long
 from services.retrieval.strategies._ranking import best_first, unchanged
-from services.retrieval.strategies.base import RELATIVE, BaseStrategy, register
+from services.retrieval.strategies.base import RELATIVE, BaseStrategy, RerankRequest, StrategyContext, register
 from services.core.text import STOP_WORDS, code_tokens
 
 RANKED = ("vector", "parts", "title", "prose", "code", "bm25")  # signals scored by rank
@@ -45,17 +45,16 @@ _TABLES: dict[str, tuple[tuple, NameTable]] = {}
 _TABLES_LOCK = threading.Lock()
 
 
-def name_table(index) -> NameTable:
-    """The index's NameTable, rebuilt when the catalogue changed (cached per index folder)."""
-    catalog = index.catalog()
-    stamp = (catalog.counts(), catalog.get_meta("updated_at"))
+def name_table(context: StrategyContext) -> NameTable:
+    """The index's NameTable, rebuilt when the catalogue changed (cached per index)."""
+    stamp = context.version()
     with _TABLES_LOCK:
-        cached = _TABLES.get(str(index.folder))
+        cached = _TABLES.get(context.key)
         if cached and cached[0] == stamp:
             return cached[1]
-    table = NameTable(catalog.chunks())
+    table = NameTable(context.chunks())
     with _TABLES_LOCK:
-        _TABLES[str(index.folder)] = (stamp, table)
+        _TABLES[context.key] = (stamp, table)
     return table
 
 
@@ -95,19 +94,18 @@ def gather(request: RerankRequest, settings, every_part: bool = False) -> Featur
     Only the parts whose signals weigh something are embedded (embedding is the slow step), unless
     `every_part` (for tuning).
     """
-    index, signals = request.index, extract(request.query)
-    catalog = index.catalog()
+    context, signals = request.context, extract(request.query)
     found: dict[str, Candidate] = {c.chunk.id: c for c in request.candidates}
     feats = Features(found, {name: {} for name in SIGNALS}, {name: {} for name in SIGNALS})
     feats.values["vector"] = {c.chunk.id: c.original_score for c in request.candidates}
     extra_ids: list[str] = []
 
     weights = bm25_weights(signals, settings)
-    for chunk_id, score in index.keywords.search_weighted(weights, settings.bugreport_pool):
+    for chunk_id, score in context.keyword_search(weights, settings.bugreport_pool):
         feats.values["bm25"][chunk_id] = score
         extra_ids.append(chunk_id)
 
-    table = name_table(index)
+    table = name_table(context)
     for chunk_id, (score, why) in table.symbol_matches(signals).items():
         feats.values["symbol"][chunk_id], feats.notes["symbol"][chunk_id] = score, why
         extra_ids.append(chunk_id)
@@ -121,15 +119,14 @@ def gather(request: RerankRequest, settings, every_part: bool = False) -> Featur
     parts = question_parts(signals, settings.bugreport_max_parts)
     if not every_part and not settings.bugreport_parts_weight:
         parts = [(kind, text) for kind, text in parts if settings.bugreport_weights()[kind]]
-    part_vectors = np.asarray(request.encode([text for _, text in parts])) if parts else np.zeros((0, 0))
-    store = index.store()
+    part_vectors = np.asarray(context.encode([text for _, text in parts])) if parts else np.zeros((0, 0))
     for vector in part_vectors:
-        extra_ids.extend(i for i, _ in store.search(vector.tolist(), settings.bugreport_part_hits))
+        extra_ids.extend(i for i, _ in context.vector_search(vector.tolist(), settings.bugreport_part_hits))
 
     new_ids = [i for i in dict.fromkeys(extra_ids) if i not in found]
-    for chunk in catalog.chunks(new_ids):
+    for chunk in context.chunks(new_ids):
         found[chunk.id] = Candidate(chunk, 0.0, None, None)
-    stored = store.embeddings(list(found))
+    stored = context.embeddings(list(found))
     ids = [i for i in found if i in stored]
     if ids:
         matrix = np.asarray([stored[i] for i in ids], dtype=np.float32)
@@ -189,6 +186,6 @@ class BugReportStrategy(BaseStrategy):
         return max(self.settings.narrow_pool_factor * top_k, self.settings.bugreport_pool)  # as tuned
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
-        if not is_long(request.query) or request.index is None or request.encode is None:
+        if not is_long(request.query) or request.context is None:
             return unchanged(request.candidates, "a short question keeps the vector ranking")
         return combine(gather(request, self.settings), self.settings)

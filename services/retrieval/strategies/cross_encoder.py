@@ -12,7 +12,7 @@ each (question, chunk) pair.
 * Candidates whose score is below settings.cross_encoder_score_threshold are placed after the
   others (still sorted by score), never dropped.
 * Adaptive mode (settings.cross_encoder_adaptive): when the mean original score is at least
-  cross_encoder_adaptive_threshold the vector order is returned unchanged and `last_note` says so.
+  cross_encoder_adaptive_threshold it raises RerankSkipped: the vector order is kept, and the reason shown.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from pathlib import Path
 
 from services.core.errors import StrategyUnavailable
 from services.encoders.hub import cached_model_path
-from services.core.models import Availability, Candidate, RerankRequest, Signal
+from services.core.models import Availability, Candidate, Signal
 from services.retrieval.strategies._ranking import explained, tie_key
-from services.retrieval.strategies.base import PROBABILITY, BaseStrategy, register
+from services.retrieval.strategies.base import PROBABILITY, BaseStrategy, RerankRequest, RerankSkipped, register
 
 _MODELS: dict[tuple[str, int], object] = {}
 _LOAD_LOCK = threading.Lock()
@@ -106,19 +106,7 @@ class CrossEncoderStrategy(BaseStrategy):
                    "their relevance 0-1. Slower, usually the most precise.")
     scale = PROBABILITY
     order = 60
-
-    def __init__(self, settings) -> None:
-        super().__init__(settings)
-        self._notes = threading.local()  # one instance serves concurrent queries
-
-    @property
-    def last_note(self) -> str:
-        """Why this thread's last call did not rerank (adaptive skip), else ""."""
-        return getattr(self._notes, "text", "")
-
-    @last_note.setter
-    def last_note(self, text: str) -> None:
-        self._notes.text = text
+    loads_model = True
 
     def availability(self) -> Availability:
         return model_availability(self.settings.cross_encoder_model)
@@ -128,7 +116,7 @@ class CrossEncoderStrategy(BaseStrategy):
 
     @property
     def score_threshold(self) -> float:
-        """Results scoring below this (on the model's 0-1 scale) are cut by the pipeline."""
+        """Results scoring below this (on the model's 0-1 scale) are cut (search_steps.above_threshold)."""
         return self.settings.cross_encoder_score_threshold
 
     def warm_up(self) -> None:
@@ -155,25 +143,22 @@ class CrossEncoderStrategy(BaseStrategy):
         return to_probabilities(raw)
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
-        self.last_note = ""
         candidates = list(request.candidates)
         if not candidates:
             return candidates
-        if self._confident(candidates):
-            return candidates
+        self._skip_if_confident(candidates)
         scored = [explained(c, [Signal("cross-encoder relevance", p, p, "set", self.settings.cross_encoder_model)])
                   for c, p in zip(candidates, self.scores(request.query, candidates))]
         threshold = self.settings.cross_encoder_score_threshold
         return sorted(scored, key=lambda c: (c.score < threshold, -c.score, *tie_key(c)))
 
-    def _confident(self, candidates: list[Candidate]) -> bool:
+    def _skip_if_confident(self, candidates: list[Candidate]) -> None:
+        """Adaptive mode: raise RerankSkipped when the vector ranking is confident enough."""
         s = self.settings
         if not s.cross_encoder_adaptive:
-            return False
+            return
         originals = [c.original_score if c.original_score is not None else c.score for c in candidates]
         mean = sum(originals) / len(originals)
-        if mean < s.cross_encoder_adaptive_threshold:
-            return False
-        self.last_note = (f"skipped: mean similarity {mean:.2f} >= "
-                          f"{s.cross_encoder_adaptive_threshold:.2f} (adaptive mode)")
-        return True
+        if mean >= s.cross_encoder_adaptive_threshold:
+            raise RerankSkipped(f"skipped: mean similarity {mean:.2f} >= "
+                                f"{s.cross_encoder_adaptive_threshold:.2f} (adaptive mode)")

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 
-from services.core.models import Candidate, RerankRequest, Signal
+from services.core.models import Candidate, Signal
 from services.retrieval.strategies._ranking import apply_signals, best_first, cosine_signal, explained
-from services.retrieval.strategies.base import SIMILARITY, BaseStrategy, register
+from services.retrieval.strategies.base import SIMILARITY, BaseStrategy, RerankRequest, register
 from services.core.text import STOP_WORDS
 
 _TERM_SPLIT = re.compile(r"[^\w]+")

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from services.core.models import Candidate, RerankRequest, Signal
+from services.core.models import Candidate, Signal
 from services.retrieval.strategies._ranking import (
     apply_signals, best_first, explained, min_max, path_prior, scaled_signals,
 )
-from services.retrieval.strategies.base import RELATIVE, BaseStrategy, register
+from services.retrieval.strategies.base import RELATIVE, BaseStrategy, RerankRequest, register
 
 
 @register

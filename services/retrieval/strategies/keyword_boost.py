@@ -7,11 +7,11 @@ capped at max_boost; new score = min(1.0, score + boost). Chunks without a match
 
 from __future__ import annotations
 
-from services.core.models import Candidate, RerankRequest, Signal
+from services.core.models import Candidate, Signal
 from services.retrieval.strategies._ranking import (
     Keywords, WordCounts, apply_signals, best_first, cosine_signal, explained, searchable_text, unchanged,
 )
-from services.retrieval.strategies.base import SIMILARITY, BaseStrategy, register
+from services.retrieval.strategies.base import SIMILARITY, BaseStrategy, RerankRequest, register
 from services.core.text import query_keywords
 
 

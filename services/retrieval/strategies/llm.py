@@ -17,9 +17,9 @@ import re
 import httpx
 
 from services.core.errors import StrategyUnavailable
-from services.core.models import Availability, Candidate, RerankRequest, Signal
+from services.core.models import Availability, Candidate, Signal
 from services.retrieval.strategies._ranking import explained, tie_key
-from services.retrieval.strategies.base import PROBABILITY, BaseStrategy, register
+from services.retrieval.strategies.base import PROBABILITY, BaseStrategy, RerankRequest, register
 
 NEUTRAL = 5.0
 PREVIEW_LINES = 6

@@ -20,9 +20,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from services.core.models import Candidate, RerankRequest, Signal
+from services.core.models import Candidate, Signal
 from services.retrieval.strategies._ranking import best_first, cosine_signal, explained, path_prior, unchanged
-from services.retrieval.strategies.base import SIMILARITY, BaseStrategy, register
+from services.retrieval.strategies.base import SIMILARITY, BaseStrategy, RerankRequest, register
 from services.retrieval.strategies.heuristic import squash
 from services.core.text import STOP_WORDS
 

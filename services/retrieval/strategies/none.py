@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from services.core.models import Candidate, RerankRequest
+from services.core.models import Candidate
 from services.retrieval.strategies._ranking import cosine_signal, explained
-from services.retrieval.strategies.base import SIMILARITY, BaseStrategy, register
+from services.retrieval.strategies.base import SIMILARITY, BaseStrategy, RerankRequest, register
 
 
 @register
@@ -14,6 +14,7 @@ class NoReranking(BaseStrategy):
     description = "Results in the order of their cosine similarity to the question."
     scale = SIMILARITY
     order = 0
+    reranks = False
     legend = "cosine similarity of question and chunk, 0–1; comparable across questions."
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:

@@ -9,11 +9,11 @@ A question without keywords returns the vector order with the original scores.
 
 from __future__ import annotations
 
-from services.core.models import Candidate, RerankRequest, Signal
+from services.core.models import Candidate, Signal
 from services.retrieval.strategies._ranking import (
     Keywords, WordCounts, apply_signals, best_first, explained, scaled_signals, unchanged,
 )
-from services.retrieval.strategies.base import RELATIVE, BaseStrategy, register
+from services.retrieval.strategies.base import RELATIVE, BaseStrategy, RerankRequest, register
 from services.core.text import query_keywords
 
 

@@ -13,9 +13,9 @@ import numpy as np
 
 from services.retrieval import query_adapter as adapters
 from services.core.errors import StrategyUnavailable
-from services.core.models import Candidate, RerankRequest, Signal
+from services.core.models import Candidate, Signal
 from services.retrieval.strategies._ranking import best_first
-from services.retrieval.strategies.base import SIMILARITY, BaseStrategy, register
+from services.retrieval.strategies.base import SIMILARITY, BaseStrategy, RerankRequest, register
 
 
 @register
@@ -32,9 +32,10 @@ class TunedStrategy(BaseStrategy):
         return self.settings.candidate_pool(top_k)
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
-        if request.index is None or request.encode is None or request.query_vector is None:
+        context = request.context
+        if context is None or request.query_vector is None:
             raise StrategyUnavailable("needs the workspace index")
-        adapter, labelled = adapters.for_workspace(request.index, request.encode)
+        adapter, labelled = adapters.for_workspace(context)
         if adapter is None:
             raise StrategyUnavailable(f"needs {adapters.MIN_QUERIES} questions with a result marked relevant "
                                       f"(has {labelled}); right-click results to label them")
@@ -42,7 +43,7 @@ class TunedStrategy(BaseStrategy):
         if not held.useful:
             raise StrategyUnavailable(f"not used: on your held-out labelled questions it scores MRR@10 "
                                       f"{held.mrr_tuned:.3f}, not above the plain vector search's {held.mrr_none:.3f}")
-        stored = request.index.store().embeddings([c.chunk.id for c in request.candidates])
+        stored = context.embeddings([c.chunk.id for c in request.candidates])
         query = adapter.apply(np.asarray(request.query_vector)[None, :])[0]
         out = []
         for c in request.candidates:

@@ -1,4 +1,4 @@
-"""The query pipeline, stage by stage (synchronous; the service runs it in a worker thread).
+"""The query flow's steps, each a function of its inputs (services.retrieval.search runs them in order).
 
 Threshold rule (scores from different strategies live on different scales):
 - the vector search over-fetches `pool_size(top_k)` candidates (settings.candidate_pool: at least
@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from services.core.errors import StrategyUnavailable
-from services.core.models import Candidate, Chunk, QueryOptions, QueryResult, RerankRequest, ResultChunk
-from services.retrieval.strategies.base import PROBABILITY, SIMILARITY
+from services.core.models import Candidate, Chunk, QueryOptions, QueryResult, ResultChunk
+from services.retrieval.strategies.base import PROBABILITY, SIMILARITY, RerankRequest, RerankStrategy
 
 
 class Stages:
@@ -78,19 +78,18 @@ def keyword_candidates(hits: list[tuple[str, float]], chunks: dict[str, Chunk],
     return out
 
 
-def rerank(strategy, request: RerankRequest) -> tuple[list[Candidate], bool, str | None]:
-    """Run a strategy; on unavailability fall back to the original ranking and say why."""
-    if strategy.name == "none":
+def rerank(strategy: RerankStrategy, request: RerankRequest) -> tuple[list[Candidate], bool, str | None]:
+    """(ranking, reranked, why not): a strategy that cannot run now, or skips this question, leaves
+    the original ranking and says why. One that does not rerank (`none`) is never a fallback."""
+    if not strategy.reranks:
         return strategy.rerank(request), False, None
     availability = strategy.availability()
     if not availability.available:
         return list(request.candidates), False, availability.reason
     try:
-        ranked = strategy.rerank(request)
-    except StrategyUnavailable as error:
+        return strategy.rerank(request), True, None
+    except StrategyUnavailable as error:  # RerankSkipped included
         return list(request.candidates), False, str(error)
-    note = getattr(strategy, "last_note", "") or None
-    return ranked, note is None, note
 
 
 def keyword_cosines(question_vector, vectors: dict[str, list[float]]) -> dict[str, float]:

@@ -1,0 +1,183 @@
+"""Rank FILES for a bug report ("where do I look?") from cheap signals, each a score per candidate file.
+
+Signals (each `-> np.ndarray` aligned with `FileIndex.paths`, higher is better):
+- `FileIndex.bm25`: BM25 over whole files (path and symbol names weighted up, plus the full text,
+  code-aware tokens), queried with the bug-report strategy's weighted terms (identifiers > title > prose)
+  (`bm25`) and with the title's words alone (`title`);
+- `history_votes`: commits (strictly before the report) whose messages match the report vote for the
+  files they touched, by match score, split over the files of a commit, decayed by age; matched with the
+  weighted terms (`history`) and with the title alone (`history_title`);
+- `mentions`: files the report names (path, module, traceback frame) and files defining names it uses;
+- `chunk_evidence`: a chunk ranking (e.g. the `bug-report` strategy's) folded into files:
+  best chunk plus a decaying sum of the file's next chunks.
+`combine` normalises each signal by its best value and adds them with weights; test files are pushed down.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import bm25s
+import numpy as np
+
+from services.core.settings import Settings
+from services.core.text import STOP_WORDS, code_tokens
+from services.retrieval.query_signals import NameTable, QuerySignals, extract
+from services.retrieval.strategies.bugreport import bm25_weights, is_test_file
+
+_SYMBOL = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
+SIGNALS = ("bm25", "title", "history", "history_title", "path", "symbol", "chunks")
+
+
+@dataclass
+class Weights:
+    """Weights of the normalised signals; `test` is subtracted from test files.
+
+    Defaults: the mean of the weights benchmarks/file_level.py tuned on pytest and on Sphinx (issue #19).
+    """
+
+    bm25: float = 1.0
+    title: float = 0.9
+    history: float = 0.45
+    history_title: float = 0.85
+    path: float = 0.3
+    symbol: float = 0.4
+    chunks: float = 0.0
+    test: float = 1.8
+    history_knobs: dict = field(default_factory=lambda: dict(top=100, file_power=0.5, half_life_days=365.0))
+
+
+@dataclass(frozen=True)
+class _Symbol:  # the fields NameTable reads from a chunk
+    id: str
+    path: str
+    symbol: str
+    qualified_name: str
+
+
+def query_terms(question: str, settings: Settings | None = None
+                ) -> tuple[QuerySignals, dict[str, float], dict[str, float]]:
+    """The report's signals, its weighted BM25 terms (as the bug-report strategy weighs them), its title's terms."""
+    signals = extract(question)
+    title = {t: 1.0 for t in code_tokens(signals.title) if len(t) > 2 and t not in STOP_WORDS and not t.isdigit()}
+    return signals, bm25_weights(signals, settings or Settings()), title
+
+
+class FileIndex:
+    """Whole-file BM25 and a name table over a set of files (`files`: relative path -> text)."""
+
+    def __init__(self, files: dict[str, str], path_boost: int = 3, symbol_boost: int = 2) -> None:
+        self.paths = sorted(files)
+        self.position = {p: i for i, p in enumerate(self.paths)}
+        self.is_test = np.array([is_test_file(p) for p in self.paths])
+        corpus, symbols = [], []
+        for path in self.paths:
+            names = _SYMBOL.findall(files[path])
+            symbols += [_Symbol(f"{path}#{n}", path, n, n) for n in dict.fromkeys(names)]
+            symbols.append(_Symbol(f"{path}#", path, "", ""))  # every file has a row, even without symbols
+            corpus.append(code_tokens(path) * path_boost + code_tokens(" ".join(names)) * symbol_boost
+                          + code_tokens(files[path]))
+        self.bm25_index = bm25s.BM25()
+        self.bm25_index.index(corpus, show_progress=False)
+        self.vocab = self.bm25_index.vocab_dict
+        self.names = NameTable(symbols)
+
+    def bm25(self, terms: dict[str, float]) -> np.ndarray:
+        """Weighted BM25: sum over terms of weight x the term's BM25 score."""
+        total = np.zeros(len(self.paths), dtype=np.float32)
+        for term, weight in terms.items():
+            if term in self.vocab:
+                total += weight * self.bm25_index.get_scores([term])
+        return total
+
+    def mentions(self, signals: QuerySignals) -> tuple[np.ndarray, np.ndarray]:
+        """(path, symbol) scores: files the report names, and files defining names it uses (summed IDF)."""
+        path, symbol = np.zeros(len(self.paths)), np.zeros(len(self.paths))
+        for p, (score, _) in self.names.path_matches(signals).items():
+            path[self.position[p]] = max(path[self.position[p]], score)
+        for chunk_id, (score, _) in self.names.symbol_matches(signals).items():
+            symbol[self.position[chunk_id.rsplit("#", 1)[0]]] += score
+        return path, symbol
+
+    def fold(self, per_path: dict[str, float]) -> np.ndarray:
+        """A {path: score} mapping as an array over this index's files (other paths dropped)."""
+        out = np.zeros(len(self.paths))
+        for p, v in per_path.items():
+            if p in self.position:
+                out[self.position[p]] = v
+        return out
+
+
+def history_votes(commits, scores: np.ndarray, before: int | None, *, top: int = 30, max_files: int = 30,
+                  file_power: float = 0.5, half_life_days: float = 0.0) -> dict[str, float]:
+    """Files touched by the `top` best-scoring commits (`scores` aligned with `commits`, 0 for commits
+    at or after the report, e.g. services.indexing.history.CommitIndex.weighted_scores).
+
+    A commit votes score / n_files**file_power for each file it touched; commits touching more than
+    `max_files` files (mass edits) do not vote; with a half-life, older commits vote less.
+    """
+    votes: dict[str, float] = {}
+    for i in np.argsort(-scores)[:top]:
+        commit, score = commits[i], float(scores[i])
+        if score <= 0 or not commit.files or len(commit.files) > max_files:
+            continue
+        if half_life_days and before is not None:
+            score *= 0.5 ** ((before - commit.time) / 86400 / half_life_days)
+        share = score / len(commit.files) ** file_power
+        for path in commit.files:
+            votes[path] = votes.get(path, 0.0) + share
+    return votes
+
+
+def chunk_evidence(ranked: list[tuple[str, float]], decay: float = 0.5) -> dict[str, float]:
+    """(path, score) chunks best first -> per file: best score + decay x 2nd + decay**2 x 3rd ..."""
+    out: dict[str, float] = {}
+    seen: dict[str, int] = {}
+    for path, score in ranked:
+        n = seen.get(path, 0)
+        out[path] = out.get(path, 0.0) + score * decay ** n
+        seen[path] = n + 1
+    return out
+
+
+def _normalise(values: np.ndarray) -> np.ndarray:
+    best = float(values.max()) if len(values) else 0.0
+    return values / best if best > 0 else np.zeros_like(values, dtype=float)
+
+
+def combine(features: dict[str, np.ndarray], is_test: np.ndarray, weights: Weights) -> np.ndarray:
+    """Weighted sum of each signal divided by its best value, minus `test` for test files (and files that
+    did not exist yet, `new`, go last)."""
+    total = np.zeros(len(is_test))
+    for name in SIGNALS:
+        weight = getattr(weights, name)
+        if weight and name in features:
+            total += weight * _normalise(np.asarray(features[name], dtype=float))
+    total -= weights.test * is_test
+    return total - 100.0 * features["new"] if "new" in features else total
+
+
+def file_features(question: str, index: FileIndex, commit_index=None, before: int | None = None,
+                  chunks: list[tuple[str, float]] | None = None, weights: Weights | None = None) -> dict[str, np.ndarray]:
+    """Every signal for one report. `commit_index`: a services.indexing.history.CommitIndex (None: no
+    history signals); only commits strictly before `before` count."""
+    knobs = (weights or Weights()).history_knobs
+    signals, terms, title = query_terms(question)
+    path, symbol = index.mentions(signals)
+    feats = {"bm25": index.bm25(terms), "title": index.bm25(title), "path": path, "symbol": symbol}
+    if commit_index is not None:
+        for name, query in (("history", terms), ("history_title", title)):
+            scores = commit_index.weighted_scores(query, before)
+            feats[name] = index.fold(history_votes(commit_index.commits, scores, before, **knobs))
+        if before is not None:  # files first committed at or after the report did not exist yet
+            feats["new"] = np.array([commit_index.first_seen.get(p, 0) >= before for p in index.paths])
+    if chunks is not None:
+        feats["chunks"] = index.fold(chunk_evidence(chunks))
+    return feats
+
+
+def rank(paths: list[str], scores: np.ndarray, k: int = 10) -> list[str]:
+    """The `k` best paths, best first (ties keep path order)."""
+    order = np.argsort(-scores, kind="stable")[:k]
+    return [paths[i] for i in order]

@@ -1,0 +1,171 @@
+"""The query flow: from a question to a QueryResult over one workspace index (synchronous; the
+engine's facade, KnowledgeService, validates, caches and runs it in a worker thread).
+
+embed -> search (vectors, plus BM25 for strategies that ask) -> rerank -> threshold -> expand ->
+assemble; an empty answer says what removed the candidates; every answer marks files changed on disk
+since they were indexed. The steps themselves are in search_steps.py; strategies see the index only
+through IndexContext (a StrategyContext).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+from cachetools import LRUCache
+
+from services.core.models import Candidate, Chunk, QueryOptions, QueryResult
+from services.core.settings import Settings
+from services.evaluation.labels import default_labels_file
+from services.retrieval import search_steps as steps
+from services.retrieval.query_adapter import ADAPTER_FILE
+from services.retrieval.strategies.base import SIMILARITY, RerankRequest, RerankStrategy
+from services.storage.workspace_index import WorkspaceIndex
+
+Encode = Callable[[list[str]], np.ndarray]  # texts -> encoder vectors (before the index's projection)
+
+
+class IndexContext:
+    """The StrategyContext of one workspace index: read-only access for strategies."""
+
+    def __init__(self, index: WorkspaceIndex, encode: Encode) -> None:
+        self._index = index
+        self._encode = encode
+        self.key = str(index.folder)
+        self.labels_file = default_labels_file(Path(index.folder).parent.parent, index.root)
+        self.adapter_file = Path(index.folder) / ADAPTER_FILE
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return self._index.project(self._encode(texts))
+
+    def version(self) -> tuple:
+        catalog = self._index.catalog()
+        return catalog.counts(), catalog.get_meta("updated_at")
+
+    def chunks(self, ids: list[str] | None = None) -> list[Chunk]:
+        return self._index.catalog().chunks(ids)
+
+    def embeddings(self, ids: list[str]) -> dict[str, list[float]]:
+        return self._index.store().embeddings(ids)
+
+    def vector_search(self, vector: list[float], limit: int) -> list[tuple[str, float]]:
+        return self._index.store().search(vector, limit)
+
+    def keyword_search(self, weights: dict[str, float], limit: int) -> list[tuple[str, float]]:
+        return self._index.keywords.search_weighted(weights, limit)
+
+
+class Searcher:
+    """Questions over one workspace index, with the engine's settings and query encoder."""
+
+    def __init__(self, index: WorkspaceIndex, settings: Settings, encode: Encode) -> None:
+        self.index = index
+        self.settings = settings
+        self.encode = encode
+
+    def query(self, question: str, options: QueryOptions, strategy: RerankStrategy) -> QueryResult:
+        """The whole flow; raises IndexMissingError when there is no usable index."""
+        self.index.require()
+        stages = steps.Stages()
+        pool = max(strategy.pool_size(options.top_k), options.top_k)
+        vector = self.index.project(self.encode([question]))[0]
+        stages.mark("embed")
+        semantic, keyword, total = self.candidates(question, vector, options, pool, strategy.uses_keyword_index)
+        cosines = self.keyword_cosines(vector, keyword)
+        stages.mark("search")
+        request = RerankRequest(question, semantic, keyword, options.top_k,
+                                IndexContext(self.index, self.encode), vector)
+        ranked, was_reranked, fallback = steps.rerank(strategy, request)
+        kept = steps.above_threshold(ranked, strategy.scale if was_reranked else SIMILARITY,
+                                     options.min_relevance, strategy.score_threshold, cosines)
+        original = [c for c in semantic if c.original_score >= options.min_relevance][:options.top_k]
+        stages.mark("rerank")
+        top = kept[:options.top_k]
+        contexts = self.contexts(top + original, options)
+        stages.mark("expand")
+        result = steps.assemble(question, options, steps.to_results(top, contexts),
+                                steps.to_results(original, contexts), total, len(kept),
+                                was_reranked, fallback, stages, steps.pool_seen(request))
+        return self.mark_stale(result if top else self.explain_empty(result, vector, options, pool))
+
+    def candidates(self, question: str, vector, options: QueryOptions, pool: int,
+                   with_keywords: bool) -> tuple[list[Candidate], list[Candidate], int]:
+        """(vector candidates, BM25 candidates, chunks searched), filters applied inside the searches."""
+        index = self.index
+        paths = steps.allowed_paths(index.paths(), options.path_glob) if options.path_glob.strip() else None
+        allowed = None if paths is None and not options.languages else self.allowed_ids(paths, options)
+        hits = index.store().search(vector.tolist(), pool, allowed)
+        keyword_hits = index.keywords.search(question, pool, allowed) if with_keywords else []
+        chunks = index.chunks([i for i, _ in hits] + [i for i, _ in keyword_hits])
+        floor = options.min_relevance * self.settings.prefetch_threshold_factor
+        semantic = steps.semantic_candidates(hits, chunks, floor)
+        keyword = steps.keyword_candidates(keyword_hits, chunks, semantic)
+        return semantic, keyword, index.catalog().counts()[1] + len(index.pending)
+
+    def keyword_cosines(self, vector, keyword: list[Candidate]) -> dict[str, float]:
+        """Cosines of keyword-only hits, from their stored vectors (the threshold rule needs them)."""
+        ids = [c.chunk.id for c in keyword if c.original_score is None]
+        return steps.keyword_cosines(vector, self.index.store().embeddings(ids)) if ids else {}
+
+    def allowed_ids(self, paths: list[str] | None, options: QueryOptions) -> set[str]:
+        """Chunk ids in the allowed paths (None: any) and languages (none given: any)."""
+        wanted_paths = set(paths) if paths is not None else None
+        languages = set(options.languages)
+        return {chunk_id for chunk_id, path, language in self.index.id_paths_languages()
+                if (wanted_paths is None or path in wanted_paths) and (not languages or language in languages)}
+
+    def explain_empty(self, result: QueryResult, vector, options: QueryOptions, pool: int) -> QueryResult:
+        """For an empty answer: how many of the nearest chunks the threshold and each filter
+        removed, and the nearest chunk that the filters allow (below the threshold)."""
+        catalog = self.index.catalog()
+        paths = steps.allowed_paths(sorted(catalog.files()), options.path_glob) if options.path_glob.strip() else None
+        store = self.index.store()
+        filters = paths is not None or bool(options.languages)
+        filtered = store.search(vector.tolist(), pool, self.allowed_ids(paths, options) if filters else None)
+        removed = {"threshold": sum(score < options.min_relevance for _, score in filtered)}
+        unfiltered = store.search(vector.tolist(), pool) if filters else []
+        chunks = {c.id: c for c in catalog.chunks([i for i, _ in filtered[:1] + unfiltered])}
+        removed.update(steps.removed_by_filters(unfiltered, chunks, options, paths))
+        closest = steps.semantic_candidates(filtered[:1], chunks, -1.0)
+        contexts = self.contexts(closest, options)
+        return replace(result, removed=removed,
+                       below_threshold=steps.to_results(closest, contexts)[0] if closest else None)
+
+    def contexts(self, items: list[Candidate], options: QueryOptions) -> dict[str, tuple[str, int]]:
+        """Per chunk id: (the text shown, its first line), with context lines from the file on disk."""
+        if not options.expand_context:
+            return {c.chunk.id: (c.chunk.content, c.chunk.start_line) for c in items}
+        files: dict[str, list[str] | None] = {}
+        out = {}
+        for c in items:
+            if c.chunk.path not in files:
+                files[c.chunk.path] = read_lines(self.index.root / c.chunk.path)
+            out[c.chunk.id] = steps.expand(c.chunk, files[c.chunk.path], options.context_lines)
+        return out
+
+    def mark_stale(self, result: QueryResult) -> QueryResult:
+        """The result with each chunk flagged when its file changed on disk since it was indexed."""
+        paths = [r.chunk.path for r in result.results + result.original]
+        return steps.mark_stale(result, steps.file_states(self.index.root, paths, self.index.catalog().files()))
+
+
+_LINES: LRUCache = LRUCache(maxsize=256)  # (path, mtime, size) -> lines: results keep hitting the same files
+_LINES_LOCK = threading.Lock()
+
+
+def read_lines(path: Path) -> list[str] | None:
+    try:
+        stat = path.stat()
+        key = (str(path), stat.st_mtime_ns, stat.st_size)
+        with _LINES_LOCK:
+            if key in _LINES:
+                return _LINES[key]
+        lines = path.read_text(encoding="utf-8-sig").splitlines(keepends=True)
+    except (OSError, UnicodeDecodeError):
+        return None
+    with _LINES_LOCK:
+        _LINES[key] = lines
+    return lines
