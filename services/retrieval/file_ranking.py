@@ -39,12 +39,12 @@ class Weights:
 
     bm25: float = 1.0
     title: float = 0.9
-    history: float = 0.45
-    history_title: float = 0.85
+    history: float = 0.3
+    history_title: float = 0.9
     path: float = 0.3
     symbol: float = 0.4
     chunks: float = 0.0
-    test: float = 1.8
+    test: float = 1.6
     history_knobs: dict = field(default_factory=lambda: dict(top=100, file_power=0.5, half_life_days=365.0))
 
 
