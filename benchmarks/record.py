@@ -42,6 +42,9 @@ def commit() -> str:
     return head + ("+changes" if dirty else "")
 
 
+STARTED_AT = commit()  # the code the run starts with (the tree may change while a long run goes on)
+
+
 def engine_settings(settings=None) -> dict:
     """The engine's settings as plain values (Settings() when none given)."""
     if settings is None:
@@ -58,16 +61,27 @@ def machine() -> dict:
             "platform": platform.platform(), "python": platform.python_version()}
 
 
+def portable(value):
+    """Paths inside the repository as relative paths, so that results read the same on any checkout."""
+    if isinstance(value, dict):
+        return {k: portable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [portable(v) for v in value]
+    if isinstance(value, str) and value.startswith(str(ROOT) + os.sep):
+        return os.path.relpath(value, ROOT)
+    return value
+
+
 def record(name: str, table: list[dict], *, settings: dict, figures: dict | None = None,
            uses_percentiles: bool = True, note: str = "") -> Path:
     """Write the results of benchmark `name`: `table` (rows of column -> value, shown in the README),
     `figures` (anything else worth keeping) and the `settings` the run used. Returns the file."""
     now = dt.datetime.now(dt.timezone.utc)
     data = {
-        "benchmark": name, "measured_at": now.isoformat(timespec="seconds"), "commit": commit(),
+        "benchmark": name, "measured_at": now.isoformat(timespec="seconds"), "commit": STARTED_AT,
         "machine": machine(), "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
-        "settings": settings, "percentile": PERCENTILE if uses_percentiles else None,
-        "note": note, "table": table, "figures": figures or {},
+        "settings": portable(settings), "percentile": PERCENTILE if uses_percentiles else None,
+        "note": note, "table": portable(table), "figures": figures or {},
     }
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}-{now.date().isoformat()}.json"

@@ -44,7 +44,8 @@ def caption(run: dict) -> str:
     machine = run["machine"]
     load = "/".join(f"{x:g}" for x in machine["loadavg_1_5_15"])
     settings = ", ".join(f"{k} {v}" for k, v in run["settings"].items() if k != "engine" and v not in (None, ""))
-    parts = [f"measured {run['measured_at'][:10]} at commit {run['commit'][:12]}",
+    commit = run["commit"][:12] + (" with uncommitted changes" if run["commit"].endswith("+changes") else "")
+    parts = [f"measured {run['measured_at'][:10]} at commit {commit}",
              f"load {load} (1/5/15 min) on {machine['nproc']} cores", f"`{run['command']}`"]
     if settings:
         parts.append(settings)
