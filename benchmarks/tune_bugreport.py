@@ -11,7 +11,9 @@ ranked signal, a share of the best match per matched one, the test-file mark). T
 Prints, for each repository, the best weights tuned on it and the score they give on the others (tune
 on one, report on the other), and the grid's best weights over all repositories together; then the
 best weights are measured exactly, again through KnowledgeService.query at top_k 10 as the app asks,
-and recorded (benchmarks/record.py).
+and recorded (benchmarks/record.py). The grid is an estimate: it sees only the 100 results, and the
+int8 encoder's vectors shift slightly with the texts encoded beside them (every part is embedded here,
+only the weighted ones in the app), so near-equal ranks can swap; the exact figures are the ones to quote.
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ def features(result) -> list[dict]:
     """Per result: its path and each signal's rank (ranked), share of the best match (matched), test mark."""
     rows = []
     for item in result.results:
-        row = {"path": item.chunk.path}
+        row = {"_file": item.chunk.path,  # ("path" is a signal) and the engine's tie-break for equal scores:
+               "_tie": (item.original_rank if item.original_rank is not None else float("inf"), item.chunk.id)}
         for signal in item.signals:
             if signal.name.endswith(" rank"):
                 row[signal.name[:-5]] = signal.value  # the rank among every candidate, before the cut
@@ -84,10 +87,12 @@ async def collect(service: KnowledgeService, labels: Path, name: str, workspace:
 def as_arrays(item: dict) -> dict:
     """Per result: file index, relevance, and each signal's rank (0 = absent) or share of the best."""
     rows = item["features"]
-    paths = [r["path"] for r in rows]
+    paths = [r["_file"] for r in rows]
     files = {p: n for n, p in enumerate(dict.fromkeys(paths))}
+    ties = sorted(range(len(rows)), key=lambda n: rows[n]["_tie"])
     out = {"file": np.array([files[p] for p in paths], dtype=int),
-           "relevant": np.array([p in item["relevant"] for p in paths], dtype=bool)}
+           "relevant": np.array([p in item["relevant"] for p in paths], dtype=bool),
+           "tie": np.argsort(ties)}  # each result's place when scores are equal (original rank, then id)
     for name in SIGNALS:
         out[name] = np.array([r.get(name, 0.0) for r in rows], dtype=float)
     return out
@@ -103,7 +108,7 @@ def metrics(arrays: list[dict], weights: dict[str, float], k: float) -> tuple[fl
         for name in MATCHED:
             score += weights[name] * a[name]
         score -= weights["test"] * a["test"]
-        order = np.argsort(-score, kind="stable")
+        order = np.lexsort((a["tie"], -np.round(score, 9)))  # as the engine sorts: score, then the tie-break
         _, first = np.unique(a["file"][order], return_index=True)
         files_in_order = order[np.sort(first)][:10]  # one candidate per file, best first
         hits = a["relevant"][files_in_order]
