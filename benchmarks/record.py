@@ -73,7 +73,7 @@ def portable(value):
 
 
 def record(name: str, table: list[dict], *, settings: dict, figures: dict | None = None,
-           uses_percentiles: bool = True, note: str = "") -> Path:
+           uses_percentiles: bool = True, note: str = "", folder: Path = RESULTS) -> Path:
     """Write the results of benchmark `name`: `table` (rows of column -> value, shown in the README),
     `figures` (anything else worth keeping) and the `settings` the run used. Returns the file."""
     now = dt.datetime.now(dt.timezone.utc)
@@ -83,8 +83,8 @@ def record(name: str, table: list[dict], *, settings: dict, figures: dict | None
         "settings": portable(settings), "percentile": PERCENTILE if uses_percentiles else None,
         "note": note, "table": portable(table), "figures": figures or {},
     }
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"{name}-{now.date().isoformat()}.json"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}-{now.date().isoformat()}.json"
     path.write_text(json.dumps(data, indent=2, default=str) + "\n")
-    print(f"recorded {path.relative_to(ROOT)}")
+    print(f"recorded {portable(str(path))}")
     return path

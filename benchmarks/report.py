@@ -21,8 +21,8 @@ RESULTS = HERE / "results"
 BLOCK = re.compile(r"(<!-- results: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /results: (?P=name) -->)", re.S)
 
 
-def newest(name: str) -> dict | None:
-    runs = [json.loads(p.read_text()) for p in RESULTS.glob(f"{name}-*.json")]
+def newest(name: str, folder: Path = RESULTS) -> dict | None:
+    runs = [json.loads(p.read_text()) for p in folder.glob(f"{name}-*.json")]
     runs = [r for r in runs if r.get("benchmark") == name]
     return max(runs, key=lambda r: r["measured_at"]) if runs else None
 
@@ -54,8 +54,8 @@ def caption(run: dict) -> str:
     return "_" + "; ".join(parts) + "._"
 
 
-def render(name: str) -> str:
-    run = newest(name)
+def render(name: str, folder: Path = RESULTS) -> str:
+    run = newest(name, folder)
     if run is None:
         return f"_No recorded run of `{name}` yet._\n"
     lines = [caption(run), ""]
@@ -65,8 +65,9 @@ def render(name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def regenerate(text: str) -> str:
-    return BLOCK.sub(lambda m: m.group(1) + render(m.group("name")) + m.group(4), text)
+def regenerate(text: str, folder: Path = RESULTS) -> str:
+    """`text` with every marked table filled from the newest run in `folder`."""
+    return BLOCK.sub(lambda m: m.group(1) + render(m.group("name"), folder) + m.group(4), text)
 
 
 def main() -> int:
