@@ -80,7 +80,8 @@ def main(args) -> None:
         figures["kfold_half_a"] = {"folds": h.folds, "none": h.mrr_none, "tuned": h.mrr_tuned, "used": h.useful}
     record("adapter_cosqa", rows, figures=figures, uses_percentiles=False,
            settings={"seed": args.seed, "data_dir": args.data_dir, "engine": engine_settings(settings)},
-           note="MRR@10 over every indexed chunk, file level; the halves are a fixed-seed split of the dev questions")
+           note=f"{len(texts)} questions whose function is indexed, {len(chunks)} chunks; MRR@10 over every indexed "
+                f"chunk, file level; the halves are a fixed-seed split of the dev questions")
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
