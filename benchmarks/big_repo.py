@@ -28,14 +28,16 @@ import threading
 import time
 from pathlib import Path
 
-from services.encoders.embedder import chunk_text
-from services.core.errors import IndexMissingError
-from services.engine.service import KnowledgeService
-from services.core.models import QueryOptions
-from services.core.settings import Settings
-from services.storage.workspace_index import WorkspaceIndex, workspace_root
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from query_latency import percentile, sample_queries  # beside this script
+from benchmarks.query_latency import sample_queries  # noqa: E402
+from benchmarks.record import engine_settings, percentile, record  # noqa: E402
+from services.core.errors import IndexMissingError  # noqa: E402
+from services.core.models import QueryOptions  # noqa: E402
+from services.core.settings import Settings  # noqa: E402
+from services.encoders.embedder import chunk_text  # noqa: E402
+from services.engine.service import KnowledgeService  # noqa: E402
+from services.storage.workspace_index import WorkspaceIndex, workspace_root  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 STRATEGIES = ("none", "keyword-boost", "rrf", "hybrid", "heuristic", "metadata")
@@ -160,7 +162,7 @@ async def main() -> None:
     print("| backend | files | chunks | wall s | chunks/s | bare encoder chunks/s | ratio | first answer s |"
           " index MB | × source |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    last, loads = None, []
+    last, loads, rows = None, [], []
     for backend in ARGS.backends.split(","):
         data_dir = Path(tempfile.mkdtemp(prefix=f"big-repo-{backend}-", dir=ARGS.scratch))
         f = await index_once(backend, workspace, data_dir)
@@ -170,13 +172,19 @@ async def main() -> None:
               f"{f['bare_rate']:.1f} | {f['rate'] / f['bare_rate']:.2f} | {f['first_answer_s'] or 0:.1f} | "
               f"{size:.0f} | {size / source_mb:.2f} |" + (f" note: {f['note']}" if f["note"] else ""))
         loads.append(f"{f['backend']} {f['load_s']:.1f} s")
+        rows.append({"table": "indexing", "backend": f["backend"], "files": f["files"], "chunks": f["chunks"],
+                     "wall s": round(f["wall_s"]), "chunks/s": round(f["rate"], 1),
+                     "bare encoder chunks/s": round(f["bare_rate"], 1), "ratio": round(f["rate"] / f["bare_rate"], 2),
+                     "first answer s": round(f["first_answer_s"] or 0, 1), "index MB": round(size),
+                     "x source": round(size / source_mb, 2), "encoder load s": round(f["load_s"], 1)})
         last = (backend, data_dir)
     print("encoder load (an ONNX export on first use included): " + ", ".join(loads))
     backend, data_dir = last
     folder = WorkspaceIndex(workspace_root(workspace), data_dir).folder
     print("index parts (MB): " + ", ".join(f"{p.name} {folder_mb(p) if p.is_dir() else p.stat().st_size / 1e6:.1f}"
                                           for p in sorted(folder.iterdir())))
-    print(f"engine peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB; load {load()}")
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"engine peak RSS: {peak_mb:.0f} MB; load {load()}")
     lat = await latencies(workspace, data_dir, backend)
     print(f"\nquery latency, ms end to end ({ARGS.queries} questions, backend {backend}; load {load()})")
     print("| strategy | top_k 10 p50 | p95 | top_k 100 p50 | p95 |")
@@ -184,7 +192,14 @@ async def main() -> None:
     for name in STRATEGIES:
         (a, b), (c, d) = lat[10][name], lat[100][name]
         print(f"| {name} | {a:.0f} | {b:.0f} | {c:.0f} | {d:.0f} |")
-    print(f"\ncold CLI query: {cold_cli_query(workspace, data_dir, backend):.1f} s wall")
+        rows.append({"table": "query latency ms", "backend": backend, "strategy": name, "top_k 10 p50": round(a),
+                     "top_k 10 p95": round(b), "top_k 100 p50": round(c), "top_k 100 p95": round(d)})
+    cold = cold_cli_query(workspace, data_dir, backend)
+    print(f"\ncold CLI query: {cold:.1f} s wall")
+    record("big_repo", rows, figures={"peak_rss_mb": round(peak_mb), "cold_cli_query_s": round(cold, 1),
+                                      "python_source_mb": round(python_mb, 1)},
+           settings={"workspace": str(workspace), "backends": ARGS.backends, "questions": ARGS.questions,
+                     "queries": ARGS.queries, "bare_sample": ARGS.bare_sample, "engine": engine_settings()})
 
 
 if __name__ == "__main__":

@@ -26,11 +26,14 @@ from pathlib import Path
 
 import numpy as np
 
-from services.indexing.chunking import chunk_file
-from services.encoders.embedder import Embedder
-from services.core.models import count_by_reason
-from services.indexing.scanning import SkipFileError, read_source, scan_workspace
-from services.core.settings import Settings
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.record import engine_settings, record  # noqa: E402
+from services.core.models import count_by_reason  # noqa: E402
+from services.core.settings import Settings  # noqa: E402
+from services.encoders.embedder import Embedder  # noqa: E402
+from services.indexing.chunking import chunk_file  # noqa: E402
+from services.indexing.scanning import SkipFileError, read_source, scan_workspace  # noqa: E402
 
 SITE_PACKAGES = Path(sys.prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
 SNAPSHOTS = [Path("/work/scratch/swe/sphinx"), Path("/work/scratch/swe/pytest")]
@@ -108,12 +111,20 @@ class StandInEmbedder(Embedder):
         return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True).clip(1e-9)).astype(np.float32)
 
 
-async def index_snapshots(roots: list[Path], data_dir: Path, stand_in: bool, settings: Settings) -> None:
+def sweep_row(s: Sweep) -> dict:
+    return {"corpus": s.corpus, "files": s.files, "chunks": s.chunks, "scan s": round(s.scan_seconds, 1),
+            "total s": round(s.seconds, 1), "files/s": round(s.files / max(s.seconds, 1e-9)),
+            "crashes": sum(s.crashes.values()), "duplicate ids": s.duplicate_ids, "largest chunk chars": s.largest[0],
+            "skipped": ", ".join(f"{n} {reason}" for reason, n in s.skipped.most_common()) or "none"}
+
+
+async def index_snapshots(roots: list[Path], data_dir: Path, stand_in: bool, settings: Settings) -> list[dict]:
     from services.engine.service import KnowledgeService
 
     service = KnowledgeService(settings, data_dir=data_dir)
     if stand_in:
         service.index_embedder = StandInEmbedder("stand-in-hash-vectors")
+    rows = []
     try:
         await asyncio.to_thread(service.index_embedder.load)
         for root in roots:
@@ -125,8 +136,12 @@ async def index_snapshots(roots: list[Path], data_dir: Path, stand_in: bool, set
                   f"{seconds:.0f} s ({report.chunks_embedded / max(seconds, 1e-9):.1f} chunks/s); "
                   f"{len(report.skipped)} skipped, failed {report.failed or 'none'}; health: {health.message}")
             print("  skipped by reason: " + ", ".join(f"{n} {r}" for r, n in health.skipped_by_reason.items()))
+            rows.append({"corpus": str(root), "indexed files": report.files_indexed, "chunks": report.chunks_total,
+                         "index s": round(seconds), "chunks/s": round(report.chunks_embedded / max(seconds, 1e-9), 1),
+                         "embedder": "stand-in" if stand_in else settings.embedding_model})
     finally:
         service.close()
+    return rows
 
 
 def main() -> None:
@@ -139,14 +154,20 @@ def main() -> None:
     args = parser.parse_args()
     settings = Settings(skip_machine_made=not args.keep_machine_made)
     corpora = args.corpora or [SITE_PACKAGES, *[p for p in SNAPSHOTS if p.exists()]]
-    print_sweep([sweep(root, settings) for root in corpora])
+    sweeps = [sweep(root, settings) for root in corpora]
+    print_sweep(sweeps)
+    indexed = []
     if args.index:
         roots = [p for p in args.corpora if p in SNAPSHOTS] or [p for p in SNAPSHOTS if p.exists()]
         if args.data_dir:
-            asyncio.run(index_snapshots(roots, args.data_dir, args.stand_in_embedder, settings))
+            indexed = asyncio.run(index_snapshots(roots, args.data_dir, args.stand_in_embedder, settings))
         else:
             with tempfile.TemporaryDirectory() as folder:
-                asyncio.run(index_snapshots(roots, Path(folder), args.stand_in_embedder, settings))
+                indexed = asyncio.run(index_snapshots(roots, Path(folder), args.stand_in_embedder, settings))
+    record("real_code_sweep", [sweep_row(s) for s in sweeps], figures={"indexed": indexed}, uses_percentiles=False,
+           settings={"corpora": [str(c) for c in corpora], "keep_machine_made": args.keep_machine_made,
+                     "index": args.index, "stand_in_embedder": args.stand_in_embedder,
+                     "engine": engine_settings(settings)})
 
 
 if __name__ == "__main__":

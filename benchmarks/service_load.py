@@ -26,6 +26,7 @@ import platformdirs
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.record import percentile, record  # noqa: E402
 from tests.helpers.engine_server import cli, env, start_server, stop_server  # noqa: E402
 
 STRATEGIES = ("none", "keyword-boost", "rrf", "hybrid", "heuristic", "metadata")
@@ -89,24 +90,27 @@ def run_client(url: str, key: str, count: int, offset: int, top_k: int, out: lis
 
 
 def percentiles(values: list[float]) -> tuple[float, float]:
-    ordered = sorted(values)
-    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+    return percentile(values, 50), percentile(values, 95)
 
 
-def table(title: str, samples: list[tuple[str, float]], seconds: float | None = None) -> None:
+def table(title: str, run: str, samples: list[tuple[str, float]], seconds: float | None = None) -> list[dict]:
+    """Prints p50/p95 per strategy and returns them as rows for the record."""
     print(f"\n{title}")
     print(f"{'strategy':<14} {'n':>5} {'p50 ms':>8} {'p95 ms':>8}")
-    for name in STRATEGIES:
-        values = [ms for s, ms in samples if s == name]
+    rows = []
+    for name in (*STRATEGIES, "all"):
+        values = [ms for s, ms in samples if s == name or name == "all"]
         if values:
             p50, p95 = percentiles(values)
-            print(f"{name:<14} {len(values):>5} {p50:>8.1f} {p95:>8.1f}")
-    p50, p95 = percentiles([ms for _, ms in samples])
-    rate = f", {len(samples) / seconds:.1f} queries/s" if seconds else ""
-    print(f"{'all':<14} {len(samples):>5} {p50:>8.1f} {p95:>8.1f}{rate}")
+            rate = len(values) / seconds if seconds and name == "all" else None
+            print(f"{name:<14} {len(values):>5} {p50:>8.1f} {p95:>8.1f}"
+                  + (f", {rate:.1f} queries/s" if rate else ""))
+            rows.append({"run": run, "strategy": name, "n": len(values), "p50 ms": round(p50, 1),
+                         "p95 ms": round(p95, 1), "queries/s": round(rate, 1) if rate else ""})
+    return rows
 
 
-def load(url: str, key: str, clients: int, queries: int, top_k: int) -> None:
+def load(url: str, key: str, clients: int, queries: int, top_k: int) -> tuple[list[dict], int]:
     samples, errors = [], []
     threads = [threading.Thread(target=run_client, args=(url, key, queries, n, top_k, samples, errors))
                for n in range(clients)]
@@ -116,19 +120,21 @@ def load(url: str, key: str, clients: int, queries: int, top_k: int) -> None:
     for thread in threads:
         thread.join()
     seconds = time.perf_counter() - started
-    table(f"{clients} concurrent clients x {queries} queries, top_k {top_k}: {len(errors)} errors, "
-          f"{seconds:.1f} s", samples, seconds)
+    rows = table(f"{clients} concurrent clients x {queries} queries, top_k {top_k}: {len(errors)} errors, "
+                 f"{seconds:.1f} s", f"{clients} clients", samples, seconds)
     for error in errors[:5]:
         print("  error:", error)
+    return rows, len(errors)
 
 
-def warm(url: str, key: str, per_strategy: int, top_k: int) -> None:
+def warm(url: str, key: str, per_strategy: int, top_k: int) -> tuple[list[dict], int]:
     samples, errors = [], []
     run_client(url, key, per_strategy * len(STRATEGIES), 0, top_k, samples, errors)
-    table(f"one client alone, {per_strategy} queries per strategy, top_k {top_k}: {len(errors)} errors", samples)
+    return table(f"one client alone, {per_strategy} queries per strategy, top_k {top_k}: {len(errors)} errors",
+                 "1 client", samples), len(errors)
 
 
-def cli_wall(workspace: Path, data_dir: Path, runs: int = 5) -> None:
+def cli_wall(workspace: Path, data_dir: Path, runs: int = 5) -> dict:
     times = []
     for _ in range(runs):
         started = time.perf_counter()
@@ -137,6 +143,8 @@ def cli_wall(workspace: Path, data_dir: Path, runs: int = 5) -> None:
         times.append(time.perf_counter() - started)
     print(f"\nCLI `query` through the server, wall: median {statistics.median(times):.2f} s, "
           f"max {max(times):.2f} s over {runs} runs")
+    return {"cli_query_wall_s": {"median": round(statistics.median(times), 2), "max": round(max(times), 2),
+                                 "runs": runs}}
 
 
 def main() -> None:
@@ -145,6 +153,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--top-k", type=int, default=10)
+    parser.add_argument("--warm", type=int, default=100, help="queries per strategy for the lone client")
     args = parser.parse_args()
     data_dir = Path(platformdirs.user_cache_dir("knowledge-explorer")) / "service-load"
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -153,11 +162,15 @@ def main() -> None:
         print(f"server {url}, workspace {args.workspace.resolve()}")
         key = setup(url, args.workspace.resolve())
         warm(url, key, 30, args.top_k)  # also warms every strategy before the load
-        load(url, key, args.clients, args.queries, args.top_k)
-        warm(url, key, 100, args.top_k)
-        cli_wall(args.workspace.resolve(), data_dir)
+        loaded, load_errors = load(url, key, args.clients, args.queries, args.top_k)
+        alone, alone_errors = warm(url, key, args.warm, args.top_k)
+        figures = {**cli_wall(args.workspace.resolve(), data_dir), "errors": load_errors + alone_errors}
     finally:
         stop_server(process)
+    record("service_load", loaded + alone, figures=figures, settings={
+        "workspace": str(args.workspace.resolve()), "clients": args.clients, "queries_per_client": args.queries,
+        "lone_queries_per_strategy": args.warm, "top_k": args.top_k, "cache": False},
+        note="wall milliseconds per HTTP query as the clients see them")
 
 
 if __name__ == "__main__":

@@ -3,11 +3,17 @@
     python benchmarks/tune_bugreport.py --data-dir DIR \
         --repo pytest=/work/scratch/swe/pytest --repo sphinx=/work/scratch/swe/sphinx
 
-For each repository (indexed in DIR, labels in /work/shared/benchmarks/swe/NAME/) every judged query goes
-once through the real pipeline up to the reranker (same pool, same signals: bugreport.gather); the
-signals are cached (--cache) and a grid of weights is scored in numpy at file level (MRR@10, R@10).
-Prints, for each repository, the best weights tuned on it and the score they give on the others
-(tune on one, report on the other), and the grid's best weights over all repositories together.
+For each repository (indexed in DIR, labels in /work/shared/benchmarks/swe/NAME/) every judged query is
+asked once through the engine's public API, KnowledgeService.query, with every signal weighing 1 (so
+every part of the question is embedded) and top_k 100: each result carries its signals (a rank per
+ranked signal, a share of the best match per matched one, the test-file mark). The signals are cached
+(--cache) and a grid of weights is scored in numpy at file level (MRR@10, R@10) over those 100 results.
+Prints, for each repository, the best weights tuned on it and the score they give on the others (tune
+on one, report on the other), and the grid's best weights over all repositories together; then the
+best weights are measured exactly, again through KnowledgeService.query at top_k 10 as the app asks,
+and recorded (benchmarks/record.py). The grid is an estimate: it sees only the 100 results, and the
+int8 encoder's vectors shift slightly with the texts encoded beside them (every part is embedded here,
+only the weighted ones in the app), so near-equal ranks can swap; the exact figures are the ones to quote.
 """
 
 from __future__ import annotations
@@ -22,62 +28,73 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from services.evaluation.metrics import load_qrels, load_queries  # noqa: E402
-from services.engine.service import KnowledgeService  # noqa: E402
+from benchmarks.record import engine_settings, record  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
-from services.retrieval.search import IndexContext, Searcher  # noqa: E402
-from services.retrieval.strategies import RerankRequest  # noqa: E402
-from services.retrieval.strategies.bugreport import MATCHED, RANKED, SIGNALS, gather  # noqa: E402
+from services.core.settings import Settings  # noqa: E402
+from services.engine.service import KnowledgeService  # noqa: E402
+from services.evaluation.metrics import load_qrels, load_queries  # noqa: E402
+from services.retrieval.strategies.bugreport import MATCHED, RANKED, SIGNALS  # noqa: E402
 
 LABELS = Path("/work/shared/benchmarks/swe")
 VALUES = [0, 0.25, 0.5, 1, 2, 4]
 KS = [3, 10, 30]
+POOL_TOP_K = 100  # results whose signals the grid sees
+EVERY_SIGNAL = {f"bugreport_{name}_weight": 1.0 for name in SIGNALS}  # every part embedded, every signal shown
 
 
-def request_for(service: KnowledgeService, question: str, workspace: str) -> RerankRequest:
-    """The request the query flow would hand `bug-report` (services.retrieval.search.Searcher.query)."""
-    options = QueryOptions(workspace=workspace, top_k=100, strategy="bug-report", min_relevance=0.0,
-                           expand_context=False, use_cache=False)
-    index = service._index(workspace)
-    strategy = service._strategy("bug-report")
-    vector = service.embedder.encode([question])[0]
-    searcher = Searcher(index, service.settings, service.embedder.encode)
-    semantic, keyword, _ = searcher.candidates(question, vector, options, strategy.pool_size(100), False)
-    return RerankRequest(question, semantic, keyword, 100, IndexContext(index, service.embedder.encode), vector)
+def options(workspace: str, top_k: int) -> QueryOptions:
+    return QueryOptions(workspace=workspace, top_k=top_k, strategy="bug-report", min_relevance=0.0,
+                        expand_context=False, use_cache=False)
 
 
-def collect(service: KnowledgeService, name: str, workspace: str) -> list[dict]:
-    queries = load_queries(LABELS / name / "queries.jsonl")
-    qrels = load_qrels(LABELS / name / "qrels.tsv")
+def labelled(labels: Path, name: str) -> list[tuple[str, str, set[str]]]:
+    """(id, question, relevant paths) of every judged query of repository `name`."""
+    qrels = load_qrels(labels / name / "qrels.tsv")
     out = []
-    for query in queries:
+    for query in load_queries(labels / name / "queries.jsonl"):
         relevant = {d for d, g in qrels.get(query.id, {}).items() if g > 0}
         if relevant:
-            feats = gather(request_for(service, query.text, workspace), service.settings, every_part=True)
-            out.append({"id": query.id, "relevant": relevant, "features": feats})
-            print(f"  {name}: {len(out)} queries", end="\r", file=sys.stderr)
+            out.append((query.id, query.text, relevant))
+    return out
+
+
+def features(result) -> list[dict]:
+    """Per result: its path and each signal's rank (ranked), share of the best match (matched), test mark."""
+    rows = []
+    for item in result.results:
+        row = {"_file": item.chunk.path,  # ("path" is a signal) and the engine's tie-break for equal scores:
+               "_tie": (item.original_rank if item.original_rank is not None else float("inf"), item.chunk.id)}
+        for signal in item.signals:
+            if signal.name.endswith(" rank"):
+                row[signal.name[:-5]] = signal.value  # the rank among every candidate, before the cut
+            elif signal.name in MATCHED:
+                row[signal.name] = signal.contribution  # weight 1 x value / best
+            elif signal.name == "test file":
+                row["test"] = 1.0
+        rows.append(row)
+    return rows
+
+
+async def collect(service: KnowledgeService, labels: Path, name: str, workspace: str) -> list[dict]:
+    out = []
+    for query_id, question, relevant in labelled(labels, name):
+        result = await service.query(question, options(workspace, POOL_TOP_K))
+        out.append({"id": query_id, "relevant": relevant, "features": features(result)})
+        print(f"  {name}: {len(out)} queries", end="\r", file=sys.stderr)
     return out
 
 
 def as_arrays(item: dict) -> dict:
-    """Per candidate: file index, relevance, and each signal's rank (0 = absent) or normalised value."""
-    feats = item["features"]
-    ids = list(feats.candidates)
-    paths = [feats.candidates[i].chunk.path for i in ids]
+    """Per result: file index, relevance, and each signal's rank (0 = absent) or share of the best."""
+    rows = item["features"]
+    paths = [r["_file"] for r in rows]
     files = {p: n for n, p in enumerate(dict.fromkeys(paths))}
-    out = {"file": np.array([files[p] for p in paths]), "relevant": np.array([p in item["relevant"] for p in paths])}
-    position = {i: n for n, i in enumerate(ids)}
+    ties = sorted(range(len(rows)), key=lambda n: rows[n]["_tie"])
+    out = {"file": np.array([files[p] for p in paths], dtype=int),
+           "relevant": np.array([p in item["relevant"] for p in paths], dtype=bool),
+           "tie": np.argsort(ties)}  # each result's place when scores are equal (original rank, then id)
     for name in SIGNALS:
-        values = feats.values[name]
-        column = np.zeros(len(ids))
-        if name in RANKED:
-            for rank, (i, _) in enumerate(sorted(values.items(), key=lambda kv: -kv[1]), 1):
-                column[position[i]] = rank
-        else:
-            best = max(values.values(), default=0.0)
-            for i, v in values.items():
-                column[position[i]] = v / best if best > 0 else 0.0  # "test": 1.0 for test files
-        out[name] = column
+        out[name] = np.array([r.get(name, 0.0) for r in rows], dtype=float)
     return out
 
 
@@ -91,7 +108,7 @@ def metrics(arrays: list[dict], weights: dict[str, float], k: float) -> tuple[fl
         for name in MATCHED:
             score += weights[name] * a[name]
         score -= weights["test"] * a["test"]
-        order = np.argsort(-score, kind="stable")
+        order = np.lexsort((a["tie"], -np.round(score, 9)))  # as the engine sorts: score, then the tie-break
         _, first = np.unique(a["file"][order], return_index=True)
         files_in_order = order[np.sort(first)][:10]  # one candidate per file, best first
         hits = a["relevant"][files_in_order]
@@ -121,16 +138,40 @@ def search(arrays: list[dict]) -> list[tuple[float, float, dict, float]]:
     return sorted(results, key=lambda r: (-r[0], -r[1]))
 
 
+async def exact(data_dir: str, labels: Path, repos: dict, weights: dict, k: float) -> dict:
+    """File-level MRR@10 and R@10 of `weights` per repository, through KnowledgeService.query at top_k 10."""
+    settings = Settings().with_changes(bugreport_k=float(k), **{f"bugreport_{n}_weight": float(w)
+                                                                 for n, w in weights.items()})
+    service = KnowledgeService(settings, data_dir=data_dir)
+    scores = {}
+    try:
+        for name, workspace in repos.items():
+            mrr, recall = [], []
+            for _, question, relevant in labelled(labels, name):
+                files = list(dict.fromkeys(r.chunk.path for r in
+                                           (await service.query(question, options(workspace, 10))).results))[:10]
+                hits = [f in relevant for f in files]
+                mrr.append(1.0 / (hits.index(True) + 1) if any(hits) else 0.0)
+                recall.append(sum(hits) / max(len(relevant), 1))
+            scores[name] = (float(np.mean(mrr)), float(np.mean(recall)))
+    finally:
+        service.close()
+    return scores
+
+
 async def main(args) -> None:
-    cache = Path(args.cache)
+    labels, cache = Path(args.labels), Path(args.cache)
     data = pickle.loads(cache.read_bytes()) if cache.exists() else {}
     repos = dict(r.split("=", 1) for r in args.repo)
     missing = [n for n in repos if n not in data]
     if missing:
-        service = KnowledgeService(data_dir=args.data_dir)
-        for name in missing:
-            data[name] = collect(service, name, repos[name])
-        service.close()
+        service = KnowledgeService(Settings().with_changes(**EVERY_SIGNAL), data_dir=args.data_dir)
+        try:
+            for name in missing:
+                data[name] = await collect(service, labels, name, repos[name])
+        finally:
+            service.close()
+        cache.parent.mkdir(parents=True, exist_ok=True)
         cache.write_bytes(pickle.dumps(data))
     arrays = {name: [as_arrays(item) for item in data[name]] for name in repos}
     only_vector = {n: 0.0 for n in SIGNALS} | {"vector": 1.0}
@@ -148,11 +189,29 @@ async def main(args) -> None:
     for mrr, rec, weights, k in together:
         print(f"  {mrr:.3f}/{rec:.3f} k={k} {weights} | " + ", ".join(
             "%s %.3f" % (n, metrics(arrays[n], weights, k)[0]) for n in repos))
+    current = Settings()
+    candidates = {"current settings": ({n: getattr(current, f"bugreport_{n}_weight") for n in SIGNALS},
+                                       current.bugreport_k),
+                  "best together": (together[0][2], together[0][3]),
+                  **{f"tuned on {n}": (w, k) for n, (_, _, w, k) in tuned.items()}}
+    rows = []
+    print("\nexact, through KnowledgeService.query at top_k 10 (file level, MRR@10 / R@10):")
+    for label, (weights, k) in candidates.items():
+        scores = await exact(args.data_dir, labels, repos, weights, k)
+        print(f"  {label}: " + ", ".join(f"{n} {m:.3f}/{r:.3f}" for n, (m, r) in scores.items()))
+        rows.append({"weights": label, "k": k, **{f"{n} MRR@10 / R@10": f"{m:.3f} / {r:.3f}"
+                                                   for n, (m, r) in scores.items()},
+                     **{n: w for n, w in weights.items() if w}})
+    record("tune_bugreport", rows, uses_percentiles=False,
+           settings={"repos": repos, "labels": str(labels), "grid_top_k": POOL_TOP_K, "values": VALUES, "ks": KS,
+                     "engine": engine_settings()},
+           note="file-level MRR@10 and R@10 of each weight set, measured through KnowledgeService.query")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--data-dir", required=True)
-    parser.add_argument("--repo", action="append", required=True, help="NAME=WORKSPACE (labels in %s/NAME)" % LABELS)
+    parser.add_argument("--repo", action="append", required=True, help="NAME=WORKSPACE (labels in LABELS/NAME)")
+    parser.add_argument("--labels", default=str(LABELS), help="folder of NAME/queries.jsonl and NAME/qrels.tsv")
     parser.add_argument("--cache", default="/work/scratch/w12/bugreport-features.pkl")
     asyncio.run(main(parser.parse_args()))

@@ -1,7 +1,6 @@
 """Chunking of the sample workspace: kinds, names, bases, docstrings, splitting, windows, references."""
 
 import hashlib
-import time
 from pathlib import Path
 
 import pytest
@@ -159,13 +158,12 @@ def test_reference_counts(chunks):
     assert all(c.references == 0 for c in chunks if c.kind in ("module", "text"))
 
 
-def test_reference_counting_scales():
+def test_reference_counting_on_ten_thousand_chunks():
+    """Its speed is measured by benchmarks/fast_paths.py."""
     many = [Chunk(path=f"f{i}.py", language="python", start_line=1, end_line=3, kind="function",
                   symbol=f"func_{i}", content=f"def func_{i}():\n    return func_{i - 1}() + helper_{i % 7}")
             for i in range(10_000)]
-    started = time.perf_counter()
     counted = count_references(many)
-    assert time.perf_counter() - started < 2.0
     assert counted[5].references == 1 and counted[-1].references == 0
 
 

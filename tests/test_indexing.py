@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 import threading
-import time
 
 import pytest
 
@@ -69,7 +68,7 @@ async def test_edit_add_delete_changes_only_those_chunks(service, workspace):
     edited = workspace / "go/index/index.go"
     edited.write_text(edited.read_text() + "\n// Reset forgets every document.\nfunc Reset() {}\n")
     (workspace / "notes/extra.py").write_text('def brand_new_helper():\n    """Added later."""\n    return 42\n')
-    (workspace / "kotlin").exists() and shutil.rmtree(workspace / "kotlin")
+    shutil.rmtree(workspace / "kotlin")
     report = await service.index(workspace)
     files_after, ids_after, vector_ids = stored_state(service, workspace)
     assert report.files_indexed == 2 and report.files_removed >= 1
@@ -154,12 +153,12 @@ async def test_model_change_forces_rebuild_and_says_why(data_dir, workspace):
     assert "model changed" in report.rebuilt_reason and report.chunks_embedded == report.chunks_total
 
 
-async def test_missing_model_fails_fast_with_clear_message(data_dir, workspace):
+async def test_missing_model_fails_with_clear_message_and_indexes_nothing(data_dir, workspace):
+    """How fast it fails is measured by benchmarks/fast_paths.py."""
     service = KnowledgeService(Settings(embedding_model="nobody/no-such-model"), data_dir=data_dir)
-    started = time.monotonic()
     with pytest.raises(ModelLoadError, match="no-such-model"):
         await service.index(workspace)
-    assert time.monotonic() - started < 1.0
+    assert not (await service.health(workspace)).indexed
     assert "no-such-model" in (await service.health(workspace)).last_error
     service.close()
 
