@@ -207,3 +207,16 @@ def test_a_cut_off_ignores_later_commits_even_for_word_statistics(repo):
         assert cut_scores[0] == 0  # the later commit does not match
         np.testing.assert_allclose(cut_scores[1:], earlier.scores(tokens), rtol=1e-5)  # nor teach its IDF
     assert everything.search("printing", before=cut) == []  # a word only the later commit has
+
+
+async def test_health_shows_the_history_in_the_cli_and_the_window(engine, repo, qtbot):
+    from app.cli import health_text
+    from ui.health_panel import HealthPanel
+
+    await engine.index(repo.folder)
+    health = await engine.health(repo.folder)
+    assert "\n  history: 3 commits up to 2023-11-17" in health_text(health)
+    panel = HealthPanel()
+    qtbot.addWidget(panel)
+    panel.set_health(health)
+    assert panel.values["History"].text() == "3 commits up to 2023-11-17"
