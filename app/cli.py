@@ -262,6 +262,8 @@ def health_text(health) -> str:
              f"  model {health.model}, {health.vectors or f'{health.dimension} dimensions'}, {health.backend} on {health.device}, "
              f"{health.size_bytes / 1e6:.1f} MB on disk",
              f"  created {health.created_at}, updated {health.updated_at}"]
+    if health.history:
+        lines.append(f"  history: {health.history}")
     if health.chunks_embedded is not None and health.chunks_embedded < health.chunks:
         lines.append(f"  semantic: {100 * health.chunks_embedded // health.chunks}% of {health.chunks:,} chunks "
                      "embedded so far (keyword search covers them all)")

@@ -122,7 +122,7 @@ class HealthPanel(QWidget):
         form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
         form.setHorizontalSpacing(10)
         form.setVerticalSpacing(4)
-        for key in ("Files", "Chunks", "Languages", "Model", "Size", "Updated", "Created", "Last error"):
+        for key in ("Files", "Chunks", "Languages", "Model", "History", "Size", "Updated", "Created", "Last error"):
             label = QLabel("—")
             label.setWordWrap(True)
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -210,6 +210,7 @@ class HealthPanel(QWidget):
         self.values["Languages"].setToolTip(languages_text(h.languages))
         self.values["Model"].setText(f"{h.model} ({h.dimension}-d)" if h.model else "—")
         self.values["Model"].setToolTip(f"vectors: {h.vectors}" if h.vectors else "")
+        self.values["History"].setText(h.history or "—")
         self.values["Size"].setText(human_size(h.size_bytes) if h.indexed else "—")
         self.values["Updated"].setText(human_time(h.updated_at))
         self.values["Created"].setText(human_time(h.created_at))

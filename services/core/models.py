@@ -155,6 +155,10 @@ class IndexHealth:
     skipped_by_reason: dict[str, int] = field(default_factory=dict)  # category -> files
     state: str = "missing"  # "missing" (no index), "empty" (nothing to index), "stale", "ready"
     message: str = ""  # one line a UI can show, e.g. "nothing to index (12 files skipped)"
+    history: str = ""  # the git history, one line: "11,111 commits up to 2023-03-11", "none (not a git repository)"
+    history_state: str = ""  # "full", "shallow", "empty", "none" (not a repository), "no-git", "error"; "": never read
+    history_commits: int = 0  # non-merge commits indexed
+    history_until: str = ""  # the newest indexed commit's date, YYYY-MM-DD (UTC)
 
 
 @dataclass(frozen=True)

@@ -53,8 +53,14 @@ def index_health(index: WorkspaceIndex, settings: Settings, last_error: str = ""
         created_at=catalog.get_meta("created_at"), updated_at=catalog.get_meta("updated_at"),
         size_bytes=index.size_bytes(), last_error=last_error or catalog.get_meta("last_error"),
         backend=catalog.get_meta("backend", "torch"), device=catalog.get_meta("device", "cpu"),
-        encoder_note=catalog.get_meta("encoder_note"),
+        encoder_note=catalog.get_meta("encoder_note"), **_history(index),
     )
+
+
+def _history(index: WorkspaceIndex) -> dict:
+    history = index.history_state()
+    return dict(history=history.describe(), history_state=history.state, history_commits=history.commits,
+                history_until=history.until)
 
 
 def _state(files: int, skipped: int, stale: list[StaleFile], needs_reindex: bool) -> tuple[str, str]:

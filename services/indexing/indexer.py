@@ -23,6 +23,7 @@ import numpy as np
 from services.storage.catalog import FORMAT_CHANGES, HASH_CHARS, INDEX_FORMAT, FileRecord
 from services.indexing.chunking import chunk_file
 from services.indexing.chunking.references import count_references
+from services.indexing.history import update_history
 from services.encoders.embedder import Embedder
 from services.core.errors import IndexStoreError, KnowledgeError
 from services.core.models import Chunk, IndexReport, ProgressEvent, SkippedFile, count_by_reason, nothing_to_index
@@ -135,6 +136,7 @@ class Indexer:
         finally:
             self.index.pending = {}  # from here on, only what the catalogue lists
         plan.skipped = sorted(plan.skipped + self.failed, key=lambda s: s.path)
+        self._update_history()
         self._finish(plan, bool(plan.removed) or done > 0 or bool(rebuilt_reason) or provisional,
                      quick and not provisional)
         files, chunks = self.index.catalog().counts()
@@ -417,6 +419,17 @@ class Indexer:
     def _reusable_ids(self, batch: list[Pending]) -> dict[tuple[str, str], str]:
         catalog = self.index.catalog()
         return {(c.path, c.content_hash[:HASH_CHARS]): c.id for item in batch for c in catalog.chunks(path=item.record.path)}
+
+    def _update_history(self) -> None:
+        """Store the commits new since the last run (services/indexing/history.py); a failure to read them is
+        recorded as the history's state, never fails the run."""
+        if self.cancel.is_set():
+            return
+        self._emit("finalizing", 0, 0, message="reading the git history")
+        try:
+            update_history(self.index.root, self.index.history_store())
+        except Exception:  # the store could not even be opened (e.g. disk full): the history stays as it was
+            log.warning("the history of %s could not be stored", self.index.root, exc_info=True)
 
     def _finish(self, plan: Plan, changed: bool, quick: bool = False) -> None:
         catalog = self.index.catalog()

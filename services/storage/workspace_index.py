@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
 
 from services.storage.catalog import FORMAT_CHANGES, INDEX_FORMAT, Catalog
 from services.core.errors import IndexMissingError, WorkspaceError
+from services.storage.history_store import HISTORY_FILE, CommitIndex, HistoryState, HistoryStore
 from services.storage.keyword_index import KeywordIndex
 from services.core.models import Chunk
 from services.storage.projection import Projection
@@ -49,6 +51,9 @@ class WorkspaceIndex:
         self._catalog: Catalog | None = None
         self._store: VectorStore | None = None
         self._projection: Projection | None = None
+        self._history_store: HistoryStore | None = None
+        self._history: tuple[int, CommitIndex | None] | None = None  # (store generation, index built on it)
+        self._history_lock = threading.Lock()
 
     @property
     def chroma_path(self) -> Path:
@@ -71,6 +76,31 @@ class WorkspaceIndex:
             self._store = VectorStore(client, "ke_" + self.key.replace("-", "_")[:50],
                                       lambda vids: self.catalog().ids_for_vectors(vids))
         return self._store
+
+    def history_store(self) -> HistoryStore:
+        """The workspace's stored git history (services/storage/history_store.py)."""
+        if self._history_store is None:
+            self._history_store = HistoryStore(self.folder / HISTORY_FILE)
+        return self._history_store
+
+    def history_state(self) -> HistoryState:
+        """What the stored history holds, or why it holds nothing (its state is NOT_READ before a first read)."""
+        if not (self.folder / HISTORY_FILE).exists():
+            return HistoryState()
+        return self.history_store().state()
+
+    def history(self) -> CommitIndex | None:
+        """A keyword index over the workspace's commits, None when it has none (not a repository, never
+        read). Built once, rebuilt when an indexing run stored new commits."""
+        if not (self.folder / HISTORY_FILE).exists():
+            return None
+        with self._history_lock:
+            store = self.history_store()
+            generation = store.generation()
+            if self._history is None or self._history[0] != generation:
+                commits = store.commits()
+                self._history = (generation, CommitIndex(commits) if commits else None)
+            return self._history[1]
 
     @property
     def projection_path(self) -> Path:
@@ -141,6 +171,7 @@ class WorkspaceIndex:
         self._catalog = None
         self._store = None
         self._projection = None
+        self._close_history()
         self.keywords = KeywordIndex(self.folder / "bm25")
         if not self.chroma_url:
             forget_client(self.chroma_path)
@@ -161,3 +192,14 @@ class WorkspaceIndex:
         if self._catalog is not None:
             self._catalog.close()
             self._catalog = None
+        self._close_history()
+
+    def _close_history(self) -> None:
+        with self._history_lock:
+            if self._history_store is not None:
+                try:
+                    self._history_store.close()
+                except Exception:
+                    pass
+            self._history_store = None
+            self._history = None
