@@ -51,8 +51,10 @@ MAX_FILE_BYTES = 2 * 1024 * 1024
 
 
 def error_response(error: KnowledgeError, status: int | None = None) -> JSONResponse:
-    """{"error": {"code", "message"}} with the error's code and HTTP status (services.core.errors)."""
-    return JSONResponse({"error": {"code": error.code, "message": str(error)}}, status_code=status or error.status)
+    """{"error": {"code", "message"}} with the error's code and HTTP status (services.core.errors). A message
+    quoting a path that is not valid UTF-8 shows its odd characters escaped."""
+    message = str(error).encode("utf-8", "backslashreplace").decode("utf-8")
+    return JSONResponse({"error": {"code": error.code, "message": message}}, status_code=status or error.status)
 
 
 def is_loopback(host: str) -> bool:
