@@ -221,7 +221,8 @@ def rerank_server(tmp_path_factory):
 
 
 def documents(n: int = 200) -> list[str]:
-    return [f"document {i}: " + " ".join(f"word{(i * j) % 997} token{j}" for j in range(400)) for i in range(n)]
+    """Documents filling most of a request body (1 MiB), each far longer than the model reads (256 tokens)."""
+    return [f"document {i}: " + " ".join(f"word{(i * j) % 997} token{j}" for j in range(220)) for i in range(n)]
 
 
 async def test_a_query_is_answered_while_a_200_document_rerank_runs(rerank_server):
@@ -231,7 +232,7 @@ async def test_a_query_is_answered_while_a_200_document_rerank_runs(rerank_serve
         rerank = asyncio.ensure_future(client.post("/v1/rerank", json={"query": "word5 token3",
                                                                       "documents": documents(),
                                                                       "strategy": "keyword-boost"}))
-        await asyncio.to_thread(encoder.started.wait, 120)
+        assert await asyncio.to_thread(encoder.started.wait, 120)
         answer = await client.post(f"/v1/workspaces/{key}/query", json={"question": "save a note", "top_k": 3,
                                                                         "use_cache": False})
         assert answer.status_code == 200 and answer.json()["results"]
@@ -247,7 +248,7 @@ async def test_a_rerank_stops_when_its_client_leaves(rerank_server):
     async with httpx.AsyncClient(base_url=url, timeout=600) as client:
         rerank = asyncio.ensure_future(client.post("/v1/rerank", json={"query": "word5", "documents": documents(),
                                                                       "strategy": "none"}))
-        await asyncio.to_thread(encoder.started.wait, 120)
+        assert await asyncio.to_thread(encoder.started.wait, 120)
         rerank.cancel()  # the client goes away: its connection closes
         with contextlib.suppress(asyncio.CancelledError):
             await rerank
