@@ -138,7 +138,7 @@ class Guard:
         if self.token is not None and not self._authorised(headers):
             return error_response(Unauthorized("A valid bearer token is required."))
         host = headers.get(b"host", b"").decode("latin-1")
-        if not self._answers_to(host):
+        if not self._answers_to(host, any_address=True):
             return error_response(HttpError(f"This server does not answer to the host name {host!r} (DNS "
                                             "rebinding protection); start it with --allowed-host NAME to add one."),
                                   400)
@@ -147,18 +147,19 @@ class Guard:
             return error_response(HttpError("Requests from other sites' pages are refused."), 403)
         content_type = headers.get(b"content-type")
         if scope["method"] in STATE_CHANGING and content_type is not None and not is_json(content_type):
-            return error_response(HttpError("The request body must be JSON (Content-Type: application/json)."),
-                                  415)
+            return error_response(HttpError(NOT_JSON), 415)
         return None
 
-    def _answers_to(self, host: str) -> bool:
-        """A Host (or Origin authority) this server answers to: a listed name or any loopback address
-        (an address, unlike a name, cannot be rebound to this machine)."""
-        return self.hosts is None or host_name(host) in self.hosts or is_loopback(host_name(host))
+    def _answers_to(self, authority: str, any_address: bool = False) -> bool:
+        """A Host (or Origin authority) this server answers to: a listed name, a loopback address, or (for
+        the Host header) any address: DNS rebinding needs a name, an address cannot be rebound."""
+        name = host_name(authority)
+        if self.hosts is None or name in self.hosts or is_loopback(name):
+            return True
+        return any_address and is_address(name)
 
     async def _not_json(self, scope, receive, send):
-        message = "The request body must be JSON (Content-Type: application/json)."
-        return await error_response(HttpError(message), 415)(scope, receive, send)
+        return await error_response(HttpError(NOT_JSON), 415)(scope, receive, send)
 
     def _authorised(self, headers: dict) -> bool:
         value = headers.get(b"authorization", b"").decode("latin-1")
@@ -168,6 +169,17 @@ class Guard:
     async def _too_large(self, scope, receive, send):
         message = f"The request body is larger than {self.max_body} bytes."
         return await error_response(BodyTooLarge(message))(scope, receive, send)
+
+
+NOT_JSON = "The request body must be JSON (Content-Type: application/json)."
+
+
+def is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
 
 def is_json(content_type: bytes) -> bool:

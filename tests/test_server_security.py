@@ -142,7 +142,7 @@ def test_every_route_answers_only_its_own_host_names_and_refuses_cross_site_requ
                              ("GET", f"/v1/workspaces/{key}/file?path=a.py"), ("GET", "/docs")]:
             refused = httpx.request(method, url + path, headers=evil, json={})
             assert error(refused) == (400, "http_error") and "evil.example" in refused.json()["error"]["message"]
-        for host in ("localhost", "127.0.0.1", "engine.lan:8080"):
+        for host in ("localhost", "127.0.0.1", "engine.lan:8080", "192.168.7.7:80"):  # an address cannot be rebound
             assert httpx.get(f"{url}/v1/health", headers={"Host": host}).status_code == 200, host
         index = f"{url}/v1/workspaces/{key}/index"
         as_text = httpx.post(index, content=b'{"full": true}', headers={"Content-Type": "text/plain"})
@@ -151,8 +151,9 @@ def test_every_route_answers_only_its_own_host_names_and_refuses_cross_site_requ
         assert error(as_form) == (415, "http_error")
         untyped = httpx.post(index, content=b'{"full": true}', headers={"Content-Type": ""})
         assert untyped.status_code == 415
-        cross_site = httpx.post(index, json={}, headers={"Origin": "http://evil.example"})
-        assert error(cross_site) == (403, "http_error")
+        for origin in ("http://evil.example", "http://192.168.7.7", "null"):
+            cross_site = httpx.post(index, json={}, headers={"Origin": origin})
+            assert error(cross_site) == (403, "http_error"), origin
         assert httpx.get(index).json()["state"] == "idle"  # nothing started
         same_site = httpx.get(f"{url}/v1/workspaces/{key}/index", headers={"Origin": url})
         assert same_site.status_code == 200
