@@ -58,8 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("question")
     query.add_argument("--strategy", default=DEFAULT_STRATEGY,
                        help=f"reranking strategy (default {DEFAULT_STRATEGY}: the best measured, see `strategies`)")
-    query.add_argument("--top-k", type=int, default=10)
-    query.add_argument("--min-relevance", type=float, default=None)
+    query.add_argument("--top-k", type=int, default=10, help="results to show, 1 to 100 (default 10)")
+    query.add_argument("--min-relevance", type=float, default=None,
+                       help="hide results below this relevance, 0 to 1 (default 0.2)")
     query.add_argument("--language", action="append", default=[], help="only this language (repeatable)")
     query.add_argument("--path-glob", default="", help="only paths matching this glob, e.g. 'src/*.py'")
     query.add_argument("--json", action="store_true")
@@ -73,6 +74,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", parents=[common], help="serve the engine over HTTP (REST, MCP at /mcp)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (non-loopback needs --token-file)")
     serve.add_argument("--port", type=int, default=8765, help="port (0: any free port)")
+    serve.add_argument("--allow-root", action="append", default=[], metavar="DIR",
+                       help="clients may register this folder and its subfolders (repeatable); by default only "
+                            "folders opened on this machine from the CLI or window. Never /, the home folder "
+                            "or system folders")
+    serve.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                       help="answer requests for this Host name too (repeatable; '*': any), beside the loopback "
+                            "names and --host (DNS rebinding protection)")
     sub.add_parser("mcp", parents=[common], help="serve the engine as an MCP server over stdio")
     _add_eval(sub, common)
     return parser
@@ -127,7 +135,26 @@ def main(argv: list[str] | None = None) -> int:
                        getattr(args, "engine_url", None), getattr(args, "token_file", None))
     if args.command in ("serve", "mcp"):
         return run_service_command(args)
+    if args.command == "query" and not valid_query(args):
+        return 2
     return asyncio.run(run_command(args))
+
+
+def valid_query(args) -> bool:
+    """Check `query`'s options against the server's limits (app.limits); print one line when they fail."""
+    from app.limits import query_request
+    from services.core.errors import KnowledgeError
+
+    fields = {"question": args.question, "top_k": args.top_k, "strategy": args.strategy,
+              "languages": tuple(args.language), "path_glob": args.path_glob}
+    if args.min_relevance is not None:
+        fields["min_relevance"] = args.min_relevance
+    try:
+        query_request(**fields)
+    except KnowledgeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return False
+    return True
 
 
 def run_service_command(args) -> int:
@@ -138,7 +165,8 @@ def run_service_command(args) -> int:
         if args.command == "serve":
             from app.server import run_server
 
-            return run_server(service_kwargs(args), args.host, args.port, getattr(args, "token_file", None))
+            return run_server(service_kwargs(args), args.host, args.port, getattr(args, "token_file", None),
+                              allowed_roots=args.allow_root, allowed_hosts=args.allowed_host)
         from app.mcp_server import run_stdio
 
         return run_stdio(warm_engine(args) or local_engine(args))

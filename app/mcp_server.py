@@ -7,16 +7,18 @@ engine's own async API (KnowledgeService, or RemoteEngine with the same methods)
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from app.limits import query_request
 from app.render import mcp_json
-from services.core.errors import KnowledgeError
-from services.core.models import QueryOptions
+from services.core.errors import ForbiddenWorkspace, KnowledgeError
 from services.core.settings import DEFAULT_STRATEGY
-from services.transport.paths import check_glob
+from services.transport.paths import check_glob, check_path_text
+from services.transport.roots import refusal
 
 INSTRUCTIONS = ("Semantic code search over indexed workspaces. `search` answers a question with code "
                 "locations (path, lines, symbol, scores); `reindex` brings an index up to date; "
@@ -26,13 +28,18 @@ INSTRUCTIONS = ("Semantic code search over indexed workspaces. `search` answers 
 
 
 def build_mcp(engine, registry=None) -> MCPServer:
-    """An MCP server over `engine`. With a `registry` (the HTTP server's), workspaces must be registered."""
+    """An MCP server over `engine`. With a `registry` (the HTTP server's), workspaces must be registered;
+    without one (stdio, the owner's own process) any folder but those never served (services.transport.roots)."""
     server = MCPServer("knowledge-explorer", instructions=INSTRUCTIONS)
 
     def workspace_path(workspace: str) -> str:
-        if registry is None:
-            return workspace
-        return str(registry.find(workspace)[1])
+        if registry is not None:
+            return str(registry.find(workspace)[1])
+        check_path_text(workspace)
+        reason = refusal(Path(workspace).expanduser().resolve())
+        if reason is not None:
+            raise ForbiddenWorkspace(f"The folder {workspace} cannot be served: {reason}.")
+        return workspace
 
     @server.tool(description=f"Search a workspace's code by meaning (default strategy {DEFAULT_STRATEGY}). Returns "
                              "a subset of the REST query JSON: question, strategy, reranked, fallback_reason "
@@ -43,11 +50,10 @@ def build_mcp(engine, registry=None) -> MCPServer:
     async def search(question: str, workspace: str, strategy: str = DEFAULT_STRATEGY, top_k: int = 10,
                      languages: list[str] | None = None, path_glob: str = "") -> dict[str, Any]:
         async def run():
+            request = query_request(question=question, top_k=top_k, strategy=strategy,
+                                    languages=tuple(languages or ()), path_glob=path_glob)  # REST's limits
             check_glob(path_glob)
-            if not 1 <= top_k <= 100:
-                raise KnowledgeError("top_k must be between 1 and 100.")
-            options = QueryOptions(workspace=workspace_path(workspace), top_k=top_k, strategy=strategy,
-                                   languages=tuple(languages or ()), path_glob=path_glob)
+            options = request.options(workspace_path(workspace))
             return mcp_json("search", await engine.query(question, options))
 
         return await reported(run())

@@ -19,12 +19,15 @@ import threading
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from fastapi import Body, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.limits import check_languages, describe
 from app.mcp_server import build_mcp
 from app.render import search_rerank_response, to_json
 from services.core.messages import (
@@ -34,6 +37,7 @@ from services.core.messages import (
 )
 from services.transport.paths import check_glob, confined
 from services.transport.registry import WorkspaceRegistry
+from services.transport.roots import refusal
 from services.core.errors import (
     BodyTooLarge, HttpError, IndexRunning, InternalError, InvalidRequest, KnowledgeError, MalformedJson, NotFound,
     QueryError, Unauthorized, WorkspaceError,
@@ -47,8 +51,10 @@ MAX_FILE_BYTES = 2 * 1024 * 1024
 
 
 def error_response(error: KnowledgeError, status: int | None = None) -> JSONResponse:
-    """{"error": {"code", "message"}} with the error's code and HTTP status (services.core.errors)."""
-    return JSONResponse({"error": {"code": error.code, "message": str(error)}}, status_code=status or error.status)
+    """{"error": {"code", "message"}} with the error's code and HTTP status (services.core.errors). A message
+    quoting a path that is not valid UTF-8 shows its odd characters escaped."""
+    message = str(error).encode("utf-8", "backslashreplace").decode("utf-8")
+    return JSONResponse({"error": {"code": error.code, "message": message}}, status_code=status or error.status)
 
 
 def is_loopback(host: str) -> bool:
@@ -64,19 +70,46 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-# --- guards: body size and bearer token, in front of every route (the MCP endpoint too) ---
-class Guard:
-    """Pure ASGI middleware: 413 for bodies over `max_body` bytes, 401 without the bearer token."""
+# --- guards, in front of every route (the MCP endpoint too) ---
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+STATE_CHANGING = ("POST", "PUT", "PATCH", "DELETE")
 
-    def __init__(self, app, token: str | None, max_body: int) -> None:
-        self.app, self.token, self.max_body = app, token, max_body
+
+def host_name(value: str) -> str:
+    """The name in a Host header or URL authority, without the port: "[::1]:8765" -> "::1"."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1:value.find("]")] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def allowed_host_names(host: str, extra: list[str] = ()) -> set[str] | None:
+    """The Host names the server answers to: the loopback names, the bound address (unless a wildcard one)
+    and `extra` (--allowed-host); None when `extra` holds "*" (no check)."""
+    if "*" in extra:
+        return None
+    names = set(LOOPBACK_NAMES) | {host_name(h) for h in extra}
+    if host not in ("0.0.0.0", "::", ""):
+        names.add(host_name(host) if not host.count(":") > 1 else host.lower())
+    return names
+
+
+class Guard:
+    """Pure ASGI middleware: 401 without the bearer token; 400 for a Host header the server does not answer
+    to (DNS rebinding); 403 for a request from another site's page (its Origin); 415 for a state-changing
+    request whose body is not JSON (what a cross-site form or `text/plain` fetch sends); 413 for bodies
+    over `max_body` bytes."""
+
+    def __init__(self, app, token: str | None, max_body: int, hosts: set[str] | None = None) -> None:
+        self.app, self.token, self.max_body, self.hosts = app, token, max_body, hosts
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        if self.token is not None and not self._authorised(scope):
-            return await error_response(Unauthorized("A valid bearer token is required."))(scope, receive, send)
         headers = dict(scope["headers"])
+        refused = self._refusal(scope, headers)
+        if refused is not None:
+            return await refused(scope, receive, send)
         declared = headers.get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body):
             return await self._too_large(scope, receive, send)
@@ -91,6 +124,8 @@ class Guard:
             more = message.get("more_body", False)
             if size > self.max_body:
                 return await self._too_large(scope, receive, send)
+        if size and scope["method"] in STATE_CHANGING and b"content-type" not in headers:
+            return await self._not_json(scope, receive, send)
         replay = [{"type": "http.request", "body": b"".join(body), "more_body": False}]
 
         async def replayed():
@@ -98,14 +133,58 @@ class Guard:
 
         return await self.app(scope, replayed, send)
 
-    def _authorised(self, scope) -> bool:
-        value = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+    def _refusal(self, scope, headers: dict) -> JSONResponse | None:
+        """The response refusing the request from its headers alone, or None."""
+        if self.token is not None and not self._authorised(headers):
+            return error_response(Unauthorized("A valid bearer token is required."))
+        host = headers.get(b"host", b"").decode("latin-1")
+        if not self._answers_to(host, any_address=True):
+            return error_response(HttpError(f"This server does not answer to the host name {host!r} (DNS "
+                                            "rebinding protection); start it with --allowed-host NAME to add one."),
+                                  400)
+        origin = headers.get(b"origin")
+        if origin is not None and not self._answers_to(urlsplit(origin.decode("latin-1")).netloc):
+            return error_response(HttpError("Requests from other sites' pages are refused."), 403)
+        content_type = headers.get(b"content-type")
+        if scope["method"] in STATE_CHANGING and content_type is not None and not is_json(content_type):
+            return error_response(HttpError(NOT_JSON), 415)
+        return None
+
+    def _answers_to(self, authority: str, any_address: bool = False) -> bool:
+        """A Host (or Origin authority) this server answers to: a listed name, a loopback address, or (for
+        the Host header) any address: DNS rebinding needs a name, an address cannot be rebound."""
+        name = host_name(authority)
+        if self.hosts is None or name in self.hosts or is_loopback(name):
+            return True
+        return any_address and is_address(name)
+
+    async def _not_json(self, scope, receive, send):
+        return await error_response(HttpError(NOT_JSON), 415)(scope, receive, send)
+
+    def _authorised(self, headers: dict) -> bool:
+        value = headers.get(b"authorization", b"").decode("latin-1")
         scheme, _, given = value.partition(" ")
         return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), self.token.encode())
 
     async def _too_large(self, scope, receive, send):
         message = f"The request body is larger than {self.max_body} bytes."
         return await error_response(BodyTooLarge(message))(scope, receive, send)
+
+
+NOT_JSON = "The request body must be JSON (Content-Type: application/json)."
+
+
+def is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def is_json(content_type: bytes) -> bool:
+    media = content_type.decode("latin-1").split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
 # --- index runs, one per workspace at a time ---
@@ -177,16 +256,21 @@ class IndexRuns:
 
 # --- the application ---
 def build_app(service, data_dir: str | Path, *, token: str | None = None, max_body: int = MAX_BODY_BYTES,
-              warm: bool = True, mcp: bool = True, host: str = "127.0.0.1") -> FastAPI:
+              warm: bool = True, mcp: bool = True, host: str = "127.0.0.1", allowed_roots: list[str] = (),
+              allowed_hosts: list[str] = ()) -> FastAPI:
     """The HTTP app over `service` (a KnowledgeService). With `token`, every request needs it.
-    `host` is the bound address: on loopback, /mcp also refuses foreign Host headers (DNS rebinding)."""
-    registry = WorkspaceRegistry(Path(data_dir))
+    `allowed_roots` (--allow-root) are folders whose subfolders may be registered, beside those the owner
+    opened itself; every route answers only Host names of `host` (the bound address), the loopback names
+    and `allowed_hosts` (DNS rebinding)."""
+    registry = WorkspaceRegistry(Path(data_dir), allowed_roots)
     runs = IndexRuns(service)
     configs: dict[str, RerankingConfig] = {}
     mcp_server = None
     if mcp:
         mcp_server = build_mcp(service, registry)
-        mcp_routes = mcp_server.streamable_http_app(streamable_http_path="/mcp", host=host).routes
+        unchecked = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # the Guard checks every route
+        mcp_routes = mcp_server.streamable_http_app(streamable_http_path="/mcp", host=host,
+                                                    transport_security=unchecked).routes
 
     @contextlib.asynccontextmanager
     async def lifespan(_app):
@@ -264,6 +348,7 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
     async def query(workspace_id: str, request: QueryRequest):
         root = workspace(workspace_id)
         check_glob(request.path_glob)
+        check_languages(request.languages)
         return respond(await service.query(request.question, request.options(str(root))))
 
     @app.post("/v1/workspaces/{workspace_id}/search/rerank", response_model=SearchRerankResponse)
@@ -314,14 +399,32 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
         return Labels(question, [Label(path, symbol, grade) for (path, symbol), grade in found.items()])
 
     @app.post("/v1/rerank", response_model=DocumentRerankResponse, summary="Rerank arbitrary documents")
-    async def rerank(request: DocumentRerankRequest):
-        return respond(await service.rerank_documents(request.query, request.documents, request.strategy,
-                                                      request.top_k))
+    async def rerank(request: DocumentRerankRequest, http: Request):
+        work = asyncio.ensure_future(service.rerank_documents(request.query, request.documents, request.strategy,
+                                                              request.top_k))
+        return respond(await unless_disconnected(http, work))
 
     if mcp_server is not None:
         app.router.routes.extend(mcp_routes)
-    app.add_middleware(Guard, token=token, max_body=max_body)
+    app.add_middleware(Guard, token=token, max_body=max_body, hosts=allowed_host_names(host, allowed_hosts))
     return app
+
+
+class ClientGone(Exception):
+    """The client closed the connection before its answer was ready."""
+
+
+async def unless_disconnected(request: Request, work: asyncio.Future, poll_seconds: float = 0.25):
+    """The result of `work`; cancelled (and ClientGone raised) as soon as the client has left."""
+    while True:
+        done, _ = await asyncio.wait({work}, timeout=poll_seconds)
+        if done:
+            return work.result()
+        if await request.is_disconnected():
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await work
+            raise ClientGone()
 
 
 def read_text(path: Path) -> str:
@@ -361,15 +464,15 @@ def install_error_handlers(app: FastAPI) -> None:
             return error_response(NotFound(str(error.detail)))
         return error_response(HttpError(str(error.detail)), error.status_code)
 
+    @app.exception_handler(ClientGone)
+    async def client_gone(_request: Request, _error: ClientGone):
+        log.info("the client left before its answer was ready; the work was cancelled")
+        return error_response(HttpError("The client closed the connection."), 499)
+
     @app.exception_handler(Exception)
     async def unexpected(_request: Request, error: Exception):
         log.error("unexpected error", exc_info=error)
         return error_response(InternalError("The engine failed on this request; see the server log."))
-
-
-def describe(problem: dict) -> str:
-    where = ".".join(str(p) for p in problem.get("loc", ()) if p != "body")
-    return f"{where}: {problem.get('msg', 'invalid')}" if where else problem.get("msg", "invalid")
 
 
 # --- `knowledge-explorer serve` ---
@@ -383,8 +486,10 @@ def read_token(token_file: str | None) -> str | None:
 
 
 def run_server(service_kwargs: dict, host: str, port: int, token_file: str | None,
-               ready=None) -> int:
-    """Own the data dir, load the model, serve until interrupted. `ready(url)` is called once listening."""
+               ready=None, allowed_roots: list[str] = (), allowed_hosts: list[str] = ()) -> int:
+    """Own the data dir, load the model, serve until interrupted. `ready(url)` is called once listening.
+    `allowed_roots`: folders (with their subfolders) clients may register beside the owner's own;
+    `allowed_hosts`: Host names to answer to beside the loopback names and `host`."""
     import uvicorn
 
     from services.engine.service import KnowledgeService
@@ -395,16 +500,29 @@ def run_server(service_kwargs: dict, host: str, port: int, token_file: str | Non
         raise KnowledgeError(f"Refusing to serve on {host} without a token: pass --token-file FILE "
                              "(or bind 127.0.0.1).")
     data_dir = Path(service_kwargs.get("data_dir") or default_data_dir())
+    for folder in allowed_roots:
+        check_allowed_root(Path(folder).expanduser())
     service = KnowledgeService(**{**service_kwargs, "data_dir": data_dir}, kind="server")
     try:
         service.owner_lock.require()  # IndexBusyError naming the owner when another process has the data dir
-        app = build_app(service, data_dir, token=token, host=host)
+        app = build_app(service, data_dir, token=token, host=host, allowed_roots=allowed_roots,
+                        allowed_hosts=allowed_hosts)
         server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                                timeout_graceful_shutdown=5))
         asyncio.run(_serve(server, host, service, ready))
     finally:
         service.close()  # gives up the data dir
     return 0
+
+
+def check_allowed_root(folder: Path) -> None:
+    """A `--allow-root` must be a folder that may be served (not `/`, the home folder or a system folder)."""
+    if not folder.is_dir():
+        raise KnowledgeError(f"--allow-root {folder}: not a folder.")
+    reason = refusal(folder.resolve())
+    if reason is not None:
+        raise KnowledgeError(f"--allow-root {folder}: refused, {reason}. Allow a project folder, or a folder "
+                             "holding projects.")
 
 
 async def _serve(server, host: str, service, ready) -> None:

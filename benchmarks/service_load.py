@@ -157,7 +157,7 @@ def main() -> None:
     args = parser.parse_args()
     data_dir = Path(platformdirs.user_cache_dir("knowledge-explorer")) / "service-load"
     data_dir.mkdir(parents=True, exist_ok=True)
-    process, url = start_server(data_dir, data_dir / "server.log")
+    process, url = start_server(data_dir, data_dir / "server.log", "--allow-root", str(args.workspace.resolve()))
     try:
         print(f"server {url}, workspace {args.workspace.resolve()}")
         key = setup(url, args.workspace.resolve())

@@ -64,7 +64,7 @@ def engine_server(tmp_path_factory):
     from tests.helpers.engine_server import start_server, stop_server
 
     root = tmp_path_factory.mktemp("engine-server")
-    process, url = start_server(root / "data", root / "server.log")
+    process, url = start_server(root / "data", root / "server.log", "--allow-root", str(tmp_path_factory.getbasetemp()))
     try:
         yield {"url": url, "data_dir": root / "data"}
     finally:

@@ -82,6 +82,12 @@ class UnknownWorkspace(WorkspaceError):
     code, status = "unknown_workspace", 404
 
 
+class ForbiddenWorkspace(WorkspaceError):
+    """A server may not serve that folder (a system folder, or one its operator did not allow)."""
+
+    code, status = "forbidden_workspace", 403
+
+
 class PathEscape(QueryError):
     """A path in a request points outside its workspace."""
 
@@ -146,8 +152,8 @@ class InternalError(KnowledgeError):
 
 ERRORS: dict[str, type[KnowledgeError]] = {cls.code: cls for cls in (
     KnowledgeError, WorkspaceError, ModelLoadError, IndexMissingError, QueryError, InvalidRequest, MalformedJson,
-    BodyTooLarge, StrategyUnavailable, Cancelled, IndexStoreError, UnknownWorkspace, PathEscape, IndexRunning,
-    IndexBusyError, EngineStopped, EngineUnreachable, Unauthorized, NotFound, HttpError, InternalError,
+    BodyTooLarge, StrategyUnavailable, Cancelled, IndexStoreError, UnknownWorkspace, ForbiddenWorkspace, PathEscape,
+    IndexRunning, IndexBusyError, EngineStopped, EngineUnreachable, Unauthorized, NotFound, HttpError, InternalError,
 )}
 
 

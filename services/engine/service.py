@@ -72,6 +72,7 @@ class KnowledgeService:
         self.chroma_url = chroma_url
         self.embedder = self._embedder("query", threads=1)  # one short question: one thread is enough
         self.index_embedder = self._embedder("index", threads=self.settings.encoder_threads)
+        self.document_embedder = self._embedder("documents", threads=1)  # rerank_documents: never blocks a query
         self._indexes: dict[Path, WorkspaceIndex] = {}
         self._strategies: dict = {}
         self._errors: dict[Path, str] = {}
@@ -80,6 +81,7 @@ class KnowledgeService:
         self._index_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-index")
         self._query_pool = ThreadPoolExecutor(2, thread_name_prefix="ke-query")
         self._keyword_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-keywords")
+        self._rerank_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-rerank")  # rerank requests queue here
         self._keyword_timers: dict[Path, threading.Timer] = {}
         self._watches: dict[Path, _Watch] = {}
 
@@ -219,8 +221,12 @@ class KnowledgeService:
         if not query.strip() or not documents:
             raise QueryError("Give a query and at least one document.")
         chosen = self._strategy(strategy)
-        return await self._run(self._query_pool, rerank_documents, chosen, self.embedder, query.strip(),
-                               list(documents), top_k, self.model_name(strategy))
+        cancel = threading.Event()
+        try:
+            return await self._run(self._rerank_pool, rerank_documents, chosen, self.document_embedder,
+                                   query.strip(), list(documents), top_k, self.model_name(strategy), cancel)
+        finally:
+            cancel.set()  # a caller that stopped waiting stops the work at its next slice of documents
 
     def model_name(self, strategy: str) -> str:
         """The model behind a strategy's scores (the embedding model for the non-neural ones)."""
@@ -379,6 +385,7 @@ class KnowledgeService:
         self._index_pool.shutdown(wait=True, cancel_futures=True)
         self._query_pool.shutdown(wait=True, cancel_futures=True)
         self._keyword_pool.shutdown(wait=True, cancel_futures=True)
+        self._rerank_pool.shutdown(wait=True, cancel_futures=True)
         for index in self._indexes.values():
             index.close()
         self.owner_lock.release()

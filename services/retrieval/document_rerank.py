@@ -3,17 +3,21 @@
 Each document becomes a text Chunk; its cosine similarity to the query (both embedded with the
 query model) is the original score and ranking, BM25 over the documents feeds the strategies that
 use keywords, and the chosen strategy reranks them through the query flow's own rerank step.
+Documents are encoded a slice at a time: a `cancel` event (the client left) stops the work between slices,
+and the encoder is free for a moment after each.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 
 import bm25s
 import numpy as np
 
 from services.retrieval import search_steps
+from services.core.errors import Cancelled
 from services.core.messages import DocumentRerankResponse, DocumentScore
 from services.core.models import Candidate, Chunk
 from services.core.text import code_tokens
@@ -45,12 +49,27 @@ def keyword_hits(query: str, chunks: list[Chunk], by_id: dict[str, Candidate]) -
     return out
 
 
+SLICE = 8  # documents encoded at a time
+
+
+def encode_in_slices(embedder, texts: list[str], cancel: threading.Event | None) -> np.ndarray:
+    """`embedder.encode(texts)`, a slice at a time; Cancelled when `cancel` is set between slices."""
+    parts = []
+    for start in range(0, len(texts), SLICE):
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("The rerank request was cancelled.")
+        parts.append(embedder.encode(texts[start:start + SLICE]))
+    return np.concatenate(parts)
+
+
 def rerank_documents(strategy: RerankStrategy, embedder, query: str, documents: list[str], top_k: int | None,
-                     model: str) -> DocumentRerankResponse:
+                     model: str, cancel: threading.Event | None = None) -> DocumentRerankResponse:
     start = time.perf_counter()
     chunks = document_chunks(documents)
-    vectors = embedder.encode([query] + documents)
+    vectors = encode_in_slices(embedder, [query] + documents, cancel)
     similarities = vectors[1:] @ vectors[0]
+    if cancel is not None and cancel.is_set():
+        raise Cancelled("The rerank request was cancelled.")
     order = np.argsort(-similarities, kind="stable")
     candidates = [Candidate(chunks[i], float(similarities[i]), float(similarities[i]), rank)
                   for rank, i in enumerate(order, 1)]

@@ -1,7 +1,9 @@
 """Workspaces registered on a server, persisted in its data dir.
 
 Requests name a workspace by id (services.storage.workspace_index.workspace_key of its folder); paths inside
-requests must stay inside that folder (services.transport.paths).
+requests must stay inside that folder (services.transport.paths). Only folders the operator allows can be
+registered (services.transport.roots): inside an `--allow-root`, or opened by the owner from its own CLI or
+window (listed in the data dir, or indexed there); never a system folder, the home folder or `/`.
 """
 
 from __future__ import annotations
@@ -10,31 +12,58 @@ import json
 import threading
 from pathlib import Path
 
-from services.core.errors import UnknownWorkspace
-from services.core.errors import WorkspaceError
+from services.core.errors import ForbiddenWorkspace, KnowledgeError, UnknownWorkspace, WorkspaceError
 from services.storage.workspace_index import workspace_key, workspace_root
+from services.transport.paths import check_path_text
+from services.transport.roots import inside_any, owner_folders, refusal
 
 REGISTRY_FILE = "server-workspaces.json"
 
 
 class WorkspaceRegistry:
-    def __init__(self, data_dir: Path) -> None:
-        self.file = Path(data_dir) / REGISTRY_FILE
+    def __init__(self, data_dir: Path, allowed_roots: list[str | Path] = ()) -> None:
+        self.data_dir = Path(data_dir)
+        self.file = self.data_dir / REGISTRY_FILE
+        self.allowed_roots = [Path(r).expanduser().resolve() for r in allowed_roots]
         self._lock = threading.Lock()
         self._folders: dict[str, str] = self._load()
 
     def _load(self) -> dict[str, str]:
+        """The saved registrations that the current policy still allows."""
         try:
             data = json.loads(self.file.read_text())
         except (OSError, ValueError):
             return {}
-        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+        if not isinstance(data, dict):
+            return {}
+        return {str(k): str(v) for k, v in data.items() if self._allowed(Path(str(v)))}
+
+    def _allowed(self, root: Path) -> bool:
+        try:
+            self.check(root)
+        except ForbiddenWorkspace:
+            return False
+        return True
+
+    def check(self, root: Path) -> None:
+        """ForbiddenWorkspace unless this server may serve the resolved folder `root`."""
+        reason = refusal(root)
+        if reason is not None:
+            raise ForbiddenWorkspace(f"The folder {root} cannot be served: {reason}. Register a project folder.")
+        if inside_any(root, self.allowed_roots) or str(root) in owner_folders(self.data_dir) \
+                or (self.data_dir / "workspaces" / workspace_key(root)).is_dir():
+            return
+        raise ForbiddenWorkspace(f"The folder {root} is not open to this server: open it once on this machine "
+                                 f"(knowledge-explorer index {root}), or start the server with --allow-root.")
 
     def register(self, path: str) -> tuple[str, Path]:
-        """Register a folder (idempotent); raises WorkspaceError when it is not a folder."""
+        """Register a folder (idempotent); raises WorkspaceError when it is not a folder, ForbiddenWorkspace
+        when this server may not serve it."""
         if not isinstance(path, str) or not path.strip():
             raise WorkspaceError("Give the workspace folder's path.")
+        check_path_text(path)
         root = workspace_root(path)
+        self.check(root)
         key = workspace_key(root)
         with self._lock:
             if self._folders.get(key) != str(root):
@@ -59,8 +88,9 @@ class WorkspaceRegistry:
             if path_or_id in self._folders:
                 return path_or_id, Path(self._folders[path_or_id])
         try:
+            check_path_text(path_or_id)
             key = workspace_key(workspace_root(path_or_id))
-        except WorkspaceError:
+        except (KnowledgeError, OSError):
             key = None
         if key is not None and key in self.all():
             return key, self.get(key)

@@ -27,6 +27,7 @@ from services.core.errors import (  # noqa: F401 (EngineUnreachable re-exported)
 )
 from services.core.models import IndexHealth, IndexReport, QueryOptions, QueryResult, RelevantFile, StrategyInfo
 from services.engine.protocol import ProgressCallback, WatchCallback
+from services.transport.roots import record_owner_folder
 
 POLL_SECONDS = 0.2
 
@@ -63,8 +64,17 @@ class RemoteEngine:
         if path not in self._ids:
             local = Path(path).expanduser()
             sent = str(local.resolve()) if local.exists() else path
+            if local.exists() and self._owns_data_dir():
+                record_owner_folder(self.data_dir, sent)  # the owner's own CLI or window: the server may serve it
             self._ids[path] = self.request("POST", "/v1/workspaces", {"path": sent})["id"]
         return self._ids[path]
+
+    def _owns_data_dir(self) -> bool:
+        """Whether the server is the one that owns this client's data dir (the owner's own server)."""
+        from services.storage.ownership import read_owner  # here, not at the top: only on a first registration
+
+        owner = read_owner(self.data_dir)
+        return owner is not None and (owner.url or "").rstrip("/") == self.url
 
     async def _workspace(self, workspace) -> str:
         loop = asyncio.get_running_loop()

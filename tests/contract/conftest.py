@@ -81,7 +81,8 @@ def busy_engine(kind: str, data_dir: Path):
             from tests.helpers.engine_server import app_in_thread
 
             service = KnowledgeService(data_dir=data_dir, kind="server")
-            with contextlib.closing(service), app_in_thread(build_app(service, data_dir, warm=False, mcp=False)) as url:
+            with contextlib.closing(service), app_in_thread(build_app(service, data_dir, warm=False, mcp=False,
+                                                                       allowed_roots=[data_dir.parent])) as url:
                 engine = RemoteEngine(url, data_dir=data_dir.parent / "local")
                 with contextlib.closing(engine):
                     yield engine
