@@ -168,7 +168,9 @@ class IndexHealth:
     device: str = ""  # cpu, cuda, mps
     encoder_note: str = ""  # why the configured backend or device is not the one running, if so
     skipped_by_reason: dict[str, int] = field(default_factory=dict)  # category -> files
-    state: str = "missing"  # "missing" (no index), "empty" (nothing to index), "stale", "ready"
+    # "missing" (no index), "empty" (nothing to index), "stale", "ready", "damaged" (its parts disagree or
+    # cannot be read: `message` says how, `index` repairs it), "failed" (the last run stopped: `last_error`)
+    state: str = "missing"
     message: str = ""  # one line a UI can show, e.g. "nothing to index (12 files skipped)"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +50,8 @@ class WorkspaceIndex:
         self._catalog: Catalog | None = None
         self._store: VectorStore | None = None
         self._projection: Projection | None = None
+        self.running = False  # an indexing run is under way (its keyword index is provisional)
+        self.integrity = None  # the last integrity check (services/indexing/integrity.py); None: check again
 
     @property
     def chroma_path(self) -> Path:
@@ -58,7 +61,10 @@ class WorkspaceIndex:
         return (self.folder / CATALOG_FILE).exists() and self._catalog_has_model()
 
     def _catalog_has_model(self) -> bool:
-        return bool(self.catalog().get_meta("model"))
+        try:
+            return bool(self.catalog().get_meta("model"))
+        except sqlite3.DatabaseError:  # a garbled manifest: an index, damaged (health says so, `index` rebuilds)
+            return True
 
     def catalog(self) -> Catalog:
         if self._catalog is None:
@@ -127,7 +133,14 @@ class WorkspaceIndex:
             raise IndexMissingError(deleted)
         if not (self.folder / CATALOG_FILE).exists() or not self._catalog_has_model():
             raise IndexMissingError(f"{self.root} is not indexed yet. Index it first.")
-        old_format = self.catalog().get_meta("index_format", "1")
+        try:
+            old_format = self.catalog().get_meta("index_format", "1")
+        except sqlite3.DatabaseError as error:
+            raise IndexMissingError(f"The index of {self.root} cannot be read ({error}). Run `knowledge-explorer "
+                                    f"index {self.root}` to rebuild it.") from error
+        if not self.chroma_url and not self.chroma_path.exists():
+            raise IndexMissingError(f"The vector store of {self.root} is missing. Run `knowledge-explorer "
+                                    f"index {self.root}` to rebuild it.")
         if old_format != INDEX_FORMAT:
             raise IndexMissingError(f"The index of {self.root} is in an older format: reindex to rebuild it "
                                     f"({FORMAT_CHANGES.get(old_format, 'a newer version wrote it')}).")
@@ -141,6 +154,7 @@ class WorkspaceIndex:
         self._catalog = None
         self._store = None
         self._projection = None
+        self.integrity = None
         self.keywords = KeywordIndex(self.folder / "bm25")
         if not self.chroma_url:
             forget_client(self.chroma_path)
