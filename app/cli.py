@@ -205,7 +205,7 @@ def print_error(error: Exception) -> int:
     if isinstance(error, KnowledgeError):
         print(f"error: {error}", file=sys.stderr)
         return 1
-    logging.getLogger("app.cli").error("the command failed", exc_info=error)
+    logging.getLogger("app.cli").info("the command failed", exc_info=error)  # the log file (and -v) only
     if isinstance(error, UnicodeError):
         text = "the arguments are not valid UTF-8 text (check the terminal's encoding)"
     else:
@@ -275,7 +275,7 @@ def index_report_text(report) -> str:
                  f"{report.files_removed} removed; {report.chunks_embedded} chunks embedded, "
                  f"{report.chunks_total} in the index ({report.seconds:.1f} s).")
     if report.message:
-        lines.append(report.message.capitalize() + ".")
+        lines.append(report.message[:1].upper() + report.message[1:] + ".")
     if report.failed:
         lines.append("Failed: " + ", ".join(f"{n} {reason}" for reason, n in report.failed.items()) + ".")
     if report.skipped:

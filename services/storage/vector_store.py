@@ -86,9 +86,12 @@ class VectorStore:
     def collection(self):
         with self._lock, CHROMA_CALL:
             if self._collection is None:
-                self._collection = self.client.get_or_create_collection(
-                    self.name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
-                )
+                try:
+                    self._collection = self.client.get_or_create_collection(
+                        self.name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
+                    )
+                except Exception as error:
+                    raise unreadable(error) from error
             return self._collection
 
     def drop(self) -> None:

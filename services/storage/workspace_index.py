@@ -14,7 +14,7 @@ from services.core.errors import IndexMissingError, WorkspaceError
 from services.storage.keyword_index import KeywordIndex
 from services.core.models import Chunk
 from services.storage.projection import Projection
-from services.storage.vector_store import VectorStore, forget_client, make_client
+from services.storage.vector_store import VectorStore, forget_client, make_client, unreadable
 
 CATALOG_FILE = "manifest.sqlite"
 PROJECTION_FILE = "projection.npy"
@@ -73,7 +73,10 @@ class WorkspaceIndex:
 
     def store(self) -> VectorStore:
         if self._store is None:
-            client = make_client(None if self.chroma_url else self.chroma_path, self.chroma_url)
+            try:
+                client = make_client(None if self.chroma_url else self.chroma_path, self.chroma_url)
+            except Exception as error:  # a garbled chroma.sqlite3 fails here
+                raise unreadable(error) from error
             self._store = VectorStore(client, "ke_" + self.key.replace("-", "_")[:50],
                                       lambda vids: self.catalog().ids_for_vectors(vids))
         return self._store
