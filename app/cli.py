@@ -111,8 +111,23 @@ def _first_positional(argv: list[str]) -> str | None:
     return None
 
 
+def not_utf8(argv: list[str]) -> str | None:
+    """The first argument that is not UTF-8 text (Python keeps its bytes as lone surrogates), if any."""
+    for arg in argv:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            return arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(normalise_argv(list(sys.argv[1:] if argv is None else argv)))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    bad = not_utf8(argv)
+    if bad is not None:
+        print(f"error: the argument {bad!r} is not valid UTF-8 text (check the terminal's encoding)", file=sys.stderr)
+        return 2
+    args = build_parser().parse_args(normalise_argv(argv))
     from app.logging_setup import setup_logging
     from services.core.settings import default_data_dir
 
