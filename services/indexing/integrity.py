@@ -13,6 +13,7 @@ import random
 import sqlite3
 from dataclasses import dataclass
 
+from services.storage.catalog import INDEX_FORMAT
 from services.storage.vector_store import one_line
 from services.storage.workspace_index import WorkspaceIndex
 
@@ -70,7 +71,8 @@ def check(index: WorkspaceIndex, full: bool = False) -> Integrity:
     `full` compares every vector id whatever the size (an indexing run, which repairs what it finds)."""
     try:
         catalog = index.catalog()
-        catalog.get_meta("model")
+        if catalog.get_meta("index_format", "1") != INDEX_FORMAT:
+            return SOUND  # an older layout, not damage: health reads what it can, `index` rebuilds it
         vids = catalog.vector_ids()
         chunk_ids = catalog.chunk_ids()
     except sqlite3.DatabaseError as error:

@@ -141,12 +141,12 @@ class WorkspaceIndex:
         except sqlite3.DatabaseError as error:
             raise IndexMissingError(f"The index of {self.root} cannot be read ({error}). Run `knowledge-explorer "
                                     f"index {self.root}` to rebuild it.") from error
-        if not self.chroma_url and not self.chroma_path.exists():
-            raise IndexMissingError(f"The vector store of {self.root} is missing. Run `knowledge-explorer "
-                                    f"index {self.root}` to rebuild it.")
         if old_format != INDEX_FORMAT:
             raise IndexMissingError(f"The index of {self.root} is in an older format: reindex to rebuild it "
                                     f"({FORMAT_CHANGES.get(old_format, 'a newer version wrote it')}).")
+        if not self.chroma_url and not self.chroma_path.exists():
+            raise IndexMissingError(f"The vector store of {self.root} is missing. Run `knowledge-explorer "
+                                    f"index {self.root}` to rebuild it.")
 
     def reset_handles(self) -> None:
         if self._catalog is not None:
