@@ -132,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     from services.core.settings import default_data_dir
 
     global LOG_FILE
-    LOG_FILE = setup_logging(getattr(args, "verbose", False), getattr(args, "data_dir", None) or default_data_dir())
+    LOG_FILE = setup_logging(getattr(args, "verbose", False), getattr(args, "data_dir", None) or default_data_dir(),
+                             quiet=args.command in COMMAND_HANDLERS)
     if args.command == "gui":
         from app.gui import run_gui
         from services.core.errors import KnowledgeError

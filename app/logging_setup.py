@@ -26,15 +26,16 @@ def log_file(data_dir: str | Path) -> Path:
     return Path(data_dir) / "logs" / LOG_FILE
 
 
-def setup_logging(verbose: bool = False, data_dir: str | Path | None = None) -> Path | None:
+def setup_logging(verbose: bool = False, data_dir: str | Path | None = None, quiet: bool = False) -> Path | None:
     """Configure the root logger (again on each call: replaces what an earlier call installed).
+    `quiet` (a one-shot command, which prints its own errors) keeps warnings off the terminal.
     Returns the log file, or None when it cannot be written (a full or read-only disk)."""
     root = logging.getLogger()
     for handler in [h for h in root.handlers if getattr(h, "knowledge_explorer", False)]:
         root.removeHandler(handler)
         handler.close()
     console = logging.StreamHandler()
-    console.setLevel(logging.INFO if verbose else logging.WARNING)
+    console.setLevel(logging.INFO if verbose else logging.ERROR if quiet else logging.WARNING)
     console.setFormatter(logging.Formatter(FORMAT) if verbose else OneLine(FORMAT))
     handlers = [console]
     path = log_file(data_dir) if data_dir else None

@@ -133,7 +133,7 @@ class Indexer:
         except KnowledgeError:
             raise
         except Exception as error:
-            log.exception("indexing %s stopped", self.index.root)
+            log.warning("indexing %s stopped", self.index.root, exc_info=True)  # the caller reports it
             raise IndexStoreError(f"indexing stopped: {short_reason(error)}. Files indexed so far are kept; "
                                   "run it again once this is fixed.") from error
         finally:
@@ -406,7 +406,7 @@ class Indexer:
 
     def _stopped(self, error: StageError) -> IndexStoreError:
         component = "the embedding model" if error.stage == "embedded" else "the vector store"
-        log.error("indexing %s stopped: %s failed: %s", self.index.root, component, error.error)
+        log.warning("indexing %s stopped: %s failed: %s", self.index.root, component, error.error)
         return IndexStoreError(f"indexing stopped: {component} failed ({short_reason(error.error)}). "
                                "Files indexed so far are kept; run it again once this is fixed.")
 
