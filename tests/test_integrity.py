@@ -167,3 +167,39 @@ def test_kill_9_during_the_final_keyword_rebuild_is_healed_by_the_next_run(copy,
         assert code == 0 and "fresh_topic.py" in out
     finally:
         (workspace / "fresh_topic.py").unlink()
+
+
+def test_a_garbled_hnsw_graph_is_damage_not_a_crash(tmp_path):
+    """Chroma's native search trusts its HNSW files and dies with SIGSEGV on a garbled one: the files are
+    checked before Chroma opens them. 1,200 chunks, so that Chroma has written its graph to disk."""
+    root, data = tmp_path / "ws", tmp_path / "data"
+    root.mkdir()
+    for i in range(150):
+        (root / f"m{i}.py").write_text("".join(
+            f"def f{i}_{j}(x):\n    '''Compute thing {i} {j}.'''\n    return x * {j} + {i}\n\n\n" for j in range(8)))
+    service = KnowledgeService(data_dir=data)
+    try:
+        asyncio.run(service.index(root))
+    finally:
+        service.close()
+    graph = next(data.rglob("data_level0.bin"))
+    data_bytes = bytearray(graph.read_bytes())
+    for i in range(0, 65536, 7):
+        data_bytes[i] = (data_bytes[i] * 31 + 7) % 256
+    graph.write_bytes(bytes(data_bytes))
+
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    for command in (["health"], ["query", "compute thing"]):  # in child processes: a regression would crash them
+        done = subprocess.run([sys.executable, "-m", "app.cli", command[0], str(root), *command[1:],
+                               "--data-dir", str(data)], cwd=REPO, env=env, capture_output=True, text=True)
+        assert done.returncode in (0, 1), done.stderr  # not -11 (SIGSEGV)
+        assert "search index cannot be read" in done.stdout + done.stderr and "Traceback" not in done.stderr
+
+    service = KnowledgeService(data_dir=data)
+    try:
+        report = asyncio.run(service.index(root))
+        assert "the vector store cannot be read" in report.rebuilt_reason
+        assert asyncio.run(service.health(root)).state == "ready"
+        assert asyncio.run(service.query("compute thing 7", QueryOptions(str(root)))).results
+    finally:
+        service.close()

@@ -9,6 +9,7 @@ text lives once, in the catalogue, which serves chunks by id; filters are sets o
 
 from __future__ import annotations
 
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import chromadb
+import numpy as np
 from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.config import Settings as ChromaSettings
 
@@ -62,6 +64,45 @@ def unreadable(error: Exception) -> IndexStoreError:
         return error
     return IndexStoreError(f"the vector store cannot be read ({one_line(error)}). Run `knowledge-explorer "
                            "index` to repair it (it rebuilds the store when it must).")
+
+
+HNSW_HEADER = struct.Struct("<i6QiI3QdQ")  # chroma-hnswlib's header.bin: version, then hnswlib's header
+
+
+def hnsw_problem(chroma_path: Path) -> str:
+    """What is wrong with the HNSW files of an embedded store, "" when they hold together. Chroma's
+    native code trusts these files and crashes the process (SIGSEGV) on a garbled one, so they are
+    checked before Chroma opens them: the header against the file sizes, every level-0 link in range."""
+    for header in sorted(chroma_path.glob("*/header.bin")):
+        try:
+            problem = _hnsw_segment_problem(header.parent)
+        except (OSError, ValueError, struct.error) as error:
+            problem = one_line(error)
+        if problem:
+            return f"{header.parent.name}: {problem}"
+    return ""
+
+
+def _hnsw_segment_problem(folder: Path) -> str:
+    (_, _, max_elements, count, size, label_at, data_at, max_level, entry, max_m, max_m0, _, _,
+     _) = HNSW_HEADER.unpack((folder / "header.bin").read_bytes()[:HNSW_HEADER.size])
+    if not (count <= max_elements and data_at == 4 + 4 * max_m0 and data_at < label_at == size - 8
+            and max_m <= max_m0 < 4096 and size % 4 == 0):
+        return "its header does not hold together"
+    if not count:
+        return ""  # nothing flushed to the graph yet (Chroma keeps the first vectors in its log)
+    level0 = folder / "data_level0.bin"
+    if not (0 <= max_level < 64 and entry < count) or level0.stat().st_size < count * size:
+        return "its header does not match data_level0.bin"
+    rows = np.fromfile(level0, dtype=np.uint32, count=count * size // 4).reshape(count, size // 4)
+    links = rows[:, 0] & 0xFFFF
+    if np.any(links > max_m0):
+        return "a link list is longer than the graph allows"
+    ids = rows[:, 1:1 + max_m0]
+    used = np.arange(max_m0) < links[:, None]
+    if np.any(ids[used] >= count):
+        return "a link points past the last element"
+    return ""
 
 
 def forget_client(path: Path) -> None:

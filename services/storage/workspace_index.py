@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 
 from services.storage.catalog import FORMAT_CHANGES, INDEX_FORMAT, Catalog
-from services.core.errors import IndexMissingError, WorkspaceError
+from services.core.errors import IndexMissingError, IndexStoreError, WorkspaceError
 from services.storage.keyword_index import KeywordIndex
 from services.core.models import Chunk
 from services.storage.projection import Projection
-from services.storage.vector_store import VectorStore, forget_client, make_client, unreadable
+from services.storage.vector_store import VectorStore, forget_client, hnsw_problem, make_client, unreadable
 
 CATALOG_FILE = "manifest.sqlite"
 PROJECTION_FILE = "projection.npy"
@@ -73,6 +73,10 @@ class WorkspaceIndex:
 
     def store(self) -> VectorStore:
         if self._store is None:
+            problem = "" if self.chroma_url else hnsw_problem(self.chroma_path)
+            if problem:  # Chroma would crash the process on it
+                raise IndexStoreError(f"the vector store's search index cannot be read ({problem}). Run "
+                                      "`knowledge-explorer index` to rebuild it.")
             try:
                 client = make_client(None if self.chroma_url else self.chroma_path, self.chroma_url)
             except Exception as error:  # a garbled chroma.sqlite3 fails here
