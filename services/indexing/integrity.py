@@ -80,6 +80,10 @@ def check(index: WorkspaceIndex, full: bool = False) -> Integrity:
     if not index.chroma_url and not index.chroma_path.exists():
         return Integrity(store_missing=bool(vids))
     try:
+        index.projection()
+    except Exception as error:  # a garbled projection.npy: the stored vectors cannot be matched
+        return Integrity(store_unreadable=f"{index.projection_path.name}: {one_line(error)}")
+    try:
         missing, sampled = _missing_vectors(index, vids, full)
     except Exception as error:  # a garbled chroma.sqlite3 or HNSW file, or a server gone
         log.warning("the vector store of %s cannot be read", index.root, exc_info=True)
