@@ -13,6 +13,21 @@ NOISY = ("chromadb", "httpx", "sentence_transformers", "transformers", "bm25s")
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+class LogFile(RotatingFileHandler):
+    """The log file, created (with its folder) on the first record, not before: a command that logs
+    nothing leaves the data dir as it was."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, maxBytes=2_000_000, backupCount=2, encoding="utf-8", delay=True)
+
+    def _open(self):
+        Path(self.baseFilename).parent.mkdir(parents=True, exist_ok=True)
+        return super()._open()
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        pass  # a full or read-only disk: the terminal still gets its line
+
+
 class OneLine(logging.Formatter):
     """The message without its traceback (that goes to the log file)."""
 
@@ -29,7 +44,7 @@ def log_file(data_dir: str | Path) -> Path:
 def setup_logging(verbose: bool = False, data_dir: str | Path | None = None, quiet: bool = False) -> Path | None:
     """Configure the root logger (again on each call: replaces what an earlier call installed).
     `quiet` (a one-shot command, which prints its own errors) keeps warnings off the terminal.
-    Returns the log file, or None when it cannot be written (a full or read-only disk)."""
+    Returns the log file (None without a data dir)."""
     root = logging.getLogger()
     for handler in [h for h in root.handlers if getattr(h, "knowledge_explorer", False)]:
         root.removeHandler(handler)
@@ -40,13 +55,9 @@ def setup_logging(verbose: bool = False, data_dir: str | Path | None = None, qui
     handlers = [console]
     path = log_file(data_dir) if data_dir else None
     if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            handlers.append(RotatingFileHandler(path, maxBytes=2_000_000, backupCount=2, encoding="utf-8"))
-            handlers[-1].setFormatter(logging.Formatter(FORMAT))
-            handlers[-1].setLevel(logging.INFO)
-        except OSError:
-            path = None
+        handlers.append(LogFile(path))
+        handlers[-1].setFormatter(logging.Formatter(FORMAT))
+        handlers[-1].setLevel(logging.INFO)
     for handler in handlers:
         handler.knowledge_explorer = True
         root.addHandler(handler)

@@ -126,6 +126,8 @@ def test_cli_prints_one_line_and_no_traceback_when_the_store_fails(small_workspa
     assert err.strip().splitlines() == [
         "error: indexing stopped: the vector store failed (Could not connect to tenant default_tenant). "
         "Files indexed so far are kept; run it again once this is fixed."]
+    logged = (data_dir / "logs" / "knowledge-explorer.log").read_text()  # the details went to the log file
+    assert "Traceback" in logged and "ConnectionError: Could not connect to tenant default_tenant" in logged
 
 
 async def test_one_line_minified_file_indexes_without_duplicate_ids(data_dir, tmp_path):
