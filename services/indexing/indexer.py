@@ -406,7 +406,7 @@ class Indexer:
 
     def _stopped(self, error: StageError) -> IndexStoreError:
         component = "the embedding model" if error.stage == "embedded" else "the vector store"
-        log.warning("indexing %s stopped: %s failed: %s", self.index.root, component, error.error)
+        log.warning("indexing %s stopped: %s failed: %s", self.index.root, component, error.error, exc_info=error.error)
         return IndexStoreError(f"indexing stopped: {component} failed ({short_reason(error.error)}). "
                                "Files indexed so far are kept; run it again once this is fixed.")
 
