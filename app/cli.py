@@ -6,7 +6,9 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
+import threading
 
 from services.core.settings import DEFAULT_STRATEGY
 
@@ -117,11 +119,29 @@ def _first_positional(argv: list[str]) -> str | None:
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(normalise_argv(list(sys.argv[1:] if argv is None else argv)))
-    from app.logging_setup import setup_logging
+def not_utf8(argv: list[str]) -> str | None:
+    """The first argument that is not UTF-8 text (Python keeps its bytes as lone surrogates), if any."""
+    for arg in argv:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            return arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return None
 
-    setup_logging(getattr(args, "verbose", False))
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    bad = not_utf8(argv)
+    if bad is not None:
+        print(f"error: the argument {bad!r} is not valid UTF-8 text (check the terminal's encoding)", file=sys.stderr)
+        return 2
+    args = build_parser().parse_args(normalise_argv(argv))
+    from app.logging_setup import setup_logging
+    from services.core.settings import default_data_dir
+
+    global LOG_FILE
+    LOG_FILE = setup_logging(getattr(args, "verbose", False), getattr(args, "data_dir", None) or default_data_dir(),
+                             quiet=args.command in COMMAND_HANDLERS)
     if args.command == "gui":
         from app.gui import run_gui
         from services.core.errors import KnowledgeError
@@ -171,8 +191,7 @@ def run_service_command(args) -> int:
 
         return run_stdio(warm_engine(args) or local_engine(args))
     except KnowledgeError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        return print_error(error)
     except KeyboardInterrupt:
         return 130
 
@@ -218,21 +237,39 @@ def service_kwargs(args) -> dict:
             "chroma_url": getattr(args, "chroma_url", None)}
 
 
-async def run_command(args) -> int:
+LOG_FILE = None  # where main() sends the log (tracebacks included)
+
+
+def print_error(error: Exception) -> int:
+    """One line on stderr; the traceback of an unexpected error goes to the log file (-v shows it)."""
+    import logging
+
     from services.core.errors import KnowledgeError
 
+    if isinstance(error, KnowledgeError):
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    logging.getLogger("app.cli").info("the command failed", exc_info=error)  # the log file (and -v) only
+    if isinstance(error, UnicodeError):
+        text = "the arguments are not valid UTF-8 text (check the terminal's encoding)"
+    else:
+        text = " ".join(f"{type(error).__name__}: {error}".split())[:300]
+    where = f"; details in {LOG_FILE}" if LOG_FILE else ""
+    print(f"error: {text}{where}", file=sys.stderr)
+    return 1
+
+
+async def run_command(args) -> int:
     try:
         service = (args.command in WARM_COMMANDS and warm_engine(args)) or local_engine(args)
-    except KnowledgeError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    except Exception as error:
+        return print_error(error)
     try:
         return await COMMAND_HANDLERS[args.command](args, service)
-    except KnowledgeError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as error:
+        return print_error(error)
     finally:
         service.close()
 
@@ -242,11 +279,30 @@ async def cmd_index(args, service) -> int:
     from app.render import index_report_json  # here, not at the top: keeps the codec out of `gui`'s start-up (~60 ms)
 
     progress = TerminalProgress(enabled=not args.json and sys.stderr.isatty())
+    cancel = stop_on_interrupt()
     try:
-        report = await service.index(args.path, full=args.full, progress=progress.update)
+        report = await service.index(args.path, full=args.full, progress=progress.update, cancel=cancel)
     finally:
+        asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
         progress.close()
+    if report.cancelled:
+        print(f"Stopped: {report.files_indexed} files indexed, {report.chunks_total} chunks in the index; "
+              "it is consistent, run the command again to go on.", file=sys.stderr)
+        return 130
     return emit(args, report, index_report_json, index_report_text)
+
+
+def stop_on_interrupt() -> threading.Event:
+    """Ctrl-C (SIGINT) sets the returned event: the run stops after the batch it is in."""
+    cancel = threading.Event()
+
+    def interrupted() -> None:
+        if not cancel.is_set():
+            print("\nStopping after the current batch...", file=sys.stderr, flush=True)
+        cancel.set()
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGINT, interrupted)
+    return cancel
 
 
 def emit(args, value, as_json, as_text) -> int:
@@ -263,7 +319,7 @@ def index_report_text(report) -> str:
                  f"{report.files_removed} removed; {report.chunks_embedded} chunks embedded, "
                  f"{report.chunks_total} in the index ({report.seconds:.1f} s).")
     if report.message:
-        lines.append(report.message.capitalize() + ".")
+        lines.append(report.message[:1].upper() + report.message[1:] + ".")
     if report.failed:
         lines.append("Failed: " + ", ".join(f"{n} {reason}" for reason, n in report.failed.items()) + ".")
     if report.skipped:
@@ -282,6 +338,8 @@ def health_text(health) -> str:
     if not health.indexed:
         text = f"{health.workspace}: not indexed. Run: knowledge-explorer index {health.workspace}"
         return text + (f"\nLast error: {health.last_error}" if health.last_error else "")
+    if health.state == "damaged" and not health.model:  # nothing of it can be read
+        return f"{health.workspace}: {health.message}"
     status = "needs reindex" if health.needs_reindex else (
         f"{len(health.stale_files)} stale" if health.stale_files else "up to date")
     languages = ", ".join(f"{k} {v}" for k, v in health.languages.items())
@@ -295,6 +353,8 @@ def health_text(health) -> str:
     if health.chunks_embedded is not None and health.chunks_embedded < health.chunks:
         lines.append(f"  semantic: {100 * health.chunks_embedded // health.chunks}% of {health.chunks:,} chunks "
                      "embedded so far (keyword search covers them all)")
+    if health.state in ("damaged", "failed"):
+        lines.append(f"  {health.message}")
     lines += [f"  {s.change:>8}: {s.path}" for s in health.stale_files]
     lines += [f"  skipped: {s.path} ({s.reason})" for s in health.skipped]
     if health.encoder_note:

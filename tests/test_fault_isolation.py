@@ -3,6 +3,17 @@ on; a store-level failure stops the run with one clear message and a consistent 
 
 from __future__ import annotations
 
+import asyncio
+import ctypes
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from contextlib import closing
+from pathlib import Path
+
 import pytest
 
 import services.indexing.indexer as indexer_module
@@ -115,6 +126,8 @@ def test_cli_prints_one_line_and_no_traceback_when_the_store_fails(small_workspa
     assert err.strip().splitlines() == [
         "error: indexing stopped: the vector store failed (Could not connect to tenant default_tenant). "
         "Files indexed so far are kept; run it again once this is fixed."]
+    logged = (data_dir / "logs" / "knowledge-explorer.log").read_text()  # the details went to the log file
+    assert "Traceback" in logged and "ConnectionError: Could not connect to tenant default_tenant" in logged
 
 
 async def test_one_line_minified_file_indexes_without_duplicate_ids(data_dir, tmp_path):
@@ -188,3 +201,175 @@ async def test_chroma_server_dying_mid_run_stops_with_one_message(workspace, tmp
         service.close()
         server.kill()
         server.wait(timeout=10)
+
+
+# --- issue 20: real faults, real processes, real signals ---
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def many_files(root: Path, files: int = 300) -> Path:
+    """A workspace big enough that indexing takes several batches (8 functions a file)."""
+    root.mkdir()
+    for i in range(files):
+        (root / f"m{i}.py").write_text("".join(
+            f"def f{i}_{j}(x):\n    '''Compute thing {i} {j} for the caller.'''\n    return x * {j} + {i}\n\n\n"
+            for j in range(8)))
+    return root
+
+
+def cli_process(*argv, preexec_fn=None, **kwargs) -> subprocess.Popen:
+    """`knowledge-explorer ARGV` in a real child process that imports this checkout."""
+    return subprocess.Popen([sys.executable, "-m", "app.cli", *argv], cwd=REPO, preexec_fn=preexec_fn,
+                            env=dict(os.environ, PYTHONPATH=str(REPO)), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def without_root_read_override() -> None:
+    """In the child: drop CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from the bounding set, so the
+    command it executes (run as root, as these tests are) obeys file permissions like a user would."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+        if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def catalogued(data_dir: Path, root: Path) -> set[str]:
+    index = WorkspaceIndex(workspace_root(root), data_dir)
+    try:
+        return set(index.catalog().files())
+    finally:
+        index.close()
+
+
+def test_an_unreadable_root_or_folder_removes_nothing_from_the_index(small_workspace, data_dir):
+    """Only "the root is readable and the file does not exist" deletes a file's chunks."""
+    (small_workspace / "sub").mkdir()
+    (small_workspace / "sub" / "inner.py").write_text("def inner():\n    return 2\n")
+    assert cli_main(["index", str(small_workspace), "--data-dir", str(data_dir)]) == 0
+    before = catalogued(data_dir, small_workspace)
+    assert "sub/inner.py" in before
+    try:
+        small_workspace.chmod(0)
+        process = cli_process("index", str(small_workspace), "--data-dir", str(data_dir),
+                              preexec_fn=without_root_read_override)
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 1, err
+        assert err.strip().splitlines() == [
+            f"error: the workspace folder {small_workspace} cannot be read (permission denied); "
+            "its index is left as it is."]
+        small_workspace.chmod(0o755)
+        assert catalogued(data_dir, small_workspace) == before
+
+        (small_workspace / "sub").chmod(0)
+        process = cli_process("index", str(small_workspace), "--data-dir", str(data_dir),
+                              preexec_fn=without_root_read_override)
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err
+        assert "sub: unreadable: permission denied" in out and "0 removed" in out
+        assert catalogued(data_dir, small_workspace) == before
+    finally:
+        small_workspace.chmod(0o755)
+        (small_workspace / "sub").chmod(0o755)
+
+
+def test_ctrl_c_stops_index_within_a_batch_and_leaves_a_consistent_index(tmp_path):
+    root, data = many_files(tmp_path / "ws"), tmp_path / "data"
+    process = cli_process("index", str(root), "--data-dir", str(data))
+    try:
+        while not committed_files(data):  # wait until the run is embedding and committing
+            assert process.poll() is None, process.communicate()
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=5)
+    finally:
+        process.kill()
+    assert process.returncode == 130
+    lines = err.strip().splitlines()
+    assert lines[0] == "Stopping after the current batch..." and lines[1].startswith("Stopped: ")
+    assert "it is consistent, run the command again to go on." in lines[1] and len(lines) == 2
+
+    service = KnowledgeService(data_dir=data)
+    try:
+        health = asyncio.run(service.health(root))
+        assert health.state == "stale" and 0 < health.files < 300  # the rest is "new", nothing is damaged
+        assert health.chunks_embedded == health.chunks == 8 * health.files
+        report = asyncio.run(service.index(root))
+        assert report.files_unchanged == health.files and report.chunks_total == 2400
+    finally:
+        service.close()
+
+
+def committed_files(data: Path) -> int:
+    for manifest in data.glob("workspaces/*/manifest.sqlite"):
+        try:
+            with closing(sqlite3.connect(f"file:{manifest}?mode=ro", uri=True)) as db:
+                return db.execute("SELECT COUNT(*) FROM files").fetchone()[0]
+        except sqlite3.Error:  # not created yet
+            return 0
+    return 0
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 3 MiB tmpfs as the data dir (these tests run as root); grown with `grow()`."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True, text=True)
+    if made.returncode:
+        pytest.fail(f"cannot mount a tmpfs here ({made.stderr.strip()}): this test needs root")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def test_a_full_disk_stops_the_run_at_the_first_failure_and_is_never_ready(small_disk, tmp_path):
+    root = many_files(tmp_path / "ws")
+    service = KnowledgeService(data_dir=small_disk)
+    try:
+        with pytest.raises(IndexStoreError, match="indexing stopped: .*(disk is full|No space left)") as stopped:
+            asyncio.run(service.index(root))
+        assert "could not be stored" not in str(stopped.value)
+        health = asyncio.run(service.health(root))
+        assert health.state != "ready" and "disk is full" in health.last_error + health.message
+
+        subprocess.run(["mount", "-o", "remount,size=200m", str(small_disk)], check=True)  # space freed
+        report = asyncio.run(service.index(root))
+        assert report.chunks_total == 2400 and report.failed == {}
+        health = asyncio.run(service.health(root))
+        assert health.state == "ready" and health.chunks_embedded == health.chunks == 2400
+        assert health.last_error == ""
+    finally:
+        service.close()
+
+
+def test_a_non_utf8_question_is_one_line(small_workspace, data_dir):
+    process = subprocess.run([sys.executable, "-m", "app.cli", "query", str(small_workspace), b"\xff\xfe add",
+                              "--data-dir", str(data_dir)], cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)),
+                             capture_output=True)
+    assert process.returncode == 2
+    assert process.stderr.decode().strip().splitlines() == [
+        "error: the argument '\ufffd\ufffd add' is not valid UTF-8 text (check the terminal's encoding)"]
+
+
+def test_query_while_the_chroma_server_is_down_is_one_line(small_workspace, tmp_path, capsys):
+    from tests.test_chroma_server import free_port, wait_for
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([str(Path(sys.executable).parent / "chroma"), "run", "--path", str(tmp_path / "server"),
+                               "--host", "127.0.0.1", "--port", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(f"{url}/api/v2/heartbeat")
+        assert cli_main(["index", str(small_workspace), "--data-dir", str(tmp_path / "data"), "--chroma-url", url]) == 0
+    finally:
+        server.kill()
+        server.wait(timeout=10)
+    capsys.readouterr()
+    status = cli_main(["query", str(small_workspace), "add numbers", "--data-dir", str(tmp_path / "data"),
+                       "--chroma-url", url])
+    err = capsys.readouterr().err
+    assert status == 1 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith(f"error: the Chroma server at {url} does not answer")

@@ -153,7 +153,9 @@ class IndexHealth:
     device: str = ""  # cpu, cuda, mps
     encoder_note: str = ""  # why the configured backend or device is not the one running, if so
     skipped_by_reason: dict[str, int] = field(default_factory=dict)  # category -> files
-    state: str = "missing"  # "missing" (no index), "empty" (nothing to index), "stale", "ready"
+    # "missing" (no index), "empty" (nothing to index), "stale", "ready", "damaged" (its parts disagree or
+    # cannot be read: `message` says how, `index` repairs it), "failed" (the last run stopped: `last_error`)
+    state: str = "missing"
     message: str = ""  # one line a UI can show, e.g. "nothing to index (12 files skipped)"
     history: str = ""  # the git history, one line: "11,111 commits up to 2023-03-11", "none (not a git repository)"
     history_state: str = ""  # "full", "shallow", "empty", "none" (not a repository), "no-git", "error"; "": never read

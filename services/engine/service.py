@@ -8,6 +8,7 @@ caller's event loop, so a Qt slot connected through qasync runs on the GUI threa
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -36,6 +37,7 @@ from services.indexing.watcher import (
 )
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
 
+log = logging.getLogger(__name__)
 KEYWORD_REFRESH_DELAY = 3.0  # seconds without automatic runs before the keyword index is rebuilt
 
 
@@ -137,12 +139,13 @@ class KnowledgeService:
 
     def _record_error(self, index: WorkspaceIndex, error: Exception) -> None:
         message = str(error) if isinstance(error, KnowledgeError) else f"{type(error).__name__}: {error}"
-        self._errors[index.root] = message
+        self._errors[index.root] = message  # kept here too: on a full disk the catalogue cannot take it
+        index.integrity = None  # a store error: check the index again on the next look
         try:
             if index.folder.exists():
                 index.catalog().set_meta(last_error=message)
         except Exception:
-            pass
+            log.warning("could not record the error of %s in its catalogue", index.root, exc_info=True)
 
     async def health(self, workspace: str | Path) -> IndexHealth:
         """A missing or unusable workspace folder is reported in `last_error`, not raised."""

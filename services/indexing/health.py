@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from services.core.models import IndexHealth, StaleFile, nothing_to_index
-from services.indexing.scanning import file_hash, scan_workspace
+from services.indexing import integrity
+from services.indexing.scanning import UnreadableRoot, file_hash, scan_workspace
 from services.core.settings import Settings
 from services.storage.workspace_index import WorkspaceIndex
 
@@ -32,17 +33,37 @@ def _hash(source) -> str:
         return ""
 
 
+def checked(index: WorkspaceIndex) -> integrity.Integrity:
+    """The index's integrity, checked when it is first opened and again after each run or store error."""
+    if index.integrity is None:
+        index.integrity = integrity.check(index)
+    return index.integrity
+
+
 def index_health(index: WorkspaceIndex, settings: Settings, last_error: str = "") -> IndexHealth:
     if not index.exists():
         return IndexHealth(workspace=str(index.root), indexed=False, last_error=last_error,
                            state="missing", message="not indexed")
+    found = checked(index)
+    if found.catalog_unreadable:
+        return IndexHealth(workspace=str(index.root), indexed=True, needs_reindex=True, state="damaged",
+                           message=found.message(), last_error=last_error, size_bytes=index.size_bytes())
     catalog = index.catalog()
-    files, embedded = catalog.counts()  # every committed chunk has its vector
-    chunks = embedded + len(index.pending)  # chunked and keyword-searchable, vectors on the way
-    stale = stale_files(index, settings)
+    files, committed = catalog.counts()
+    embedded = committed - found.missing_vectors if not found.unreadable else 0
+    chunks = committed + len(index.pending)  # chunked and keyword-searchable, vectors on the way
+    try:
+        stale = stale_files(index, settings)
+    except UnreadableRoot as error:  # nothing known about its files: none is stale, none deleted
+        stale, last_error = [], last_error or f"{error}; its index is left as it is"
     skipped = catalog.skipped()
-    needs_reindex = len(stale) > settings.stale_ratio_for_reindex * files
+    last_error = last_error or catalog.get_meta("last_error")
+    needs_reindex = len(stale) > settings.stale_ratio_for_reindex * files or found.damaged
     state, message = _state(files, len(skipped), stale, needs_reindex)
+    if found.damaged:
+        state, message = "damaged", found.message()
+    elif last_error:  # the last run stopped: what it did not reach is missing
+        state, message = "failed", f"the last index run failed: {last_error}"
     return IndexHealth(
         workspace=str(index.root), indexed=True, files=files, chunks=chunks, chunks_embedded=embedded,
         languages=catalog.languages(), stale_files=tuple(stale),
@@ -51,7 +72,7 @@ def index_health(index: WorkspaceIndex, settings: Settings, last_error: str = ""
         model=catalog.get_meta("model"),
         dimension=int(catalog.get_meta("dimension", "0") or 0), vectors=catalog.get_meta("projection"),
         created_at=catalog.get_meta("created_at"), updated_at=catalog.get_meta("updated_at"),
-        size_bytes=index.size_bytes(), last_error=last_error or catalog.get_meta("last_error"),
+        size_bytes=index.size_bytes(), last_error=last_error,
         backend=catalog.get_meta("backend", "torch"), device=catalog.get_meta("device", "cpu"),
         encoder_note=catalog.get_meta("encoder_note"), **_history(index),
     )

@@ -11,7 +11,10 @@ under `skipped` with the reason and the run goes on. A failure of the store or t
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -25,7 +28,8 @@ from services.indexing.chunking import chunk_file
 from services.indexing.chunking.references import count_references
 from services.indexing.history import update_history
 from services.encoders.embedder import Embedder
-from services.core.errors import IndexStoreError, KnowledgeError
+from services.core.errors import IndexStoreError, KnowledgeError, WorkspaceError
+from services.indexing import integrity
 from services.core.models import Chunk, IndexReport, ProgressEvent, SkippedFile, count_by_reason, nothing_to_index
 from services.storage.projection import Projection, sample_positions
 from services.indexing.scanning import SkipFileError, SourceFile, read_source, scan_workspace
@@ -39,8 +43,27 @@ FIRST_WINDOW_CHUNKS = 32
 FAILURE_REASONS = ("unreadable", "could not be read", "could not be chunked", "could not be embedded",
                    "could not be stored")
 
+# A store write failing with one of these is the store's fault (disk full, read-only, server gone),
+# never one file's: the run stops at once rather than fail file after file.
+STORE_DOWN_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EACCES, errno.EPERM,
+                     errno.ECONNREFUSED, errno.ECONNRESET, errno.EPIPE, errno.ENOTCONN}
+STORE_DOWN_TEXT = re.compile(r"no space left|disk is full|quota|read-only|readonly|disk i/o|i/o error|"
+                             r"could not connect|connection (refused|reset|error)|connecterror|server disconnected|"
+                             r"remoteprotocolerror|permission denied|unable to open database", re.IGNORECASE)
+
 log = logging.getLogger(__name__)
 _KEYWORD_BUILDS = threading.Lock()
+
+
+def store_down(error: BaseException | None) -> bool:
+    """Whether a store write failed because the store itself cannot take writes."""
+    while error is not None:
+        if isinstance(error, OSError) and error.errno in STORE_DOWN_ERRNOS:
+            return True
+        if STORE_DOWN_TEXT.search(f"{type(error).__name__} {error}"):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def now_iso() -> str:
@@ -97,6 +120,8 @@ class Indexer:
         self.failed: list[SkippedFile] = []  # files whose embedding or storing failed
         self.keywords_deferred = False  # a quick run leaves the keyword index to refresh_keywords()
         self.presampled: dict[str, np.ndarray] = {}  # encoder vectors of the projection's sample, by chunk id
+        self.found = integrity.SOUND  # what the integrity check at the start of the run found
+        self.repaired: list[str] = []  # what the run repaired, to tell the user
 
     # --- the run ---
     def run(self, full: bool = False, quick: bool = False) -> IndexReport:
@@ -109,16 +134,25 @@ class Indexer:
         except KnowledgeError:
             raise
         except Exception as error:
-            log.exception("indexing %s stopped", self.index.root)
+            log.warning("indexing %s stopped", self.index.root, exc_info=True)  # the caller reports it
             raise IndexStoreError(f"indexing stopped: {short_reason(error)}. Files indexed so far are kept; "
                                   "run it again once this is fixed.") from error
+        finally:
+            self.index.running = False
+            self.index.integrity = None  # checked again on the next look
 
     def _run(self, full: bool, quick: bool) -> IndexReport:
         self.embedder.load()  # a missing model fails here, before anything is touched
+        self._check_root()
+        rebuilt_reason = "" if quick else self._unreadable_reason()  # the watcher's runs trust the last check
+        self.index.running = True
+        if rebuilt_reason:  # a part is gone or unreadable: start from nothing
+            self.index.wipe()
+            self.found = integrity.SOUND
         old_format = self.index.exists() and self.index.catalog().get_meta("index_format", "1") != INDEX_FORMAT
-        rebuilt_reason = self._rebuild_reason(full)
+        rebuilt_reason = rebuilt_reason or self._rebuild_reason(full)
         self.everything = bool(rebuilt_reason)
-        if rebuilt_reason and (not full or old_format):  # an incompatible index: start from nothing
+        if rebuilt_reason and (not full or old_format) and self.index.exists():  # an incompatible index
             self.index.wipe()
         self._start_catalog()
         if not quick:
@@ -140,14 +174,40 @@ class Indexer:
         self._finish(plan, bool(plan.removed) or done > 0 or bool(rebuilt_reason) or provisional,
                      quick and not provisional)
         files, chunks = self.index.catalog().counts()
+        self._note_repairs()
         return IndexReport(
             files_indexed=done, files_unchanged=len(plan.unchanged), files_removed=len(plan.removed),
             chunks_embedded=self.embedded, chunks_total=chunks,
             seconds=round(time.monotonic() - self.started, 3), cancelled=self.cancel.is_set(),
             rebuilt_reason=rebuilt_reason, skipped=tuple(plan.skipped),
             failed=count_by_reason(s for s in plan.skipped if s.category in FAILURE_REASONS),
-            message="" if files else nothing_to_index(len(plan.skipped)),
+            message="; ".join(([] if files else [nothing_to_index(len(plan.skipped))]) + self.repaired),
         )
+
+    def _check_root(self) -> None:
+        """An unreadable root is an error that leaves the index as it is (never "every file was removed")."""
+        try:
+            with os.scandir(self.index.root):
+                pass
+        except OSError as error:
+            raise WorkspaceError(f"the workspace folder {self.index.root} cannot be read "
+                                 f"({(error.strerror or str(error)).lower()}); its index is left as it is.") from error
+
+    def _unreadable_reason(self) -> str:
+        """Check the index's parts against each other (in full); a reason to rebuild when one is gone or
+        unreadable. What a run can mend in place (missing vectors, keyword index) is kept in self.found."""
+        if not (self.index.folder / "manifest.sqlite").exists():
+            return ""
+        self.found = integrity.check(self.index, full=True)
+        if self.found.damaged:
+            log.warning("the index of %s is %s", self.index.root, self.found.message())
+        return "; ".join(self.found.problems()) if self.found.unreadable else ""
+
+    def _note_repairs(self) -> None:
+        if self.found.missing_vectors:
+            self.repaired.append(f"repaired: re-embedded {self.found.missing_vectors} chunks that had no vector")
+        if self.found.keywords:
+            self.repaired.append(f"repaired: rebuilt the keyword index ({self.found.keywords})")
 
     def _rebuild_reason(self, full: bool) -> str:
         if full:
@@ -223,11 +283,12 @@ class Indexer:
         for source in scan.files:
             seen.add(source.path)
             record = known.get(source.path)
-            if record and not self.everything and (record.size, record.mtime_ns) == (source.size, source.mtime_ns):
+            if (record and not self.everything and source.path not in self.found.repair_paths
+                    and (record.size, record.mtime_ns) == (source.size, source.mtime_ns)):
                 plan.unchanged.append(source.path)
             else:
                 plan.changed.append(source)
-        plan.removed = sorted(set(known) - seen)
+        plan.removed = sorted(path for path in set(known) - seen if not _unreadable_at(path, scan.skipped))
         return plan
 
     def _remove(self, paths: list[str]) -> None:
@@ -252,7 +313,7 @@ class Indexer:
             text, digest = read_source(source, self.settings.skip_machine_made)
         except SkipFileError as skip:
             plan.skipped.append(SkippedFile(source.path, skip.reason))
-            if old:
+            if old and not skip.reason.startswith("unreadable"):  # unreadable is no evidence it changed: keep it
                 self._remove([source.path])
                 plan.removed.append(source.path)
             return None
@@ -261,7 +322,8 @@ class Indexer:
             plan.skipped.append(SkippedFile(source.path, f"could not be read: {short_reason(error)}"))
             return None
         record = FileRecord(source.path, digest, source.size, source.mtime_ns, source.language)
-        if old and old.file_hash == digest and not self.everything:  # touched, not changed: refresh its stat
+        if old and old.file_hash == digest and not self.everything and source.path not in self.found.repair_paths:
+            # touched, not changed: refresh its stat
             self.index.catalog().commit_file(record, self.index.catalog().chunks(path=source.path))
             plan.unchanged.append(source.path)
             return None
@@ -305,6 +367,8 @@ class Indexer:
         try:
             return self._embed_window(batch)
         except StageError as error:
+            if error.stage == "stored" and store_down(error.error):
+                raise self._stopped(error) from error.error
             if len(batch) == 1:
                 self._fail(batch[0], error)
                 return True
@@ -329,6 +393,8 @@ class Indexer:
     def _fail(self, item: Pending, error: StageError) -> None:
         """List a file that could not be embedded or stored, unless the component fails for a probe too."""
         log.warning("%s could not be %s", item.record.path, error.stage, exc_info=error.error)
+        if error.stage == "stored" and store_down(error.error):
+            raise self._stopped(error) from error.error
         try:
             if error.stage == "embedded":
                 self.embedder.encode(["probe"])
@@ -342,7 +408,7 @@ class Indexer:
 
     def _stopped(self, error: StageError) -> IndexStoreError:
         component = "the embedding model" if error.stage == "embedded" else "the vector store"
-        log.error("indexing %s stopped: %s failed: %s", self.index.root, component, error.error)
+        log.warning("indexing %s stopped: %s failed: %s", self.index.root, component, error.error, exc_info=error.error)
         return IndexStoreError(f"indexing stopped: {component} failed ({short_reason(error.error)}). "
                                "Files indexed so far are kept; run it again once this is fixed.")
 
@@ -434,7 +500,7 @@ class Indexer:
     def _finish(self, plan: Plan, changed: bool, quick: bool = False) -> None:
         catalog = self.index.catalog()
         catalog.set_skipped(plan.skipped)
-        changed = changed or catalog.get_meta("keywords_stale") == "1"  # a deferred refresh never ran
+        changed = changed or catalog.get_meta("keywords_stale") == "1" or bool(self.found.keywords)
         if changed and quick and self.index.keywords.exists():
             catalog.set_meta(keywords_stale="1")
             self.keywords_deferred = True
@@ -463,6 +529,12 @@ def refresh_keywords(index: WorkspaceIndex) -> None:
         chunks = count_references(catalog.chunks())
         catalog.set_references({c.id: c.references for c in chunks})
         index.keywords.build(chunks)
+
+
+def _unreadable_at(path: str, skipped: list[SkippedFile]) -> bool:
+    """Whether the scan could not read this file or a folder holding it (then it may well still exist)."""
+    return any(s.reason.startswith("unreadable") and (path == s.path or path.startswith(s.path.rstrip("/") + "/")
+                                                      or s.path == ".") for s in skipped)
 
 
 def _batches(pending: list[Pending], size: int):

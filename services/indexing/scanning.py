@@ -84,6 +84,10 @@ GENERATED_MARK_LINES = 5
 GENERATED_MARK_CHARS = 1000
 
 
+class UnreadableRoot(OSError):
+    """The workspace folder itself cannot be listed."""
+
+
 class SkipFileError(Exception):
     """A file that cannot be indexed; the message is the human reason."""
 
@@ -172,6 +176,11 @@ def read_source(file: SourceFile, skip_machine_made: bool = True) -> tuple[str, 
 def scan_workspace(root: Path, max_file_bytes: int = MIB, skip_machine_made: bool = True) -> ScanResult:
     """List the indexable text files under root; every other file goes to `skipped` with a reason."""
     root = Path(root).resolve()
+    try:
+        with os.scandir(root):
+            pass
+    except OSError as exc:  # no evidence about any file: callers must not take the files for deleted
+        raise UnreadableRoot(f"the workspace folder {root} cannot be read ({_os_reason(exc)})") from exc
     result = ScanResult()
     rules = _Rules(_load_spec(root / PROJECT_IGNORE_FILE), [])
     limits = _Limits(max_file_bytes, skip_machine_made)

@@ -218,6 +218,19 @@ class Catalog:
     def chunk_ids(self) -> set[str]:
         return set(self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS}"))
 
+    def vector_ids(self) -> list[str]:
+        """The vector id of every chunk (what the vector store should hold)."""
+        return [row[0] for row in self._query("SELECT vid FROM chunks")]
+
+    def paths_of_vectors(self, vids: list[str]) -> set[str]:
+        """The files holding these vector ids' chunks."""
+        found = set()
+        for part in _parts(vids):
+            rows = self._query(f"SELECT DISTINCT f.path FROM {CHUNKS} WHERE c.vid IN ({','.join('?' * len(part))})",
+                               part)
+            found.update(row[0] for row in rows)
+        return found
+
     def set_references(self, counts: dict[str, int]) -> None:
         with self._lock, self._transaction():
             self._db.execute("UPDATE chunks SET refs = 0")

@@ -15,6 +15,7 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
+from services.core.errors import IndexStoreError
 from services.core.models import Chunk
 from services.core.text import code_tokens
 
@@ -80,8 +81,19 @@ class KeywordIndex:
     def _load(self) -> None:
         if self._retriever is not None or not self.exists():
             return
-        ids = json.loads(_read_packed(self.folder / IDS_FILE))
-        self._retriever, self._ids = (_load_retriever(self.folder) if ids else None), ids
+        try:
+            ids = json.loads(_read_packed(self.folder / IDS_FILE))
+            self._retriever, self._ids = (_load_retriever(self.folder) if ids else None), ids
+        except Exception as error:  # garbled or truncated files
+            raise IndexStoreError(f"the keyword index in {self.folder} cannot be read ({type(error).__name__}: "
+                                  f"{' '.join(str(error).split())[:120]}). Run `knowledge-explorer index` "
+                                  "to rebuild it.") from error
+
+    def loaded_ids(self) -> list[str]:
+        """The chunk ids of the saved index, loading it (raises IndexStoreError when it is unreadable)."""
+        with self._lock:
+            self._load()
+            return list(self._ids)
 
     def search(self, query: str, k: int, allowed: set[str] | None = None) -> list[tuple[str, float]]:
         """Top-k (id, BM25 score) with score > 0; `allowed` restricts to those ids (filters inside)."""

@@ -9,6 +9,7 @@ text lives once, in the catalogue, which serves chunks by id; filters are sets o
 
 from __future__ import annotations
 
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -16,11 +17,12 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import chromadb
+import numpy as np
 from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.config import Settings as ChromaSettings
 
 from services.storage.catalog import vector_id
-from services.core.errors import KnowledgeError
+from services.core.errors import IndexStoreError, KnowledgeError
 from services.core.models import Chunk
 
 
@@ -41,10 +43,66 @@ def make_client(path: Path | None, url: str | None):
         parsed = urlparse(url)
         if not parsed.hostname:
             raise KnowledgeError(f"--chroma-url {url!r} is not a URL like http://127.0.0.1:8000")
-        return chromadb.HttpClient(host=parsed.hostname, port=parsed.port or 8000,
-                                   ssl=parsed.scheme == "https", settings=chroma_settings())
+        try:
+            return chromadb.HttpClient(host=parsed.hostname, port=parsed.port or 8000,
+                                       ssl=parsed.scheme == "https", settings=chroma_settings())
+        except Exception as error:  # chromadb checks the server at once: ValueError "Could not connect"
+            raise IndexStoreError(f"the Chroma server at {url} does not answer ({one_line(error)}). "
+                                  "Start it (chroma run) or leave out --chroma-url.") from error
     path.mkdir(parents=True, exist_ok=True)
     return chromadb.PersistentClient(path=str(path), settings=chroma_settings())
+
+
+def one_line(error: BaseException, limit: int = 160) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def unreadable(error: Exception) -> IndexStoreError:
+    """A failed read of the vector store, as one line that says what to do."""
+    if isinstance(error, KnowledgeError):
+        return error
+    return IndexStoreError(f"the vector store cannot be read ({one_line(error)}). Run `knowledge-explorer "
+                           "index` to repair it (it rebuilds the store when it must).")
+
+
+HNSW_HEADER = struct.Struct("<i6QiI3QdQ")  # chroma-hnswlib's header.bin: version, then hnswlib's header
+
+
+def hnsw_problem(chroma_path: Path) -> str:
+    """What is wrong with the HNSW files of an embedded store, "" when they hold together. Chroma's
+    native code trusts these files and crashes the process (SIGSEGV) on a garbled one, so they are
+    checked before Chroma opens them: the header against the file sizes, every level-0 link in range."""
+    for header in sorted(chroma_path.glob("*/header.bin")):
+        try:
+            problem = _hnsw_segment_problem(header.parent)
+        except (OSError, ValueError, struct.error) as error:
+            problem = one_line(error)
+        if problem:
+            return f"{header.parent.name}: {problem}"
+    return ""
+
+
+def _hnsw_segment_problem(folder: Path) -> str:
+    (_, _, max_elements, count, size, label_at, data_at, max_level, entry, max_m, max_m0, _, _,
+     _) = HNSW_HEADER.unpack((folder / "header.bin").read_bytes()[:HNSW_HEADER.size])
+    if not (count <= max_elements and data_at == 4 + 4 * max_m0 and data_at < label_at == size - 8
+            and max_m <= max_m0 < 4096 and size % 4 == 0):
+        return "its header does not hold together"
+    if not count:
+        return ""  # nothing flushed to the graph yet (Chroma keeps the first vectors in its log)
+    level0 = folder / "data_level0.bin"
+    if not (0 <= max_level < 64 and entry < count) or level0.stat().st_size < count * size:
+        return "its header does not match data_level0.bin"
+    rows = np.fromfile(level0, dtype=np.uint32, count=count * size // 4).reshape(count, size // 4)
+    links = rows[:, 0] & 0xFFFF
+    if np.any(links > max_m0):
+        return "a link list is longer than the graph allows"
+    ids = rows[:, 1:1 + max_m0]
+    used = np.arange(max_m0) < links[:, None]
+    if np.any(ids[used] >= count):
+        return "a link points past the last element"
+    return ""
 
 
 def forget_client(path: Path) -> None:
@@ -69,9 +127,12 @@ class VectorStore:
     def collection(self):
         with self._lock, CHROMA_CALL:
             if self._collection is None:
-                self._collection = self.client.get_or_create_collection(
-                    self.name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
-                )
+                try:
+                    self._collection = self.client.get_or_create_collection(
+                        self.name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
+                    )
+                except Exception as error:
+                    raise unreadable(error) from error
             return self._collection
 
     def drop(self) -> None:
@@ -116,6 +177,26 @@ class VectorStore:
             got = self.collection().get(ids=list(by_vid), include=["embeddings"])
         return {by_vid[v]: e for v, e in zip(got["ids"], got["embeddings"])}
 
+    def vector_ids(self) -> set[str]:
+        """The ids of every stored vector."""
+        with CHROMA_CALL:
+            return set(self.collection().get(include=[])["ids"])
+
+    def present(self, vids: list[str]) -> set[str]:
+        """Which of these vector ids the store holds."""
+        found = set()
+        for start in range(0, len(vids), 500):
+            with CHROMA_CALL:
+                found.update(self.collection().get(ids=vids[start:start + 500], include=[])["ids"])
+        return found
+
+    def probe(self) -> None:
+        """One nearest-neighbour search with a stored vector: raises when the search index is unreadable."""
+        with CHROMA_CALL:
+            got = self.collection().get(limit=1, include=["embeddings"])
+            if len(got["ids"]):
+                self.collection().query(query_embeddings=[got["embeddings"][0]], n_results=1, include=[])
+
     def all_ids(self) -> set[str]:
         """Chunk ids of the stored vectors; a vector the catalogue does not list keeps its vector id."""
         with CHROMA_CALL:
@@ -124,8 +205,11 @@ class VectorStore:
         return {known.get(v, v) for v in vids}
 
     def count(self) -> int:
-        with CHROMA_CALL:
-            return self.collection().count()
+        try:
+            with CHROMA_CALL:
+                return self.collection().count()
+        except Exception as error:
+            raise unreadable(error) from error
 
     def search(self, embedding, n: int, allowed: set[str] | None = None) -> list[tuple[str, float]]:
         """Nearest chunks as (chunk id, cosine similarity), only `allowed` ones when it is given.
@@ -146,9 +230,12 @@ class VectorStore:
     def _query(self, embedding, n: int, vids: list[str] | None) -> list[tuple[str, float]]:
         if n <= 0:
             return []
-        with CHROMA_CALL:
-            result = self.collection().query(query_embeddings=[embedding], n_results=n, ids=vids,
-                                             include=["distances"])
+        try:
+            with CHROMA_CALL:
+                result = self.collection().query(query_embeddings=[embedding], n_results=n, ids=vids,
+                                                 include=["distances"])
+        except Exception as error:
+            raise unreadable(error) from error
         found, distances = result["ids"][0], result["distances"][0]
         known = self.resolve(found)
         return [(known[v], 1.0 - d) for v, d in zip(found, distances) if v in known]

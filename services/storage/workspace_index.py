@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import sqlite3
 import threading
 from pathlib import Path
 
 import numpy as np
 
 from services.storage.catalog import FORMAT_CHANGES, INDEX_FORMAT, Catalog
-from services.core.errors import IndexMissingError, WorkspaceError
+from services.core.errors import IndexMissingError, IndexStoreError, WorkspaceError
 from services.storage.history_store import HISTORY_FILE, CommitIndex, HistoryState, HistoryStore
 from services.storage.keyword_index import KeywordIndex
 from services.core.models import Chunk
 from services.storage.projection import Projection
-from services.storage.vector_store import VectorStore, forget_client, make_client
+from services.storage.vector_store import VectorStore, forget_client, hnsw_problem, make_client, unreadable
 
 CATALOG_FILE = "manifest.sqlite"
 PROJECTION_FILE = "projection.npy"
@@ -54,6 +55,8 @@ class WorkspaceIndex:
         self._history_store: HistoryStore | None = None
         self._history: tuple[int, CommitIndex | None] | None = None  # (store generation, index built on it)
         self._history_lock = threading.Lock()
+        self.running = False  # an indexing run is under way (its keyword index is provisional)
+        self.integrity = None  # the last integrity check (services/indexing/integrity.py); None: check again
 
     @property
     def chroma_path(self) -> Path:
@@ -63,7 +66,10 @@ class WorkspaceIndex:
         return (self.folder / CATALOG_FILE).exists() and self._catalog_has_model()
 
     def _catalog_has_model(self) -> bool:
-        return bool(self.catalog().get_meta("model"))
+        try:
+            return bool(self.catalog().get_meta("model"))
+        except sqlite3.DatabaseError:  # a garbled manifest: an index, damaged (health says so, `index` rebuilds)
+            return True
 
     def catalog(self) -> Catalog:
         if self._catalog is None:
@@ -72,7 +78,14 @@ class WorkspaceIndex:
 
     def store(self) -> VectorStore:
         if self._store is None:
-            client = make_client(None if self.chroma_url else self.chroma_path, self.chroma_url)
+            problem = "" if self.chroma_url else hnsw_problem(self.chroma_path)
+            if problem:  # Chroma would crash the process on it
+                raise IndexStoreError(f"the vector store's search index cannot be read ({problem}). Run "
+                                      "`knowledge-explorer index` to rebuild it.")
+            try:
+                client = make_client(None if self.chroma_url else self.chroma_path, self.chroma_url)
+            except Exception as error:  # a garbled chroma.sqlite3 fails here
+                raise unreadable(error) from error
             self._store = VectorStore(client, "ke_" + self.key.replace("-", "_")[:50],
                                       lambda vids: self.catalog().ids_for_vectors(vids))
         return self._store
@@ -157,10 +170,17 @@ class WorkspaceIndex:
             raise IndexMissingError(deleted)
         if not (self.folder / CATALOG_FILE).exists() or not self._catalog_has_model():
             raise IndexMissingError(f"{self.root} is not indexed yet. Index it first.")
-        old_format = self.catalog().get_meta("index_format", "1")
+        try:
+            old_format = self.catalog().get_meta("index_format", "1")
+        except sqlite3.DatabaseError as error:
+            raise IndexMissingError(f"The index of {self.root} cannot be read ({error}). Run `knowledge-explorer "
+                                    f"index {self.root}` to rebuild it.") from error
         if old_format != INDEX_FORMAT:
             raise IndexMissingError(f"The index of {self.root} is in an older format: reindex to rebuild it "
                                     f"({FORMAT_CHANGES.get(old_format, 'a newer version wrote it')}).")
+        if not self.chroma_url and not self.chroma_path.exists():
+            raise IndexMissingError(f"The vector store of {self.root} is missing. Run `knowledge-explorer "
+                                    f"index {self.root}` to rebuild it.")
 
     def reset_handles(self) -> None:
         if self._catalog is not None:
@@ -172,6 +192,7 @@ class WorkspaceIndex:
         self._store = None
         self._projection = None
         self._close_history()
+        self.integrity = None
         self.keywords = KeywordIndex(self.folder / "bm25")
         if not self.chroma_url:
             forget_client(self.chroma_path)
