@@ -141,7 +141,7 @@ class _Why:
         for position in voters:
             for token in set(code_tokens(self.commits.commits[position].message)) & set(terms):
                 shared[token] = terms[token]
-        words = " ".join(f"`{t}`" for t in sorted(shared, key=lambda t: -shared[t])[:NOTE_TERMS])
+        words = " ".join(f"`{t}`" for t in sorted(shared, key=lambda t: (-shared[t], t))[:NOTE_TERMS])
         n = len(voters)
         earlier = "earlier " if self.before is not None else ""
         return f"{n} {earlier}commit{'s' if n != 1 else ''} about {words} touched this file"
