@@ -15,6 +15,7 @@ import pytest
 from app.render import MCP_FIELDS
 from services.core.models import QueryOptions
 from services.engine.service import KnowledgeService
+from services.evaluation.metrics import evaluate, format_table, parse_query, qrels_from_queries
 from tests.conftest import indexed_sample
 from tests.test_faces import run_cli, snapshot, subset, without
 
@@ -80,6 +81,9 @@ async def test_a_commit_votes_for_its_file_only_when_made_before_the_cut_off(tmp
         options = QueryOptions(workspace=str(repo))
         after = await service.find_files("the zeppelin banner is misaligned", options, before=1_800_000_000)
         before = await service.find_files("the zeppelin banner is misaligned", options, before=1_650_000_000)
+        queries = [parse_query({"id": name, "text": "zeppelin banner", "before": when, "relevant": ["render.py"]})
+                   for name, when in (("late", 1_800_000_000), ("early", 1_650_000_000))]
+        report = await evaluate(service, queries, qrels_from_queries(queries), ["none"], repo, 10, level="file")
     finally:
         service.close()
     assert after.history == "2 commits" and after.before == 1_800_000_000
@@ -87,6 +91,9 @@ async def test_a_commit_votes_for_its_file_only_when_made_before_the_cut_off(tmp
     assert votes["render.py"]["history"].note == "1 earlier commit about `banner` `zeppelin` touched this file"
     assert "history" not in votes.get("parser.py", {})
     assert not any(s.name.startswith("history") for f in before.files for s in f.signals)
+    assert report.level == "file" and format_table(report).startswith("level: file")
+    assert report.rankings["none"]["late"][0] == "render.py"  # the commit votes only before the late cut-off
+    assert queries[0].before == 1_800_000_000 and queries[0].to_json()["before"] == 1_800_000_000
 
 
 async def test_cli_files_json_is_the_rest_json_and_mcp_returns_its_subset(served_workspace):
