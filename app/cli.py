@@ -66,6 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--language", action="append", default=[], help="only this language (repeatable)")
     query.add_argument("--path-glob", default="", help="only paths matching this glob, e.g. 'src/*.py'")
     query.add_argument("--json", action="store_true")
+    query.add_argument("--files", action="store_true",
+                       help="answer with ranked files (--top-k files), each with why it ranks there")
+    query.add_argument("--before", type=int, default=None,
+                       help="with --files: ignore commits at or after this unix time")
     strategies = sub.add_parser("strategies", parents=[common], help="list reranking strategies")
     strategies.add_argument("--json", action="store_true")
     gui = sub.add_parser("gui", parents=[common], help="open the desktop app (the default)")
@@ -371,7 +375,26 @@ async def cmd_query(args, service) -> int:
     options = QueryOptions(workspace=args.path, top_k=args.top_k, strategy=args.strategy,
                            languages=tuple(args.language), path_glob=args.path_glob,
                            **({} if args.min_relevance is None else {"min_relevance": args.min_relevance}))
+    if args.files:
+        from app.render import files_json  # here, not at the top: as above
+
+        answer = await service.find_files(args.question, options, args.top_k, args.before)
+        return emit(args, answer, files_json, files_text)
     return emit(args, await service.query(args.question, options), query_json, query_text)
+
+
+def files_text(answer) -> str:
+    """Per file: rank, score, movement against the `none` order, path, best chunks, then why."""
+    cut = f", before {answer.before}" if answer.before is not None else ""
+    lines = [f"{answer.question!r} with {answer.strategy}, as files (history: {answer.history}{cut})"]
+    for f in answer.files:
+        was = f"was {f.original_rank}" if f.original_rank else "new"
+        chunks = ", ".join(f"{c.symbol or 'lines'} {c.start_line}-{c.end_line}" for c in f.chunks)
+        lines.append(f"{f.rank:>3}. {f.score:6.3f} ({was:>6})  {f.path}" + (f"  [{chunks}]" if chunks else ""))
+        lines.extend(f"         {s.contribution:+.2f}  {s.note}" for s in f.signals)
+    timings = ", ".join(f"{k} {v:.1f} ms" for k, v in answer.timings_ms.items())
+    lines.append(f"({timings})")
+    return "\n".join(lines)
 
 
 def query_text(result) -> str:

@@ -35,6 +35,9 @@ def add_eval_parser(subparsers, parents: list[argparse.ArgumentParser] | None = 
     parser.add_argument("--strategies", default="all", help="'all' (every available one) or a,b,c")
     parser.add_argument("--top-k", type=int, default=100, help="ranking depth per query (default 100)")
     parser.add_argument("--limit", type=int, default=0, help="use only the first N judged queries")
+    parser.add_argument("--level", choices=("chunk", "file"), default="chunk",
+                        help="rank chunks (default) or files (find_files: judged by path; a query's optional "
+                             "'before', a unix time, makes history ignore commits at or after it)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return parser
 
@@ -91,6 +94,8 @@ async def _index(service, workspace: Path) -> float:
 async def _prepare(args, service, qrels) -> tuple[Path, object, int]:
     """(workspace, doc id mapper, document count), indexing the workspace or corpus incrementally."""
     if args.corpus:
+        if args.level == "file":
+            raise ValueError("--level file needs --workspace (a corpus's items are judged by id, not by file)")
         items = load_corpus(args.corpus)
         workspace = corpus_workspace(service.data_dir, args.corpus)
         mapping = materialise_corpus(items, workspace)
@@ -107,14 +112,15 @@ async def run_eval_command(args, service) -> int:
         queries, qrels = _load_judgements(args)
         names, skipped = await choose_strategies(service, args.strategies)
         workspace, doc_ids, documents = await _prepare(args, service, qrels)
-        _say(f"evaluating {len(queries)} queries x {len(names)} strategies ({', '.join(names)})")
+        _say(f"evaluating {len(queries)} queries x {len(names)} strategies ({', '.join(names)}) "
+             f"at {args.level} level")
         show = _ProgressLine("querying")
 
         def progress(event: EvalProgress) -> None:
             show(event.done, event.total, event.strategy)
 
         report = await evaluate(service, queries, qrels, names, workspace, args.top_k, doc_id_for=doc_ids,
-                                documents=documents, progress=progress)
+                                documents=documents, progress=progress, level=args.level)
     except (OSError, ValueError, KnowledgeError) as error:
         _say(f"eval: {error}")
         return 2

@@ -1,4 +1,5 @@
-"""The engine as an MCP server (official `mcp` SDK): tools search, index_status, reindex, list_strategies.
+"""The engine as an MCP server (official `mcp` SDK): tools search, find_files, index_status, reindex,
+list_strategies.
 
 Over stdio (`knowledge-explorer mcp`: a warm server for the data dir when one runs, else the engine
 in-process) and over streamable HTTP at /mcp on `knowledge-explorer serve`. The tools call the
@@ -21,7 +22,8 @@ from services.transport.paths import check_glob, check_path_text
 from services.transport.roots import refusal
 
 INSTRUCTIONS = ("Semantic code search over indexed workspaces. `search` answers a question with code "
-                "locations (path, lines, symbol, scores); `reindex` brings an index up to date; "
+                "locations (path, lines, symbol, scores); `find_files` answers with ranked files and why they "
+                "rank there; `reindex` brings an index up to date; "
                 "`index_status` says whether it is fresh; `list_strategies` names the reranking strategies. "
                 "Every tool returns fields of the REST API's JSON (`knowledge-explorer query --json` gives "
                 "the same JSON with every field).")
@@ -55,6 +57,26 @@ def build_mcp(engine, registry=None) -> MCPServer:
             check_glob(path_glob)
             options = request.options(workspace_path(workspace))
             return mcp_json("search", await engine.query(question, options))
+
+        return await reported(run())
+
+    @server.tool(description=f"Answer a question about a workspace with ranked FILES (default strategy "
+                             f"{DEFAULT_STRATEGY}): where to look for a bug report or a feature. Returns a subset of "
+                             "the REST files JSON: question, strategy, history (commits used, or why none), "
+                             "before, original (the file order without a strategy), and files, each with path, "
+                             "rank, score, original_rank, its best chunks {start_line, end_line, symbol, rank} and "
+                             "signals {name, contribution, note} that add up to its score and say why it ranks "
+                             "there. `before` (unix time): ignore commits made at or after it.")
+    async def find_files(question: str, workspace: str, strategy: str = DEFAULT_STRATEGY, max_files: int = 10,
+                         languages: list[str] | None = None, path_glob: str = "",
+                         before: int | None = None) -> dict[str, Any]:
+        async def run():
+            check_glob(path_glob)
+            if not 1 <= max_files <= 100:
+                raise KnowledgeError("max_files must be between 1 and 100.")
+            options = QueryOptions(workspace=workspace_path(workspace), strategy=strategy,
+                                   languages=tuple(languages or ()), path_glob=path_glob)
+            return mcp_json("find_files", await engine.find_files(question, options, max_files, before))
 
         return await reported(run())
 

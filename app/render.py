@@ -12,7 +12,7 @@ from typing import Any
 
 from services.core import codec
 from services.core.messages import DocumentRerankResponse, IndexStatus, SearchRerankHit, SearchRerankResponse
-from services.core.models import IndexHealth, IndexReport, QueryResult, RelevantFile, StrategyInfo
+from services.core.models import FileAnswer, IndexHealth, IndexReport, QueryResult, RelevantFile, StrategyInfo
 
 # Every face's output type, by the name of its schema snapshot (tests/snapshots/NAME.json).
 OUTPUTS: dict[str, Any] = {
@@ -24,6 +24,7 @@ OUTPUTS: dict[str, Any] = {
     "relevant_files": list[RelevantFile],
     "search_rerank_response": SearchRerankResponse,
     "document_rerank_response": DocumentRerankResponse,
+    "file_answer": FileAnswer,
 }
 
 # What MCP's tools return: fields of the JSON above (True: the whole value; "__all__": every list item).
@@ -35,10 +36,19 @@ SEARCH_FIELDS = {
                   "kind": True, "language": True},
     }},
 }
+FILES_FIELDS = {
+    "question": True, "strategy": True, "history": True, "before": True, "original": True,
+    "files": {"__all__": {
+        "path": True, "rank": True, "score": True, "original_rank": True,
+        "chunks": {"__all__": {"start_line": True, "end_line": True, "symbol": True, "rank": True}},
+        "signals": {"__all__": {"name": True, "contribution": True, "note": True}},
+    }},
+}
 STRATEGY_FIELDS = {"name": True, "available": True, "reason": True, "description": True}
 # MCP tool -> (output type, fields); list_strategies wraps its list as {"strategies": [...]}.
 MCP_FIELDS: dict[str, tuple[Any, Any]] = {
     "search": (QueryResult, SEARCH_FIELDS),
+    "find_files": (FileAnswer, FILES_FIELDS),
     "index_status": (IndexHealth, True),
     "reindex": (IndexReport, True),
     "list_strategies": (list[StrategyInfo], {"__all__": STRATEGY_FIELDS}),
@@ -52,6 +62,10 @@ def to_json(value: Any, kind: Any = None) -> Any:
 
 def query_json(result: QueryResult) -> dict:
     return to_json(result, QueryResult)
+
+
+def files_json(answer: FileAnswer) -> dict:
+    return to_json(answer, FileAnswer)
 
 
 def health_json(health: IndexHealth) -> dict:

@@ -32,7 +32,7 @@ from app.mcp_server import build_mcp
 from app.render import search_rerank_response, to_json
 from services.core.messages import (
     DocumentRerankRequest, DocumentRerankResponse, IndexRequest, IndexStatus, Label, LabelRequest, Labels,
-    QueryRequest, RerankingConfig, SearchRerankRequest, SearchRerankResponse, WatchRequest, Workspace,
+    FilesRequest, QueryRequest, RerankingConfig, SearchRerankRequest, SearchRerankResponse, WatchRequest, Workspace,
     WorkspaceRequest,
 )
 from services.transport.paths import check_glob, confined
@@ -42,7 +42,7 @@ from services.core.errors import (
     BodyTooLarge, HttpError, IndexRunning, InternalError, InvalidRequest, KnowledgeError, MalformedJson, NotFound,
     QueryError, Unauthorized, WorkspaceError,
 )
-from services.core.models import IndexHealth, QueryOptions, QueryResult, StrategyInfo
+from services.core.models import FileAnswer, IndexHealth, QueryOptions, QueryResult, StrategyInfo
 
 log = logging.getLogger(__name__)
 
@@ -350,6 +350,14 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
         check_glob(request.path_glob)
         check_languages(request.languages)
         return respond(await service.query(request.question, request.options(str(root))))
+
+    @app.post("/v1/workspaces/{workspace_id}/files", response_model=FileAnswer,
+              summary="Ask a question, answered as ranked files with the signals that rank them")
+    async def files(workspace_id: str, request: FilesRequest):
+        root = workspace(workspace_id)
+        check_glob(request.path_glob)
+        return respond(await service.find_files(request.question, request.options(str(root)), request.max_files,
+                                                request.before))
 
     @app.post("/v1/workspaces/{workspace_id}/search/rerank", response_model=SearchRerankResponse)
     async def search_rerank(workspace_id: str, request: SearchRerankRequest):

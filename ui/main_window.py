@@ -22,11 +22,13 @@ from ui.async_runner import AsyncRunner
 from ui.code_view import CodeView, preload_lexers
 from ui.compare import CompareView
 from ui.editor import AUTO, CUSTOM, PRESETS
+from ui.files_view import FilesView
 from ui.health_panel import HealthPanel
 from ui.message_bar import ERROR, INFO, WARNING, MessageBar
 from ui.palette import CommandPalette
 from ui.query_bar import QueryBar
 from ui.results_view import ResultsView
+from ui.viewmodels.files import FilesViewModel
 from ui.viewmodels.labels import LabelsViewModel
 from ui.viewmodels.preferences import Preferences, recent_workspaces
 from ui.viewmodels.results import empty_result_text, is_empty, summary_text, timings_text
@@ -57,6 +59,8 @@ class MainWindow(QMainWindow):
         self.preferences = Preferences(self.settings)
         self.session = WorkspaceViewModel(service, self.preferences)
         self.labels = LabelsViewModel(service)
+        self.files = FilesViewModel(service)
+        self.files_request = None  # (question, options, max files) of the question on screen
         self.runner = AsyncRunner(self)
         self._lexer_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ke-lexers")
         self.setWindowTitle("Knowledge Explorer")
@@ -66,6 +70,7 @@ class MainWindow(QMainWindow):
         self.results = ResultsView()
         self.code = CodeView()
         self.health_panel = HealthPanel()
+        self.files_view = FilesView()
         self.rerun_timer = QTimer(self)  # a burst of filter changes runs the question once
         self.rerun_timer.setSingleShot(True)
         self.rerun_timer.setInterval(250)
@@ -128,15 +133,13 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.splitter, 1)
         self.explore = explore
         self.compare_view = self._build_compare_view()
-        if self.compare_view is None:
-            self.tabs = None
-            self.setCentralWidget(explore)
-        else:
-            self.tabs = QTabWidget()
-            self.tabs.setDocumentMode(True)
-            self.tabs.addTab(explore, "Explore")
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.tabs.addTab(explore, "Explore")
+        self.tabs.addTab(self.files_view, "Files")
+        if self.compare_view is not None:
             self.tabs.addTab(self.compare_view, "Compare strategies")
-            self.setCentralWidget(self.tabs)
+        self.setCentralWidget(self.tabs)
         self.messages.float_over(self.centralWidget())
         self._set_minimum_sizes()
 
@@ -215,6 +218,8 @@ class MainWindow(QMainWindow):
                                 "Embed every file again (asks first)")
         self.cancel_action = a("Cancel indexing", "Ctrl+.", self.cancel_index)
         self.explore_action = a("Explore tab", "Ctrl+Shift+E", lambda: self.show_tab(self.explore))
+        self.files_action = a("Files tab: the question answered as ranked files", "Ctrl+Shift+F",
+                              lambda: self.show_tab(self.files_view))
         self.compare_action = a("Compare strategies tab", "Ctrl+Shift+C", lambda: self.show_tab(self.compare_view))
         self.palette_action = a("Command palette…", "Ctrl+K", lambda: self.palette.open())
         menus = self.menuBar()
@@ -224,7 +229,7 @@ class MainWindow(QMainWindow):
                              self.next_strategy_action, self.previous_strategy_action, self.clear_filters_action]),
                 ("&Results", [self.vector_action, self.reranked_action, self.editor_action]),
                 ("&Index", [self.reindex_action, self.rebuild_action, self.cancel_action]),
-                ("&View", [self.explore_action, self.compare_action, self.health_action, self.palette_action])):
+                ("&View", [self.explore_action, self.files_action, self.compare_action, self.health_action, self.palette_action])):
             menu = menus.addMenu(title)
             for action in actions:
                 menu.addSeparator() if action is None else menu.addAction(action)
@@ -304,6 +309,7 @@ class MainWindow(QMainWindow):
         self.watch_received.connect(self._on_watch_event)
         self.health_panel.auto_reindex.setChecked(self.preferences.auto_reindex)
         self.health_panel.auto_reindex.toggled.connect(self._auto_reindex_toggled)
+        self.tabs.currentChanged.connect(lambda _index: self.refresh_files())
         if self.compare_view is not None:  # per-query rows open in Explore; a chosen default applies
             self.compare_view.query_opened.connect(self.open_question)
             self.compare_view.default_strategy_chosen.connect(self.query_bar.select_strategy)
@@ -390,6 +396,9 @@ class MainWindow(QMainWindow):
         self.runner.cancel("query")
         self.messages.hide()
         self.results.set_result(None)
+        self.runner.cancel("files")
+        self.files_request = None
+        self.files_view.set_answer(None)
         self.code.show_chunk(None)
         self.status_results.setText("")
         self.timings_label.setText("")
@@ -544,9 +553,22 @@ class MainWindow(QMainWindow):
         bar = self.query_bar
         options = self.session.options(bar.top_k.value(), bar.strategy_name(), bar.selected_languages(),
                                        bar.path_glob.text())
+        self.files_request = (question, options, bar.top_k.value())
+        self.refresh_files()
         return self.runner.run(self.session.query(question, options), key="query",
                                context="Query", on_result=self.show_result,
                                on_error=lambda _exc: self.status_results.setText("Query failed"))
+
+    def refresh_files(self) -> asyncio.Task | None:
+        """While the Files tab is on screen, answer the question on screen as files (once per question)."""
+        if self.tabs.currentWidget() is not self.files_view or self.files_request is None:
+            return None
+        question, options, max_files = self.files_request
+        if self.files.is_current(question, options):
+            return None
+        self.files_view.title.setText(f"Finding the files for “{question}”…")
+        return self.runner.run(self.files.find(question, options, max_files), key="files", context="Files",
+                               on_result=self.files_view.set_answer)
 
     def _strategy_changed(self, _index: int) -> None:
         """Switching strategy re-runs the question on screen, so rankings can be compared quickly."""

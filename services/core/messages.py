@@ -57,6 +57,17 @@ class QueryRequest:
                             expand_context=self.expand_context, use_cache=self.use_cache)
 
 
+MAX_FILES = 100
+
+
+@dataclass(frozen=True)
+class FilesRequest(QueryRequest):
+    """POST …/files: a query's fields plus how many files, and the history cut-off (unix time)."""
+
+    max_files: Annotated[int, Field(ge=1, le=MAX_FILES)] = 10
+    before: int | None = None  # commits at or after this time are ignored
+
+
 @dataclass(frozen=True)
 class RerankingConfig:
     """PUT …/reranking/config (cross-encoder-reranking.md "Configure Re-ranker"), plus the default strategy."""

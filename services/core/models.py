@@ -228,3 +228,41 @@ class RelevantFile:
     match_count: int
     summary: str
     lines: tuple[int, ...]  # start lines of the matching chunks
+
+
+@dataclass(frozen=True)
+class FileChunk:
+    """One of a ranked file's best chunks (by the strategy's chunk ranking)."""
+
+    id: str
+    start_line: int
+    end_line: int
+    symbol: str
+    rank: int  # 1-based, in the strategy's chunk ranking
+    score: float
+
+
+@dataclass(frozen=True)
+class RankedFile:
+    """A file in a file-level answer. `score` is the sum of its signals' contributions (op "add")."""
+
+    path: str
+    rank: int  # 1-based
+    score: float
+    original_rank: int | None  # its rank with the `none` strategy's chunk evidence (None: not in that list)
+    chunks: tuple[FileChunk, ...] = ()  # its best chunks, best first
+    signals: tuple[Signal, ...] = ()  # why: name, value (raw), contribution, note ("named in the report")
+
+
+@dataclass(frozen=True)
+class FileAnswer:
+    """A question answered as a ranked list of files (issue #19): `files` best first, `original` the
+    paths in the order the `none` strategy's chunk evidence gives (for showing movement)."""
+
+    question: str
+    strategy: str
+    files: list[RankedFile]
+    original: list[str]
+    history: str = ""  # "12 commits" used, or why none ("not a git repository")
+    before: int | None = None  # commits at or after this unix time were ignored
+    timings_ms: dict[str, float] = field(default_factory=dict)

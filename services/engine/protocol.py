@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from services.core.messages import DocumentRerankResponse
 from services.core.models import (
-    IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
+    FileAnswer, IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
 )
 
 if TYPE_CHECKING:  # the watcher pulls in watchdog; the remote client must stay light
@@ -46,6 +46,11 @@ class Engine(Protocol):
     async def relevant_files(self, question: str, workspace: str | Path,
                              max_files: int = 10) -> list[RelevantFile]:
         """The files that answer a question best, one entry per file."""
+
+    async def find_files(self, question: str, options: QueryOptions, max_files: int = 10,
+                         before: int | None = None) -> FileAnswer:
+        """The question answered as ranked files, each with its best chunks and the signals that rank it;
+        history ignores commits at or after `before` (unix time)."""
 
     async def build_context(self, question: str, options: QueryOptions, token_budget: int = 2000) -> str:
         """The best chunks for a question as one text, within a token budget (for an LLM prompt)."""

@@ -11,14 +11,18 @@ import asyncio
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 from cachetools import TTLCache
 
 from services.evaluation import labels
+from services.indexing.history import CommitIndex, read_history, repo_state
 from services.retrieval import context, search_steps
+from services.retrieval.file_answer import POOL, FileRanker, files_from_chunks
 from services.retrieval.search import Searcher
 from services.encoders.embedder import Embedder
 from services.core.errors import KnowledgeError, QueryError, WorkspaceError
@@ -27,7 +31,7 @@ from services.engine.protocol import ProgressCallback, WatchCallback
 from services.indexing.health import index_health, stale_files
 from services.indexing.indexer import Indexer, refresh_keywords
 from services.core.models import (
-    IndexHealth, IndexReport, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
+    FileAnswer, IndexHealth, IndexReport, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
 )
 from services.storage.ownership import Owner, OwnerLock, read_owner
 from services.retrieval.strategies import create_strategy, strategy_info, strategy_names
@@ -58,6 +62,26 @@ class _Watch:
         self.watcher: WorkspaceWatcher | None = None
 
 
+def _history(index: WorkspaceIndex) -> tuple[CommitIndex | None, str]:
+    """The workspace's commit index (None without history) and a line saying what it holds."""
+    commits = getattr(index, "history", lambda: None)()  # until I1's history() lands
+    if commits is None and not hasattr(index, "history"):  # until I1's history() lands: read it here
+        commits = CommitIndex(read_history(index.root))
+    if commits is None or not commits.commits:
+        return None, {"none": "not a git repository", "shallow": "shallow clone without commits"}.get(
+            repo_state(index.root), "no commits")
+    return commits, f"{len(commits.commits):,} commits"
+
+
+def _allowed_files(index: WorkspaceIndex, options: QueryOptions) -> set[str] | None:
+    """The indexed files the query's path glob and languages allow (None: no filter)."""
+    if not options.path_glob.strip() and not options.languages:
+        return None
+    files = index.catalog().files()
+    paths = search_steps.allowed_paths(sorted(files), options.path_glob) if options.path_glob.strip() else files
+    return {p for p in paths if not options.languages or files[p].language in options.languages}
+
+
 class KnowledgeService:
     """The engine. It owns its data dir (services.storage.ownership) from construction to close(): while
     another process owns it, every workspace call raises IndexBusyError naming that owner."""
@@ -86,6 +110,7 @@ class KnowledgeService:
         self._rerank_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-rerank")  # rerank requests queue here
         self._keyword_timers: dict[Path, threading.Timer] = {}
         self._watches: dict[Path, _Watch] = {}
+        self._file_rankers: dict[Path, tuple[tuple, FileRanker]] = {}  # root -> (index state, ranker)
 
     # --- plumbing ---
     def _embedder(self, role: str, threads: int) -> Embedder:
@@ -203,6 +228,40 @@ class KnowledgeService:
                                expand_context=False)
         result = await self.query(question, options)
         return context.relevant_files(result.results, max_files)
+
+    async def find_files(self, question: str, options: QueryOptions, max_files: int = 10,
+                         before: int | None = None) -> FileAnswer:
+        """The question answered as ranked files: the strategy's chunk ranking folded per file, with
+        whole-file keywords, mentions and the history's votes (commits at or after `before` ignored)."""
+        self._validate(question, options)
+        if max_files < 1:
+            raise QueryError(f"The file count must be at least 1 (got {max_files}).")
+        started = time.perf_counter()
+        result = await self.query(question, replace(options, top_k=max(options.top_k, POOL), expand_context=False))
+        index = self._index(options.workspace)
+        answer = await self._run(self._query_pool, self._file_answer, index, result, options, max_files, before)
+        total = (time.perf_counter() - started) * 1000
+        return replace(answer, timings_ms={"chunks": result.timings_ms.get("total", 0.0),
+                                           "files": round(total - result.timings_ms.get("total", 0.0), 1),
+                                           "total": round(total, 1)})
+
+    def _file_answer(self, index: WorkspaceIndex, result: QueryResult, options: QueryOptions, max_files: int,
+                     before: int | None) -> FileAnswer:
+        return self._file_ranker(index).answer(result, max_files, before, _allowed_files(index, options))
+
+    def _file_ranker(self, index: WorkspaceIndex) -> FileRanker:
+        """The file-level index of the index's current state: built on first use after each change."""
+        catalog = index.catalog()
+        state = (catalog.counts(), catalog.get_meta("updated_at"))
+        with self._lock:
+            cached = self._file_rankers.get(index.root)
+        if cached is not None and cached[0] == state:
+            return cached[1]
+        commits, note = _history(index)
+        ranker = FileRanker(files_from_chunks(catalog.chunks()), commits, note)
+        with self._lock:
+            self._file_rankers[index.root] = (state, ranker)
+        return ranker
 
     async def build_context(self, question: str, options: QueryOptions, token_budget: int = 2000) -> str:
         result = await self.query(question, options)

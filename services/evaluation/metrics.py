@@ -57,6 +57,7 @@ class LabelledQuery:
     id: str
     text: str
     relevant: tuple[RelevantItem, ...] = ()
+    before: int | None = None  # unix time the question was asked: history ignores commits at or after it
 
     def to_json(self) -> dict:
         items = []
@@ -66,7 +67,8 @@ class LabelledQuery:
                 entry["symbol"] = item.symbol
             entry["grade"] = item.grade
             items.append(entry)
-        return {"id": self.id, "text": self.text, "relevant": items}
+        data = {"id": self.id, "text": self.text, "relevant": items}
+        return data if self.before is None else {**data, "before": self.before}
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,11 @@ def parse_query(record: dict, where: str = "") -> LabelledQuery:
             raise ValueError(f"{where}: every 'relevant' entry needs a 'path'")
         relevant.append(RelevantItem(str(entry["path"]), str(entry.get("symbol") or ""),
                                      int(entry.get("grade", 1))))
-    return LabelledQuery(str(record["id"]), str(record["text"]), tuple(relevant))
+    before = record.get("before")
+    if before is not None and (isinstance(before, bool) or not isinstance(before, (int, float))):
+        raise ValueError(f"{where}: 'before' must be a unix time in seconds")
+    return LabelledQuery(str(record["id"]), str(record["text"]), tuple(relevant),
+                         None if before is None else int(before))
 
 
 def load_queries(path: str | Path) -> list[LabelledQuery]:
@@ -347,6 +353,7 @@ class EvalReport:
     queries: int
     documents: int
     top_k: int = 100
+    level: str = "chunk"  # "chunk": chunks ranked (doc ids from chunks); "file": files ranked (find_files)
     skipped: dict[str, str] = field(default_factory=dict)  # strategy -> why it was not run
     rankings: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # strategy -> query -> doc ids
     per_query: dict[str, dict[str, float]] = field(default_factory=dict)  # strategy -> query id -> MRR@10
@@ -375,7 +382,7 @@ class EvalReport:
 
     def to_json(self) -> dict:
         data = {"strategies": {name: report.to_json() for name, report in self.strategies.items()},
-                "queries": self.queries, "documents": self.documents}
+                "queries": self.queries, "documents": self.documents, "level": self.level}
         for name, strat in data["strategies"].items():
             p = self.p_value(name)
             if name != BASELINE and p is not None:
@@ -455,14 +462,36 @@ async def _timed_query(service, text: str, options: QueryOptions) -> tuple[Query
     return result, (time.perf_counter() - start) * 1000
 
 
+async def _timed_files(service, query: LabelledQuery, options: QueryOptions) -> tuple[list[str], float]:
+    start = time.perf_counter()
+    answer = await service.find_files(query.text, options, options.top_k, query.before)
+    return [f.path for f in answer.files], (time.perf_counter() - start) * 1000
+
+
+def file_qrels(qrels: Qrels) -> Qrels:
+    """Judgements by file: `path::symbol` ids become their path (the best grade of the file's)."""
+    out: Qrels = {}
+    for query_id, grades in qrels.items():
+        for doc, grade in grades.items():
+            path = doc.split("::", 1)[0]
+            out.setdefault(query_id, {})[path] = max(grade, out.get(query_id, {}).get(path, grade))
+    return out
+
+
 async def evaluate(service, queries: Sequence[LabelledQuery], qrels: Qrels, strategies: Sequence[str],
                    workspace: str | Path, top_k: int = 100, *, doc_id_for: DocIdFor | None = None,
-                   documents: int = 0, progress: ProgressFn | None = None) -> EvalReport:
-    """Run every judged query through `service.query` for every strategy and score the rankings.
+                   documents: int = 0, progress: ProgressFn | None = None, level: str = "chunk") -> EvalReport:
+    """Run every judged query through `service.query` (level "chunk") or `service.find_files` (level
+    "file": files ranked, judged by path, each query's `before` cutting the history) for every
+    strategy and score the rankings.
 
     Queries are interleaved across strategies so load changes on the machine hit all of them alike.
     The query cache is bypassed (use_cache=False) so latencies are real. Cancel by cancelling the task.
     """
+    if level not in ("chunk", "file"):
+        raise ValueError(f"level must be 'chunk' or 'file' (got {level!r})")
+    if level == "file":
+        qrels = file_qrels(qrels)
     doc_id_for = doc_id_for or WorkspaceDocIds(qrels)
     judged = [q for q in queries if any(g > 0 for g in qrels.get(q.id, {}).values())]
     if not judged:
@@ -476,11 +505,15 @@ async def evaluate(service, queries: Sequence[LabelledQuery], qrels: Qrels, stra
     total, done = len(judged) * len(strategies), 0
     for query in judged:
         for name in strategies:
-            result, ms = await _timed_query(service, query.text, options[name])
-            rankings[name][query.id] = ranked_doc_ids(query.id, result, doc_id_for)
+            if level == "file":
+                rankings[name][query.id], ms = await _timed_files(service, query, options[name])
+                result = None
+            else:
+                result, ms = await _timed_query(service, query.text, options[name])
+                rankings[name][query.id] = ranked_doc_ids(query.id, result, doc_id_for)
             report = reports[name]
             report.latencies_ms.append(ms)
-            if result.fallback_reason:
+            if result is not None and result.fallback_reason:
                 report.fallbacks += 1
                 report.fallback_reason = result.fallback_reason
             done += 1
@@ -491,6 +524,7 @@ async def evaluate(service, queries: Sequence[LabelledQuery], qrels: Qrels, stra
     # in a thread: ranx's first call compiles with numba and takes seconds
     report = await asyncio.to_thread(score_rankings, judged_qrels, rankings, reports)
     report.documents, report.top_k, report.query_texts = documents, top_k, {q.id: q.text for q in judged}
+    report.level = level
     return report
 
 
@@ -526,6 +560,8 @@ def format_table(report: EvalReport) -> str:
         cells += [f"{strat.latency_ms_p50:.0f}", f"{strat.latency_ms_p95:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
+    ranked = "files (find_files; history cut at each query's `before`)" if report.level == "file" else "chunks"
+    lines.insert(0, f"level: {report.level} ({ranked} ranked)\n")
     lines.append(f"{report.queries} queries, {report.documents or '?'} documents, top_k={report.top_k}; "
                  "in brackets: change against `none`; p: paired t-test on MRR@10; W/T/L: queries won, tied, "
                  "lost against `none` on MRR@10.")

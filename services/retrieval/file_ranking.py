@@ -86,19 +86,33 @@ class FileIndex:
     def bm25(self, terms: dict[str, float]) -> np.ndarray:
         """Weighted BM25: sum over terms of weight x the term's BM25 score."""
         total = np.zeros(len(self.paths), dtype=np.float32)
-        for term, weight in terms.items():
-            if term in self.vocab:
-                total += weight * self.bm25_index.get_scores([term])
+        for term, scores in self.term_scores(terms).items():
+            total += terms[term] * scores
         return total
+
+    def term_scores(self, terms: dict[str, float]) -> dict[str, np.ndarray]:
+        """Each known term's BM25 score over the files (unweighted)."""
+        return {t: self.bm25_index.get_scores([t]) for t in terms if t in self.vocab}
 
     def mentions(self, signals: QuerySignals) -> tuple[np.ndarray, np.ndarray]:
         """(path, symbol) scores: files the report names, and files defining names it uses (summed IDF)."""
-        path, symbol = np.zeros(len(self.paths)), np.zeros(len(self.paths))
-        for p, (score, _) in self.names.path_matches(signals).items():
-            path[self.position[p]] = max(path[self.position[p]], score)
-        for chunk_id, (score, _) in self.names.symbol_matches(signals).items():
-            symbol[self.position[chunk_id.rsplit("#", 1)[0]]] += score
+        path, symbol, _, _ = self.mentions_explained(signals)
         return path, symbol
+
+    def mentions_explained(self, signals: QuerySignals
+                           ) -> tuple[np.ndarray, np.ndarray, dict[int, str], dict[int, list[str]]]:
+        """`mentions`, plus per file position how the report names it and which of its names it uses."""
+        path, symbol = np.zeros(len(self.paths)), np.zeros(len(self.paths))
+        named: dict[int, str] = {}
+        used: dict[int, list[str]] = {}
+        for p, (score, mention) in self.names.path_matches(signals).items():
+            path[self.position[p]] = max(path[self.position[p]], score)
+            named[self.position[p]] = mention
+        for chunk_id, (score, names) in self.names.symbol_matches(signals).items():
+            i = self.position[chunk_id.rsplit("#", 1)[0]]
+            symbol[i] += score
+            used.setdefault(i, []).extend(n for n in names.split(", ") if n not in used.get(i, []))
+        return path, symbol, named, used
 
     def fold(self, per_path: dict[str, float]) -> np.ndarray:
         """A {path: score} mapping as an array over this index's files (other paths dropped)."""
@@ -118,6 +132,22 @@ def history_votes(commits, scores: np.ndarray, before: int | None, *, top: int =
     `max_files` files (mass edits) do not vote; with a half-life, older commits vote less.
     """
     votes: dict[str, float] = {}
+    for _, path, share in _votes(commits, scores, before, top, max_files, file_power, half_life_days):
+        votes[path] = votes.get(path, 0.0) + share
+    return votes
+
+
+def history_voters(commits, scores: np.ndarray, before: int | None, *, top: int = 30, max_files: int = 30,
+                   file_power: float = 0.5, half_life_days: float = 0.0) -> dict[str, list[int]]:
+    """Per file, the positions (in `commits`) of the commits that voted for it in `history_votes`."""
+    voters: dict[str, list[int]] = {}
+    for i, path, _ in _votes(commits, scores, before, top, max_files, file_power, half_life_days):
+        voters.setdefault(path, []).append(i)
+    return voters
+
+
+def _votes(commits, scores, before, top, max_files, file_power, half_life_days):
+    """(commit position, path, share) for every vote, best commits first."""
     for i in np.argsort(-scores)[:top]:
         commit, score = commits[i], float(scores[i])
         if score <= 0 or not commit.files or len(commit.files) > max_files:
@@ -126,8 +156,7 @@ def history_votes(commits, scores: np.ndarray, before: int | None, *, top: int =
             score *= 0.5 ** ((before - commit.time) / 86400 / half_life_days)
         share = score / len(commit.files) ** file_power
         for path in commit.files:
-            votes[path] = votes.get(path, 0.0) + share
-    return votes
+            yield int(i), path, share
 
 
 def chunk_evidence(ranked: list[tuple[str, float]], decay: float = 0.5) -> dict[str, float]:
@@ -149,13 +178,21 @@ def _normalise(values: np.ndarray) -> np.ndarray:
 def combine(features: dict[str, np.ndarray], is_test: np.ndarray, weights: Weights) -> np.ndarray:
     """Weighted sum of each signal divided by its best value, minus `test` for test files (and files that
     did not exist yet, `new`, go last)."""
-    total = np.zeros(len(is_test))
+    return sum(contributions(features, is_test, weights).values(), np.zeros(len(is_test)))
+
+
+def contributions(features: dict[str, np.ndarray], is_test: np.ndarray, weights: Weights) -> dict[str, np.ndarray]:
+    """What each signal adds to each file's score (`combine` is their sum): weight x value / best value,
+    `test` (minus the test weight for test files) and `new` (minus 100 for files not yet committed)."""
+    out = {}
     for name in SIGNALS:
         weight = getattr(weights, name)
         if weight and name in features:
-            total += weight * _normalise(np.asarray(features[name], dtype=float))
-    total -= weights.test * is_test
-    return total - 100.0 * features["new"] if "new" in features else total
+            out[name] = weight * _normalise(np.asarray(features[name], dtype=float))
+    out["test"] = -weights.test * np.asarray(is_test, dtype=float)
+    if "new" in features:
+        out["new"] = -100.0 * np.asarray(features["new"], dtype=float)
+    return out
 
 
 def file_features(question: str, index: FileIndex, commit_index=None, before: int | None = None,

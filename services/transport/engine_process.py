@@ -19,7 +19,7 @@ from services.core.errors import EngineStopped, KnowledgeError
 from services.core.messages import DocumentRerankResponse
 from services.core.settings import default_data_dir
 from services.core.models import (
-    IndexHealth, IndexReport, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
+    FileAnswer, IndexHealth, IndexReport, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
 )
 from services.engine.protocol import ProgressCallback, WatchCallback
 
@@ -150,6 +150,10 @@ class EngineProcess:
 
     async def query(self, question: str, options: QueryOptions) -> QueryResult:
         return await self._call("query", question, options)
+
+    async def find_files(self, question: str, options: QueryOptions, max_files: int = 10,
+                         before: int | None = None) -> FileAnswer:
+        return await self._call("find_files", question, options, max_files, before)
 
     async def relevant_files(self, question: str, workspace: str | Path,
                              max_files: int = 10) -> list[RelevantFile]:

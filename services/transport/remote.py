@@ -25,7 +25,7 @@ from services.core.messages import DocumentRerankResponse, IndexStatus, Labels
 from services.core.errors import (  # noqa: F401 (EngineUnreachable re-exported)
     EngineUnreachable, IndexRunning, KnowledgeError, Unauthorized, WorkspaceError, error_from,
 )
-from services.core.models import IndexHealth, IndexReport, QueryOptions, QueryResult, RelevantFile, StrategyInfo
+from services.core.models import FileAnswer, IndexHealth, IndexReport, QueryOptions, QueryResult, RelevantFile, StrategyInfo
 from services.engine.protocol import ProgressCallback, WatchCallback
 from services.transport.roots import record_owner_folder
 
@@ -125,6 +125,14 @@ class RemoteEngine:
         body.pop("workspace")
         body["question"] = question
         return await self._call("POST", f"/v1/workspaces/{key}/query", body, QueryResult)
+
+    async def find_files(self, question: str, options: QueryOptions, max_files: int = 10,
+                         before: int | None = None) -> FileAnswer:
+        key = await self._workspace(options.workspace)
+        body = codec.encode(options)
+        body.pop("workspace")
+        body.update(question=question, max_files=max_files, before=before)
+        return await self._call("POST", f"/v1/workspaces/{key}/files", body, FileAnswer)
 
     async def relevant_files(self, question: str, workspace: str | Path,
                              max_files: int = 10) -> list[RelevantFile]:

@@ -1,0 +1,159 @@
+"""A question answered as ranked files (issue #19): the engine's use of file_ranking.
+
+`FileRanker` holds what one index state needs (a FileIndex over the catalogue's chunk text, and the
+workspace's CommitIndex when it has history). `answer()` folds a QueryResult's chunk rankings into
+files (the strategy's ranking, and the vector ranking for the `none` order), adds the whole-file
+keyword, mention and history signals (file_ranking.contributions) and says in words why each file ranks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from services.core.models import Chunk, FileAnswer, FileChunk, QueryResult, RankedFile, ResultChunk, Signal
+from services.core.text import code_tokens
+from services.retrieval import file_ranking as fr
+
+CHUNK_WEIGHT = 1.0  # the strategy's chunk evidence, beside the file-level weights tuned without it
+POOL = 100  # chunks the strategy ranks for a file answer
+BEST_CHUNKS = 3  # chunks shown per file
+NOTE_TERMS = 4  # terms named in a note
+# `commits`: a services.indexing.history.CommitIndex (commits, weighted_scores, first_seen); retrieval
+# does not import indexing (a sibling layer), the engine passes it in.
+
+
+def files_from_chunks(chunks: list[Chunk]) -> dict[str, str]:
+    """Each file's text as the index has it: its chunks' content in line order."""
+    parts: dict[str, list[str]] = {}
+    for chunk in sorted(chunks, key=lambda c: (c.path, c.start_line, c.end_line)):
+        parts.setdefault(chunk.path, []).append(chunk.content)
+    return {path: "\n".join(texts) for path, texts in parts.items()}
+
+
+def evidence(ranked: list[ResultChunk]) -> list[tuple[str, float]]:
+    """(path, score) best first, scores made positive (a strategy may score below zero) for the fold."""
+    if not ranked:
+        return []
+    scores = np.array([r.score for r in ranked], dtype=float)
+    low, high = float(scores.min()), float(scores.max())
+    if low <= 0:
+        scores = 0.05 + 0.95 * (scores - low) / (high - low) if high > low else np.ones_like(scores)
+    return [(r.chunk.path, float(s)) for r, s in zip(ranked, scores)]
+
+
+class FileRanker:
+    """One index state's file-level ranking (build once, ask many questions)."""
+
+    def __init__(self, files: dict[str, str], commits=None, history: str = "") -> None:
+        self.index = fr.FileIndex(files)
+        self.commits = commits if commits is not None and commits.commits else None
+        self.history = history  # what the history is, or why there is none
+
+    def answer(self, result: QueryResult, max_files: int, before: int | None = None,
+               allowed: set[str] | None = None) -> FileAnswer:
+        """The `max_files` best files for `result`'s question; `allowed`: paths the filters let through."""
+        weights = replace(fr.Weights(), chunks=CHUNK_WEIGHT)
+        why = _Why(result.question, self.index, self.commits, before, weights)
+        feats = dict(why.features, chunks=self.index.fold(fr.chunk_evidence(evidence(result.results))))
+        parts = fr.contributions(feats, self.index.is_test, weights)
+        total = sum(parts.values(), np.zeros(len(self.index.paths)))
+        baseline = dict(feats, chunks=self.index.fold(fr.chunk_evidence(evidence(result.original))))
+        original_total = fr.combine(baseline, self.index.is_test, weights)
+        found = _found(feats, allowed, self.index.paths)
+        original_found = _found(baseline, allowed, self.index.paths)
+        order = [i for i in np.argsort(-total, kind="stable") if found[i]][:max_files]
+        original = [self.index.paths[i] for i in np.argsort(-original_total, kind="stable") if original_found[i]]
+        original_rank = {p: n for n, p in enumerate(original, 1)}
+        by_path: dict[str, list[ResultChunk]] = {}
+        for r in result.results:
+            by_path.setdefault(r.chunk.path, []).append(r)
+        files = []
+        for rank, i in enumerate(order, 1):
+            path = self.index.paths[i]
+            signals = tuple(Signal(name, float(feats.get(name, part)[i]), float(part[i]), "add",
+                                   why.note(name, i, path, by_path.get(path, []), result.strategy))
+                            for name, part in parts.items() if part[i])
+            chunks = tuple(FileChunk(r.chunk.id, r.chunk.start_line, r.chunk.end_line, r.chunk.symbol, r.rank,
+                                     r.score) for r in by_path.get(path, [])[:BEST_CHUNKS])
+            files.append(RankedFile(path, rank, float(total[i]), original_rank.get(path), chunks, signals))
+        return FileAnswer(result.question, result.strategy, files, original[:max_files], self.history, before)
+
+
+def _found(feats: dict[str, np.ndarray], allowed: set[str] | None, paths: list[str]) -> np.ndarray:
+    """Files with some evidence (any positive signal) that the filters allow."""
+    evidence_seen = np.zeros(len(paths), dtype=bool)
+    for name in fr.SIGNALS:
+        if name in feats:
+            evidence_seen |= np.asarray(feats[name]) > 0
+    if allowed is not None:
+        evidence_seen &= np.array([p in allowed for p in paths])
+    return evidence_seen
+
+
+class _Why:
+    """Every file-level signal for one question, and the words that explain each."""
+
+    def __init__(self, question: str, index: fr.FileIndex, commits, before: int | None,
+                 weights: fr.Weights) -> None:
+        signals, self.terms, self.title = fr.query_terms(question)
+        self.term_scores = index.term_scores(self.terms)
+        self.title_scores = index.term_scores(self.title)
+        path, symbol, self.named, self.used = index.mentions_explained(signals)
+        self.features = {"bm25": _weighted(self.term_scores, self.terms, len(index.paths)),
+                         "title": _weighted(self.title_scores, self.title, len(index.paths)),
+                         "path": path, "symbol": symbol}
+        self.commits, self.before = commits, before
+        self.voters: dict[str, dict[str, list[int]]] = {}
+        if commits is not None:
+            for name, query in (("history", self.terms), ("history_title", self.title)):
+                scores = commits.weighted_scores(query, before)
+                self.features[name] = index.fold(fr.history_votes(commits.commits, scores, before,
+                                                                  **weights.history_knobs))
+                self.voters[name] = fr.history_voters(commits.commits, scores, before, **weights.history_knobs)
+            if before is not None:  # files first committed at or after the cut-off did not exist yet
+                self.features["new"] = np.array([commits.first_seen.get(p, 0) >= before for p in index.paths])
+
+    def note(self, name: str, i: int, path: str, chunks: list[ResultChunk], strategy: str) -> str:
+        if name == "bm25":
+            return "whole-file keywords: " + ", ".join(_top_terms(self.term_scores, self.terms, i))
+        if name == "title":
+            return "title words in the file: " + ", ".join(_top_terms(self.title_scores, self.title, i))
+        if name in ("history", "history_title"):
+            return self._history_note(self.voters[name].get(path, []), self.terms if name == "history" else self.title)
+        if name == "path":
+            return f"named in the question ({self.named.get(i, path)})"
+        if name == "symbol":
+            return "defines names the question uses: " + ", ".join(self.used.get(i, [])[:NOTE_TERMS])
+        if name == "chunks":
+            best = chunks[0].rank if chunks else None
+            where = f", best at #{best}" if best else ""
+            return f"{len(chunks)} of its chunks in the `{strategy}` ranking{where}"
+        if name == "test":
+            return "a test file: pushed down"
+        if name == "new":
+            return "first committed at or after the cut-off: it did not exist yet"
+        return ""
+
+    def _history_note(self, voters: list[int], terms: dict[str, float]) -> str:
+        shared: dict[str, float] = {}
+        for position in voters:
+            for token in set(code_tokens(self.commits.commits[position].message)) & set(terms):
+                shared[token] = terms[token]
+        words = " ".join(f"`{t}`" for t in sorted(shared, key=lambda t: (-shared[t], t))[:NOTE_TERMS])
+        n = len(voters)
+        earlier = "earlier " if self.before is not None else ""
+        return f"{n} {earlier}commit{'s' if n != 1 else ''} about {words} touched this file"
+
+
+def _weighted(term_scores: dict[str, np.ndarray], terms: dict[str, float], n: int) -> np.ndarray:
+    total = np.zeros(n, dtype=np.float32)
+    for term, scores in term_scores.items():
+        total += terms[term] * scores
+    return total
+
+
+def _top_terms(term_scores: dict[str, np.ndarray], terms: dict[str, float], i: int) -> list[str]:
+    scored = [(terms[t] * float(s[i]), t) for t, s in term_scores.items() if s[i] > 0]
+    return [t for _, t in sorted(scored, reverse=True)[:NOTE_TERMS]]

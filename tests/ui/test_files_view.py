@@ -1,0 +1,55 @@
+"""The window's Files view on the real engine (model, Chroma) and the sample workspace, offscreen."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from services.core.models import RankedFile
+from services.engine.service import KnowledgeService
+from ui.main_window import MainWindow
+from ui.viewmodels.files import movement_text
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"
+
+
+@pytest.fixture
+def service(tmp_path):
+    svc = KnowledgeService(data_dir=tmp_path / "data")
+    yield svc
+    svc.close()
+
+
+def test_movement_says_how_the_strategy_moved_a_file():
+    assert [movement_text(RankedFile("a.py", 2, 1.0, original)) for original in (5, 1, 2, None)] == \
+        ["▲3", "▼1", "", "new"]
+
+
+@pytest.mark.slow
+def test_the_files_tab_answers_the_question_with_files_and_says_why(loop, qtbot, service, qsettings, tmp_path):
+    workspace = shutil.copytree(SAMPLE, tmp_path / "sample")
+    window = MainWindow(service, qsettings)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(window.open_workspace(str(workspace)).done, timeout=60_000)
+    qtbot.waitUntil(window.start_index(False).done, timeout=240_000)
+    window.files_action.trigger()
+    assert window.tabs.currentWidget() is window.files_view
+    window.query_bar.query.setText("save a note to disk")
+    window.run_query()
+    view = window.files_view
+    qtbot.waitUntil(lambda: view.answer is not None, timeout=60_000)
+    rows = [view.table.item(r, 3).text() for r in range(view.table.rowCount())]
+    assert rows[0] == "notes/store.py" and len(rows) == len(set(rows)) >= 3
+    assert "save" in view.table.item(0, 4).text() and view.table.item(0, 0).text() == "1"
+    assert view.answer.strategy in view.title.text()
+    why = dict((name, note) for name, _, note in view.why_rows())  # the first file is selected
+    assert why["bm25"].startswith("whole-file keywords:") and "save" in why["bm25"]
+    view.table.selectRow(1)
+    assert view.heading.text().startswith(f"Why {rows[1]} is #2")
+    qtbot.waitUntil(window.run_query().done, timeout=60_000)  # the same question again: no second file answer
+    assert window.refresh_files() is None and view.answer is not None
+    view.grab().save(str(tmp_path / "files.png"))
+    window.shutdown()

@@ -1,0 +1,123 @@
+"""The Files view: a question answered as ranked files (rank, movement, score, path elided from the
+left, its best chunks), and for the selected file the signals that put it there."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView, QHeaderView, QLabel, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
+)
+
+from services.core.models import FileAnswer, RankedFile
+from ui.results_view import ElideDelegate
+from ui.viewmodels.files import chunks_text, heading_text, movement_text, summary_text
+from ui.why_view import BarDelegate, BarRole
+
+EMPTY = "Ask a question: the files that answer it show here, best first."
+
+
+def _table(columns: list[str]) -> QTableWidget:
+    table = QTableWidget(0, len(columns))
+    table.setHorizontalHeaderLabels(columns)
+    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.verticalHeader().hide()
+    table.setShowGrid(False)
+    table.setWordWrap(False)
+    table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 8)
+    return table
+
+
+class FilesView(QWidget):
+    """set_answer(answer) shows a FileAnswer; selecting a file shows why it ranks there."""
+
+    COLUMNS = ["#", "Δ", "Score", "File", "Best chunks"]
+    WHY_COLUMNS = ["Signal", "Adds", "", "Why"]
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.answer: FileAnswer | None = None
+        self.title = QLabel(EMPTY)
+        self.title.setObjectName("paneTitle")
+        self.table = _table(self.COLUMNS)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setItemDelegateForColumn(3, ElideDelegate(Qt.TextElideMode.ElideLeft, self.table))
+        header = self.table.horizontalHeader()
+        for column in (0, 1, 2):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)
+        self.heading = QLabel("Select a file to see why it ranks where it does.")
+        self.heading.setWordWrap(True)
+        self.why = _table(self.WHY_COLUMNS)
+        self.why.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.why.setItemDelegateForColumn(2, BarDelegate(self.why))
+        why_header = self.why.horizontalHeader()
+        for column, mode in enumerate((QHeaderView.ResizeMode.ResizeToContents,
+                                       QHeaderView.ResizeMode.ResizeToContents,
+                                       QHeaderView.ResizeMode.Interactive, QHeaderView.ResizeMode.Stretch)):
+            why_header.setSectionResizeMode(column, mode)
+        self.why.setColumnWidth(2, 200)
+        lower = QWidget()
+        lower_layout = QVBoxLayout(lower)
+        lower_layout.setContentsMargins(0, 0, 0, 0)
+        lower_layout.addWidget(self.heading)
+        lower_layout.addWidget(self.why, 1)
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter.addWidget(self.table)
+        self.splitter.addWidget(lower)
+        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(1, 2)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 4, 6, 0)
+        layout.addWidget(self.title)
+        layout.addWidget(self.splitter, 1)
+        self.table.itemSelectionChanged.connect(self._selection_changed)
+
+    def set_answer(self, answer: FileAnswer | None) -> None:
+        self.answer = answer
+        self.table.setRowCount(0)
+        self.show_why(None)
+        if answer is None:
+            self.title.setText(EMPTY)
+            return
+        self.title.setText(summary_text(answer))
+        self.table.setRowCount(len(answer.files))
+        for row, file in enumerate(answer.files):
+            cells = (str(file.rank), movement_text(file), f"{file.score:.2f}", file.path, chunks_text(file))
+            for column, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setToolTip(file.path if column == 3 else text)
+                self.table.setItem(row, column, item)
+        if answer.files:
+            self.table.selectRow(0)
+
+    def selected(self) -> RankedFile | None:
+        rows = self.table.selectionModel().selectedRows()
+        return self.answer.files[rows[0].row()] if self.answer and rows else None
+
+    def _selection_changed(self) -> None:
+        self.show_why(self.selected())
+
+    def show_why(self, file: RankedFile | None) -> None:
+        self.why.setRowCount(0)
+        if file is None or self.answer is None:
+            self.heading.setText("Select a file to see why it ranks where it does.")
+            return
+        self.heading.setText(heading_text(self.answer, file))
+        widest = max((abs(s.contribution) for s in file.signals), default=0.0) or 1.0
+        self.why.setRowCount(len(file.signals))
+        for row, signal in enumerate(file.signals):
+            bar = QTableWidgetItem()
+            bar.setData(BarRole, signal.contribution / widest)
+            cells = (QTableWidgetItem(signal.name), QTableWidgetItem(f"{signal.contribution:+.2f}"), bar,
+                     QTableWidgetItem(signal.note))
+            for column, cell in enumerate(cells):
+                cell.setToolTip(f"{signal.name}: raw value {signal.value:g}, adds {signal.contribution:+.3f}\n"
+                                f"{signal.note}")
+                self.why.setItem(row, column, cell)
+
+    def why_rows(self) -> list[tuple[str, str, str]]:
+        """(signal, what it adds, why) per row, as shown."""
+        return [(self.why.item(r, 0).text(), self.why.item(r, 1).text(), self.why.item(r, 3).text())
+                for r in range(self.why.rowCount())]

@@ -1,0 +1,49 @@
+"""The Files view's state and texts (Qt-free): a question answered as ranked files (FileAnswer)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from services.core.models import FileAnswer, QueryOptions, RankedFile
+
+if TYPE_CHECKING:
+    from services.engine.service import KnowledgeService
+
+
+class FilesViewModel:
+    """Asks the engine for files; keeps the answer on screen and the question it answers."""
+
+    def __init__(self, engine: "KnowledgeService") -> None:
+        self.engine = engine
+        self.answer: FileAnswer | None = None
+        self.asked: tuple[str, QueryOptions] | None = None  # the question and options of `answer`
+
+    def is_current(self, question: str, options: QueryOptions) -> bool:
+        return self.asked == (question, options)
+
+    async def find(self, question: str, options: QueryOptions, max_files: int) -> FileAnswer:
+        answer = await self.engine.find_files(question, options, max_files)
+        self.answer, self.asked = answer, (question, options)
+        return answer
+
+
+def movement_text(file: RankedFile) -> str:
+    """How the strategy moved the file against the `none` order: "▲2", "▼1", "" (same), "new"."""
+    if file.original_rank is None:
+        return "new"
+    moved = file.original_rank - file.rank
+    return f"▲{moved}" if moved > 0 else f"▼{-moved}" if moved < 0 else ""
+
+
+def chunks_text(file: RankedFile) -> str:
+    return ", ".join(f"{c.symbol or 'lines'} {c.start_line}-{c.end_line}" for c in file.chunks)
+
+
+def heading_text(answer: FileAnswer, file: RankedFile) -> str:
+    was = f"was #{file.original_rank} without a strategy" if file.original_rank else "not ranked without a strategy"
+    return f"Why {file.path} is #{file.rank} ({file.score:.2f}, {was}) with {answer.strategy}:"
+
+
+def summary_text(answer: FileAnswer) -> str:
+    files = f"{len(answer.files)} file{'s' if len(answer.files) != 1 else ''}"
+    return f"{files} for “{answer.question}” with {answer.strategy} · history: {answer.history}"
