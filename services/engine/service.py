@@ -20,7 +20,7 @@ from pathlib import Path
 from cachetools import TTLCache
 
 from services.evaluation import labels
-from services.indexing.history import CommitIndex, read_history, repo_state
+from services.storage.history_store import CommitIndex
 from services.retrieval import context, search_steps
 from services.retrieval.file_answer import POOL, FileRanker, files_from_chunks
 from services.retrieval.search import Searcher
@@ -63,14 +63,8 @@ class _Watch:
 
 
 def _history(index: WorkspaceIndex) -> tuple[CommitIndex | None, str]:
-    """The workspace's commit index (None without history) and a line saying what it holds."""
-    commits = getattr(index, "history", lambda: None)()  # until I1's history() lands
-    if commits is None and not hasattr(index, "history"):  # until I1's history() lands: read it here
-        commits = CommitIndex(read_history(index.root))
-    if commits is None or not commits.commits:
-        return None, {"none": "not a git repository", "shallow": "shallow clone without commits"}.get(
-            repo_state(index.root), "no commits")
-    return commits, f"{len(commits.commits):,} commits"
+    """The workspace's commit index (None without history) and the line that says what it holds."""
+    return index.history(), index.history_state().describe()
 
 
 def _allowed_files(index: WorkspaceIndex, options: QueryOptions) -> set[str] | None:
