@@ -23,6 +23,8 @@ def badge_for(health: IndexHealth | None) -> tuple[str, str]:
         return "no workspace", UNKNOWN
     if not health.indexed:
         return ("error", FAILED) if health.last_error else ("not indexed", NOT_INDEXED)
+    if health.state in ("damaged", "failed"):  # the banner and the tooltip say how, and offer the repair
+        return health.state, FAILED
     if health.needs_reindex:
         return "needs reindex", NEEDS_REINDEX
     if health.stale_files:
@@ -199,6 +201,7 @@ class HealthPanel(QWidget):
         self.health = health
         text, state = badge_for(health)
         self.badge.setText(text)
+        self.badge.setToolTip(health.message if health is not None else "")
         self.badge.setProperty("state", state)
         self.badge.style().unpolish(self.badge)
         self.badge.style().polish(self.badge)

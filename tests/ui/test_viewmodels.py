@@ -140,6 +140,16 @@ def test_health_offers_a_first_index_a_rebuild_or_shows_the_error():
     assert health_offer(sample_health()) is None
 
 
+def test_a_damaged_or_failed_index_says_so_and_offers_the_repair():
+    """Never "up to date" over a damaged index: the banner shows what is wrong and its button runs `index`."""
+    message = "damaged: 9 chunks without vectors. Run `knowledge-explorer index` to repair it"
+    damaged = health_offer(sample_health(state="damaged", message=message, needs_reindex=True))
+    assert (damaged.level, damaged.text, damaged.action, damaged.action_text) == (ERROR, message, INDEX, "Repair index")
+    failed = health_offer(sample_health(state="failed", last_error="No space left on device"))
+    assert (failed.level, failed.action) == (ERROR, INDEX)
+    assert "No space left on device" in failed.text
+
+
 def test_watch_events_refresh_health_results_and_the_indexing_line():
     report = IndexReport(2, 5, 1, 8, 100, 1.0)
     finished = watch_reaction(WatchEvent(REINDEX_FINISHED, "/w", report=report), indexing=False)

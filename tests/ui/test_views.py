@@ -126,6 +126,8 @@ def test_health_badge_states():
     assert badge_for(sample_health())[0] == "up to date"
     assert badge_for(sample_health(stale_files=STALE))[0] == "2 stale"
     assert badge_for(sample_health(stale_files=STALE, needs_reindex=True))[0] == "needs reindex"
+    assert badge_for(sample_health(state="damaged", needs_reindex=True)) == ("damaged", "error")
+    assert badge_for(sample_health(state="failed", last_error="disk full")) == ("failed", "error")
 
 
 def test_health_panel_lists_facts_stale_and_skipped_files_with_reasons(qtbot):

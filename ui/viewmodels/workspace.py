@@ -48,6 +48,10 @@ def health_offer(health: IndexHealth) -> Offer | None:
         return Offer(ERROR, health.last_error)
     if not health.indexed:
         return Offer(INFO, f"{Path(health.workspace).name} is not indexed yet.", INDEX, "Index now")
+    if health.state == "damaged":  # `index` repairs it: re-embeds what lacks vectors, rebuilds what is unreadable
+        return Offer(ERROR, health.message or "The index is damaged.", INDEX, "Repair index")
+    if health.state == "failed":
+        return Offer(ERROR, f"The last index run failed: {health.last_error}", INDEX, "Index again")
     if health.needs_reindex:
         return Offer(WARNING, "The index is out of date (many files changed or the model changed).",
                      REBUILD, "Rebuild index")
