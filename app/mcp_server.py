@@ -71,11 +71,10 @@ def build_mcp(engine, registry=None) -> MCPServer:
                          languages: list[str] | None = None, path_glob: str = "",
                          before: int | None = None) -> dict[str, Any]:
         async def run():
+            request = query_request(question=question, top_k=max_files, strategy=strategy,
+                                    languages=tuple(languages or ()), path_glob=path_glob)  # REST's limits
             check_glob(path_glob)
-            if not 1 <= max_files <= 100:
-                raise KnowledgeError("max_files must be between 1 and 100.")
-            options = QueryOptions(workspace=workspace_path(workspace), strategy=strategy,
-                                   languages=tuple(languages or ()), path_glob=path_glob)
+            options = request.options(workspace_path(workspace))
             return mcp_json("find_files", await engine.find_files(question, options, max_files, before))
 
         return await reported(run())

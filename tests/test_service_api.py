@@ -198,8 +198,8 @@ async def test_mcp_over_stdio_calls_every_tool(served_workspace, tmp_path):
 
 async def call_every_tool(client, workspace: str) -> None:
     async with client as mcp:
-        assert {t.name for t in (await mcp.list_tools()).tools} == {"search", "index_status", "reindex",
-                                                                   "list_strategies"}
+        assert {t.name for t in (await mcp.list_tools()).tools} == {"search", "find_files", "index_status",
+                                                                   "reindex", "list_strategies"}
         found = await mcp.call_tool("search", {"question": "save a note", "workspace": workspace, "top_k": 3,
                                                "strategy": "hybrid"})
         assert not found.is_error

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
     QToolBar, QToolButton, QVBoxLayout, QWidget,
 )
 
-from services.core.models import IndexHealth, IndexReport, ProgressEvent, QueryResult
+from services.core.models import IndexHealth, IndexReport, ProgressEvent, QueryResult, StrategyInfo
 from services.indexing.watcher import WatchEvent
 from services.storage.ownership import IndexBusyError
 from ui.async_runner import AsyncRunner

@@ -63,8 +63,12 @@ class _Watch:
 
 
 def _history(index: WorkspaceIndex) -> tuple[CommitIndex | None, str]:
-    """The workspace's commit index (None without history) and the line that says what it holds."""
-    return index.history(), index.history_state().describe()
+    """The workspace's commit index (None without history) and what it holds ("2 commits") or why it
+    holds nothing ("not a git repository")."""
+    commits = index.history()
+    if commits is None or not commits.commits:
+        return None, index.history_state().reason or "no commits"
+    return commits, f"{len(commits.commits):,} commits"
 
 
 def _allowed_files(index: WorkspaceIndex, options: QueryOptions) -> set[str] | None:
@@ -360,11 +364,12 @@ class KnowledgeService:
         try:
             report = indexer.run(quick=True)
         except Exception as error:
+            self._invalidate(watch.index.root)
             self._record_error(watch.index, error)
             watch.emit(WatchEvent(WATCH_ERROR, root, message=self._errors[watch.index.root]))
             return
-        finally:
-            self._invalidate(watch.index.root)
+        if report.files_indexed or report.files_removed or report.chunks_embedded or report.rebuilt_reason:
+            self._invalidate(watch.index.root)  # a run that changed nothing keeps the cached answers
         self._errors.pop(watch.index.root, None)
         if indexer.keywords_deferred:
             self._queue_keyword_refresh(watch.index)

@@ -30,6 +30,7 @@ def test_a_fresh_window_uses_the_benchmark_default_and_explains_the_selected_res
     window = MainWindow(service, qsettings)
     qtbot.addWidget(window)
     window.show()
+    qtbot.waitUntil(window.strategies_loaded.done, timeout=60_000)  # the engine has listed its strategies
     assert window.query_bar.strategy_name() == DEFAULT_STRATEGY  # no saved choice, no labels yet
     task = window.open_workspace(str(workspace))
     qtbot.waitUntil(task.done, timeout=60_000)
