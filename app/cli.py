@@ -66,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--language", action="append", default=[], help="only this language (repeatable)")
     query.add_argument("--path-glob", default="", help="only paths matching this glob, e.g. 'src/*.py'")
     query.add_argument("--json", action="store_true")
+    query.add_argument("--workspace", action="append", default=[], metavar="DIR",
+                       help="search this workspace too (repeatable): one merged ranking, each result labelled "
+                            "with its workspace")
     query.add_argument("--files", action="store_true",
                        help="answer with ranked files (--top-k files), each with why it ranks there")
     query.add_argument("--before", type=int, default=None,
@@ -375,6 +378,14 @@ async def cmd_query(args, service) -> int:
     options = QueryOptions(workspace=args.path, top_k=args.top_k, strategy=args.strategy,
                            languages=tuple(args.language), path_glob=args.path_glob,
                            **({} if args.min_relevance is None else {"min_relevance": args.min_relevance}))
+    if args.workspace:
+        from app.render import multi_query_json  # here, not at the top: as above
+
+        if args.files:
+            print("error: --files answers one workspace; drop --workspace or --files", file=sys.stderr)
+            return 2
+        result = await service.query_many(args.question, [args.path, *args.workspace], options)
+        return emit(args, result, multi_query_json, multi_query_text)
     if args.files:
         from app.render import files_json  # here, not at the top: as above
 
@@ -395,6 +406,28 @@ def files_text(answer) -> str:
     timings = ", ".join(f"{k} {v:.1f} ms" for k, v in answer.timings_ms.items())
     lines.append(f"({timings})")
     return "\n".join(lines)
+
+
+def multi_query_text(result) -> str:
+    """Like query_text, each line naming the workspace it comes from."""
+    counts = ", ".join(f"{hit_name(result, w)} {n}" for w, n in result.searched.items())
+    lines = [f"{result.question!r} with {result.strategy} over {len(result.workspaces)} workspaces ({counts})"]
+    width = max((len(h.name) for h in result.results), default=0)
+    for h in result.results:
+        r = h.result
+        lines.append(f"{h.rank:>3}. [{h.name:<{width}}] {r.score:7.3f} (#{r.rank} there)  "
+                     f"{r.chunk.path}:{r.chunk.start_line}-{r.chunk.end_line}  {r.chunk.kind} "
+                     f"{r.chunk.qualified_name or r.chunk.symbol}" + (f"  [{r.stale}]" if r.stale else ""))
+    lines.extend(f"(not reranked in {hit_name(result, w)}: {why})" for w, why in result.fallback_reasons.items())
+    lines.append(f"(total {result.timings_ms.get('total', 0.0):.1f} ms)")
+    return "\n".join(lines)
+
+
+def hit_name(result, workspace: str) -> str:
+    """The label the results use for a workspace (its folder name)."""
+    from services.retrieval.multi import display_names
+
+    return display_names(result.workspaces)[workspace]
 
 
 def query_text(result) -> str:

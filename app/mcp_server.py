@@ -48,15 +48,23 @@ def build_mcp(engine, registry=None) -> MCPServer:
                              "(null or why the ranking was not reranked), and results, each with rank, score "
                              "(reranked), original_rank and original_score (vector search; null if only keyword "
                              "search found it), stale ('' fresh, 'modified' or 'deleted' since indexed) and "
-                             "chunk {path, start_line, end_line, symbol, qualified_name, kind, language}.")
+                             "chunk {path, start_line, end_line, symbol, qualified_name, kind, language}. With "
+                             "`workspaces` (more workspaces, as ids or folders) the question is asked in each and the "
+                             "rankings merged by reciprocal rank: {question, strategy, workspaces, searched (results "
+                             "per workspace), fallback_reasons, results: [{workspace, name, rank, fused_score, "
+                             "result (as above)}]}.")
     async def search(question: str, workspace: str, strategy: str = DEFAULT_STRATEGY, top_k: int = 10,
-                     languages: list[str] | None = None, path_glob: str = "") -> dict[str, Any]:
+                     languages: list[str] | None = None, path_glob: str = "",
+                     workspaces: list[str] | None = None) -> dict[str, Any]:
         async def run():
             request = query_request(question=question, top_k=top_k, strategy=strategy,
                                     languages=tuple(languages or ()), path_glob=path_glob)  # REST's limits
             check_glob(path_glob)
             options = request.options(workspace_path(workspace))
-            return mcp_json("search", await engine.query(question, options))
+            if not workspaces:
+                return mcp_json("search", await engine.query(question, options))
+            folders = [options.workspace, *(workspace_path(w) for w in workspaces)]
+            return mcp_json("search_many", await engine.query_many(question, folders, options))
 
         return await reported(run())
 

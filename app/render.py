@@ -12,7 +12,9 @@ from typing import Any
 
 from services.core import codec
 from services.core.messages import DocumentRerankResponse, IndexStatus, SearchRerankHit, SearchRerankResponse
-from services.core.models import FileAnswer, IndexHealth, IndexReport, QueryResult, RelevantFile, StrategyInfo
+from services.core.models import (
+    FileAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryResult, RelevantFile, StrategyInfo,
+)
 
 # Every face's output type, by the name of its schema snapshot (tests/snapshots/NAME.json).
 OUTPUTS: dict[str, Any] = {
@@ -25,6 +27,7 @@ OUTPUTS: dict[str, Any] = {
     "search_rerank_response": SearchRerankResponse,
     "document_rerank_response": DocumentRerankResponse,
     "file_answer": FileAnswer,
+    "multi_query_result": MultiQueryResult,
 }
 
 # What MCP's tools return: fields of the JSON above (True: the whole value; "__all__": every list item).
@@ -44,10 +47,18 @@ FILES_FIELDS = {
         "signals": {"__all__": {"name": True, "contribution": True, "note": True}},
     }},
 }
+SEARCH_MANY_FIELDS = {
+    "question": True, "strategy": True, "workspaces": True, "searched": True, "fallback_reasons": True,
+    "results": {"__all__": {
+        "workspace": True, "name": True, "rank": True, "fused_score": True,
+        "result": SEARCH_FIELDS["results"]["__all__"],
+    }},
+}
 STRATEGY_FIELDS = {"name": True, "available": True, "reason": True, "description": True}
 # MCP tool -> (output type, fields); list_strategies wraps its list as {"strategies": [...]}.
 MCP_FIELDS: dict[str, tuple[Any, Any]] = {
     "search": (QueryResult, SEARCH_FIELDS),
+    "search_many": (MultiQueryResult, SEARCH_MANY_FIELDS),  # `search` with `workspaces`
     "find_files": (FileAnswer, FILES_FIELDS),
     "index_status": (IndexHealth, True),
     "reindex": (IndexReport, True),
@@ -62,6 +73,10 @@ def to_json(value: Any, kind: Any = None) -> Any:
 
 def query_json(result: QueryResult) -> dict:
     return to_json(result, QueryResult)
+
+
+def multi_query_json(result: MultiQueryResult) -> dict:
+    return to_json(result, MultiQueryResult)
 
 
 def files_json(answer: FileAnswer) -> dict:

@@ -32,7 +32,7 @@ from app.mcp_server import build_mcp
 from app.render import search_rerank_response, to_json
 from services.core.messages import (
     DocumentRerankRequest, DocumentRerankResponse, IndexRequest, IndexStatus, Label, LabelRequest, Labels,
-    FilesRequest, QueryRequest, RerankingConfig, SearchRerankRequest, SearchRerankResponse, WatchRequest, Workspace,
+    FilesRequest, MultiQueryRequest, QueryRequest, RerankingConfig, SearchRerankRequest, SearchRerankResponse, WatchRequest, Workspace,
     WorkspaceRequest,
 )
 from services.transport.paths import check_glob, confined
@@ -42,7 +42,7 @@ from services.core.errors import (
     BodyTooLarge, HttpError, IndexRunning, InternalError, InvalidRequest, KnowledgeError, MalformedJson, NotFound,
     QueryError, Unauthorized, WorkspaceError,
 )
-from services.core.models import FileAnswer, IndexHealth, QueryOptions, QueryResult, StrategyInfo
+from services.core.models import FileAnswer, IndexHealth, MultiQueryResult, QueryOptions, QueryResult, StrategyInfo
 
 log = logging.getLogger(__name__)
 
@@ -350,6 +350,15 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
         check_glob(request.path_glob)
         check_languages(request.languages)
         return respond(await service.query(request.question, request.options(str(root))))
+
+    @app.post("/v1/query", response_model=MultiQueryResult,
+              summary="Ask a question over several registered workspaces: one merged ranking, each result "
+                      "labelled with its workspace")
+    async def query_many(request: MultiQueryRequest):
+        roots = [str(registry.find(w)[1]) for w in request.workspaces]  # ids or folders, registered only
+        check_glob(request.path_glob)
+        check_languages(request.languages)
+        return respond(await service.query_many(request.question, roots, request.options(roots[0] if roots else "")))
 
     @app.post("/v1/workspaces/{workspace_id}/files", response_model=FileAnswer,
               summary="Ask a question, answered as ranked files with the signals that rank them")

@@ -57,6 +57,16 @@ class QueryRequest:
                             expand_context=self.expand_context, use_cache=self.use_cache)
 
 
+MAX_WORKSPACES = 20  # as services.retrieval.multi.MAX_WORKSPACES
+
+
+@dataclass(frozen=True)
+class MultiQueryRequest(QueryRequest):
+    """POST /v1/query: a query's fields plus the registered workspaces (ids or folders) to ask."""
+
+    workspaces: Annotated[tuple[str, ...], Field(max_length=MAX_WORKSPACES)] = ()
+
+
 MAX_FILES = 100
 
 

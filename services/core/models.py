@@ -266,3 +266,28 @@ class FileAnswer:
     history: str = ""  # "12 commits" used, or why none ("not a git repository")
     before: int | None = None  # commits at or after this unix time were ignored
     timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WorkspaceHit:
+    """One result of a question asked over several workspaces: the workspace's own result, labelled."""
+
+    workspace: str  # the workspace folder
+    name: str  # its folder name, for display ("backend", "frontend")
+    rank: int  # 1-based, in the merged list
+    fused_score: float  # reciprocal-rank fusion: 1 / (RRF_K + rank in its workspace)
+    result: ResultChunk  # as its workspace ranked it (rank, scores, signals, context)
+
+
+@dataclass(frozen=True)
+class MultiQueryResult:
+    """A question over several workspaces: each asked alone, their rankings merged by reciprocal rank
+    (services.retrieval.multi); `searched` says how many results each workspace gave (before the cut)."""
+
+    question: str
+    strategy: str
+    workspaces: list[str]
+    results: list[WorkspaceHit]  # merged, cut to top_k
+    searched: dict[str, int]  # workspace -> results it returned (above its threshold)
+    fallback_reasons: dict[str, str] = field(default_factory=dict)  # workspace -> why not reranked, when so
+    timings_ms: dict[str, float] = field(default_factory=dict)  # "total", and each workspace's total

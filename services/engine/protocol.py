@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from services.core.messages import DocumentRerankResponse
 from services.core.models import (
-    FileAnswer, IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
+    FileAnswer, IndexHealth, IndexReport, MultiQueryResult, ProgressEvent, QueryOptions, QueryResult, RelevantFile,
+    StrategyInfo,
 )
 
 if TYPE_CHECKING:  # the watcher pulls in watchdog; the remote client must stay light
@@ -42,6 +43,10 @@ class Engine(Protocol):
 
     async def query(self, question: str, options: QueryOptions) -> QueryResult:
         """Both rankings (vector order and reranked) for a question."""
+
+    async def query_many(self, question: str, workspaces: list[str], options: QueryOptions) -> MultiQueryResult:
+        """The question over each workspace (options.workspace is ignored), their results merged by
+        reciprocal rank (services.retrieval.multi) and labelled with their workspace."""
 
     async def relevant_files(self, question: str, workspace: str | Path,
                              max_files: int = 10) -> list[RelevantFile]:

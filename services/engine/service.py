@@ -23,6 +23,7 @@ from services.evaluation import labels
 from services.storage.history_store import CommitIndex
 from services.retrieval import context, search_steps
 from services.retrieval.file_answer import POOL, FileRanker, files_from_chunks
+from services.retrieval.multi import check_workspaces, merge
 from services.retrieval.search import Searcher
 from services.encoders.embedder import Embedder
 from services.core.errors import KnowledgeError, QueryError, WorkspaceError
@@ -31,7 +32,7 @@ from services.engine.protocol import ProgressCallback, WatchCallback
 from services.indexing.health import index_health, stale_files
 from services.indexing.indexer import Indexer, refresh_keywords
 from services.core.models import (
-    FileAnswer, IndexHealth, IndexReport, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
+    FileAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
 )
 from services.storage.ownership import Owner, OwnerLock, read_owner
 from services.retrieval.strategies import create_strategy, strategy_info, strategy_names
@@ -204,6 +205,17 @@ class KnowledgeService:
             with self._lock:
                 self._cache[key] = result
         return result
+
+    async def query_many(self, question: str, workspaces: list[str], options: QueryOptions) -> MultiQueryResult:
+        """Ask each workspace (top_k results each, so one workspace can fill the list when the others have
+        nothing), then merge by reciprocal rank. A folder named twice is asked once."""
+        self._validate(question, options)
+        roots = list(dict.fromkeys(workspace_root(w) for w in check_workspaces(workspaces)))
+        started = time.perf_counter()
+        answers = await asyncio.gather(*(self.query(question, replace(options, workspace=str(root)))
+                                         for root in roots))
+        return merge(question.strip(), options.strategy, [(str(r), a) for r, a in zip(roots, answers)],
+                     options.top_k, (time.perf_counter() - started) * 1000)
 
     def _searcher(self, index: WorkspaceIndex) -> Searcher:
         """The query flow (services.retrieval.search) over this index, with the settings of now."""

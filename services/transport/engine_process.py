@@ -19,7 +19,7 @@ from services.core.errors import EngineStopped, KnowledgeError
 from services.core.messages import DocumentRerankResponse
 from services.core.settings import default_data_dir
 from services.core.models import (
-    FileAnswer, IndexHealth, IndexReport, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
+    FileAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
 )
 from services.engine.protocol import ProgressCallback, WatchCallback
 
@@ -151,6 +151,9 @@ class EngineProcess:
     async def query(self, question: str, options: QueryOptions) -> QueryResult:
         return await self._call("query", question, options)
 
+    async def query_many(self, question: str, workspaces: list[str], options: QueryOptions) -> MultiQueryResult:
+        return await self._call("query_many", question, _folders(workspaces), options)
+
     async def find_files(self, question: str, options: QueryOptions, max_files: int = 10,
                          before: int | None = None) -> FileAnswer:
         return await self._call("find_files", question, options, max_files, before)
@@ -221,6 +224,13 @@ class EngineProcess:
             process.join(timeout=5)
         if conn is not None:
             conn.close()
+
+
+def _folders(workspaces):
+    """Workspaces as strings for the pipe; anything else goes as is, for the engine to refuse."""
+    if isinstance(workspaces, (list, tuple)):
+        return [str(w) for w in workspaces]
+    return workspaces
 
 
 def _settle(future, result, error) -> None:

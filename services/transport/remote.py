@@ -20,12 +20,15 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from services.retrieval import context
+from services.retrieval.multi import check_workspaces
 from services.core import codec
 from services.core.messages import DocumentRerankResponse, IndexStatus, Labels
 from services.core.errors import (  # noqa: F401 (EngineUnreachable re-exported)
     EngineUnreachable, IndexRunning, KnowledgeError, Unauthorized, WorkspaceError, error_from,
 )
-from services.core.models import FileAnswer, IndexHealth, IndexReport, QueryOptions, QueryResult, RelevantFile, StrategyInfo
+from services.core.models import (
+    FileAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
+)
 from services.engine.protocol import ProgressCallback, WatchCallback
 from services.transport.roots import record_owner_folder
 
@@ -125,6 +128,14 @@ class RemoteEngine:
         body.pop("workspace")
         body["question"] = question
         return await self._call("POST", f"/v1/workspaces/{key}/query", body, QueryResult)
+
+    async def query_many(self, question: str, workspaces: list[str], options: QueryOptions) -> MultiQueryResult:
+        """Each folder is registered (as for query), then the server asks them all and merges."""
+        keys = [await self._workspace(w) for w in check_workspaces(workspaces)]
+        body = codec.encode(options)
+        body.pop("workspace")
+        body.update(question=question, workspaces=keys)
+        return await self._call("POST", "/v1/query", body, MultiQueryResult)
 
     async def find_files(self, question: str, options: QueryOptions, max_files: int = 10,
                          before: int | None = None) -> FileAnswer:
