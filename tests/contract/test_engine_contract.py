@@ -25,6 +25,7 @@ from services.storage.ownership import read_owner
 from services.transport.engine_process import EngineProcess
 from services.transport.remote import RemoteEngine
 from tests.contract.conftest import KINDS, busy_engine
+from tests.helpers.workspaces import QUESTION, small_workspaces
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +36,7 @@ QUESTIONS = [("what implements ChunkStore", "metadata"), ("save a note", "hybrid
 # --- the protocol itself ---
 @pytest.mark.parametrize("cls", [KnowledgeService, EngineProcess, RemoteEngine], ids=lambda c: c.__name__)
 def test_each_engine_class_has_every_protocol_method_with_the_same_signature(cls):
-    assert len(PROTOCOL) == 18
+    assert len(PROTOCOL) == 19
     for name in PROTOCOL:
         expected, actual = getattr(Engine, name), getattr(cls, name)
         assert inspect.signature(actual) == inspect.signature(expected), f"{cls.__name__}.{name}"
@@ -91,6 +92,23 @@ async def test_query_and_what_is_built_on_it(subject):
     assert "ChunkStore" in await engine.symbol_names(workspace)
     suggested = await engine.suggestions("chunk", workspace, limit=50)
     assert "ChunkStore" in suggested and all("chunk" in s.lower() for s in suggested[:3])
+
+
+async def test_one_question_over_three_workspaces_gives_one_labelled_merged_ranking(subject):
+    engine, workspace = subject.engine, subject.workspace
+    backend, frontend = small_workspaces(workspace.parent / "more")
+    for folder in (backend, frontend):
+        await engine.index(folder)
+    folders = [str(workspace), str(backend), str(frontend)]
+    result = await engine.query_many(QUESTION, folders + [str(backend)], QueryOptions(workspace="", top_k=6))
+    assert result.workspaces == folders  # named twice, asked once
+    assert [h.rank for h in result.results] == [1, 2, 3, 4, 5, 6]
+    # reciprocal-rank fusion: each workspace's best result comes before any second best
+    assert {h.name for h in result.results[:3]} == {"workspace", "backend", "frontend"}
+    assert {(h.name, h.result.chunk.path) for h in result.results[:3]} >= {("backend", "store.py"),
+                                                                           ("frontend", "notes.js")}
+    assert all(h.result.rank == 1 for h in result.results[:3]) and result.results[3].name == "workspace"
+    assert result.searched[str(backend)] == 1 and result.searched[str(workspace)] >= 3
 
 
 async def test_strategies_warm_up_and_rerank_documents(subject):
@@ -152,6 +170,9 @@ ERROR_CASES = {
     "missing workspace": (WorkspaceError,
                           lambda e, ws, tmp: e.query("x", QueryOptions(workspace=str(tmp / "missing")))),
     "index a missing workspace": (WorkspaceError, lambda e, ws, tmp: e.index(tmp / "missing")),
+    "no workspaces": (QueryError, lambda e, ws, tmp: e.query_many("x", [], QueryOptions(workspace=ws))),
+    "one unindexed of several": (IndexMissingError, lambda e, ws, tmp: e.query_many(
+        "x", [ws, str(unindexed(tmp))], QueryOptions(workspace=ws))),
     "not indexed": (IndexMissingError, lambda e, ws, tmp: e.query("x", QueryOptions(workspace=str(unindexed(tmp))))),
 }
 
