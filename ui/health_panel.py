@@ -83,6 +83,14 @@ def languages_text(languages: dict[str, int], limit: int = 0) -> str:
     return text
 
 
+def encoder_text(health: IndexHealth) -> str:
+    """"onnx-int8 on cpu", with the encoder's note ("GPU NOT USED: ..." when a GPU sits idle)."""
+    if not health.backend:
+        return "—"
+    text = f"{health.backend} on {health.device}"
+    return f"{text} — {health.encoder_note}" if health.encoder_note else text
+
+
 def progress_text(event: ProgressEvent) -> str:
     parts = [event.phase.capitalize()]
     if event.files_total:
@@ -91,6 +99,8 @@ def progress_text(event: ProgressEvent) -> str:
         parts.append(f"chunks {event.chunks_done}/{event.chunks_total}")
     if event.rate:
         parts.append(f"{event.rate:.0f}/s")
+    if event.phase == "embedding" and " on " in event.message:  # where it runs: "torch on cuda, fp16, batch 512"
+        parts.append(event.message)
     if event.eta_seconds is not None and event.phase not in ("done", "cancelled"):
         eta = int(round(event.eta_seconds))
         parts.append(f"ETA {eta // 60}:{eta % 60:02d}")
@@ -124,13 +134,14 @@ class HealthPanel(QWidget):
         form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
         form.setHorizontalSpacing(10)
         form.setVerticalSpacing(4)
-        for key in ("Files", "Chunks", "Languages", "Model", "History", "Size", "Updated", "Created", "Last error"):
+        for key in ("Files", "Chunks", "Languages", "Model", "Encoder", "History", "Size", "Updated", "Created", "Last error"):
             label = QLabel("—")
             label.setWordWrap(True)
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             self.values[key] = label
             form.addRow(f"{key}:", label)
         self.values["Last error"].setObjectName("healthError")
+        self.values["Encoder"].setObjectName("healthEncoder")
 
         self.files = QTreeWidget()
         self.files.setHeaderLabels(["File", "Status"])
@@ -213,6 +224,9 @@ class HealthPanel(QWidget):
         self.values["Languages"].setToolTip(languages_text(h.languages))
         self.values["Model"].setText(f"{h.model} ({h.dimension}-d)" if h.model else "—")
         self.values["Model"].setToolTip(f"vectors: {h.vectors}" if h.vectors else "")
+        self.values["Encoder"].setText(encoder_text(h))
+        self.values["Encoder"].setProperty("error", "GPU NOT USED" in h.encoder_note)  # loud: styled as an error
+        self.values["Encoder"].style().polish(self.values["Encoder"])
         self.values["History"].setText(h.history or "—")
         self.values["Size"].setText(human_size(h.size_bytes) if h.indexed else "—")
         self.values["Updated"].setText(human_time(h.updated_at))

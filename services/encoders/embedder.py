@@ -15,7 +15,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import numpy as np  # noqa: E402
 
 from services.encoders import Encoder, EncoderSpec, backend_names, choose_device, create_encoder  # noqa: E402
-from services.encoders.device import DEVICES, GPU_BATCH_SIZE  # noqa: E402
+from services.encoders.device import DEVICES, GPU_BATCH_SIZE, unused_gpu_note  # noqa: E402
 from services.core.errors import ModelLoadError  # noqa: E402
 from services.encoders.hub import cached_model_path  # noqa: E402
 from services.core.models import Chunk  # noqa: E402
@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 BUNDLED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 _LOADED: dict[tuple[str, int, str], object] = {}  # one copy of each model per process
 _LOADED_LOCK = threading.Lock()
+_WARNED: set[str] = set()  # loud notes already logged by this process
 
 
 def bundled_model_path() -> Path | None:
@@ -116,7 +117,10 @@ class Embedder:
             note = f"{backend} on {device} could not start ({_short(error)}); using torch on the CPU"
             log.warning("%s", note)
             encoder = self._create("torch", replace(spec, device="cpu", batch_size=self.batch_size))
-        encoder.note = note
+        encoder.note = "; ".join(n for n in (note, getattr(encoder, "note", ""), unused_gpu_note(encoder.device)) if n)
+        if "GPU NOT USED" in encoder.note and encoder.note not in _WARNED:
+            _WARNED.add(encoder.note)
+            log.warning("%s", encoder.note)
         return encoder
 
     def _create(self, backend: str, spec: EncoderSpec) -> Encoder:
@@ -138,6 +142,12 @@ class Embedder:
     @property
     def note(self) -> str:
         return getattr(self.load(), "note", "")
+
+    def describe(self) -> str:
+        """What runs, for progress lines: "torch on cuda, fp16, batch 512", "onnx-int8 on cpu"."""
+        encoder = self.load()
+        describe = getattr(encoder, "describe", None)
+        return describe() if describe else f"{encoder.name} on {encoder.device}"
 
     @property
     def dimension(self) -> int:

@@ -517,8 +517,19 @@ class Indexer:
         rate = max(chunks_done, self.embedded) / elapsed
         remaining = max(chunks_total - chunks_done, 0)
         eta = remaining / rate if rate > 0 and chunks_total else None
+        if phase == "embedding" and not message:
+            message = self._encoder_line()
         self.progress(ProgressEvent(phase, files_done, files_total, chunks_done, chunks_total,
                                     round(rate, 2), eta, message))
+
+
+    def _encoder_line(self) -> str:
+        """Where embedding runs, for progress: "torch on cuda, fp16, batch 512" (names the device)."""
+        describe = getattr(self.embedder, "describe", None)
+        try:
+            return describe() if describe else ""
+        except Exception:  # the encoder failed to load: the run reports that itself
+            return ""
 
 
 def refresh_keywords(index: WorkspaceIndex) -> None:
