@@ -34,6 +34,8 @@ from ui.viewmodels.preferences import Preferences, recent_workspaces
 from ui.viewmodels.results import empty_result_text, is_empty, summary_text, timings_text
 from ui.viewmodels.strategies import fallback_strategies, step_strategy
 from ui.viewmodels.workspace import INDEX, REBUILD, Offer, WorkspaceViewModel, health_offer
+from ui.viewmodels.workspace_set import WorkspaceSetViewModel
+from ui.workspace_set import WorkspaceSetView
 
 if TYPE_CHECKING:  # the window talks to an engine process; the engine itself is not loaded here
     from services.engine.service import KnowledgeService
@@ -71,6 +73,8 @@ class MainWindow(QMainWindow):
         self.code = CodeView()
         self.health_panel = HealthPanel()
         self.files_view = FilesView()
+        self.workspace_set = WorkspaceSetView()  # "also search in": the question over several workspaces
+        self.workspace_set_model = WorkspaceSetViewModel(service)
         self.rerun_timer = QTimer(self)  # a burst of filter changes runs the question once
         self.rerun_timer.setSingleShot(True)
         self.rerun_timer.setInterval(250)
@@ -137,6 +141,7 @@ class MainWindow(QMainWindow):
         self.tabs.setDocumentMode(True)
         self.tabs.addTab(explore, "Explore")
         self.tabs.addTab(self.files_view, "Files")
+        self.tabs.addTab(self.workspace_set, "Several workspaces")
         if self.compare_view is not None:
             self.tabs.addTab(self.compare_view, "Compare strategies")
         self.setCentralWidget(self.tabs)
@@ -220,6 +225,8 @@ class MainWindow(QMainWindow):
         self.explore_action = a("Explore tab", "Ctrl+Shift+E", lambda: self.show_tab(self.explore))
         self.files_action = a("Files tab: the question answered as ranked files", "Ctrl+Shift+F",
                               lambda: self.show_tab(self.files_view))
+        self.workspace_set_action = a("Several workspaces tab: also search in other workspaces", "Ctrl+Shift+W",
+                                      lambda: self.show_tab(self.workspace_set))
         self.compare_action = a("Compare strategies tab", "Ctrl+Shift+C", lambda: self.show_tab(self.compare_view))
         self.palette_action = a("Command palette…", "Ctrl+K", lambda: self.palette.open())
         menus = self.menuBar()
@@ -229,7 +236,7 @@ class MainWindow(QMainWindow):
                              self.next_strategy_action, self.previous_strategy_action, self.clear_filters_action]),
                 ("&Results", [self.vector_action, self.reranked_action, self.editor_action]),
                 ("&Index", [self.reindex_action, self.rebuild_action, self.cancel_action]),
-                ("&View", [self.explore_action, self.files_action, self.compare_action, self.health_action, self.palette_action])):
+                ("&View", [self.explore_action, self.files_action, self.workspace_set_action, self.compare_action, self.health_action, self.palette_action])):
             menu = menus.addMenu(title)
             for action in actions:
                 menu.addSeparator() if action is None else menu.addAction(action)
@@ -310,6 +317,8 @@ class MainWindow(QMainWindow):
         self.health_panel.auto_reindex.setChecked(self.preferences.auto_reindex)
         self.health_panel.auto_reindex.toggled.connect(self._auto_reindex_toggled)
         self.tabs.currentChanged.connect(lambda _index: self.refresh_files())
+        self.tabs.currentChanged.connect(lambda _index: self.refresh_workspace_set())
+        self.workspace_set.changed.connect(self.refresh_workspace_set)
         if self.compare_view is not None:  # per-query rows open in Explore; a chosen default applies
             self.compare_view.query_opened.connect(self.open_question)
             self.compare_view.default_strategy_chosen.connect(self.query_bar.select_strategy)
@@ -368,6 +377,7 @@ class MainWindow(QMainWindow):
             action = self.recent_menu.addAction(path)
             action.triggered.connect(lambda _checked=False, p=path: self.open_workspace(p))
         self.recent_button.setEnabled(bool(recent))
+        self.workspace_set.set_candidates(self.workspace, recent)
 
     # --------------------------------------------------------------- workspace
     def choose_workspace(self) -> None:
@@ -555,6 +565,7 @@ class MainWindow(QMainWindow):
                                        bar.path_glob.text())
         self.files_request = (question, options, bar.top_k.value())
         self.refresh_files()
+        self.refresh_workspace_set()
         return self.runner.run(self.session.query(question, options), key="query",
                                context="Query", on_result=self.show_result,
                                on_error=lambda _exc: self.status_results.setText("Query failed"))
@@ -569,6 +580,20 @@ class MainWindow(QMainWindow):
         self.files_view.title.setText(f"Finding the files for “{question}”…")
         return self.runner.run(self.files.find(question, options, max_files), key="files", context="Files",
                                on_result=self.files_view.set_answer)
+
+    def refresh_workspace_set(self) -> asyncio.Task | None:
+        """While the Several workspaces tab is on screen, ask the question on screen over the open workspace
+        and the ticked ones (once per question and set)."""
+        also = self.workspace_set.also()
+        if self.tabs.currentWidget() is not self.workspace_set or self.files_request is None or not also:
+            return None
+        question, options, _ = self.files_request
+        workspaces = [self.workspace, *also]
+        if self.workspace_set_model.is_current(question, options, workspaces):
+            return None
+        self.workspace_set.title.setText(f"Searching {len(workspaces)} workspaces for “{question}”…")
+        return self.runner.run(self.workspace_set_model.ask(question, options, workspaces), key="workspace-set",
+                               context="Several workspaces", on_result=self.workspace_set.set_result)
 
     def _strategy_changed(self, _index: int) -> None:
         """Switching strategy re-runs the question on screen, so rankings can be compared quickly."""

@@ -1,0 +1,66 @@
+"""The window's workspace set ("also search in") on the real engine, offscreen: one question over three
+workspaces gives one merged ranking whose rows name their workspace."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+
+from services.core.models import Chunk, MultiQueryResult, ResultChunk, WorkspaceHit
+from services.engine.service import KnowledgeService
+from tests.helpers.workspaces import QUESTION, small_workspaces
+from ui.main_window import MainWindow
+from ui.viewmodels.workspace_set import hit_row, others
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"
+
+
+@pytest.fixture
+def service(tmp_path):
+    svc = KnowledgeService(data_dir=tmp_path / "data")
+    yield svc
+    svc.close()
+
+
+def test_the_set_offers_the_known_workspaces_but_the_open_one_and_rows_name_the_workspace():
+    assert others("/w/a", ["/w/a", "/w/b", "/w/b", "/w/c"]) == ["/w/b", "/w/c"]
+    hit = WorkspaceHit("/w/b", "b", 2, 0.016, ResultChunk(Chunk("x.py", "python", 3, 9, "", symbol="f"), 1, 0.7,
+                                                           1, 0.7))
+    assert hit_row(hit) == ("2", "b", "0.700 (#1 there)", "x.py:3-9", "f")
+
+
+@pytest.mark.slow
+def test_one_question_over_three_workspaces_in_the_window(loop, qtbot, service, qsettings, tmp_path):
+    workspace = shutil.copytree(SAMPLE, tmp_path / "sample")
+    backend, frontend = small_workspaces(tmp_path / "more")
+    for folder in (backend, frontend):
+        task = asyncio.ensure_future(service.index(folder))
+        qtbot.waitUntil(task.done, timeout=240_000)
+        assert task.result().files_indexed == 1
+    qsettings.setValue("recentWorkspaces", [str(backend)])  # opened once before: offered in the set
+    window = MainWindow(service, qsettings)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(window.open_workspace(str(workspace)).done, timeout=60_000)
+    qtbot.waitUntil(window.start_index(False).done, timeout=240_000)
+    view = window.workspace_set
+    assert [view.candidates.item(i).data(256) for i in range(view.candidates.count())] == [str(backend)]
+    window.workspace_set_action.trigger()
+    assert window.tabs.currentWidget() is view
+    view.add_workspace(str(backend))  # tick the offered one
+    view.add_workspace(str(frontend))  # and add a folder (what "Add folder…" does once chosen)
+    assert view.also() == [str(backend), str(frontend)]
+    window.query_bar.query.setText(QUESTION)
+    window.run_query()
+    qtbot.waitUntil(lambda: view.result is not None, timeout=60_000)
+    rows = view.rows()
+    assert {row[1] for row in rows[:3]} == {"sample", "backend", "frontend"}  # each one's best first
+    assert ("backend", "store.py:1-4") in {(row[1], row[3]) for row in rows}
+    assert ("frontend", "notes.js:1-4") in {(row[1], row[3]) for row in rows}
+    assert "over 3 workspaces" in view.title.text()
+    assert isinstance(view.result, MultiQueryResult) and view.result.workspaces[0] == str(workspace.resolve())
+    view.grab().save(str(tmp_path / "workspace-set.png"))
+    window.shutdown()
