@@ -68,11 +68,15 @@ class TorchEncoder:
                                              spec.batch_size)
 
     def _use_fp16_if_it_agrees(self) -> None:
+        """Probe an fp16 copy (half() then float() would not give the fp32 weights back) and keep it when
+        its vectors agree with fp32's."""
+        import copy
+
         reference = self.encode(PROBE)
-        self.model.half()
+        fp32, self.model = self.model, copy.deepcopy(self.model).half()
         self.precision, self.note = pick_precision(reference, self.encode(PROBE))
         if self.precision == "fp32":
-            self.model.float()
+            self.model = fp32
             log.warning("%s", self.note)
 
     @property
