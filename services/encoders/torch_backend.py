@@ -129,9 +129,10 @@ def encode_pipelined(model, texts: list[str], batch_size: int) -> np.ndarray:
 
 
 def _tokenize_all(model, batches, tokenized: queue.Queue, stop: threading.Event) -> None:
+    tokenize = getattr(model, "preprocess", None) or model.tokenize  # sentence-transformers >= 6: preprocess
     for batch in batches:
         try:
-            item = model.tokenize(batch)
+            item = tokenize(batch)
         except BaseException as error:  # raised in the consumer
             item = error
         while not stop.is_set():
