@@ -85,7 +85,8 @@ def main() -> int:
     for row in rows:
         print(f"  {row['path']:<72} {row['chunks/s']:>8.1f} chunks/s  {row['× bare']:.2f}× bare")
     print(f"  smallest cosine, project vs bare: {cosine:.5f}" + (f"; note: {embedder.note}" if embedder.note else ""))
-    record("gpu_path", rows, settings={"workspace": args.workspace, "chunks": len(texts), "max_seq_length": 256},
+    shown = "." if Path(args.workspace).resolve() == REPO else args.workspace  # this repository: portable
+    record("gpu_path", rows, settings={"workspace": shown, "chunks": len(texts), "max_seq_length": 256},
            figures={"min_cosine_project_vs_bare": round(cosine, 6), "note": embedder.note,
                     "precision": getattr(encoder, "precision", "")},
            uses_percentiles=False,
