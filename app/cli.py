@@ -172,6 +172,9 @@ def valid_query(args) -> bool:
     from app.limits import query_request
     from services.core.errors import KnowledgeError
 
+    if args.files and args.workspace:
+        print("error: --files answers one workspace; drop --workspace or --files", file=sys.stderr)
+        return False
     fields = {"question": args.question, "top_k": args.top_k, "strategy": args.strategy,
               "languages": tuple(args.language), "path_glob": args.path_glob}
     if args.min_relevance is not None:
@@ -381,9 +384,6 @@ async def cmd_query(args, service) -> int:
     if args.workspace:
         from app.render import multi_query_json  # here, not at the top: as above
 
-        if args.files:
-            print("error: --files answers one workspace; drop --workspace or --files", file=sys.stderr)
-            return 2
         result = await service.query_many(args.question, [args.path, *args.workspace], options)
         return emit(args, result, multi_query_json, multi_query_text)
     if args.files:

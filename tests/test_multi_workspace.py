@@ -72,7 +72,11 @@ async def test_one_question_over_three_workspaces_in_the_cli_rest_and_mcp(three_
     with httpx.Client(base_url=url, timeout=300) as client:
         rest = client.post("/v1/query", json={"question": QUESTION, "workspaces": keys, "top_k": 5}).json()
         refused = client.post("/v1/query", json={"question": QUESTION, "workspaces": [keys[0], "/etc"]})
+        none = client.post("/v1/query", json={"question": QUESTION, "workspaces": []})
+        many = client.post("/v1/query", json={"question": QUESTION, "workspaces": keys * 7})
     assert refused.status_code == 404 and refused.json()["error"]["code"] == "unknown_workspace"
+    assert none.status_code == 400 and "at least one workspace" in none.json()["error"]["message"]
+    assert many.status_code in (400, 422) and "workspaces" in many.json()["error"]["message"]
     # one merged ranking: each workspace's best first, each result labelled with its workspace
     assert {h["name"] for h in rest["results"][:3]} == {"workspace", "backend", "frontend"}
     assert {(h["name"], h["result"]["chunk"]["path"]) for h in rest["results"]} >= {("backend", "store.py"),
@@ -98,6 +102,10 @@ def test_the_cli_text_names_each_results_workspace(three_served):
                               "--workspace", str(frontend), "--data-dir", str(served["data_dir"])),
                           cwd=ROOT, env=env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+    files = subprocess.run(cli("query", str(first), QUESTION, "--workspace", str(backend), "--files",
+                               "--data-dir", str(served["data_dir"])),
+                           cwd=ROOT, env=env(), capture_output=True, text=True, timeout=300)
+    assert files.returncode == 2 and files.stderr.startswith("error: --files answers one workspace")
     lines = done.stdout.splitlines()
     assert "over 3 workspaces" in lines[0]
     assert any("[backend" in line and "store.py" in line for line in lines)
