@@ -28,7 +28,7 @@ from services.evaluation.metrics import (
 from services.evaluation.labels import default_labels_file, labels_for, record_label
 from services.core.models import QueryOptions, QueryResult, ResultChunk
 from ui.async_runner import AsyncRunner, describe_error
-from ui.viewmodels.ranking import movement, why_summary
+from ui.viewmodels.ranking import movement, symbol_text, why_summary
 
 log = logging.getLogger(__name__)
 
@@ -37,12 +37,15 @@ NOT_RELEVANT_COLOR = QColor("#d1483f")
 BAR_COLORS = ["#2f7bd8", "#2e9d57", "#e0a030", "#8e5bd8", "#d1483f"]
 TASK_KEY = "compare"
 ResultRole = Qt.ItemDataRole.UserRole + 11
+QUESTION_MIN_WIDTH = 260  # per-query table: the question column never shrinks below this (it scrolls instead)
 
 
 def cell_text(item: ResultChunk) -> str:
+    """Name and file name (folders are in the tooltip): the part that tells results apart stays visible."""
     chunk = item.chunk
     name = chunk.qualified_name or chunk.symbol
-    return f"{name}  ·  {chunk.path}" if name else chunk.path
+    file = chunk.path.rsplit("/", 1)[-1]
+    return f"{name}  ·  {file}" if name else symbol_text(item)
 
 
 def ranked_cell_text(item: ResultChunk, reranked: bool) -> str:
@@ -66,6 +69,7 @@ class CompareView(QWidget):
     """Side-by-side strategies. API for the main window: set_workspace(path), set_question(text)."""
 
     finished = Signal(str)  # "question", "query set", "cancelled", "failed"
+    stage_changed = Signal(str)  # "querying", "computing" (metrics), "" (idle)
     query_opened = Signal(str)  # a per-query row was clicked: open this question in Explore
     default_strategy_chosen = Signal(str)  # this workspace's default strategy (chosen now or saved before)
 
@@ -190,10 +194,9 @@ class CompareView(QWidget):
         top_layout.addWidget(self.metrics, 1)
         charts = QSplitter(Qt.Orientation.Horizontal)
         self.quality_plot = pg.PlotWidget(title="Quality per strategy", background=None)
-        self.quality_plot.addLegend(offset=(5, 5))
-        self.quality_plot.setYRange(0, 1)
         self.latency_plot = pg.PlotWidget(title="Latency per strategy (ms)", background=None)
-        self.latency_plot.addLegend(offset=(5, 5))
+        for plot in (self.quality_plot, self.latency_plot):  # one legend row above the bars (headroom in _plot)
+            plot.addLegend(offset=(-5, 2), colCount=len(COLUMNS))
         charts.addWidget(self.quality_plot)
         charts.addWidget(self.latency_plot)
         charts.setStretchFactor(0, 3)
@@ -294,8 +297,14 @@ class CompareView(QWidget):
         self.show_report(report)
 
     def _progress(self, event: EvalProgress) -> None:
+        if event.stage == "computing":
+            self.progress.setRange(0, 0)  # busy: no count to show while the metrics are worked out
+            self.status.setText(f"All {event.total} runs done · computing metrics (MRR, nDCG, recall, significance)…")
+            self.stage_changed.emit("computing")
+            return
         self.progress.setValue(event.done)
-        self.status.setText(f"{event.done}/{event.total}: {event.strategy} — {event.query[:50]}")
+        question = " ".join(event.query.split())[:50]
+        self.status.setText(f"{event.done}/{event.total}: {event.strategy} — {question}")
 
     def _done(self, kind: str) -> None:
         self._set_busy(False)
@@ -314,6 +323,9 @@ class CompareView(QWidget):
         self.finished.emit("cancelled")
 
     def _set_busy(self, busy: bool) -> None:
+        if not busy:
+            self.progress.setRange(0, max(1, self.progress.maximum()))
+        self.stage_changed.emit("querying" if busy else "")
         self.cancel_button.setEnabled(busy)
         for widget in (self.run_question_button, self.run_set_button, self.load_button):
             widget.setEnabled(not busy)
@@ -382,7 +394,8 @@ class CompareView(QWidget):
             self.recommendation.setText("")
             self.use_button.hide()
             return
-        self.recommendation.setText(f"★ Recommended: {best.strategy} — {best.reason}")
+        self.recommendation.setText(f"★ Recommended for this workspace: {best.strategy}. Why: {best.reason}")
+        self.recommendation.setToolTip(self.recommendation.text())
         self.use_button.setText(f"Use {best.strategy} for this workspace")
         self.use_button.setVisible(bool(self.workspace))
 
@@ -436,8 +449,8 @@ class CompareView(QWidget):
         table.setColumnCount(2 + len(others))
         table.setRowCount(len(ids))
         wins = {n: report.wins_losses(n) for n in others}
-        table.setHorizontalHeaderLabels(["Query", f"none {PRIMARY.upper()}"]
-                                        + [f"{n} Δ ({wins[n][0]}▲ {wins[n][2]}▼)" for n in others])
+        table.setHorizontalHeaderLabels(["Query", f"none\n{PRIMARY.upper()}"]  # two lines: narrow columns
+                                        + [f"{n}\nΔ {wins[n][0]}▲ {wins[n][2]}▼" for n in others])
         for row, qid in enumerate(ids):
             text = report.query_texts.get(qid, qid)
             query = QTableWidgetItem(" ".join(text.split())[:200])
@@ -453,9 +466,11 @@ class CompareView(QWidget):
                 table.setItem(row, col, cell)
         table.setSortingEnabled(True)
         header = table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for col in range(1, table.columnCount()):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)  # the question keeps a readable width
+        numbers = sum(max(table.sizeHintForColumn(c), header.sectionSizeHint(c)) for c in range(1, table.columnCount()))
+        table.setColumnWidth(0, max(QUESTION_MIN_WIDTH, table.viewport().width() - numbers - 4))
 
     def _open_query_row(self, row: int, _column: int) -> None:
         item = self.per_query.item(row, 0)
@@ -500,6 +515,10 @@ class CompareView(QWidget):
             ("p95", [report.strategies[n].latency_ms_p95 for n in names])])
         for plot in (self.quality_plot, self.latency_plot):
             plot.getAxis("bottom").setTicks(ticks)
+        # headroom above the tallest bar, so the legend row at the top covers no bar
+        self.quality_plot.setYRange(0, 1.3, padding=0)
+        highest = max((report.strategies[n].latency_ms_p95 for n in names), default=1.0) or 1.0
+        self.latency_plot.setYRange(0, highest * 1.35, padding=0)
 
     @staticmethod
     def _grouped_bars(plot: pg.PlotWidget, names: list[str], series: list[tuple[str, list[float]]]) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QItemSelectionModel, QRect, Qt, Signal
+from PySide6.QtCore import QEvent, QItemSelectionModel, QObject, QRect, Qt, Signal
 from PySide6.QtGui import QAction, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView, QHeaderView, QLabel, QMenu, QSplitter, QStyledItemDelegate, QTableView, QVBoxLayout,
@@ -40,6 +40,44 @@ class ScoreBarDelegate(QStyledItemDelegate):
         super().paint(painter, option, index)
 
 
+class ColumnFitter(QObject):
+    """Keeps Symbol and Location readable in a narrow table: the score columns shrink, then Kind and
+    the other list's score column are hidden (their values stay in the tooltips)."""
+
+    MIN_TEXT = 110  # pixels Symbol and Location each need to show a name
+
+    def __init__(self, table: QTableView, model: RankingModel) -> None:
+        super().__init__(table)
+        self.table, self.model = table, model
+        digit = table.fontMetrics().horizontalAdvance("0")
+        self.wide = {title: digit * width + 16 for title, width in FIXED_COLUMNS}
+        self.narrow = {title: digit * width + 8 for title, width in NARROW_COLUMNS}
+        table.viewport().installEventFilter(self)
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt API)
+        if event.type() == QEvent.Type.Resize:
+            self.fit(event.size().width())
+        return False
+
+    def fit(self, width: int) -> None:
+        columns = [t for t in self.wide if t in self.model.columns]
+        other_score = "Reranked" if self.model.side == ORIGINAL else "Vector"
+        for level in range(3):  # 0: all wide; 1: narrow scores, no Kind; 2: also no other score
+            hidden = set() if level == 0 else {"Kind"} | ({other_score} if level == 2 else set())
+            sizes = self.wide if level == 0 else {**self.wide, **self.narrow}
+            used = sum(sizes[t] for t in columns if t not in hidden)
+            if width - used >= 2 * self.MIN_TEXT or level == 2:
+                break
+        for title in columns:
+            column = self.model.column_of(title)
+            self.table.setColumnHidden(column, title in hidden)
+            self.table.setColumnWidth(column, sizes[title])
+
+
+FIXED_COLUMNS = (("#", 3), ("Δ", 4), ("Kind", 9), ("Vector", 7), ("Reranked", 9))  # title, width in digits
+NARROW_COLUMNS = (("#", 2), ("Δ", 3), ("Vector", 5), ("Reranked", 5))
+
+
 def make_table(model: RankingModel) -> QTableView:
     table = QTableView()
     table.setModel(model)
@@ -57,7 +95,7 @@ def make_table(model: RankingModel) -> QTableView:
     header.setHighlightSections(False)
     header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
     digit = table.fontMetrics().horizontalAdvance("0")
-    for title, width in (("#", 3), ("Δ", 4), ("Kind", 9), ("Vector", 7), ("Reranked", 9)):
+    for title, width in FIXED_COLUMNS:
         if title in model.columns:
             column = model.column_of(title)
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Fixed)
@@ -65,9 +103,11 @@ def make_table(model: RankingModel) -> QTableView:
     header.setSectionResizeMode(model.column_of("Symbol"), QHeaderView.ResizeMode.Stretch)
     header.setSectionResizeMode(model.column_of("Location"), QHeaderView.ResizeMode.Stretch)
     table.setItemDelegateForColumn(model.column_of("Location"), ElideDelegate(Qt.TextElideMode.ElideLeft, table))
-    table.setItemDelegateForColumn(model.column_of("Symbol"), ElideDelegate(Qt.TextElideMode.ElideMiddle, table))
+    table.setItemDelegateForColumn(model.column_of("Symbol"), ElideDelegate(Qt.TextElideMode.ElideLeft, table))
     for title in SCORE_COLUMNS:
         table.setItemDelegateForColumn(model.column_of(title), ScoreBarDelegate(table))
+    header.setMinimumSectionSize(digit * 2 + 8)
+    table.column_fitter = ColumnFitter(table, model)
     return table
 
 
@@ -113,8 +153,8 @@ class ResultsView(QWidget):
         self.vertical = QSplitter(Qt.Orientation.Vertical)
         self.vertical.addWidget(self.splitter)
         self.vertical.addWidget(explain)
-        self.vertical.setStretchFactor(0, 2)
-        self.vertical.setStretchFactor(1, 1)
+        self.vertical.setStretchFactor(0, 3)
+        self.vertical.setStretchFactor(1, 2)
         self.vertical.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -175,8 +215,12 @@ class ResultsView(QWidget):
             return ""
         vector = "Vector: cosine similarity 0–1."
         reranked = info.legend if info and info.legend else ""
-        bars = "Bars: each score relative to the best in its list; hover for the raw value."
-        return "  ".join(part for part in (vector, f"Reranked: {reranked}" if reranked else "", bars) if part)
+        scores = [r.score for r in result.results]
+        here = f"Here {min(scores):.3f} to {max(scores):.3f}." if scores else ""
+        if result.fallback_reason:
+            reranked = "fell back to the vector ranking: cosine similarity 0–1."
+        bars = "Bars: relative to the best in each list."
+        return "  ".join(part for part in (vector, f"Reranked: {reranked}" if reranked else "", here, bars) if part)
 
     def _explain(self, item: ResultChunk | None) -> None:
         """The why view follows the selection; an original-side row is explained by its reranked twin."""

@@ -37,6 +37,7 @@ class WhyView(QWidget):
     """set_item(result, strategy_label) shows why; set_item(None) clears it."""
 
     COLUMNS = ["Signal", "Effect", "", "Note"]
+    MIN_ROWS = 3  # rows the panel always has room for
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -54,9 +55,11 @@ class WhyView(QWidget):
         header = self.table.horizontalHeader()
         for column, mode in enumerate((QHeaderView.ResizeMode.ResizeToContents,
                                        QHeaderView.ResizeMode.ResizeToContents,
-                                       QHeaderView.ResizeMode.Interactive, QHeaderView.ResizeMode.Stretch)):
-            header.setSectionResizeMode(column, mode)
-        self.table.setColumnWidth(2, 260)
+                                       QHeaderView.ResizeMode.Stretch, QHeaderView.ResizeMode.Stretch)):
+            header.setSectionResizeMode(column, mode)  # the bar shares the width with the note, and shrinks
+        header.setMinimumSectionSize(40)
+        rows = self.table.verticalHeader().defaultSectionSize() * self.MIN_ROWS
+        self.table.setMinimumHeight(rows + header.sizeHint().height() + 2 * self.table.frameWidth())
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
@@ -71,7 +74,8 @@ class WhyView(QWidget):
             self.heading.setText("Select a result to see why it ranks where it does.")
             return
         by = f" by {strategy_label}" if strategy_label else ""
-        self.heading.setText(f"Why {symbol_text(item)} scores {item.score:.3f}{by}: {rank_text(item)}")
+        total = " (the sum of the rows below)" if item.signals and all(s.op == "add" for s in item.signals) else ""
+        self.heading.setText(f"Why {symbol_text(item)} scores {item.score:.3f}{by}{total}: {rank_text(item)}")
         if not item.signals:
             self.heading.setText(self.heading.text() + " — not reranked: the score is the cosine similarity.")
             return
