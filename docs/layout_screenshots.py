@@ -57,7 +57,7 @@ async def scenes(app, window, workspace: str, out: Path, only: str) -> None:
     shot("1024x700-hybrid.png")
     await ask(app, window, TRACEBACK, "bug-report")
     shot("1024x700-bug-report-traceback.png")
-    await ask(app, window, "how to use fixtures in the guide", "none")
+    await ask(app, window, "what layers does the application have", "none")
     shot("1024x700-text-chunks.png")
     await ask(app, window, "save a note to disk", "tuned")
     shot("1024x700-tuned-fallback.png")
@@ -73,19 +73,32 @@ async def scenes(app, window, workspace: str, out: Path, only: str) -> None:
 
 
 async def compare_scene(app, window, out: Path, shot) -> None:
+    import json
+
+    from tests.test_adapter import LABELS
+
     view = window.compare_view
     view.question.setText("save a note to disk")
-    view.compare()
-    await wait_for(lambda: view.rankings.rowCount() > 0, 120)
+    task = view.run_question()
+    await wait_for(task.done, 300)
     await settle(app, 0.5)
     shot("compare-rankings.png")
-    labels = ROOT / "tests" / "sample_workspace" / ".knowledge" / "queries.jsonl"
-    if labels.exists() and hasattr(view, "load_query_set"):
-        view.load_query_set(labels)
-        view.evaluate()
-        await wait_for(lambda: view.metrics.rowCount() > 0, 300)
-        await settle(app, 0.5)
-        shot("compare-metrics.png")
+    queries = Path(tempfile.mkdtemp(prefix="ke-queries-")) / "sample-questions.jsonl"
+    queries.write_text("".join(json.dumps({"id": f"q{i}", "text": text, "relevant": [{"path": path}]}) + "\n"
+                               for i, (text, path) in enumerate(LABELS)))
+    view.load_query_set(queries)
+    computing = []
+    view.stage_changed.connect(lambda stage: computing.append(stage) if stage == "computing" else None)
+    task = view.run_query_set()
+    await wait_for(lambda: computing or task.done(), 600)
+    app.processEvents()
+    shot("compare-computing.png")
+    await wait_for(task.done, 600)
+    await settle(app, 0.5)
+    shot("compare-metrics.png")
+    view.tabs.setCurrentWidget(view.per_query)
+    await settle(app, 0.3)
+    shot("compare-per-query.png")
 
 
 def main() -> int:

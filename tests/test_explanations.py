@@ -56,7 +56,7 @@ async def test_bug_report_rows_are_plain_and_nonzero(indexed):
                if s.name != "no signal found it")
     legend = create_strategy("bug-report", Settings()).legend
     assert "0–1" not in legend.split("Short questions")[0]
-    top_of_scale = float(legend.split("from about 0 to ")[1].split(";")[0])
+    top_of_scale = float(legend.split("about 0 to ")[1].split(";")[0])
     assert max(item.score for item in result.results) <= top_of_scale
 
 

@@ -49,9 +49,13 @@ def cell_text(item: ResultChunk) -> str:
 
 
 def ranked_cell_text(item: ResultChunk, reranked: bool) -> str:
-    """Score and, for a reranked column, the movement first (they stay visible when the cell is elided)."""
-    head = f"{movement(item)[0]:>3} {item.score:.3f}" if reranked else f"{item.score:.3f}"
-    return f"{head}  {cell_text(item)}"
+    """Two lines, each short enough for a narrow column: the name, then the file name with the score
+    and, for a reranked column, the movement."""
+    chunk = item.chunk
+    name = chunk.qualified_name or chunk.symbol or symbol_text(item)
+    file = chunk.path.rsplit("/", 1)[-1]
+    move = f" {movement(item)[0]}" if reranked else ""
+    return f"{name}\n{file} · {item.score:.3f}{move}"
 
 
 class NumberItem(QTableWidgetItem):
@@ -157,6 +161,9 @@ class CompareView(QWidget):
         table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         table.customContextMenuRequested.connect(self._label_menu)
         table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        table.horizontalHeader().setMinimumSectionSize(60)  # every strategy fits in 1024 pixels
+        table.verticalHeader().setDefaultSectionSize(table.fontMetrics().lineSpacing() * 2 + 8)  # two-line cells
+        table.setWordWrap(False)
         table.setSelectionMode(QTableWidget.SelectionMode.MultiSelection)
         table.currentCellChanged.connect(self._select_same_chunk)
         return table

@@ -289,6 +289,7 @@ class MainWindow(QMainWindow):
         self.cache_label.setObjectName("cacheLabel")
         self.cache_label.hide()
         self.status_results.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)  # one line, any width
+        self.status_results.setMinimumWidth(200)
         bar.addWidget(self.status_results, 1)
         bar.addPermanentWidget(self.timings_label)
         bar.addPermanentWidget(self.cache_label)
@@ -349,7 +350,7 @@ class MainWindow(QMainWindow):
         state = self.settings.value("windowState")
         if state is not None:
             self.restoreState(state)
-        for name, splitter, sizes in (("splitter", self.splitter, [520, 280]),  # rankings and why above the code
+        for name, splitter, sizes in (("splitter", self.splitter, [580, 220]),  # rankings and why above the code
                                       ("bottomSplitter", self.bottom, [1040, 380])):
             saved = self.settings.value(name)
             if saved is None or not splitter.restoreState(saved):

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (
 
 from services.core.models import QueryResult, ResultChunk, StrategyInfo
 from ui.ranking_model import NEW_COLOR, ORIGINAL, RERANKED, SCORE_COLUMNS, RankingModel, ScoreBarRole
-from ui.why_view import WhyView
+from ui.why_view import ElidedLabel, WhyView
 
 
 class ElideDelegate(QStyledItemDelegate):
@@ -24,6 +24,29 @@ class ElideDelegate(QStyledItemDelegate):
     def initStyleOption(self, option, index) -> None:  # noqa: N802 (Qt API)
         super().initStyleOption(option, index)
         option.textElideMode = self.mode
+
+
+def fit_location(text: str, fits) -> str:
+    """The longest of: the whole path, "…/" + file name and lines, file name and lines, file name,
+    that `fits` (a width test); else the file name cut at its end. The file name is never lost to folders."""
+    path, _, rest = text.partition(":")
+    name = path.rsplit("/", 1)[-1]
+    suffix = f":{rest}" if rest else ""
+    for candidate in (text, f"…/{name}{suffix}" if "/" in path else None, f"{name}{suffix}", name):
+        if candidate and fits(candidate):
+            return candidate
+    return name
+
+
+class LocationDelegate(QStyledItemDelegate):
+    """Location as "…/store.py:39-45" when the folders do not fit, then "store.py:39-45", then "store.py"."""
+
+    def initStyleOption(self, option, index) -> None:  # noqa: N802 (Qt API)
+        super().initStyleOption(option, index)
+        room = option.rect.width() - 12
+        metrics = option.fontMetrics
+        option.text = fit_location(option.text, lambda t: metrics.horizontalAdvance(t) <= room)
+        option.textElideMode = Qt.TextElideMode.ElideRight
 
 
 class ScoreBarDelegate(QStyledItemDelegate):
@@ -41,17 +64,17 @@ class ScoreBarDelegate(QStyledItemDelegate):
 
 
 class ColumnFitter(QObject):
-    """Keeps Symbol and Location readable in a narrow table: the score columns shrink, then Kind and
-    the other list's score column are hidden (their values stay in the tooltips)."""
+    """Keeps Symbol and Location readable in a narrow table: Kind goes first, then the other list's
+    score column (its value stays in the tooltips), then # and Δ narrow."""
 
-    MIN_TEXT = 110  # pixels Symbol and Location each need to show a name
+    MIN_TEXT = 120  # pixels Symbol and Location each need to show a name
 
     def __init__(self, table: QTableView, model: RankingModel) -> None:
         super().__init__(table)
         self.table, self.model = table, model
         digit = table.fontMetrics().horizontalAdvance("0")
         self.wide = {title: digit * width + 16 for title, width in FIXED_COLUMNS}
-        self.narrow = {title: digit * width + 8 for title, width in NARROW_COLUMNS}
+        self.narrow = {**self.wide, "#": digit * 2 + 10, "Δ": digit * 3 + 10}
         table.viewport().installEventFilter(self)
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt API)
@@ -62,20 +85,21 @@ class ColumnFitter(QObject):
     def fit(self, width: int) -> None:
         columns = [t for t in self.wide if t in self.model.columns]
         other_score = "Reranked" if self.model.side == ORIGINAL else "Vector"
-        for level in range(3):  # 0: all wide; 1: narrow scores, no Kind; 2: also no other score
-            hidden = set() if level == 0 else {"Kind"} | ({other_score} if level == 2 else set())
-            sizes = self.wide if level == 0 else {**self.wide, **self.narrow}
-            used = sum(sizes[t] for t in columns if t not in hidden)
-            if width - used >= 2 * self.MIN_TEXT or level == 2:
+        steps = [(set(), self.wide), ({"Kind"}, self.wide), ({"Kind", other_score}, self.wide),
+                 ({"Kind", other_score}, self.narrow)]
+        for hidden, sizes in steps:
+            left = width - sum(sizes[t] for t in columns if t not in hidden)
+            if left >= 2 * self.MIN_TEXT:
                 break
         for title in columns:
             column = self.model.column_of(title)
             self.table.setColumnHidden(column, title in hidden)
             self.table.setColumnWidth(column, sizes[title])
+        # Location gets 40% of what is left (its file name fits in less), Symbol the rest
+        self.table.setColumnWidth(self.model.column_of("Location"), max(60, int(left * 0.4)))
 
 
 FIXED_COLUMNS = (("#", 3), ("Δ", 4), ("Kind", 9), ("Vector", 7), ("Reranked", 9))  # title, width in digits
-NARROW_COLUMNS = (("#", 2), ("Δ", 3), ("Vector", 5), ("Reranked", 5))
 
 
 def make_table(model: RankingModel) -> QTableView:
@@ -101,8 +125,8 @@ def make_table(model: RankingModel) -> QTableView:
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Fixed)
             table.setColumnWidth(column, digit * width + 16)
     header.setSectionResizeMode(model.column_of("Symbol"), QHeaderView.ResizeMode.Stretch)
-    header.setSectionResizeMode(model.column_of("Location"), QHeaderView.ResizeMode.Stretch)
-    table.setItemDelegateForColumn(model.column_of("Location"), ElideDelegate(Qt.TextElideMode.ElideLeft, table))
+    header.setSectionResizeMode(model.column_of("Location"), QHeaderView.ResizeMode.Fixed)  # ColumnFitter sizes it
+    table.setItemDelegateForColumn(model.column_of("Location"), LocationDelegate(table))
     table.setItemDelegateForColumn(model.column_of("Symbol"), ElideDelegate(Qt.TextElideMode.ElideLeft, table))
     for title in SCORE_COLUMNS:
         table.setItemDelegateForColumn(model.column_of(title), ScoreBarDelegate(table))
@@ -114,7 +138,7 @@ def make_table(model: RankingModel) -> QTableView:
 class RankingPane(QWidget):
     def __init__(self, title: str, model: RankingModel, parent=None) -> None:
         super().__init__(parent)
-        self.title = QLabel(title)
+        self.title = ElidedLabel(title)  # a long fallback reason must not squeeze the other pane
         self.title.setObjectName("paneTitle")
         self.model = model
         self.table = make_table(model)
@@ -141,9 +165,8 @@ class ResultsView(QWidget):
         self.splitter.addWidget(self.left)
         self.splitter.addWidget(self.right)
         self.splitter.setChildrenCollapsible(False)
-        self.legend = QLabel("")
+        self.legend = ElidedLabel("", lines=2)  # two lines at most: the why rows keep their room
         self.legend.setObjectName("scoreLegend")
-        self.legend.setWordWrap(True)
         self.why = WhyView()
         explain = QWidget()
         explain_layout = QVBoxLayout(explain)
@@ -213,14 +236,14 @@ class ResultsView(QWidget):
     def _legend_text(result: QueryResult | None, info: StrategyInfo | None) -> str:
         if result is None:
             return ""
-        vector = "Vector: cosine similarity 0–1."
         reranked = info.legend if info and info.legend else ""
-        scores = [r.score for r in result.results]
-        here = f"Here {min(scores):.3f} to {max(scores):.3f}." if scores else ""
         if result.fallback_reason:
-            reranked = "fell back to the vector ranking: cosine similarity 0–1."
-        bars = "Bars: relative to the best in each list."
-        return "  ".join(part for part in (vector, f"Reranked: {reranked}" if reranked else "", here, bars) if part)
+            reranked = "fell back to the vector ranking, so cosine similarity 0–1."
+        scores = [r.score for r in result.results]
+        here = f" (here {min(scores):.3f} to {max(scores):.3f})" if scores else ""
+        parts = (f"Reranked{here}: {reranked}" if reranked else "", "Vector: cosine similarity 0–1.",
+                 "Bars: relative to the best in each list.")
+        return "  ".join(part for part in parts if part)
 
     def _explain(self, item: ResultChunk | None) -> None:
         """The why view follows the selection; an original-side row is explained by its reranked twin."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (
-    QHeaderView, QLabel, QStyledItemDelegate, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
+    QHeaderView, QLabel, QSizePolicy, QStyledItemDelegate, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
 from services.core.models import ResultChunk
@@ -14,6 +14,51 @@ from ui.ranking_model import DOWN_COLOR, UP_COLOR
 from ui.viewmodels.ranking import effect_text, rank_text, steps, symbol_text
 
 BarRole = Qt.ItemDataRole.UserRole + 21  # signed fraction -1..1 of the widest bar
+
+
+def wrap_elided(text: str, fits, elide, lines: int) -> str:
+    """`text` filled word by word into at most `lines` lines that `fits`; the last one `elide`d."""
+    words, out = text.split(), []
+    while len(words) > 0 and len(out) < lines - 1:
+        taken = 1
+        while taken < len(words) and fits(" ".join(words[:taken + 1])):
+            taken += 1
+        out.append(" ".join(words[:taken]))
+        words = words[taken:]
+    return "\n".join([*out, elide(" ".join(words))] if words else out)
+
+
+class ElidedLabel(QLabel):
+    """A label of a fixed number of lines, whatever its text: what does not fit ends in "…" and the
+    whole text is its tooltip (so a long legend or heading never pushes rows out of view)."""
+
+    def __init__(self, text: str = "", lines: int = 1, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.lines = lines
+        self.full = ""
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.setFixedHeight(self.fontMetrics().lineSpacing() * lines + 8)  # room for a stylesheet's padding
+        self.setText(text)
+
+    def text(self) -> str:  # the whole text, not the elided one on screen
+        return self.full
+
+    def shown_text(self) -> str:
+        return super().text()
+
+    def setText(self, text: str) -> None:  # noqa: N802 (Qt API)
+        self.full = text
+        self.setToolTip(text if text else "")
+        self._fit()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        self._fit()
+
+    def _fit(self) -> None:
+        metrics, width = self.fontMetrics(), max(40, self.contentsRect().width() - 4)
+        super().setText(wrap_elided(" ".join(self.full.split()), lambda t: metrics.horizontalAdvance(t) <= width,
+                                    lambda t: metrics.elidedText(t, Qt.TextElideMode.ElideRight, width), self.lines))
 
 
 class BarDelegate(QStyledItemDelegate):
@@ -41,9 +86,8 @@ class WhyView(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.heading = QLabel("Select a result to see why it ranks where it does.")
+        self.heading = ElidedLabel("Select a result to see why it ranks where it does.")
         self.heading.setObjectName("whyHeading")
-        self.heading.setWordWrap(True)
         self.table = QTableWidget(0, len(self.COLUMNS))
         self.table.setHorizontalHeaderLabels(self.COLUMNS)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)

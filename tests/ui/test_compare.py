@@ -67,7 +67,7 @@ def test_question_runs_through_every_available_strategy_as_columns(view, service
     qtbot.waitUntil(listed.done)
     available = [s.name for s in listed.result() if s.available]
     assert column_titles(view.rankings) == ["none"] + [n for n in available if n != "none"]
-    assert view.rankings.item(0, 0).text().endswith("  is_prime  ·  maths.py")  # rank 1 of the vector ranking
+    assert view.rankings.item(0, 0).text().startswith("is_prime\nmaths.py · ")  # rank 1 of the vector ranking
     assert all(view.rankings.item(0, c) is not None for c in range(view.rankings.columnCount()))
     assert view.status.text() == "Done" and not view.cancel_button.isEnabled()
 
@@ -133,8 +133,8 @@ def test_rankings_and_report_display_hand_made_results(qtbot, loop):
     result = sample_result()
     widget.show_rankings({"none": result, "hybrid": result})
     assert widget.rankings.rowCount() == 4 and widget.rankings.columnCount() == 2
-    assert widget.rankings.item(2, 1).text() == "new 0.520  SyncNotes  ·  notes/sync.go"  # score, movement
-    assert widget.rankings.item(0, 1).text() == " ▲2 0.930  Index.add  ·  notes/index.py"
+    assert widget.rankings.item(2, 1).text() == "SyncNotes\nsync.go · 0.520 new"  # name, file, score, movement
+    assert widget.rankings.item(0, 1).text() == "Index.add\nindex.py · 0.930 ▲2"
     assert "new (keyword match)" in widget.rankings.item(2, 1).toolTip()
     base = StrategyReport("none", {"mrr@10": 0.5, "ndcg@10": 0.5, "p@5": 0.1, "r@10": 0.5, "r@100": 1.0}, [5.0])
     worse = StrategyReport("rrf", {"mrr@10": 0.25, "ndcg@10": 0.4, "p@5": 0.1, "r@10": 0.5, "r@100": 1.0}, [9.0])

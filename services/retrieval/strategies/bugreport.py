@@ -152,6 +152,9 @@ PLAIN = {"vector": "similar to the whole question", "parts": "similar to one par
          "title": "similar to the title", "prose": "similar to a paragraph", "code": "similar to a code block",
          "bm25": "keyword search (BM25)", "symbol": "defines a name the question uses",
          "path": "in a file the question names"}
+SHORT = {"vector": "whole-question similarity", "parts": "part similarity", "title": "title similarity",
+         "prose": "paragraph similarity", "code": "code-block similarity", "bm25": "keywords",
+         "symbol": "names", "path": "file named"}  # for the legend
 
 
 def combine(feats: Features, settings) -> list[Candidate]:
@@ -204,12 +207,12 @@ class BugReportStrategy(BaseStrategy):
     @property
     def legend(self) -> str:  # type: ignore[override]  # depends on the weights in settings
         weights = self.settings.bugreport_weights()
-        parts = [f"{PLAIN[n]} up to {w:g}" for n, w in weights.items() if w and n in PLAIN]
-        return ("long questions: points added up from its signals (" + ", ".join(parts) +
-                (f", a test file −{weights['test']:g}" if weights["test"] else "") +
-                "), so scores run from about 0 to "
-                f"{sum(w for n, w in weights.items() if n in PLAIN):g}; higher is better, not comparable across "
-                "questions. Short questions: cosine similarity 0–1.")
+        parts = [f"{SHORT[n]} {w:g}" for n, w in weights.items() if w and n in SHORT]
+        top = sum(w for n, w in weights.items() if n in SHORT)
+        test = f", a test file −{weights['test']:g}" if weights["test"] else ""
+        return (f"long questions: points from its signals, about 0 to {top:g}; at most "
+                f"{', '.join(parts)}{test}; higher is better, not comparable across questions. "
+                "Short questions: cosine similarity 0–1.")
 
     def pool_size(self, top_k: int) -> int:
         return max(self.settings.narrow_pool_factor * top_k, self.settings.bugreport_pool)  # as tuned
