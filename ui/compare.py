@@ -16,7 +16,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import (
-    QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMenu, QProgressBar, QPushButton, QSpinBox, QSplitter,
+    QFileDialog, QGridLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMenu, QProgressBar, QPushButton, QSpinBox,
+    QSplitter,
     QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget,
 )
 
@@ -37,6 +38,10 @@ NOT_RELEVANT_COLOR = QColor("#d1483f")
 BAR_COLORS = ["#2f7bd8", "#2e9d57", "#e0a030", "#8e5bd8", "#d1483f"]
 TASK_KEY = "compare"
 ResultRole = Qt.ItemDataRole.UserRole + 11
+QRELS_HELP = ("Optional: a judgements file saying which documents answer each query — a TSV with a header "
+              "line, then query_id, doc_id (a path, or path::symbol) and relevance (0 = not relevant). "
+              "Cancel to use the relevant results listed in the queries file itself (its \"relevant\" "
+              "field, as right-click labels write it).")
 QUESTION_MIN_WIDTH = 260  # per-query table: the question column never shrinks below this (it scrolls instead)
 
 
@@ -198,6 +203,7 @@ class CompareView(QWidget):
         self.metrics = QTableWidget(0, 0)
         self.metrics.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.metrics.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.metrics.verticalHeader().setDefaultSectionSize(self.metrics.fontMetrics().lineSpacing() + 8)  # compact
         top_layout.addWidget(self.metrics, 1)
         charts = QSplitter(Qt.Orientation.Horizontal)
         self.quality_plot = pg.PlotWidget(title="Quality per strategy", background=None)
@@ -208,6 +214,7 @@ class CompareView(QWidget):
         charts.addWidget(self.latency_plot)
         charts.setStretchFactor(0, 3)
         charts.setStretchFactor(1, 2)
+        charts.setMinimumHeight(140)
         panel.addWidget(top)
         panel.addWidget(charts)
         return panel
@@ -306,7 +313,8 @@ class CompareView(QWidget):
     def _progress(self, event: EvalProgress) -> None:
         if event.stage == "computing":
             self.progress.setRange(0, 0)  # busy: no count to show while the metrics are worked out
-            self.status.setText(f"All {event.total} runs done · computing metrics (MRR, nDCG, recall, significance)…")
+            self.status.setText(f"All {event.total} runs done · computing metrics "
+                                "(MRR, nDCG, recall, significance)…")
             self.stage_changed.emit("computing")
             return
         self.progress.setValue(event.done)
@@ -443,6 +451,8 @@ class CompareView(QWidget):
         for row, (name, reason) in enumerate(report.skipped.items(), len(names)):
             table.setItem(row, 0, QTableWidgetItem(f"not run: {reason}"))
             table.setSpan(row, 0, 1, len(head))  # a long reason must not widen the first column
+        rows = table.verticalHeader().defaultSectionSize() * min(table.rowCount(), 12)
+        table.setMinimumHeight(rows + table.horizontalHeader().sizeHint().height() + 2 * table.frameWidth() + 2)
 
     def _fill_per_query(self, report: EvalReport) -> None:
         """One row per query: `none`'s MRR@10, then each strategy's change; sortable; click to explore."""
@@ -476,7 +486,8 @@ class CompareView(QWidget):
         for col in range(1, table.columnCount()):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)  # the question keeps a readable width
-        numbers = sum(max(table.sizeHintForColumn(c), header.sectionSizeHint(c)) for c in range(1, table.columnCount()))
+        numbers = sum(max(table.sizeHintForColumn(c), header.sectionSizeHint(c))
+                      for c in range(1, table.columnCount()))
         table.setColumnWidth(0, max(QUESTION_MIN_WIDTH, table.viewport().width() - numbers - 4))
 
     def _open_query_row(self, row: int, _column: int) -> None:
@@ -592,12 +603,27 @@ class CompareView(QWidget):
         queries, _ = QFileDialog.getOpenFileName(self, "Labelled queries (JSONL)", "", "JSONL (*.jsonl);;All (*)")
         if not queries:
             return
-        qrels, _ = QFileDialog.getOpenFileName(self, "Judgements (TSV, optional: cancel to use the queries' "
-                                               "'relevant' field)", str(Path(queries).parent), "TSV (*.tsv);;All (*)")
+        dialog = self.qrels_dialog(Path(queries).parent)
+        qrels = dialog.selectedFiles()[0] if dialog.exec() and dialog.selectedFiles() else ""
         try:
             self.load_query_set(queries, qrels or None)
         except (OSError, ValueError) as error:
             self.status.setText(f"Could not load the query set: {error}")
+
+    def qrels_dialog(self, folder: Path) -> QFileDialog:
+        """The second step of loading a query set, explained in the dialog itself (not only its title)."""
+        dialog = QFileDialog(self, "Judgements for these queries (optional)", str(folder), "TSV (*.tsv);;All (*)")
+        dialog.setOption(QFileDialog.Option.DontUseNativeDialog)  # so the explanation can sit inside it
+        dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
+        note = QLabel(QRELS_HELP)
+        note.setObjectName("qrelsHelp")
+        note.setWordWrap(True)
+        layout = dialog.layout()
+        if isinstance(layout, QGridLayout):
+            layout.addWidget(note, layout.rowCount(), 0, 1, layout.columnCount())
+        else:
+            layout.addWidget(note)
+        return dialog
 
     def _choose_labels_file(self) -> bool:
         path, _ = QFileDialog.getSaveFileName(self, "Save labels to (JSONL query set)", "labels.jsonl",

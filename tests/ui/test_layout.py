@@ -162,3 +162,43 @@ def test_a_location_keeps_its_file_name_when_cut():
     assert fit_location(text, fits(31)) == "fixtures.rst:120-160 (modified)"
     assert fit_location(text, fits(14)) == "fixtures.rst"
     assert fit_location(text, fits(3)) == "fixtures.rst"  # then Qt elides its end
+
+
+def test_the_judgements_dialog_explains_itself_in_its_body(qtbot, loop, tmp_path):
+    from PySide6.QtWidgets import QLabel
+
+    from ui.compare import CompareView
+
+    view = CompareView(None)
+    qtbot.addWidget(view)
+    dialog = view.qrels_dialog(tmp_path)
+    qtbot.addWidget(dialog)
+    texts = [label.text() for label in dialog.findChildren(QLabel) if label.objectName() == "qrelsHelp"]
+    assert texts and "query_id" in texts[0] and "Cancel to use the relevant results" in texts[0]
+
+
+def test_compare_cells_show_file_names_and_every_strategy_at_1024(qtbot, loop):
+    from ui.compare import CompareView
+    from tests.ui.factories import sample_result
+
+    view = CompareView(None)
+    qtbot.addWidget(view)
+    view.resize(1024, 600)
+    view.show()
+    result = sample_result()
+    names = ["none", "keyword-boost", "rrf", "hybrid", "heuristic", "metadata", "bug-report", "tuned"]
+    view.show_rankings({name: result for name in names})
+    table = view.rankings
+    qtbot.waitUntil(lambda: table.viewport().width() > 900)
+    header = table.horizontalHeader()
+    assert all(header.sectionViewportPosition(c) + header.sectionSize(c) <= table.viewport().width() + 1
+               for c in range(len(names))), "every strategy's column is in view"
+    metrics = table.fontMetrics()
+    for column in range(len(names)):
+        for row in range(table.rowCount()):
+            item = table.item(row, column)
+            if item is None:
+                continue
+            file_line = item.text().split("\n")[1]
+            shown = metrics.elidedText(file_line, Qt.TextElideMode.ElideRight, header.sectionSize(column) - 8)
+            assert shown.split(" · ")[0] == file_line.split(" · ")[0], (shown, file_line)
