@@ -63,6 +63,15 @@ def ranked_cell_text(item: ResultChunk, reranked: bool) -> str:
     return f"{name}\n{file} · {item.score:.3f}{move}"
 
 
+SHORT_NAMES = {"keyword-boost": "kw-boost", "heuristic": "heurist.", "metadata": "meta", "bug-report": "bug-rep",
+               "cross-encoder": "x-encoder"}
+
+
+def short_name(name: str) -> str:
+    """A strategy's name short enough for a chart's axis, where eight sit side by side."""
+    return SHORT_NAMES.get(name, name if len(name) <= 9 else name[:8] + "…")
+
+
 class NumberItem(QTableWidgetItem):
     """A table cell that sorts by its number, not its text."""
 
@@ -202,7 +211,7 @@ class CompareView(QWidget):
         top_layout.addLayout(self._recommendation_row())
         self.metrics = QTableWidget(0, 0)
         self.metrics.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.metrics.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.metrics.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.metrics.verticalHeader().setDefaultSectionSize(self.metrics.fontMetrics().lineSpacing() + 8)  # compact
         top_layout.addWidget(self.metrics, 1)
         charts = QSplitter(Qt.Orientation.Horizontal)
@@ -448,6 +457,7 @@ class CompareView(QWidget):
                 if name == best:
                     cell.setFont(bold)
                 table.setItem(row, col, cell)
+        table.resizeColumnsToContents()  # before the spanned "not run" rows, which must not widen a column
         for row, (name, reason) in enumerate(report.skipped.items(), len(names)):
             table.setItem(row, 0, QTableWidgetItem(f"not run: {reason}"))
             table.setSpan(row, 0, 1, len(head))  # a long reason must not widen the first column
@@ -525,7 +535,7 @@ class CompareView(QWidget):
 
     def _plot(self, report: EvalReport) -> None:
         names = list(report.strategies)
-        ticks = [[(i, name) for i, name in enumerate(names)]]
+        ticks = [[(i, short_name(name)) for i, name in enumerate(names)]]
         self._grouped_bars(self.quality_plot, names, [
             (label, [report.strategies[n].metrics[key] for n in names]) for key, label in COLUMNS])
         self._grouped_bars(self.latency_plot, names, [

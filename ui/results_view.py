@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (
 
 from services.core.models import QueryResult, ResultChunk, StrategyInfo
 from ui.ranking_model import NEW_COLOR, ORIGINAL, RERANKED, SCORE_COLUMNS, RankingModel, ScoreBarRole
+from ui.viewmodels.ranking import location_text
 from ui.why_view import ElidedLabel, WhyView
 
 
@@ -67,7 +68,7 @@ class ColumnFitter(QObject):
     """Keeps Symbol and Location readable in a narrow table: Kind goes first, then the other list's
     score column (its value stays in the tooltips), then # and Δ narrow."""
 
-    MIN_TEXT = 120  # pixels Symbol and Location each need to show a name
+    MIN_TEXT = 110  # pixels Symbol needs to show a name
 
     def __init__(self, table: QTableView, model: RankingModel) -> None:
         super().__init__(table)
@@ -76,6 +77,7 @@ class ColumnFitter(QObject):
         self.wide = {title: digit * width + 16 for title, width in FIXED_COLUMNS}
         self.narrow = {**self.wide, "#": digit * 2 + 10, "Δ": digit * 3 + 10}
         table.viewport().installEventFilter(self)
+        model.modelReset.connect(lambda: self.fit(table.viewport().width()))
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt API)
         if event.type() == QEvent.Type.Resize:
@@ -87,16 +89,28 @@ class ColumnFitter(QObject):
         other_score = "Reranked" if self.model.side == ORIGINAL else "Vector"
         steps = [(set(), self.wide), ({"Kind"}, self.wide), ({"Kind", other_score}, self.wide),
                  ({"Kind", other_score}, self.narrow)]
+        short, full = self.location_needs()
         for hidden, sizes in steps:
             left = width - sum(sizes[t] for t in columns if t not in hidden)
-            if left >= 2 * self.MIN_TEXT:
+            if left >= self.MIN_TEXT + short:
                 break
         for title in columns:
             column = self.model.column_of(title)
             self.table.setColumnHidden(column, title in hidden)
             self.table.setColumnWidth(column, sizes[title])
-        # Location gets 40% of what is left (its file name fits in less), Symbol the rest
-        self.table.setColumnWidth(self.model.column_of("Location"), max(60, int(left * 0.4)))
+        location = max(60, min(full, left - self.MIN_TEXT, int(left * 0.6)))
+        self.table.setColumnWidth(self.model.column_of("Location"), location)
+
+    def location_needs(self) -> tuple[int, int]:
+        """Pixels for the longest file name alone, and for the longest "…/file:lines" (Symbol
+        stretches over what Location leaves)."""
+        metrics = self.table.fontMetrics()
+        locations = [location_text(self.model.item(row)) for row in range(self.model.rowCount())]
+        names = [loc.partition(":")[0].rsplit("/", 1)[-1] for loc in locations]
+        short = max((metrics.horizontalAdvance(n) for n in names), default=0) + 16
+        full = max((metrics.horizontalAdvance(fit_location(loc, lambda t: "/" not in t[2:])) for loc in locations),
+                   default=0) + 16
+        return short, full
 
 
 FIXED_COLUMNS = (("#", 3), ("Δ", 4), ("Kind", 9), ("Vector", 7), ("Reranked", 9))  # title, width in digits
