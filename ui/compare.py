@@ -67,6 +67,12 @@ SHORT_NAMES = {"keyword-boost": "kw-boost", "heuristic": "heurist.", "metadata":
                "cross-encoder": "x-encoder"}
 
 
+def legend_html(labels: list[str]) -> str:
+    """A chart's legend as a line of coloured squares and names (the colours _grouped_bars uses)."""
+    return "&nbsp;&nbsp;".join(f"<span style='color:{BAR_COLORS[i % len(BAR_COLORS)]}'>■</span>&nbsp;{label}"
+                               for i, label in enumerate(labels))
+
+
 def short_name(name: str) -> str:
     """A strategy's name short enough for a chart's axis, where eight sit side by side."""
     return SHORT_NAMES.get(name, name if len(name) <= 9 else name[:8] + "…")
@@ -217,10 +223,18 @@ class CompareView(QWidget):
         charts = QSplitter(Qt.Orientation.Horizontal)
         self.quality_plot = pg.PlotWidget(title="Quality per strategy", background=None)
         self.latency_plot = pg.PlotWidget(title="Latency per strategy (ms)", background=None)
-        for plot in (self.quality_plot, self.latency_plot):  # one legend row above the bars (headroom in _plot)
-            plot.addLegend(offset=(-5, 2), colCount=len(COLUMNS))
-        charts.addWidget(self.quality_plot)
-        charts.addWidget(self.latency_plot)
+        # the legends are labels above the charts, never drawn over a bar
+        self.quality_legend = QLabel(legend_html([label for _, label in COLUMNS]))
+        self.latency_legend = QLabel(legend_html(["p50", "p95"]))
+        for plot, legend in ((self.quality_plot, self.quality_legend), (self.latency_plot, self.latency_legend)):
+            legend.setObjectName("chartLegend")
+            box = QWidget()
+            box_layout = QVBoxLayout(box)
+            box_layout.setContentsMargins(0, 0, 0, 0)
+            box_layout.setSpacing(0)
+            box_layout.addWidget(legend)
+            box_layout.addWidget(plot, 1)
+            charts.addWidget(box)
         charts.setStretchFactor(0, 3)
         charts.setStretchFactor(1, 2)
         charts.setMinimumHeight(140)
@@ -543,10 +557,7 @@ class CompareView(QWidget):
             ("p95", [report.strategies[n].latency_ms_p95 for n in names])])
         for plot in (self.quality_plot, self.latency_plot):
             plot.getAxis("bottom").setTicks(ticks)
-        # headroom above the tallest bar, so the legend row at the top covers no bar
-        self.quality_plot.setYRange(0, 1.3, padding=0)
-        highest = max((report.strategies[n].latency_ms_p95 for n in names), default=1.0) or 1.0
-        self.latency_plot.setYRange(0, highest * 1.35, padding=0)
+        self.quality_plot.setYRange(0, 1.0)
 
     @staticmethod
     def _grouped_bars(plot: pg.PlotWidget, names: list[str], series: list[tuple[str, list[float]]]) -> None:

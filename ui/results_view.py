@@ -68,7 +68,7 @@ class ColumnFitter(QObject):
     """Keeps Symbol and Location readable in a narrow table: Kind goes first, then the other list's
     score column (its value stays in the tooltips), then # and Δ narrow."""
 
-    MIN_TEXT = 110  # pixels Symbol needs to show a name
+    MIN_TEXT = 140  # pixels Symbol needs to show a name
 
     def __init__(self, table: QTableView, model: RankingModel) -> None:
         super().__init__(table)
@@ -254,8 +254,8 @@ class ResultsView(QWidget):
         if result.fallback_reason:
             reranked = "fell back to the vector ranking, so cosine similarity 0–1."
         scores = [r.score for r in result.results]
-        here = f" (here {min(scores):.3f} to {max(scores):.3f})" if scores else ""
-        parts = (f"Reranked{here}: {reranked}" if reranked else "", "Vector: cosine similarity 0–1.",
+        here = f"this question {min(scores):.3f} to {max(scores):.3f}; " if scores else ""
+        parts = (f"Reranked: {here}{reranked}" if reranked else "", "Vector: cosine similarity 0–1.",
                  "Bars: relative to the best in each list.")
         return "  ".join(part for part in parts if part)
 

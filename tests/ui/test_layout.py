@@ -109,7 +109,7 @@ def test_a_pasted_traceback_keeps_the_status_bar_one_line(qtbot, window):
     assert window.statusBar().height() == one_line
     assert window.results.why.table.rowCount() > 0
     legend = window.results.legend.text()
-    assert "0 to " in legend and "here " in legend  # the bug-report scale, with this question's range
+    assert "0 to " in legend and "Reranked: this question " in legend  # bug-report's scale and this question's range
 
 
 @pytest.mark.slow
