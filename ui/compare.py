@@ -235,9 +235,9 @@ class CompareView(QWidget):
             box_layout.addWidget(legend)
             box_layout.addWidget(plot, 1)
             charts.addWidget(box)
-        charts.setStretchFactor(0, 3)
-        charts.setStretchFactor(1, 2)
-        charts.setMinimumHeight(140)
+        charts.setStretchFactor(0, 1)
+        charts.setStretchFactor(1, 1)  # the latency axis needs the room for eight names too
+        charts.setMinimumHeight(120)
         panel.addWidget(top)
         panel.addWidget(charts)
         return panel
@@ -361,8 +361,9 @@ class CompareView(QWidget):
         self.finished.emit("cancelled")
 
     def _set_busy(self, busy: bool) -> None:
-        if not busy:
-            self.progress.setRange(0, max(1, self.progress.maximum()))
+        if not busy and self.progress.maximum() == 0:  # leaving the "computing" busy bar: show it full
+            self.progress.setRange(0, 1)
+            self.progress.setValue(1)
         self.stage_changed.emit("querying" if busy else "")
         self.cancel_button.setEnabled(busy)
         for widget in (self.run_question_button, self.run_set_button, self.load_button):
@@ -475,7 +476,7 @@ class CompareView(QWidget):
         for row, (name, reason) in enumerate(report.skipped.items(), len(names)):
             table.setItem(row, 0, QTableWidgetItem(f"not run: {reason}"))
             table.setSpan(row, 0, 1, len(head))  # a long reason must not widen the first column
-        rows = table.verticalHeader().defaultSectionSize() * min(table.rowCount(), 12)
+        rows = table.verticalHeader().defaultSectionSize() * min(table.rowCount(), 9)  # 8 strategies and a note
         table.setMinimumHeight(rows + table.horizontalHeader().sizeHint().height() + 2 * table.frameWidth() + 2)
 
     def _fill_per_query(self, report: EvalReport) -> None:

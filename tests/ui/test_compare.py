@@ -226,3 +226,17 @@ def test_a_small_set_recommends_none_and_says_why(qtbot, loop):
     widget.show_report(report_with_per_query_scores(queries=6, better_on=4))
     assert widget.recommendation.text().startswith("★ Recommended: none")
     assert "not significant" in widget.recommendation.text()
+
+
+def test_an_evaluation_shows_that_it_is_computing_metrics_after_the_last_query(view, qtbot, tmp_path):
+    queries = tmp_path / "one.jsonl"
+    queries.write_text(json.dumps({"id": "q1", "text": "reverse a string",
+                                   "relevant": [{"path": "text/strings.py", "symbol": "reverse_string"}]}) + "\n")
+    view.load_query_set(queries)
+    stages, texts = [], []
+    view.stage_changed.connect(lambda stage: (stages.append(stage), texts.append(view.status.text())))
+    task = view.run_query_set()
+    qtbot.waitUntil(task.done, timeout=180_000)
+    assert stages == ["querying", "computing", ""]
+    assert "computing metrics" in texts[1]  # what the user read while ranx worked in a thread
+    assert view.report is not None and view.progress.maximum() > 0  # the busy bar is gone

@@ -207,3 +207,24 @@ def test_compare_cells_show_file_names_and_every_strategy_at_1024(qtbot, loop):
             file_line = item.text().split("\n")[1]
             shown = metrics.elidedText(file_line, Qt.TextElideMode.ElideRight, header.sectionSize(column) - 8)
             assert shown.split(" · ")[0] == file_line.split(" · ")[0], (shown, file_line)
+
+
+def test_the_compare_tab_with_a_report_fits_1024x700(qtbot, loop):
+    from services.evaluation.metrics import EvalReport, StrategyReport
+    from ui.compare import CompareView
+
+    view = CompareView(None)
+    qtbot.addWidget(view)
+    names = ["none", "keyword-boost", "rrf", "hybrid", "heuristic", "metadata", "bug-report", "tuned"]
+    metrics = {"mrr@10": 0.5, "ndcg@10": 0.5, "p@5": 0.1, "r@10": 0.5, "r@100": 1.0}
+    report = EvalReport({n: StrategyReport(n, dict(metrics), [5.0]) for n in names}, 13, 24)
+    report.skipped = {"cross-encoder": "model not installed", "llm": "set KE_LLM_BASE_URL"}
+    view.show_report(report)
+    view.resize(1024, 560)  # what the window leaves the tab at 1024×700
+    view.show()
+    assert view.minimumSizeHint().height() <= 560
+    table = view.metrics
+    qtbot.waitUntil(lambda: table.viewport().height() > 0)
+    shown = sum(1 for row in range(len(names)) if table.rowViewportPosition(row) + table.rowHeight(row)
+                <= table.viewport().height())
+    assert shown == len(names), f"{shown} of {len(names)} strategies in view"
