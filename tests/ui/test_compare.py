@@ -190,7 +190,8 @@ def test_per_query_wins_sort_and_a_click_opens_the_question(qtbot, loop):
     widget.show_report(report_with_per_query_scores(queries=6, better_on=2))
     table = widget.per_query
     assert table.rowCount() == 6
-    assert [table.horizontalHeaderItem(c).text() for c in range(3)] == ["Query", "none MRR@10", "hybrid Δ (2▲ 4▼)"]
+    # two-line headers keep the strategy columns narrow, so the question stays readable
+    assert [table.horizontalHeaderItem(c).text() for c in range(3)] == ["Query", "none\nMRR@10", "hybrid\nΔ 2▲ 4▼"]
     table.sortItems(2, Qt.SortOrder.DescendingOrder)
     assert [table.item(r, 2).text() for r in range(6)] == ["+0.500"] * 2 + ["-0.500"] * 4
     opened = []
@@ -208,7 +209,8 @@ def test_the_recommended_strategy_is_marked_and_becomes_the_workspace_default(qt
     widget.show()
     widget.show_report(report_with_per_query_scores(queries=40, better_on=36))
     assert widget.metrics.verticalHeaderItem(1).text() == "★ hybrid"
-    assert widget.recommendation.text().startswith("★ Recommended: hybrid")
+    assert widget.recommendation.text().startswith("★ Recommended for this workspace: hybrid.")
+    assert widget.use_button.text() == "Use hybrid for this workspace"  # the text and its button agree
     chosen = []
     widget.default_strategy_chosen.connect(chosen.append)
     qtbot.mouseClick(widget.use_button, Qt.MouseButton.LeftButton)
@@ -224,7 +226,7 @@ def test_a_small_set_recommends_none_and_says_why(qtbot, loop):
     widget = CompareView(None)
     qtbot.addWidget(widget)
     widget.show_report(report_with_per_query_scores(queries=6, better_on=4))
-    assert widget.recommendation.text().startswith("★ Recommended: none")
+    assert widget.recommendation.text().startswith("★ Recommended for this workspace: none.")
     assert "not significant" in widget.recommendation.text()
 
 
