@@ -262,6 +262,8 @@ class ResultsView(QWidget):
     def _explain(self, item: ResultChunk | None) -> None:
         """The why view follows the selection; an original-side row is explained by its reranked twin."""
         label = self.strategy_labels.get(self.result.strategy, self.result.strategy) if self.result else ""
+        if self.result is not None and self.result.fallback_reason:
+            label = f"the vector ranking ({label} fell back)"
         if item is None or self.result is None:
             self.why.set_item(None)
             return

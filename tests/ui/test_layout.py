@@ -228,3 +228,13 @@ def test_the_compare_tab_with_a_report_fits_1024x700(qtbot, loop):
     shown = sum(1 for row in range(len(names)) if table.rowViewportPosition(row) + table.rowHeight(row)
                 <= table.viewport().height())
     assert shown == len(names), f"{shown} of {len(names)} strategies in view"
+
+
+@pytest.mark.slow
+def test_a_strategy_that_falls_back_still_explains_its_results(qtbot, window):
+    ask(qtbot, window, "save a note to disk", "tuned")  # no labels: tuned falls back
+    heading = window.results.why.heading.text()
+    assert "fell back" in heading
+    rows = window.results.why.rows()
+    assert [name for name, _, _ in rows] == ["cosine similarity"]
+    assert "cosine similarity 0–1" in window.results.legend.text()
