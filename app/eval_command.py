@@ -117,7 +117,7 @@ async def run_eval_command(args, service) -> int:
         show = _ProgressLine("querying")
 
         def progress(event: EvalProgress) -> None:
-            show(event.done, event.total, event.strategy)
+            show(event.done, event.total, event.strategy or "computing metrics")
 
         report = await evaluate(service, queries, qrels, names, workspace, args.top_k, doc_id_for=doc_ids,
                                 documents=documents, progress=progress, level=args.level)

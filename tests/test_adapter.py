@@ -167,6 +167,7 @@ async def test_bug_report_signals_explain_its_scores(indexed):
     top = ranked[0]
     assert top.chunk.qualified_name == "SearchEngine.score"
     names = {s.name for s in top.signals}
-    assert {"symbol", "path"} <= names  # it defines `score` and lives in the file of the traceback
+    # it defines `score` and lives in the file of the traceback
+    assert {"defines a name the question uses", "in a file the question names"} <= names
     for candidate in ranked:  # applying the signals in order reproduces the score
         assert sum(s.contribution for s in candidate.signals) == pytest.approx(candidate.score)

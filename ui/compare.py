@@ -16,7 +16,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import (
-    QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMenu, QProgressBar, QPushButton, QSpinBox, QSplitter,
+    QFileDialog, QGridLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMenu, QProgressBar, QPushButton, QSpinBox,
+    QSplitter,
     QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget,
 )
 
@@ -28,7 +29,7 @@ from services.evaluation.metrics import (
 from services.evaluation.labels import default_labels_file, labels_for, record_label
 from services.core.models import QueryOptions, QueryResult, ResultChunk
 from ui.async_runner import AsyncRunner, describe_error
-from ui.viewmodels.ranking import movement, why_summary
+from ui.viewmodels.ranking import movement, symbol_text, why_summary
 
 log = logging.getLogger(__name__)
 
@@ -37,18 +38,44 @@ NOT_RELEVANT_COLOR = QColor("#d1483f")
 BAR_COLORS = ["#2f7bd8", "#2e9d57", "#e0a030", "#8e5bd8", "#d1483f"]
 TASK_KEY = "compare"
 ResultRole = Qt.ItemDataRole.UserRole + 11
+QRELS_HELP = ("Optional: a judgements file saying which documents answer each query — a TSV with a header "
+              "line, then query_id, doc_id (a path, or path::symbol) and relevance (0 = not relevant). "
+              "Cancel to use the relevant results listed in the queries file itself (its \"relevant\" "
+              "field, as right-click labels write it).")
+QUESTION_MIN_WIDTH = 260  # per-query table: the question column never shrinks below this (it scrolls instead)
 
 
 def cell_text(item: ResultChunk) -> str:
+    """Name and file name (folders are in the tooltip): the part that tells results apart stays visible."""
     chunk = item.chunk
     name = chunk.qualified_name or chunk.symbol
-    return f"{name}  ·  {chunk.path}" if name else chunk.path
+    file = chunk.path.rsplit("/", 1)[-1]
+    return f"{name}  ·  {file}" if name else symbol_text(item)
 
 
 def ranked_cell_text(item: ResultChunk, reranked: bool) -> str:
-    """Score and, for a reranked column, the movement first (they stay visible when the cell is elided)."""
-    head = f"{movement(item)[0]:>3} {item.score:.3f}" if reranked else f"{item.score:.3f}"
-    return f"{head}  {cell_text(item)}"
+    """Two lines, each short enough for a narrow column: the name, then the file name with the score
+    and, for a reranked column, the movement."""
+    chunk = item.chunk
+    name = chunk.qualified_name or chunk.symbol or symbol_text(item)
+    file = chunk.path.rsplit("/", 1)[-1]
+    move = f" {movement(item)[0]}" if reranked else ""
+    return f"{name}\n{file} · {item.score:.3f}{move}"
+
+
+SHORT_NAMES = {"keyword-boost": "kw-boost", "heuristic": "heurist.", "metadata": "meta", "bug-report": "bug-rep",
+               "cross-encoder": "x-encoder"}
+
+
+def legend_html(labels: list[str]) -> str:
+    """A chart's legend as a line of coloured squares and names (the colours _grouped_bars uses)."""
+    return "&nbsp;&nbsp;".join(f"<span style='color:{BAR_COLORS[i % len(BAR_COLORS)]}'>■</span>&nbsp;{label}"
+                               for i, label in enumerate(labels))
+
+
+def short_name(name: str) -> str:
+    """A strategy's name short enough for a chart's axis, where eight sit side by side."""
+    return SHORT_NAMES.get(name, name if len(name) <= 9 else name[:8] + "…")
 
 
 class NumberItem(QTableWidgetItem):
@@ -66,6 +93,7 @@ class CompareView(QWidget):
     """Side-by-side strategies. API for the main window: set_workspace(path), set_question(text)."""
 
     finished = Signal(str)  # "question", "query set", "cancelled", "failed"
+    stage_changed = Signal(str)  # "querying", "computing" (metrics), "" (idle)
     query_opened = Signal(str)  # a per-query row was clicked: open this question in Explore
     default_strategy_chosen = Signal(str)  # this workspace's default strategy (chosen now or saved before)
 
@@ -153,6 +181,9 @@ class CompareView(QWidget):
         table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         table.customContextMenuRequested.connect(self._label_menu)
         table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        table.horizontalHeader().setMinimumSectionSize(60)  # every strategy fits in 1024 pixels
+        table.verticalHeader().setDefaultSectionSize(table.fontMetrics().lineSpacing() * 2 + 8)  # two-line cells
+        table.setWordWrap(False)
         table.setSelectionMode(QTableWidget.SelectionMode.MultiSelection)
         table.currentCellChanged.connect(self._select_same_chunk)
         return table
@@ -186,18 +217,27 @@ class CompareView(QWidget):
         top_layout.addLayout(self._recommendation_row())
         self.metrics = QTableWidget(0, 0)
         self.metrics.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.metrics.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.metrics.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.metrics.verticalHeader().setDefaultSectionSize(self.metrics.fontMetrics().lineSpacing() + 8)  # compact
         top_layout.addWidget(self.metrics, 1)
         charts = QSplitter(Qt.Orientation.Horizontal)
         self.quality_plot = pg.PlotWidget(title="Quality per strategy", background=None)
-        self.quality_plot.addLegend(offset=(5, 5))
-        self.quality_plot.setYRange(0, 1)
         self.latency_plot = pg.PlotWidget(title="Latency per strategy (ms)", background=None)
-        self.latency_plot.addLegend(offset=(5, 5))
-        charts.addWidget(self.quality_plot)
-        charts.addWidget(self.latency_plot)
-        charts.setStretchFactor(0, 3)
-        charts.setStretchFactor(1, 2)
+        # the legends are labels above the charts, never drawn over a bar
+        self.quality_legend = QLabel(legend_html([label for _, label in COLUMNS]))
+        self.latency_legend = QLabel(legend_html(["p50", "p95"]))
+        for plot, legend in ((self.quality_plot, self.quality_legend), (self.latency_plot, self.latency_legend)):
+            legend.setObjectName("chartLegend")
+            box = QWidget()
+            box_layout = QVBoxLayout(box)
+            box_layout.setContentsMargins(0, 0, 0, 0)
+            box_layout.setSpacing(0)
+            box_layout.addWidget(legend)
+            box_layout.addWidget(plot, 1)
+            charts.addWidget(box)
+        charts.setStretchFactor(0, 1)
+        charts.setStretchFactor(1, 1)  # the latency axis needs the room for eight names too
+        charts.setMinimumHeight(120)
         panel.addWidget(top)
         panel.addWidget(charts)
         return panel
@@ -294,8 +334,15 @@ class CompareView(QWidget):
         self.show_report(report)
 
     def _progress(self, event: EvalProgress) -> None:
+        if event.stage == "computing":
+            self.progress.setRange(0, 0)  # busy: no count to show while the metrics are worked out
+            self.status.setText(f"All {event.total} runs done · computing metrics "
+                                "(MRR, nDCG, recall, significance)…")
+            self.stage_changed.emit("computing")
+            return
         self.progress.setValue(event.done)
-        self.status.setText(f"{event.done}/{event.total}: {event.strategy} — {event.query[:50]}")
+        question = " ".join(event.query.split())[:50]
+        self.status.setText(f"{event.done}/{event.total}: {event.strategy} — {question}")
 
     def _done(self, kind: str) -> None:
         self._set_busy(False)
@@ -314,6 +361,10 @@ class CompareView(QWidget):
         self.finished.emit("cancelled")
 
     def _set_busy(self, busy: bool) -> None:
+        if not busy and self.progress.maximum() == 0:  # leaving the "computing" busy bar: show it full
+            self.progress.setRange(0, 1)
+            self.progress.setValue(1)
+        self.stage_changed.emit("querying" if busy else "")
         self.cancel_button.setEnabled(busy)
         for widget in (self.run_question_button, self.run_set_button, self.load_button):
             widget.setEnabled(not busy)
@@ -382,7 +433,8 @@ class CompareView(QWidget):
             self.recommendation.setText("")
             self.use_button.hide()
             return
-        self.recommendation.setText(f"★ Recommended: {best.strategy} — {best.reason}")
+        self.recommendation.setText(f"★ Recommended for this workspace: {best.strategy}. Why: {best.reason}")
+        self.recommendation.setToolTip(self.recommendation.text())
         self.use_button.setText(f"Use {best.strategy} for this workspace")
         self.use_button.setVisible(bool(self.workspace))
 
@@ -420,9 +472,12 @@ class CompareView(QWidget):
                 if name == best:
                     cell.setFont(bold)
                 table.setItem(row, col, cell)
+        table.resizeColumnsToContents()  # before the spanned "not run" rows, which must not widen a column
         for row, (name, reason) in enumerate(report.skipped.items(), len(names)):
             table.setItem(row, 0, QTableWidgetItem(f"not run: {reason}"))
             table.setSpan(row, 0, 1, len(head))  # a long reason must not widen the first column
+        rows = table.verticalHeader().defaultSectionSize() * min(table.rowCount(), 9)  # 8 strategies and a note
+        table.setMinimumHeight(rows + table.horizontalHeader().sizeHint().height() + 2 * table.frameWidth() + 2)
 
     def _fill_per_query(self, report: EvalReport) -> None:
         """One row per query: `none`'s MRR@10, then each strategy's change; sortable; click to explore."""
@@ -436,8 +491,8 @@ class CompareView(QWidget):
         table.setColumnCount(2 + len(others))
         table.setRowCount(len(ids))
         wins = {n: report.wins_losses(n) for n in others}
-        table.setHorizontalHeaderLabels(["Query", f"none {PRIMARY.upper()}"]
-                                        + [f"{n} Δ ({wins[n][0]}▲ {wins[n][2]}▼)" for n in others])
+        table.setHorizontalHeaderLabels(["Query", f"none\n{PRIMARY.upper()}"]  # two lines: narrow columns
+                                        + [f"{n}\nΔ {wins[n][0]}▲ {wins[n][2]}▼" for n in others])
         for row, qid in enumerate(ids):
             text = report.query_texts.get(qid, qid)
             query = QTableWidgetItem(" ".join(text.split())[:200])
@@ -453,9 +508,12 @@ class CompareView(QWidget):
                 table.setItem(row, col, cell)
         table.setSortingEnabled(True)
         header = table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for col in range(1, table.columnCount()):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)  # the question keeps a readable width
+        numbers = sum(max(table.sizeHintForColumn(c), header.sectionSizeHint(c))
+                      for c in range(1, table.columnCount()))
+        table.setColumnWidth(0, max(QUESTION_MIN_WIDTH, table.viewport().width() - numbers - 4))
 
     def _open_query_row(self, row: int, _column: int) -> None:
         item = self.per_query.item(row, 0)
@@ -492,7 +550,7 @@ class CompareView(QWidget):
 
     def _plot(self, report: EvalReport) -> None:
         names = list(report.strategies)
-        ticks = [[(i, name) for i, name in enumerate(names)]]
+        ticks = [[(i, short_name(name)) for i, name in enumerate(names)]]
         self._grouped_bars(self.quality_plot, names, [
             (label, [report.strategies[n].metrics[key] for n in names]) for key, label in COLUMNS])
         self._grouped_bars(self.latency_plot, names, [
@@ -500,6 +558,7 @@ class CompareView(QWidget):
             ("p95", [report.strategies[n].latency_ms_p95 for n in names])])
         for plot in (self.quality_plot, self.latency_plot):
             plot.getAxis("bottom").setTicks(ticks)
+        self.quality_plot.setYRange(0, 1.0)
 
     @staticmethod
     def _grouped_bars(plot: pg.PlotWidget, names: list[str], series: list[tuple[str, list[float]]]) -> None:
@@ -566,12 +625,27 @@ class CompareView(QWidget):
         queries, _ = QFileDialog.getOpenFileName(self, "Labelled queries (JSONL)", "", "JSONL (*.jsonl);;All (*)")
         if not queries:
             return
-        qrels, _ = QFileDialog.getOpenFileName(self, "Judgements (TSV, optional: cancel to use the queries' "
-                                               "'relevant' field)", str(Path(queries).parent), "TSV (*.tsv);;All (*)")
+        dialog = self.qrels_dialog(Path(queries).parent)
+        qrels = dialog.selectedFiles()[0] if dialog.exec() and dialog.selectedFiles() else ""
         try:
             self.load_query_set(queries, qrels or None)
         except (OSError, ValueError) as error:
             self.status.setText(f"Could not load the query set: {error}")
+
+    def qrels_dialog(self, folder: Path) -> QFileDialog:
+        """The second step of loading a query set, explained in the dialog itself (not only its title)."""
+        dialog = QFileDialog(self, "Judgements for these queries (optional)", str(folder), "TSV (*.tsv);;All (*)")
+        dialog.setOption(QFileDialog.Option.DontUseNativeDialog)  # so the explanation can sit inside it
+        dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
+        note = QLabel(QRELS_HELP)
+        note.setObjectName("qrelsHelp")
+        note.setWordWrap(True)
+        layout = dialog.layout()
+        if isinstance(layout, QGridLayout):
+            layout.addWidget(note, layout.rowCount(), 0, 1, layout.columnCount())
+        else:
+            layout.addWidget(note)
+        return dialog
 
     def _choose_labels_file(self) -> bool:
         path, _ = QFileDialog.getSaveFileName(self, "Save labels to (JSONL query set)", "labels.jsonl",

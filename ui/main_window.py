@@ -31,7 +31,7 @@ from ui.results_view import ResultsView
 from ui.viewmodels.files import FilesViewModel
 from ui.viewmodels.labels import LabelsViewModel
 from ui.viewmodels.preferences import Preferences, recent_workspaces
-from ui.viewmodels.results import empty_result_text, is_empty, summary_text, timings_text
+from ui.viewmodels.results import empty_result_text, is_empty, one_line, summary_text, timings_text
 from ui.viewmodels.strategies import fallback_strategies, step_strategy
 from ui.viewmodels.workspace import INDEX, REBUILD, Offer, WorkspaceViewModel, health_offer
 from ui.viewmodels.workspace_set import WorkspaceSetViewModel
@@ -63,6 +63,7 @@ class MainWindow(QMainWindow):
         self.labels = LabelsViewModel(service)
         self.files = FilesViewModel(service)
         self.files_request = None  # (question, options, max files) of the question on screen
+        self.questions: dict[str, str] = {}  # the question box's text per workspace, while the window is open
         self.runner = AsyncRunner(self)
         self._lexer_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ke-lexers")
         self.setWindowTitle("Knowledge Explorer")
@@ -84,7 +85,8 @@ class MainWindow(QMainWindow):
         self._build_actions()
         self._build_status_bar()
         self._connect()
-        self.palette = CommandPalette(self, self.commands())
+        self.strategy_actions: list[QAction] = []  # "Use strategy: …", offered by the palette
+        self.palette = CommandPalette(self, self.commands(), lambda: self.strategy_actions)
         self.strategies_loaded = self._load_strategies()  # done once the engine has listed them
         self._restore_settings()
 
@@ -208,7 +210,8 @@ class MainWindow(QMainWindow):
         self.quit_action = a("Quit", "Ctrl+Q", self.close)
         self.focus_action = a("Focus the question", "Ctrl+L", self.focus_query)
         self.run_action = a("Run the question", "Ctrl+Return", lambda: self.run_query())
-        self.history_action = a("Recent and pinned questions…", "Ctrl+H", self.show_history)
+        self.history_action = a("Recent and pinned questions…", "Ctrl+H", self.show_history,
+                                "Question history: recent and pinned questions")
         self.pin_action = a("Pin or unpin the question", "Ctrl+D", lambda: self.query_bar.toggle_pin())
         self.next_strategy_action = a("Next strategy", "Ctrl+]", lambda: self.step_strategy(1))
         self.previous_strategy_action = a("Previous strategy", "Ctrl+[", lambda: self.step_strategy(-1))
@@ -292,6 +295,8 @@ class MainWindow(QMainWindow):
         self.cache_label = QLabel("")
         self.cache_label.setObjectName("cacheLabel")
         self.cache_label.hide()
+        self.status_results.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)  # one line, any width
+        self.status_results.setMinimumWidth(200)
         bar.addWidget(self.status_results, 1)
         bar.addPermanentWidget(self.timings_label)
         bar.addPermanentWidget(self.cache_label)
@@ -309,7 +314,7 @@ class MainWindow(QMainWindow):
         for table in (self.results.original_table, self.results.reranked_table):
             table.activated.connect(lambda index, t=table: self.open_row(t, index.row()))
         self.results.label_requested.connect(self.label_result)
-        self.code.open_failed.connect(lambda text: self.messages.show_message(text, WARNING))
+        self.code.open_failed.connect(lambda text: self.messages.show_message(text, WARNING, timeout_ms=8000))
         self.health_panel.reindex_requested.connect(self.request_index)
         self.health_panel.cancel_requested.connect(self.cancel_index)
         self.progress_received.connect(self._on_progress)
@@ -336,6 +341,13 @@ class MainWindow(QMainWindow):
     def _show_strategies(self, strategies: list[StrategyInfo]) -> None:
         self.results.set_strategies(strategies)
         self.query_bar.set_strategies(strategies, self.preferences.strategy())
+        self.strategy_actions = []
+        for info in strategies:
+            action = QAction(f"Use strategy: {info.label or info.name}", self)
+            action.setToolTip(f"{info.name}: {info.description}")
+            action.setEnabled(info.available)
+            action.triggered.connect(lambda _=False, name=info.name: self.query_bar.select_strategy(name))
+            self.strategy_actions.append(action)
 
     # ---------------------------------------------------------------- settings
     def _restore_settings(self) -> None:
@@ -347,7 +359,7 @@ class MainWindow(QMainWindow):
         state = self.settings.value("windowState")
         if state is not None:
             self.restoreState(state)
-        for name, splitter, sizes in (("splitter", self.splitter, [520, 280]),  # rankings and why above the code
+        for name, splitter, sizes in (("splitter", self.splitter, [580, 220]),  # rankings and why above the code
                                       ("bottomSplitter", self.bottom, [1040, 380])):
             saved = self.settings.value(name)
             if saved is None or not splitter.restoreState(saved):
@@ -387,14 +399,18 @@ class MainWindow(QMainWindow):
 
     def open_workspace(self, path: str) -> asyncio.Task:
         """Switch to `path`: show its health at once, offer indexing when there is no index."""
+        if self.workspace:
+            self.questions[self.workspace] = self.query_bar.query.text()
         self._clear_state()
         path = self.session.open(path)
+        self.query_bar.query.setText(self.questions.get(path, ""))  # each workspace keeps its own question
         self.code.set_workspace(path)
         self.workspace_label.setText(path)
         self.setWindowTitle(f"Knowledge Explorer — {Path(path).name}")
         self._fill_recent_menu()
         self._restore_workspace_state(path)
         self._tell_compare("set_workspace", path)
+        self._tell_compare("set_question", self.query_bar.query.text())
         self.health_panel.set_health(IndexHealth(workspace=path, indexed=False))
         self.health_panel.badge.setText("checking…")
         return self.runner.run(self._load_workspace(path), key="workspace", context="Opening workspace",
@@ -558,7 +574,7 @@ class MainWindow(QMainWindow):
         if self.messages.level == INFO:
             self.messages.hide()  # the previous question's note
         self.query_bar.remember(question)
-        self.status_results.setText(f"Searching for “{question}”…")
+        self.status_results.setText(f"Searching for “{one_line(question)}”…")
         self._tell_compare("set_question", question)
         bar = self.query_bar
         options = self.session.options(bar.top_k.value(), bar.strategy_name(), bar.selected_languages(),
@@ -577,7 +593,7 @@ class MainWindow(QMainWindow):
         question, options, max_files = self.files_request
         if self.files.is_current(question, options):
             return None
-        self.files_view.title.setText(f"Finding the files for “{question}”…")
+        self.files_view.title.setText(f"Finding the files for “{one_line(question)}”…")
         return self.runner.run(self.files.find(question, options, max_files), key="files", context="Files",
                                on_result=self.files_view.set_answer)
 

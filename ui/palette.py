@@ -1,6 +1,9 @@
-"""Command palette (Ctrl+K): every window action with its shortcut, filtered as you type."""
+"""Command palette (Ctrl+K): every window action with its shortcut, filtered as you type (on its name
+and its tooltip), plus extra commands such as "Use strategy: …"."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QAction, QKeySequence
@@ -16,12 +19,14 @@ def action_label(action: QAction) -> str:
 class CommandPalette(QFrame):
     """Floats over the top of its parent; Enter runs the chosen action, Escape closes."""
 
-    def __init__(self, parent: QWidget, actions: list[QAction]) -> None:
+    def __init__(self, parent: QWidget, actions: list[QAction],
+                 extra: Callable[[], list[QAction]] | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("commandPalette")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setAutoFillBackground(True)
         self.all_actions = actions
+        self.extra = extra  # commands that change while the window is open (the strategies)
         self.filter = QLineEdit()
         self.filter.setPlaceholderText("Type a command…")
         self.filter.textChanged.connect(self._refill)
@@ -50,9 +55,10 @@ class CommandPalette(QFrame):
     def _refill(self, text: str) -> None:
         words = text.lower().split()
         self.list.clear()
-        for action in self.all_actions:
+        for action in [*self.all_actions, *(self.extra() if self.extra else [])]:
             label = action_label(action)
-            if not action.isEnabled() or not all(w in label.lower() for w in words):
+            searched = f"{label} {action.toolTip()}".lower()
+            if not action.isEnabled() or not all(w in searched for w in words):
                 continue
             shortcut = action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
             item = QListWidgetItem(f"{label}    {shortcut}" if shortcut else label)

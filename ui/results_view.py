@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QItemSelectionModel, QRect, Qt, Signal
+from PySide6.QtCore import QEvent, QItemSelectionModel, QObject, QRect, Qt, Signal
 from PySide6.QtGui import QAction, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView, QHeaderView, QLabel, QMenu, QSplitter, QStyledItemDelegate, QTableView, QVBoxLayout,
@@ -11,7 +11,8 @@ from PySide6.QtWidgets import (
 
 from services.core.models import QueryResult, ResultChunk, StrategyInfo
 from ui.ranking_model import NEW_COLOR, ORIGINAL, RERANKED, SCORE_COLUMNS, RankingModel, ScoreBarRole
-from ui.why_view import WhyView
+from ui.viewmodels.ranking import location_text
+from ui.why_view import ElidedLabel, WhyView
 
 
 class ElideDelegate(QStyledItemDelegate):
@@ -26,6 +27,29 @@ class ElideDelegate(QStyledItemDelegate):
         option.textElideMode = self.mode
 
 
+def fit_location(text: str, fits) -> str:
+    """The longest of: the whole path, "…/" + file name and lines, file name and lines, file name,
+    that `fits` (a width test); else the file name cut at its end. The file name is never lost to folders."""
+    path, _, rest = text.partition(":")
+    name = path.rsplit("/", 1)[-1]
+    suffix = f":{rest}" if rest else ""
+    for candidate in (text, f"…/{name}{suffix}" if "/" in path else None, f"{name}{suffix}", name):
+        if candidate and fits(candidate):
+            return candidate
+    return name
+
+
+class LocationDelegate(QStyledItemDelegate):
+    """Location as "…/store.py:39-45" when the folders do not fit, then "store.py:39-45", then "store.py"."""
+
+    def initStyleOption(self, option, index) -> None:  # noqa: N802 (Qt API)
+        super().initStyleOption(option, index)
+        room = option.rect.width() - 12
+        metrics = option.fontMetrics
+        option.text = fit_location(option.text, lambda t: metrics.horizontalAdvance(t) <= room)
+        option.textElideMode = Qt.TextElideMode.ElideRight
+
+
 class ScoreBarDelegate(QStyledItemDelegate):
     """A score as a bar relative to the best score in the same list (scores of different strategies
     live on different scales; bars are comparable), with the raw value as text."""
@@ -38,6 +62,58 @@ class ScoreBarDelegate(QStyledItemDelegate):
             colour.setAlpha(60)
             painter.fillRect(QRect(rect.left(), rect.top(), int(rect.width() * fraction), rect.height()), colour)
         super().paint(painter, option, index)
+
+
+class ColumnFitter(QObject):
+    """Keeps Symbol and Location readable in a narrow table: Kind goes first, then the other list's
+    score column (its value stays in the tooltips), then # and Δ narrow."""
+
+    MIN_TEXT = 140  # pixels Symbol needs to show a name
+
+    def __init__(self, table: QTableView, model: RankingModel) -> None:
+        super().__init__(table)
+        self.table, self.model = table, model
+        digit = table.fontMetrics().horizontalAdvance("0")
+        self.wide = {title: digit * width + 16 for title, width in FIXED_COLUMNS}
+        self.narrow = {**self.wide, "#": digit * 2 + 10, "Δ": digit * 3 + 10}
+        table.viewport().installEventFilter(self)
+        model.modelReset.connect(lambda: self.fit(table.viewport().width()))
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt API)
+        if event.type() == QEvent.Type.Resize:
+            self.fit(event.size().width())
+        return False
+
+    def fit(self, width: int) -> None:
+        columns = [t for t in self.wide if t in self.model.columns]
+        other_score = "Reranked" if self.model.side == ORIGINAL else "Vector"
+        steps = [(set(), self.wide), ({"Kind"}, self.wide), ({"Kind", other_score}, self.wide),
+                 ({"Kind", other_score}, self.narrow)]
+        short, full = self.location_needs()
+        for hidden, sizes in steps:
+            left = width - sum(sizes[t] for t in columns if t not in hidden)
+            if left >= self.MIN_TEXT + short:
+                break
+        for title in columns:
+            column = self.model.column_of(title)
+            self.table.setColumnHidden(column, title in hidden)
+            self.table.setColumnWidth(column, sizes[title])
+        location = max(60, min(full, left - self.MIN_TEXT, int(left * 0.6)))
+        self.table.setColumnWidth(self.model.column_of("Location"), location)
+
+    def location_needs(self) -> tuple[int, int]:
+        """Pixels for the longest file name alone, and for the longest "…/file:lines" (Symbol
+        stretches over what Location leaves)."""
+        metrics = self.table.fontMetrics()
+        locations = [location_text(self.model.item(row)) for row in range(self.model.rowCount())]
+        names = [loc.partition(":")[0].rsplit("/", 1)[-1] for loc in locations]
+        short = max((metrics.horizontalAdvance(n) for n in names), default=0) + 16
+        full = max((metrics.horizontalAdvance(fit_location(loc, lambda t: "/" not in t[2:])) for loc in locations),
+                   default=0) + 16
+        return short, full
+
+
+FIXED_COLUMNS = (("#", 3), ("Δ", 4), ("Kind", 9), ("Vector", 7), ("Reranked", 9))  # title, width in digits
 
 
 def make_table(model: RankingModel) -> QTableView:
@@ -57,24 +133,26 @@ def make_table(model: RankingModel) -> QTableView:
     header.setHighlightSections(False)
     header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
     digit = table.fontMetrics().horizontalAdvance("0")
-    for title, width in (("#", 3), ("Δ", 4), ("Kind", 9), ("Vector", 7), ("Reranked", 9)):
+    for title, width in FIXED_COLUMNS:
         if title in model.columns:
             column = model.column_of(title)
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Fixed)
             table.setColumnWidth(column, digit * width + 16)
     header.setSectionResizeMode(model.column_of("Symbol"), QHeaderView.ResizeMode.Stretch)
-    header.setSectionResizeMode(model.column_of("Location"), QHeaderView.ResizeMode.Stretch)
-    table.setItemDelegateForColumn(model.column_of("Location"), ElideDelegate(Qt.TextElideMode.ElideLeft, table))
-    table.setItemDelegateForColumn(model.column_of("Symbol"), ElideDelegate(Qt.TextElideMode.ElideMiddle, table))
+    header.setSectionResizeMode(model.column_of("Location"), QHeaderView.ResizeMode.Fixed)  # ColumnFitter sizes it
+    table.setItemDelegateForColumn(model.column_of("Location"), LocationDelegate(table))
+    table.setItemDelegateForColumn(model.column_of("Symbol"), ElideDelegate(Qt.TextElideMode.ElideLeft, table))
     for title in SCORE_COLUMNS:
         table.setItemDelegateForColumn(model.column_of(title), ScoreBarDelegate(table))
+    header.setMinimumSectionSize(digit * 2 + 8)
+    table.column_fitter = ColumnFitter(table, model)
     return table
 
 
 class RankingPane(QWidget):
     def __init__(self, title: str, model: RankingModel, parent=None) -> None:
         super().__init__(parent)
-        self.title = QLabel(title)
+        self.title = ElidedLabel(title)  # a long fallback reason must not squeeze the other pane
         self.title.setObjectName("paneTitle")
         self.model = model
         self.table = make_table(model)
@@ -101,9 +179,8 @@ class ResultsView(QWidget):
         self.splitter.addWidget(self.left)
         self.splitter.addWidget(self.right)
         self.splitter.setChildrenCollapsible(False)
-        self.legend = QLabel("")
+        self.legend = ElidedLabel("", lines=2)  # two lines at most: the why rows keep their room
         self.legend.setObjectName("scoreLegend")
-        self.legend.setWordWrap(True)
         self.why = WhyView()
         explain = QWidget()
         explain_layout = QVBoxLayout(explain)
@@ -113,8 +190,8 @@ class ResultsView(QWidget):
         self.vertical = QSplitter(Qt.Orientation.Vertical)
         self.vertical.addWidget(self.splitter)
         self.vertical.addWidget(explain)
-        self.vertical.setStretchFactor(0, 2)
-        self.vertical.setStretchFactor(1, 1)
+        self.vertical.setStretchFactor(0, 3)
+        self.vertical.setStretchFactor(1, 2)
         self.vertical.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -173,14 +250,20 @@ class ResultsView(QWidget):
     def _legend_text(result: QueryResult | None, info: StrategyInfo | None) -> str:
         if result is None:
             return ""
-        vector = "Vector: cosine similarity 0–1."
         reranked = info.legend if info and info.legend else ""
-        bars = "Bars: each score relative to the best in its list; hover for the raw value."
-        return "  ".join(part for part in (vector, f"Reranked: {reranked}" if reranked else "", bars) if part)
+        if result.fallback_reason:
+            reranked = "fell back to the vector ranking, so cosine similarity 0–1."
+        scores = [r.score for r in result.results]
+        here = f"this question {min(scores):.3f} to {max(scores):.3f}; " if scores else ""
+        parts = (f"Reranked: {here}{reranked}" if reranked else "", "Vector: cosine similarity 0–1.",
+                 "Bars: relative to the best in each list.")
+        return "  ".join(part for part in parts if part)
 
     def _explain(self, item: ResultChunk | None) -> None:
         """The why view follows the selection; an original-side row is explained by its reranked twin."""
         label = self.strategy_labels.get(self.result.strategy, self.result.strategy) if self.result else ""
+        if self.result is not None and self.result.fallback_reason:
+            label = f"the vector ranking ({label} fell back)"
         if item is None or self.result is None:
             self.why.set_item(None)
             return

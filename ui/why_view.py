@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (
-    QHeaderView, QLabel, QStyledItemDelegate, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
+    QHeaderView, QLabel, QSizePolicy, QStyledItemDelegate, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
 from services.core.models import ResultChunk
@@ -14,6 +14,51 @@ from ui.ranking_model import DOWN_COLOR, UP_COLOR
 from ui.viewmodels.ranking import effect_text, rank_text, steps, symbol_text
 
 BarRole = Qt.ItemDataRole.UserRole + 21  # signed fraction -1..1 of the widest bar
+
+
+def wrap_elided(text: str, fits, elide, lines: int) -> str:
+    """`text` filled word by word into at most `lines` lines that `fits`; the last one `elide`d."""
+    words, out = text.split(), []
+    while len(words) > 0 and len(out) < lines - 1:
+        taken = 1
+        while taken < len(words) and fits(" ".join(words[:taken + 1])):
+            taken += 1
+        out.append(" ".join(words[:taken]))
+        words = words[taken:]
+    return "\n".join([*out, elide(" ".join(words))] if words else out)
+
+
+class ElidedLabel(QLabel):
+    """A label of a fixed number of lines, whatever its text: what does not fit ends in "…" and the
+    whole text is its tooltip (so a long legend or heading never pushes rows out of view)."""
+
+    def __init__(self, text: str = "", lines: int = 1, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.lines = lines
+        self.full = ""
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.setFixedHeight(self.fontMetrics().lineSpacing() * lines + 8)  # room for a stylesheet's padding
+        self.setText(text)
+
+    def text(self) -> str:  # the whole text, not the elided one on screen
+        return self.full
+
+    def shown_text(self) -> str:
+        return super().text()
+
+    def setText(self, text: str) -> None:  # noqa: N802 (Qt API)
+        self.full = text
+        self.setToolTip(text if text else "")
+        self._fit()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        self._fit()
+
+    def _fit(self) -> None:
+        metrics, width = self.fontMetrics(), max(40, self.contentsRect().width() - 4)
+        super().setText(wrap_elided(" ".join(self.full.split()), lambda t: metrics.horizontalAdvance(t) <= width,
+                                    lambda t: metrics.elidedText(t, Qt.TextElideMode.ElideRight, width), self.lines))
 
 
 class BarDelegate(QStyledItemDelegate):
@@ -37,12 +82,12 @@ class WhyView(QWidget):
     """set_item(result, strategy_label) shows why; set_item(None) clears it."""
 
     COLUMNS = ["Signal", "Effect", "", "Note"]
+    MIN_ROWS = 3  # rows the panel always has room for
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.heading = QLabel("Select a result to see why it ranks where it does.")
+        self.heading = ElidedLabel("Select a result to see why it ranks where it does.")
         self.heading.setObjectName("whyHeading")
-        self.heading.setWordWrap(True)
         self.table = QTableWidget(0, len(self.COLUMNS))
         self.table.setHorizontalHeaderLabels(self.COLUMNS)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
@@ -54,9 +99,11 @@ class WhyView(QWidget):
         header = self.table.horizontalHeader()
         for column, mode in enumerate((QHeaderView.ResizeMode.ResizeToContents,
                                        QHeaderView.ResizeMode.ResizeToContents,
-                                       QHeaderView.ResizeMode.Interactive, QHeaderView.ResizeMode.Stretch)):
-            header.setSectionResizeMode(column, mode)
-        self.table.setColumnWidth(2, 260)
+                                       QHeaderView.ResizeMode.Stretch, QHeaderView.ResizeMode.Stretch)):
+            header.setSectionResizeMode(column, mode)  # the bar shares the width with the note, and shrinks
+        header.setMinimumSectionSize(40)
+        rows = self.table.verticalHeader().defaultSectionSize() * self.MIN_ROWS
+        self.table.setMinimumHeight(rows + header.sizeHint().height() + 2 * self.table.frameWidth())
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
@@ -71,7 +118,8 @@ class WhyView(QWidget):
             self.heading.setText("Select a result to see why it ranks where it does.")
             return
         by = f" by {strategy_label}" if strategy_label else ""
-        self.heading.setText(f"Why {symbol_text(item)} scores {item.score:.3f}{by}: {rank_text(item)}")
+        total = " (the sum of the rows below)" if item.signals and all(s.op == "add" for s in item.signals) else ""
+        self.heading.setText(f"Why {symbol_text(item)} scores {item.score:.3f}{by}{total}: {rank_text(item)}")
         if not item.signals:
             self.heading.setText(self.heading.text() + " — not reranked: the score is the cosine similarity.")
             return

@@ -434,6 +434,7 @@ class EvalProgress:
     total: int
     strategy: str
     query: str
+    stage: str = "querying"  # then "computing": every query answered, the metrics being worked out
 
 
 async def choose_strategies(service, wanted: str | Sequence[str] = "all") -> tuple[list[str], dict[str, str]]:
@@ -521,6 +522,8 @@ async def evaluate(service, queries: Sequence[LabelledQuery], qrels: Qrels, stra
                 progress(EvalProgress(done, total, name, query.text))
         await asyncio.sleep(0)
     judged_qrels = {q.id: qrels[q.id] for q in judged}
+    if progress:
+        progress(EvalProgress(done, total, "", "", "computing"))
     # in a thread: ranx's first call compiles with numba and takes seconds
     report = await asyncio.to_thread(score_rankings, judged_qrels, rankings, reports)
     report.documents, report.top_k, report.query_texts = documents, top_k, {q.id: q.text for q in judged}

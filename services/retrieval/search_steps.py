@@ -33,6 +33,7 @@ import numpy as np
 from services.core.errors import StrategyUnavailable
 from services.core.models import Candidate, Chunk, QueryOptions, QueryResult, ResultChunk
 from services.retrieval.strategies.base import PROBABILITY, SIMILARITY, RerankRequest, RerankStrategy
+from services.retrieval.strategies._ranking import unchanged
 
 
 class Stages:
@@ -85,11 +86,16 @@ def rerank(strategy: RerankStrategy, request: RerankRequest) -> tuple[list[Candi
         return strategy.rerank(request), False, None
     availability = strategy.availability()
     if not availability.available:
-        return list(request.candidates), False, availability.reason
+        return fell_back(request, availability.reason), False, availability.reason
     try:
         return strategy.rerank(request), True, None
     except StrategyUnavailable as error:  # RerankSkipped included
-        return list(request.candidates), False, str(error)
+        return fell_back(request, str(error)), False, str(error)
+
+
+def fell_back(request: RerankRequest, reason: str) -> list[Candidate]:
+    """The vector ranking, each result still explained by its cosine and why the strategy did not run."""
+    return unchanged(request.candidates, f"fell back to the vector ranking: {reason}")
 
 
 def keyword_cosines(question_vector, vectors: dict[str, list[float]]) -> dict[str, float]:

@@ -37,7 +37,8 @@ def test_original_model_keeps_vector_order_and_looks_up_reranked_scores():
     model = RankingModel(ORIGINAL)
     model.set_result(sample_result())
     assert [cell(model, r, "#") for r in range(4)] == ["1", "2", "3", "4"]
-    assert [cell(model, r, "Symbol") for r in range(4)] == ["Store.save", "Store.load", "Index.add", "README.md"]
+    assert [cell(model, r, "Symbol") for r in range(4)] == ["Store.save", "Store.load", "Index.add",
+                                                            "README.md lines 1–12"]  # a text chunk by its lines
     assert cell(model, 0, "Reranked") == "0.880"
     assert cell(model, 3, "Reranked") == "—"  # dropped by the reranker
     assert "Δ" not in model.columns

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from services.core.models import FileAnswer, QueryOptions, RankedFile
+from ui.viewmodels.results import one_line
 
 if TYPE_CHECKING:
     from services.engine.service import KnowledgeService
@@ -46,4 +47,4 @@ def heading_text(answer: FileAnswer, file: RankedFile) -> str:
 
 def summary_text(answer: FileAnswer) -> str:
     files = f"{len(answer.files)} file{'s' if len(answer.files) != 1 else ''}"
-    return f"{files} for “{answer.question}” with {answer.strategy} · history: {answer.history}"
+    return f"{files} for “{one_line(answer.question)}” with {answer.strategy} · history: {answer.history}"

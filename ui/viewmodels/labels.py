@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from services.core.models import ResultChunk
+from ui.viewmodels.results import one_line
 
 if TYPE_CHECKING:
     from services.engine.service import KnowledgeService
@@ -21,7 +22,7 @@ class LabelsViewModel:
         symbol = item.chunk.qualified_name or item.chunk.symbol
         await self.engine.record_label(workspace, question, item.chunk.path, symbol, relevant)
         verdict = "relevant" if relevant else "not relevant"
-        return f"Marked {symbol or item.chunk.path} {verdict} for \u201c{question}\u201d."
+        return f"Marked {symbol or item.chunk.path} {verdict} for \u201c{one_line(question)}\u201d."
 
     async def grades(self, workspace: str, question: str) -> dict[tuple[str, str], int]:
         """{(path, symbol): grade} labelled so far for `question`."""

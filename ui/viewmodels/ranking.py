@@ -5,7 +5,12 @@ Shared by the ranking tables (ui.ranking_model), the why view (ui.why_view) and 
 
 from __future__ import annotations
 
-from services.core.models import ResultChunk, Signal
+import re
+
+from services.core.models import Chunk, ResultChunk, Signal
+
+_MARKDOWN_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+_UNDERLINE = re.compile(r"^([=\-~^\"'`*+#])\1{2,}\s*$")  # reStructuredText title underline
 
 
 def movement(item: ResultChunk) -> tuple[str, int | None]:
@@ -20,12 +25,28 @@ def movement(item: ResultChunk) -> tuple[str, int | None]:
     return "=", 0
 
 
+def heading_of(chunk: Chunk) -> str:
+    """The first Markdown or reStructuredText heading inside a chunk's text, or ""."""
+    lines = chunk.content.splitlines()
+    for i, line in enumerate(lines):
+        if match := _MARKDOWN_HEADING.match(line):
+            return match.group(1)
+        if line.strip() and i + 1 < len(lines) and _UNDERLINE.match(lines[i + 1]) \
+                and len(lines[i + 1].strip()) >= len(line.strip()) and not _UNDERLINE.match(line):
+            return line.strip()
+    return ""
+
+
 def symbol_text(item: ResultChunk) -> str:
+    """The chunk's name; a nameless chunk (a text window, module code) by its heading or its lines,
+    so five chunks of one file read differently."""
     chunk = item.chunk
     name = chunk.qualified_name or chunk.symbol
-    if not name:
-        name = chunk.path.rsplit("/", 1)[-1]
-    return name
+    if name:
+        return name
+    file = chunk.path.rsplit("/", 1)[-1]
+    heading = heading_of(chunk) if chunk.kind == "text" else ""
+    return f"§ {heading} · {file}" if heading else f"{file} lines {chunk.start_line}–{chunk.end_line}"
 
 
 def location_text(item: ResultChunk) -> str:

@@ -16,10 +16,17 @@ def timings_text(result: QueryResult) -> str:
     return " · ".join(parts)
 
 
+def one_line(text: str, limit: int = 80) -> str:
+    """A question as one line for a status bar: whitespace runs (newlines of a pasted traceback
+    included) become one space, and a long one is cut with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit - 1].rstrip() + "…"
+
+
 def summary_text(result: QueryResult, filters: str) -> str:
     """The status line: how many results, out of how many chunks, reranked or why not, filters."""
     count = len(result.results)
-    summary = (f"{count} result{'s' if count != 1 else ''} for “{result.question}” · "
+    summary = (f"{count} result{'s' if count != 1 else ''} for “{one_line(result.question)}” · "
                f"{result.chunks_above_threshold} above threshold of "
                f"{result.total_chunks_searched:,} chunks")
     if result.fallback_reason:

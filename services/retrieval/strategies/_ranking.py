@@ -136,13 +136,24 @@ def unchanged(candidates: Iterable[Candidate], why: str) -> list[Candidate]:
     return [explained(c, [replace(cosine_signal(c), note=why)]) for c in candidates]
 
 
-def scaled_signals(raw: float, low: float, high: float) -> list[Signal]:
-    """min_max as signals: subtract the list's lowest value, divide by its range (all equal -> 1.0)."""
+def scaled_signals(signals: list[Signal], low: float, high: float) -> list[Signal]:
+    """min_max as signals a reader can add up: every step rescaled to this question's 0-1 range
+    (a multiplier becomes the points it adds or takes away), then the weakest candidate's value
+    subtracted, so the rows sum to the scaled score (all equal -> one row, 1.0)."""
     if high - low <= 0:
-        return [Signal("scaled 0–1 in this list", raw, 1.0, "set", "every candidate has the same value")]
-    return [Signal("minus the list's lowest", low, -low, "add"),
-            Signal("divided by the list's range", high - low, 1.0 / (high - low), "mul",
-                    "scaled 0–1 within this question's candidates")]
+        return [Signal("every candidate scores the same", apply_signals(signals), 1.0, "set",
+                       "scaled 0–1 within this question: all get 1.0")]
+    factor = 1.0 / (high - low)
+    out, running = [], 0.0
+    for signal in signals:
+        after = apply_signals([signal], running)
+        note = f"{signal.note}; " if signal.note else ""
+        out.append(Signal(signal.name, signal.value, (after - running) * factor, "add",
+                          f"{note}{after - running:+.4f} before scaling (×{factor:.4g}, this question's range)"))
+        running = after
+    out.append(Signal("minus the weakest candidate", low, -low * factor, "add",
+                      "so the weakest candidate here scores 0 and the best 1"))
+    return out
 
 
 @lru_cache(maxsize=64)

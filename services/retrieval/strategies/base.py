@@ -25,9 +25,9 @@ RELATIVE = "relative"  # rank-fusion scores normalised within one query: min_rel
 PROBABILITY = "probability"  # a model's 0-1 relevance: its own threshold applies; min_relevance to the original score
 
 LEGENDS = {
-    SIMILARITY: "cosine similarity (0–1) with this strategy's boosts added or multiplied in; "
-                "comparable across questions.",
-    RELATIVE: "fused ranks scaled 0–1 within this question (1 = best here, 0 = worst here); "
+    SIMILARITY: "cosine similarity (0–1) with this strategy's boosts added or multiplied in, so a boosted "
+                "score can pass 1; comparable across questions.",
+    RELATIVE: "fused ranks scaled 0–1 within this question (1 = best here, 0 = weakest candidate here); "
               "not comparable across questions.",
     PROBABILITY: "the model's relevance probability, 0–1; comparable across questions.",
 }

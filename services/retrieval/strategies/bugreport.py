@@ -147,25 +147,47 @@ def gather(request: RerankRequest, settings, every_part: bool = False) -> Featur
     return feats
 
 
+# What each signal means, in words a reader of the why panel knows.
+PLAIN = {"vector": "similar to the whole question", "parts": "similar to one part of the question",
+         "title": "similar to the title", "prose": "similar to a paragraph", "code": "similar to a code block",
+         "bm25": "keyword search (BM25)", "symbol": "defines a name the question uses",
+         "path": "in a file the question names"}
+SHORT = {"vector": "whole-question similarity", "parts": "part similarity", "title": "title similarity",
+         "prose": "paragraph similarity", "code": "code-block similarity", "bm25": "keywords",
+         "symbol": "names", "path": "file named"}  # for the legend
+
+
 def combine(feats: Features, settings) -> list[Candidate]:
-    """Score every chunk: ranked signals add weight x k/(k+r-1), matches add weight x value/best."""
+    """Score every chunk: ranked signals add weight x k/(k+r-1), matches add weight x value/best.
+    Signals weighing 0 are left out of the explanation (they change nothing)."""
     k = settings.bugreport_k
     weights = settings.bugreport_weights()
     totals: dict[str, list[Signal]] = {i: [] for i in feats.candidates}
     for name in RANKED:
+        if not weights[name]:
+            continue
         ranked = sorted(feats.values[name].items(), key=lambda kv: -kv[1])
+        measure = "BM25 score" if name == "bm25" else "cosine"
         for rank, (chunk_id, value) in enumerate(ranked, 1):
             contribution = weights[name] * k / (k + rank - 1)
-            totals[chunk_id].append(Signal(f"{name} rank", rank, contribution, "add", f"{name} {value:.3f}"))
-    for chunk_id in feats.values["test"]:
-        totals[chunk_id].append(Signal("test file", 1.0, -weights["test"], "add", "a test, not the code under test"))
+            totals[chunk_id].append(Signal(f"{PLAIN[name]}: #{rank}", rank, contribution, "add",
+                                           f"{measure} {value:.3f}; {weights[name]:g} points at #1, "
+                                           f"{weights[name]:g}×{k:g}/({k:g}+{rank - 1}) at #{rank}"))
+    if weights["test"]:
+        for chunk_id in feats.values["test"]:
+            totals[chunk_id].append(Signal("test file", 1.0, -weights["test"], "add",
+                                           "a test, not the code under test"))
     for name in MATCHED:
         values = feats.values[name]
         best = max(values.values(), default=0.0)
+        if best <= 0 or not weights[name]:
+            continue
         for chunk_id, value in values.items():
-            if best > 0:
-                note = f"matches {feats.notes[name].get(chunk_id, '')}"
-                totals[chunk_id].append(Signal(name, value, weights[name] * value / best, "add", note))
+            note = f"matches {feats.notes[name].get(chunk_id, '')}; {weights[name]:g} points for the best match"
+            totals[chunk_id].append(Signal(PLAIN[name], value, weights[name] * value / best, "add", note))
+    for signals in totals.values():
+        if not signals:
+            signals.append(Signal("no signal found it", 0.0, 0.0, "add", "kept from the vector pool, 0 points"))
     scored = [replace(c, score=sum(s.contribution for s in totals[i]), signals=tuple(totals[i]))
               for i, c in feats.candidates.items()]
     return best_first(scored)
@@ -181,6 +203,16 @@ class BugReportStrategy(BaseStrategy):
     scale = RELATIVE
     uses_keyword_index = False  # it runs its own weighted BM25 search
     order = 70
+
+    @property
+    def legend(self) -> str:  # type: ignore[override]  # depends on the weights in settings
+        weights = self.settings.bugreport_weights()
+        parts = [f"{SHORT[n]} {w:g}" for n, w in weights.items() if w and n in SHORT]
+        top = sum(w for n, w in weights.items() if n in SHORT)
+        test = f", a test file −{weights['test']:g}" if weights["test"] else ""
+        return (f"long questions: points from its signals, about 0 to {top:g}; at most "
+                f"{', '.join(parts)}{test}; higher is better, not comparable across questions. "
+                "Short questions: cosine similarity 0–1.")
 
     def pool_size(self, top_k: int) -> int:
         return max(self.settings.narrow_pool_factor * top_k, self.settings.bugreport_pool)  # as tuned
