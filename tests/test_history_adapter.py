@@ -10,6 +10,7 @@ import pytest
 
 from services.core.models import QueryOptions
 from services.engine.service import KnowledgeService
+from services.evaluation.metrics import LabelledQuery, evaluate
 from services.indexing.history import read_history
 from services.retrieval import query_adapter as adapters
 from tests.test_history import DAY, START, Repo
@@ -77,5 +78,11 @@ async def test_tuned_learns_from_the_history_and_respects_each_question_s_cut_of
 
         files = await service.find_files(question, QueryOptions(**{**options.__dict__, "before": START + 10 * DAY}))
         assert files.before == START + 10 * DAY and files.strategy == "tuned"
+
+        asked = [LabelledQuery("early", question, before=START + 10 * DAY), LabelledQuery("late", question)]
+        report = await evaluate(service, asked, {"early": {"colors.py": 1}, "late": {"colors.py": 1}},
+                                ["none", "tuned"], history_repo.folder, top_k=3)
+        tuned = report.strategies["tuned"]  # eval passes each query's `before` to the strategy
+        assert tuned.fallbacks == (1 if result.reranked else 2)
     finally:
         service.close()
