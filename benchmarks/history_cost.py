@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -83,6 +84,13 @@ def synthetic(root: Path, commits: int, files: int = 1518) -> Path:
     return folder
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and its finished children (git): on a busy machine, what a quiet one's wall
+    time would be, roughly (both run one thread at a time, apart from git's pipe)."""
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+
+
 def timed(work):
     start = time.perf_counter()
     result = work()
@@ -92,9 +100,11 @@ def timed(work):
 def measure(folder: Path) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         store = HistoryStore(Path(scratch) / HISTORY_FILE)
+        cpu = cpu_seconds()
         state, first = timed(lambda: update_history(folder, store))
         commits, load = timed(store.commits)
         _, build = timed(lambda: CommitIndex(commits))
+        cpu = cpu_seconds() - cpu
         _, unchanged = timed(lambda: update_history(folder, store))
         git(folder, "checkout", "-q", "-b", SCRATCH)
         try:
@@ -109,7 +119,7 @@ def measure(folder: Path) -> dict:
         store.close()
     assert after.commits == state.commits + 1, (after, state)
     return {"history": state.describe(), "first read + store s": first, "load s": load, "CommitIndex s": build,
-            "read + index s": first + load + build, "nothing new s": unchanged, "1 new commit s": one_new,
+            "read + index s": first + load + build, "read + index CPU s": cpu, "nothing new s": unchanged, "1 new commit s": one_new,
             "stored MB": size / 1e6, "commits/s": state.commits / (first + load + build), "commits": state.commits}
 
 
