@@ -47,7 +47,7 @@ REPOS = ("pytest", "sphinx")
 GRID = dict(title=[0, .25, .5, 1, 2], history=[0, .25, .5, 1, 2], history_title=[0, .25, .5, 1, 2],
             path=[0, .25, .5, 1, 2], symbol=[0, .25, .5, 1], test=[0, .5, 1, 2],
             chunks=[0, .25, .5, 1, 2, 4])  # bm25 fixed at 1
-KNOBS = dict(half_life_days=[0.0, 180.0, 365.0, 1095.0], chunk_decay=[0.25, 0.5, 0.75])
+KNOBS = dict(half_life_days=[365.0], chunk_decay=[0.25, 0.5, 0.75])  # half-lives: --half-lives
 HISTORY = ("history", "history_title", "new")
 
 
@@ -112,7 +112,7 @@ def features(repo: str, root: Path, data_dir: Path | None, strategies: list[str]
         scores = {name: history.weighted_scores(terms, q["before"])
                   for name, terms in zip(("history", "history_title"), fr.query_terms(q["text"])[1:])}
         by_half_life = {}
-        for half_life in KNOBS["half_life_days"]:
+        for half_life in {*KNOBS["half_life_days"], fr.Weights().history_knobs["half_life_days"]}:
             knobs = dict(fr.Weights().history_knobs, half_life_days=half_life)
             by_half_life[half_life] = {name: index.fold(fr.history_votes(history.commits, s, q["before"], **knobs))
                                        for name, s in scores.items()}
@@ -171,7 +171,7 @@ def tune(data, history: bool, trials: int, strategy: str | None = None, seed: in
     rng = np.random.default_rng(seed)
     grid = {k: v if (history or not k.startswith("history")) and (strategy or k != "chunks") else [0]
             for k, v in GRID.items()}
-    knobs = {k: v if (k == "half_life_days" and history) or (k == "chunk_decay" and strategy) else [v[1]]
+    knobs = {k: v if (k == "half_life_days" and history) or (k == "chunk_decay" and strategy) else [v[len(v) // 2]]
              for k, v in KNOBS.items()}
     tried = []
     for _ in range(trials):
@@ -199,7 +199,10 @@ def main() -> None:
     ap.add_argument("--data-dir", default="/tmp/ke-swe", help="where the snapshots are indexed ('' for no chunks)")
     ap.add_argument("--strategies", default="bug-report,metadata", help="chunk rankings to fold (none always)")
     ap.add_argument("--trials", type=int, default=600)
+    ap.add_argument("--half-lives", default="365", help="history half-lives (days, 0: none) tuning may pick")
+    ap.add_argument("--name", default="file_level", help="the name the run is recorded under")
     args = ap.parse_args()
+    KNOBS["half_life_days"] = [float(h) for h in args.half_lives.split(",")]
     strategies = args.strategies.split(",") if args.data_dir else []
     data = {r: features(r, Path(args.root), Path(args.data_dir) if args.data_dir else None, strategies)
             for r in REPOS}
@@ -237,14 +240,14 @@ def main() -> None:
         print(f"  {repo}: {data[repo]['timing']}")
     table = [{"method": name, **{f"{r} MRR@10 / R@10": cells.get(r, "") for r in REPOS}}
              for name, cells in {**REFERENCE, **rows}.items()]
-    record("file_level", table, settings={"trials": args.trials, "grid": GRID, "knobs": KNOBS,
+    record(args.name, table, settings={"trials": args.trials, "grid": GRID, "knobs": KNOBS,
                                           "chunk strategies": folded, "chunk pool": POOL},
            figures={"weights": {f"{repo} <- {name}": shown(w) for (name, repo), w in tuned.items()},
                     "timings": {r: data[r]["timing"] for r in REPOS}},
            uses_percentiles=False,
            note="Python files only; history counts only commits before each query's `before`; each "
-                "repository's weights tuned on the other (mean of the 20 best random-search trials); chunk "
-                "evidence from the engine (onnx-int8 model) at top_k 100")
+                "repository's weights tuned on the other (mean of the 20 best random-search trials)"
+                + ("; chunk evidence from the engine (onnx-int8 model) at top_k 100" if folded else "; no chunk evidence"))
 
 
 if __name__ == "__main__":
