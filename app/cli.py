@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--files", action="store_true",
                        help="answer with ranked files (--top-k files), each with why it ranks there")
     query.add_argument("--before", type=int, default=None,
-                       help="with --files: ignore commits at or after this unix time")
+                       help="ignore commits at or after this unix time (history votes; `tuned`'s history adapter)")
     strategies = sub.add_parser("strategies", parents=[common], help="list reranking strategies")
     strategies.add_argument("--json", action="store_true")
     gui = sub.add_parser("gui", parents=[common], help="open the desktop app (the default)")
@@ -379,7 +379,7 @@ async def cmd_query(args, service) -> int:
     from services.core.models import QueryOptions
 
     options = QueryOptions(workspace=args.path, top_k=args.top_k, strategy=args.strategy,
-                           languages=tuple(args.language), path_glob=args.path_glob,
+                           languages=tuple(args.language), path_glob=args.path_glob, before=args.before,
                            **({} if args.min_relevance is None else {"min_relevance": args.min_relevance}))
     if args.workspace:
         from app.render import multi_query_json  # here, not at the top: as above

@@ -23,6 +23,7 @@ import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -97,8 +98,8 @@ def print_sweep(sweeps: list[Sweep]) -> None:
 class StandInEmbedder(Embedder):
     """Unit vectors from a hash of the text (no model): for checking the rest of indexing only."""
 
-    def load(self):
-        return None
+    def load(self):  # what the index records as the encoder it was built with
+        return SimpleNamespace(name="stand-in", device="cpu", dimension=384, note="")
 
     @property
     def dimension(self) -> int:

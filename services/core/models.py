@@ -174,6 +174,7 @@ class QueryOptions:
     context_lines: int = 5
     expand_context: bool = True
     use_cache: bool = True
+    before: int | None = None  # history cut-off (unix time): strategies ignore commits at or after it
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # reranking-strategies.md, KeywordBoostStrategy.StopWords (a superset of the RRF list).
 STOP_WORDS = frozenset("""
@@ -30,14 +31,18 @@ def code_tokens(text: str) -> list[str]:
     """Tokens for BM25: each identifier whole (lower case) plus its camelCase/snake_case parts."""
     tokens: list[str] = []
     for word in _IDENTIFIER.findall(text):
-        whole = word.lower().strip("_")
-        if not whole:
-            continue
-        tokens.append(whole)
-        parts = split_identifier(word)
-        if len(parts) > 1:
-            tokens.extend(p for p in parts if p != whole)
+        tokens.extend(_word_tokens(word))
     return tokens
+
+
+@lru_cache(maxsize=1 << 17)
+def _word_tokens(word: str) -> tuple[str, ...]:
+    """One identifier's tokens (words repeat a lot: splitting each once makes tokenising ~3x faster)."""
+    whole = word.lower().strip("_")
+    if not whole:
+        return ()
+    parts = split_identifier(word)
+    return (whole, *(p for p in parts if p != whole)) if len(parts) > 1 else (whole,)
 
 
 def query_keywords(query: str) -> list[str]:

@@ -247,7 +247,9 @@ class KnowledgeService:
         if max_files < 1:
             raise QueryError(f"The file count must be at least 1 (got {max_files}).")
         started = time.perf_counter()
-        result = await self.query(question, replace(options, top_k=max(options.top_k, POOL), expand_context=False))
+        before = options.before if before is None else before
+        result = await self.query(question, replace(options, top_k=max(options.top_k, POOL), expand_context=False,
+                                                    before=before))
         index = self._index(options.workspace)
         answer = await self._run(self._query_pool, self._file_answer, index, result, options, max_files, before)
         total = (time.perf_counter() - started) * 1000

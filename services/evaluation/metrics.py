@@ -18,7 +18,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from services.core.models import Chunk, QueryOptions, QueryResult
@@ -510,7 +510,7 @@ async def evaluate(service, queries: Sequence[LabelledQuery], qrels: Qrels, stra
                 rankings[name][query.id], ms = await _timed_files(service, query, options[name])
                 result = None
             else:
-                result, ms = await _timed_query(service, query.text, options[name])
+                result, ms = await _timed_query(service, query.text, replace(options[name], before=query.before))
                 rankings[name][query.id] = ranked_doc_ids(query.id, result, doc_id_for)
             report = reports[name]
             report.latencies_ms.append(ms)

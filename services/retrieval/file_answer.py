@@ -56,10 +56,10 @@ class FileRanker:
         """The `max_files` best files for `result`'s question; `allowed`: paths the filters let through."""
         weights = replace(fr.Weights(), chunks=CHUNK_WEIGHT)
         why = _Why(result.question, self.index, self.commits, before, weights)
-        feats = dict(why.features, chunks=self.index.fold(fr.chunk_evidence(evidence(result.results))))
+        feats = dict(why.features, chunks=self.index.fold(fr.chunk_evidence(evidence(result.results), weights.chunk_decay)))
         parts = fr.contributions(feats, self.index.is_test, weights)
         total = sum(parts.values(), np.zeros(len(self.index.paths)))
-        baseline = dict(feats, chunks=self.index.fold(fr.chunk_evidence(evidence(result.original))))
+        baseline = dict(feats, chunks=self.index.fold(fr.chunk_evidence(evidence(result.original), weights.chunk_decay)))
         original_total = fr.combine(baseline, self.index.is_test, weights)
         found = _found(feats, allowed, self.index.paths)
         original_found = _found(baseline, allowed, self.index.paths)

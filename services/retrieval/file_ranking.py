@@ -45,6 +45,7 @@ class Weights:
     symbol: float = 0.4
     chunks: float = 0.0
     test: float = 1.6
+    chunk_decay: float = 0.5  # a file's k-th best chunk counts chunk_decay**(k-1) (chunk_evidence)
     history_knobs: dict = field(default_factory=lambda: dict(top=100, file_power=0.5, half_life_days=365.0))
 
 
@@ -210,7 +211,7 @@ def file_features(question: str, index: FileIndex, commit_index=None, before: in
         if before is not None:  # files first committed at or after the report did not exist yet
             feats["new"] = np.array([commit_index.first_seen.get(p, 0) >= before for p in index.paths])
     if chunks is not None:
-        feats["chunks"] = index.fold(chunk_evidence(chunks))
+        feats["chunks"] = index.fold(chunk_evidence(chunks, (weights or Weights()).chunk_decay))
     return feats
 
 

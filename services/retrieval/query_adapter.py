@@ -10,13 +10,22 @@ held-out MRR@10 is above the plain vector ranking's on the same questions.
 
 Saved as `<index folder>/adapter.npz`, with the hash of the labels file it was trained on; a change
 to the labels retrains it on the next query.
+
+History as free labels (issue #19): with fewer than MIN_QUERIES labelled questions, a workspace with a git
+history trains the adapter on its commits instead: (a commit's message -> the chunks of the files it
+touched), for the newest HISTORY_COMMITS usable commits (1 to HISTORY_MAX_FILES indexed files each) made
+strictly before the question's cut-off (`before`, as eval passes it; none: every commit). The newest
+HISTORY_HELD_OUT of them are held out (a split in time: it learns from older commits, is judged on newer ones)
+and the adapter is used only when it ranks their files better than the plain vector search (MRR@10). Such
+adapters are kept in memory per (workspace state, cut-off); one trained for an earlier cut-off serves a later
+question up to HISTORY_REUSE_DAYS after it (every commit it learnt from is still before the question).
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +40,13 @@ TEMPERATURE = 0.05
 EPOCHS = 150
 LEARNING_RATE = 2e-3
 REGULARISATION = 1.0
+HISTORY_COMMITS = 400  # newest usable commits an adapter learns from (and is judged on)
+HISTORY_MIN_COMMITS = 30
+HISTORY_MAX_FILES = 5  # commits touching more indexed files are mass edits, not labels
+HISTORY_HELD_OUT = 0.2  # the newest share, held out
+HISTORY_NEGATIVES = 3000  # chunks sampled (beside the positives) as the softmax's other candidates
+HISTORY_EPOCHS = 100
+HISTORY_REUSE_DAYS = 90
 
 
 @dataclass(frozen=True)
@@ -50,6 +66,7 @@ class Adapter:
     matrix: np.ndarray  # d x d
     held_out: HeldOut
     stamp: str = ""  # hash of the labels file it was trained on
+    source: str = "labels"  # or "history": trained on commit messages (held_out counts held-out commits)
 
     def apply(self, vectors: np.ndarray) -> np.ndarray:
         adapted = np.asarray(vectors, dtype=np.float32) @ self.matrix.T
@@ -178,10 +195,16 @@ _LOCK = threading.Lock()
 
 
 def for_workspace(context: StrategyContext) -> tuple[Adapter | None, int]:
-    """(the workspace's adapter, labelled questions): loaded, or trained when its labels changed.
-
-    None when there are fewer than MIN_QUERIES labelled questions.
+    """(the workspace's adapter, labelled questions): loaded, or trained when its labels changed; with
+    fewer than MIN_QUERIES labelled questions, the adapter trained on the history (source "history"), if any.
     """
+    adapter, labelled = _from_labels(context)
+    if adapter is None:
+        adapter = from_history(context) or adapter
+    return adapter, labelled
+
+
+def _from_labels(context: StrategyContext) -> tuple[Adapter | None, int]:
     labels = context.labels_file
     stamp = _stamp(labels)
     path = context.adapter_file
@@ -208,3 +231,85 @@ def for_workspace(context: StrategyContext) -> tuple[Adapter | None, int]:
         adapter = fit(np.asarray(context.encode(texts), dtype=np.float32), positives, docs, groups, stamp)
         adapter.save(path)
         return adapter, len(texts)
+
+
+# --------------------------------------------------------------------------- history as free labels
+
+def history_pairs(commits, chunks, before: int | None) -> list[tuple[str, np.ndarray]]:
+    """(message, rows of `chunks` in the files it touched), newest first: the newest HISTORY_COMMITS commits
+    strictly before `before` that touched 1 to HISTORY_MAX_FILES indexed files."""
+    rows_of: dict[str, list[int]] = {}
+    for n, chunk in enumerate(chunks):
+        rows_of.setdefault(chunk.path, []).append(n)
+    pairs = []
+    for commit in sorted(commits, key=lambda c: -c.time):
+        if before is not None and commit.time >= before:
+            continue
+        touched = [p for p in commit.files if p in rows_of]
+        if not commit.message.strip() or not touched or len(touched) > HISTORY_MAX_FILES:
+            continue
+        pairs.append((commit.message.strip()[:1000], np.array(sorted(r for p in touched for r in rows_of[p]))))
+        if len(pairs) == HISTORY_COMMITS:
+            break
+    return pairs
+
+
+def fit_history(pairs: list[tuple[str, np.ndarray]], queries: np.ndarray, docs: np.ndarray, groups: np.ndarray,
+                stamp: str = "", seed: int = 0) -> Adapter:
+    """Train on the older pairs, judge on the newest HISTORY_HELD_OUT (pairs newest first, `queries` their
+    messages' vectors) over every chunk; the softmax sees the positives and HISTORY_NEGATIVES other chunks."""
+    held = max(1, int(len(pairs) * HISTORY_HELD_OUT))
+    positives = [rows for _, rows in pairs]
+    train_rows = np.unique(np.concatenate(positives[held:]))
+    rng = np.random.default_rng(seed)
+    others = np.setdiff1d(np.arange(len(docs)), train_rows)
+    sample = np.concatenate([train_rows, rng.choice(others, min(HISTORY_NEGATIVES, len(others)), replace=False)])
+    renumber = {int(old): new for new, old in enumerate(sample)}
+    matrix = train(queries[held:], [np.array([renumber[int(r)] for r in p]) for p in positives[held:]],
+                   docs[sample], epochs=HISTORY_EPOCHS, seed=seed)
+    adapter = Adapter(matrix, HeldOut(0, 0, 0, 0), stamp, "history")
+    tuned = mrr_at_10(adapter.apply(queries[:held]), positives[:held], docs, groups)
+    none = mrr_at_10(queries[:held], positives[:held], docs, groups)
+    return replace(adapter, held_out=HeldOut(held, 1, tuned, none))
+
+
+_HISTORY: dict[str, list[tuple[tuple, int | None, Adapter | None]]] = {}  # index key -> (state, cut-off, adapter)
+_MESSAGES: dict[tuple[str, str], np.ndarray] = {}  # message vectors by (index key, message), encoded once
+
+
+def from_history(context: StrategyContext) -> Adapter | None:
+    """The adapter trained on the workspace's commits before the question's cut-off (None: no history,
+    too few usable commits). Reuses one trained for the same state and an earlier cut-off within
+    HISTORY_REUSE_DAYS (only commits before that cut-off taught it)."""
+    history = context.history() if hasattr(context, "history") else None
+    if history is None or not history.commits:
+        return None
+    before = getattr(context, "before", None)
+    state = (context.version(), len(history.commits), history.commits[0].sha)
+    with _LOCK:
+        for seen, cut, adapter in _HISTORY.get(context.key, []):
+            if seen == state and (cut == before or (cut is not None and before is not None
+                                                    and 0 <= before - cut <= HISTORY_REUSE_DAYS * 86400)):
+                return adapter
+        adapter = _train_history(context, history.commits, before)
+        kept = [e for e in _HISTORY.get(context.key, []) if e[0] == state][-20:]
+        _HISTORY[context.key] = kept + [(state, before, adapter)]
+        return adapter
+
+
+def _train_history(context: StrategyContext, commits, before: int | None) -> Adapter | None:
+    chunks = context.chunks()
+    stored = context.embeddings([c.id for c in chunks])
+    chunks = [c for c in chunks if c.id in stored]
+    pairs = history_pairs(commits, chunks, before)
+    if len(pairs) < HISTORY_MIN_COMMITS:
+        return None
+    docs = np.asarray([stored[c.id] for c in chunks], dtype=np.float32)
+    paths = {p: n for n, p in enumerate(dict.fromkeys(c.path for c in chunks))}
+    groups = np.array([paths[c.path] for c in chunks])
+    new = [m for m, _ in pairs if (context.key, m) not in _MESSAGES]
+    if new:
+        for message, vector in zip(new, np.asarray(context.encode(new), dtype=np.float32)):
+            _MESSAGES[(context.key, message)] = vector
+    queries = np.stack([_MESSAGES[(context.key, m)] for m, _ in pairs])
+    return fit_history(pairs, queries, docs, groups, stamp=f"history<{before}")

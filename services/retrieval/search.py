@@ -31,15 +31,19 @@ Encode = Callable[[list[str]], np.ndarray]  # texts -> encoder vectors (before t
 class IndexContext:
     """The StrategyContext of one workspace index: read-only access for strategies."""
 
-    def __init__(self, index: WorkspaceIndex, encode: Encode) -> None:
+    def __init__(self, index: WorkspaceIndex, encode: Encode, before: int | None = None) -> None:
         self._index = index
         self._encode = encode
+        self.before = before
         self.key = str(index.folder)
         self.labels_file = default_labels_file(Path(index.folder).parent.parent, index.root)
         self.adapter_file = Path(index.folder) / ADAPTER_FILE
 
     def encode(self, texts: list[str]) -> np.ndarray:
         return self._index.project(self._encode(texts))
+
+    def history(self):
+        return self._index.history()
 
     def version(self) -> tuple:
         catalog = self._index.catalog()
@@ -77,7 +81,7 @@ class Searcher:
         cosines = self.keyword_cosines(vector, keyword)
         stages.mark("search")
         request = RerankRequest(question, semantic, keyword, options.top_k,
-                                IndexContext(self.index, self.encode), vector)
+                                IndexContext(self.index, self.encode, options.before), vector)
         ranked, was_reranked, fallback = steps.rerank(strategy, request)
         kept = steps.above_threshold(ranked, strategy.scale if was_reranked else SIMILARITY,
                                      options.min_relevance, strategy.score_threshold, cosines)

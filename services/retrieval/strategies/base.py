@@ -40,6 +40,10 @@ class StrategyContext(Protocol):
     key: str  # names the index, for caches kept across questions
     labels_file: Path  # the workspace's relevance labels (services.evaluation.labels)
     adapter_file: Path  # where `tuned` keeps the adapter it learns from them
+    before: int | None  # the question's history cut-off: commits at or after it must not be used
+
+    def history(self):
+        """The workspace's services.storage.history_store.CommitIndex, or None without history."""
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Texts -> vectors as the index stores them (the query encoder, then the index's projection)."""

@@ -1,4 +1,5 @@
-"""`tuned`: the vector ranking with the question's vector passed through an adapter learned from your labels.
+"""`tuned`: the vector ranking with the question's vector passed through an adapter learned from your labels
+(or, with too few labels, from the repository's commits: services/retrieval/query_adapter.py).
 
 See services/retrieval/query_adapter.py. The pool is re-scored with the adapted question vector against the chunks'
 stored vectors (filters stay as the pool applied them). Without enough labels, or when the adapter's
@@ -38,11 +39,15 @@ class TunedStrategy(BaseStrategy):
         adapter, labelled = adapters.for_workspace(context)
         if adapter is None:
             raise StrategyUnavailable(f"needs {adapters.MIN_QUERIES} questions with a result marked relevant "
-                                      f"(has {labelled}); right-click results to label them")
+                                      f"(has {labelled}; right-click results to label them) or a git history "
+                                      f"with {adapters.HISTORY_MIN_COMMITS} commits to learn from")
         held = adapter.held_out
+        history = adapter.source == "history"
         if not held.useful:
-            raise StrategyUnavailable(f"not used: on your held-out labelled questions it scores MRR@10 "
-                                      f"{held.mrr_tuned:.3f}, not above the plain vector search's {held.mrr_none:.3f}")
+            on = f"{held.queries} held-out newer commits" if history else "your held-out labelled questions"
+            raise StrategyUnavailable(f"not used: {'trained on the history, ' if history else ''}on {on} it "
+                                      f"scores MRR@10 {held.mrr_tuned:.3f}, not above the plain vector search's "
+                                      f"{held.mrr_none:.3f}")
         stored = context.embeddings([c.chunk.id for c in request.candidates])
         query = adapter.apply(np.asarray(request.query_vector)[None, :])[0]
         out = []
@@ -51,6 +56,7 @@ class TunedStrategy(BaseStrategy):
             if vector is None:
                 continue
             score = float(np.asarray(vector, dtype=np.float32) @ query)
-            note = f"held-out MRR@10 {held.mrr_tuned:.3f} vs {held.mrr_none:.3f} ({held.queries} questions)"
+            note = (f"held-out MRR@10 {held.mrr_tuned:.3f} vs {held.mrr_none:.3f} "
+                    f"({held.queries} {'newer commits; learnt from the history' if history else 'questions'})")
             out.append(replace(c, score=score, signals=(Signal("adapted cosine", score, score, "set", note),)))
         return best_first(out)

@@ -1,0 +1,66 @@
+"""`tuned` trained on the repository's history alone (issue #19, item 3) against `none`, on the SWE sets.
+
+    python benchmarks/history_adapter.py [--root /tmp/swe] [--data-dir /tmp/ke-swe] [--levels chunk,file]
+
+Each snapshot (<root>/<repo>, indexed in --data-dir as benchmarks/file_level.py leaves it) is asked every
+judged query with `none` and `tuned` through services.evaluation.metrics.evaluate (top_k 10), with no labels
+in the data dir: `tuned` learns from the commits made before each query's `before` (its newest 20% held out)
+and is used only when it beats the vector search on those held-out commits; otherwise it falls back to the
+vector ranking and says why (counted as fallbacks). Judged on Python files only, as file_level.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.file_level import BENCH, REPOS  # noqa: E402
+from benchmarks.record import record  # noqa: E402
+from services.engine.service import KnowledgeService  # noqa: E402
+from services.evaluation.metrics import evaluate, load_qrels, load_queries  # noqa: E402
+from services.retrieval import query_adapter  # noqa: E402
+
+
+async def run(repo: str, root: Path, data_dir: Path, levels: list[str]) -> list[dict]:
+    qrels = {q: {d: g for d, g in docs.items() if d.endswith(".py") and g > 0}
+             for q, docs in load_qrels(BENCH / repo / "qrels.tsv").items()}
+    queries = [q for q in load_queries(BENCH / repo / "queries.jsonl") if qrels.get(q.id)]
+    service = KnowledgeService(data_dir=data_dir)
+    rows = []
+    try:
+        for level in levels:
+            report = await evaluate(service, queries, qrels, ["none", "tuned"], root / repo, top_k=10, level=level)
+            for name, item in report.strategies.items():
+                m = item.metrics
+                rows.append({"repository": repo, "level": level, "strategy": name,
+                             "MRR@10": round(m["mrr@10"], 3), "R@10": round(m["r@10"], 3),
+                             "fell back": f"{item.fallbacks} of {report.queries}" if name == "tuned" else "",
+                             "why (last)": item.fallback_reason if name == "tuned" else ""})
+                print(rows[-1], flush=True)
+    finally:
+        service.close()
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--root", type=Path, default=Path("/tmp/swe"))
+    ap.add_argument("--data-dir", type=Path, default=Path("/tmp/ke-swe"))
+    ap.add_argument("--levels", default="chunk,file")
+    ap.add_argument("--repos", default=",".join(REPOS))
+    args = ap.parse_args()
+    rows = [row for repo in args.repos.split(",")
+            for row in asyncio.run(run(repo, args.root, args.data_dir, args.levels.split(",")))]
+    record("history_adapter", rows, uses_percentiles=False,
+           settings={"levels": args.levels, "top_k": 10, **{k: getattr(query_adapter, k) for k in (
+               "HISTORY_COMMITS", "HISTORY_MIN_COMMITS", "HISTORY_MAX_FILES", "HISTORY_HELD_OUT",
+               "HISTORY_NEGATIVES", "HISTORY_EPOCHS", "HISTORY_REUSE_DAYS")}},
+           note="no labels: `tuned` trained on commits before each query's `before` only; Python files judged")
+
+
+if __name__ == "__main__":
+    main()
