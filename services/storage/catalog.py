@@ -345,6 +345,8 @@ class Catalog:
         """Fold the write-ahead log into the database; VACUUM when over a quarter of it is free pages
         (after a rebuild or many removals)."""
         with self._lock:
+            if self._current_layout():  # fold some of the keyword table's small per-commit segments (bounded work)
+                self._db.execute(f"INSERT INTO {words.TABLE}({words.TABLE}, rank) VALUES ('merge', 500)")
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             pages = self._db.execute("PRAGMA page_count").fetchone()[0]
             free = self._db.execute("PRAGMA freelist_count").fetchone()[0]

@@ -132,7 +132,7 @@ class KeywordIndex:
     def search(self, query: str, k: int, allowed: set[str] | None = None) -> list[tuple[str, float]]:
         """Top-k (id, BM25 score) with score > 0; `allowed` restricts to those ids (filters inside)."""
         tokens = query_tokens(query)
-        if not tokens or k <= 0:
+        if not tokens or k <= 0 or allowed == set():
             return []
         staged = self._provisional
         hits = []
