@@ -17,15 +17,12 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from services.core.models import Chunk
 from services.core.text import code_tokens
-
-if TYPE_CHECKING:
-    from services.storage.catalog import Catalog
 
 TABLE = "chunk_words"
 TOKENS_VERSION = "1"  # change with code_tokens: an index with another version is refilled on open
@@ -92,6 +89,16 @@ def row_count(db: sqlite3.Connection) -> int:
     return db.execute(f"SELECT COUNT(*) FROM {TABLE}_docsize").fetchone()[0]
 
 
+class Searchable(Protocol):
+    """What the catalogue (services/storage/catalog.py) and a provisional table both answer."""
+
+    def ranked(self, tokens: list[str], limit: int | None) -> list[tuple[int, float]]: ...
+
+    def weighted(self, weights: dict[str, float]) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def refs(self, rowids: list[int]) -> dict[int, tuple[str, str]]: ...
+
+
 class Provisional:
     """An in-memory table over chunks that are not committed yet (a run's chunks waiting for vectors)."""
 
@@ -118,7 +125,7 @@ class Provisional:
 class KeywordIndex:
     """Top-k BM25 search over the catalogue's chunks (and a run's staged ones)."""
 
-    def __init__(self, catalog: Callable[[], Catalog]) -> None:
+    def __init__(self, catalog: Callable[[], Searchable]) -> None:
         self._catalog = catalog
         self._provisional: Provisional | None = None
 
