@@ -163,7 +163,7 @@ class Indexer:
         self._remove(plan.removed)
         pending = self._chunk(plan)
         try:
-            provisional = self._keywords_first(pending)
+            self._keywords_first(pending)
             self._fit_projection(pending)
             done = self._embed_and_commit(pending)
         finally:
