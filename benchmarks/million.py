@@ -87,7 +87,7 @@ async def build(workspace: Path, data_dir: Path, settings: Settings) -> dict:
 async def open_and_query(workspace: Path, data_dir: Path, settings: Settings, rounds: int) -> dict:
     service = KnowledgeService(settings, data_dir=data_dir)
     try:
-        await asyncio.to_thread(service.query_embedder.load)
+        await asyncio.to_thread(service.embedder.load)
         started = time.perf_counter()
         await service.query(QUESTIONS[0], QueryOptions(workspace=str(workspace), strategy="hybrid",
                                                         use_cache=False, top_k=10))
@@ -116,9 +116,11 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=1_000_000, help="about this many chunks of real code")
     parser.add_argument("--rounds", type=int, default=2, help="times each question is asked per strategy")
     parser.add_argument("--scratch", type=Path, help="folder for the corpus and index (default: a temporary one)")
+    parser.add_argument("--keep", type=Path, help="an empty folder for the corpus and index, kept afterwards")
     args = parser.parse_args()
     settings = Settings()
     with tempfile.TemporaryDirectory(prefix="ke-million-", dir=args.scratch) as folder:
+        folder = args.keep or folder
         workspace = Path(folder) / "workspace"
         started = time.perf_counter()
         corpus = build_corpus(workspace, args.chunks, count=False)
