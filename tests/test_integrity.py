@@ -9,6 +9,7 @@ import asyncio
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -112,8 +113,7 @@ async def test_chunks_without_vectors_are_counted_and_re_embedded(copy):
 
 
 @pytest.mark.parametrize("name, full", [
-    ("manifest.sqlite", False), ("chroma.sqlite3", False), ("scores.npz", False), ("chunk_ids.json.z", False),
-    ("manifest.sqlite", True), ("chroma.sqlite3", True)])
+    ("manifest.sqlite", False), ("chroma.sqlite3", False), ("manifest.sqlite", True), ("chroma.sqlite3", True)])
 def test_a_garbled_file_is_damage_that_index_repairs(copy, capsys, name, full):
     workspace, data, folder = copy
     garble(next(folder.rglob(name)))
@@ -131,42 +131,66 @@ def test_a_garbled_file_is_damage_that_index_repairs(copy, capsys, name, full):
     assert code == 0 and " 1. " in out
 
 
-def test_kill_9_during_the_final_keyword_rebuild_is_healed_by_the_next_run(copy, capsys):
-    """SIGKILL an incremental run inside its final keyword rebuild (held there so the kill lands in it):
-    the new file's chunks are committed but not in the saved keyword index; the next open says so and
-    the next run rebuilds it."""
+def test_kill_9_inside_a_files_commit_leaves_the_keyword_index_agreeing_with_the_catalogue(copy, capsys):
+    """SIGKILL an incremental run inside a new file's commit, after its chunks are written and before its
+    keywords are (held there so the kill lands in it): the transaction holds both, so neither survives.
+    The next open finds the index sound; the next run indexes the file and keyword search finds it."""
     workspace, data, folder = copy
     (workspace / "fresh_topic.py").write_text("def zanzibar_quokka_total(items):\n    return sum(items)\n")
     try:
         holder = textwrap.dedent(f"""
             import sys, threading
             from services.storage import keyword_index
-            build = keyword_index.KeywordIndex.build
-            def held(self, chunks, persist=True):
-                if persist:
-                    print("rebuilding keywords", flush=True)
+            add = keyword_index.add
+            def held(db, rows):
+                rows = list(rows)
+                if any("zanzibar" in words for _, words in rows):
+                    print("committing", flush=True)
                     threading.Event().wait()
-                return build(self, chunks, persist)
-            keyword_index.KeywordIndex.build = held
+                return add(db, rows)
+            keyword_index.add = held
             from app.cli import main
             sys.exit(main(["index", {str(workspace)!r}, "--data-dir", {str(data)!r}]))
         """)
         process = subprocess.Popen([sys.executable, "-c", holder], cwd=REPO, stdout=subprocess.PIPE, text=True,
                                    env=dict(os.environ, PYTHONPATH=str(REPO)))
-        assert process.stdout.readline().strip() == "rebuilding keywords"
+        assert process.stdout.readline().strip() == "committing"
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
 
-        health = asyncio.run(health_of(workspace, data))
-        assert health.state == "damaged" and "chunks missing from the keyword index" in health.message
+        index = WorkspaceIndex(workspace_root(workspace), data)
+        try:
+            assert index.catalog().keyword_problem() == ""
+            assert "fresh_topic.py" not in index.catalog().files()
+            assert index.keywords.search("zanzibar quokka", 5) == []
+        finally:
+            index.close()
+        assert asyncio.run(health_of(workspace, data)).state == "stale"  # sound, the new file not indexed yet
         code, out, _ = cli(capsys, "index", str(workspace), "--data-dir", str(data))
-        assert code == 0 and "Repaired: rebuilt the keyword index (1 chunks missing from the keyword index)" in out
-        assert asyncio.run(health_of(workspace, data)).state == "ready"
+        assert code == 0 and "1 files indexed" in out
         code, out, _ = cli(capsys, "query", str(workspace), "zanzibar quokka", "--strategy", "metadata",
                            "--data-dir", str(data))
         assert code == 0 and "fresh_topic.py" in out
     finally:
         (workspace / "fresh_topic.py").unlink()
+
+
+def test_a_keyword_index_out_of_step_with_the_catalogue_is_damage_that_index_refills(copy, capsys):
+    """The keyword table emptied behind the catalogue's back (as a half-restored backup would leave it):
+    health says how many chunks it lacks, and `index` refills it without re-embedding."""
+    workspace, data, folder = copy
+    db = sqlite3.connect(folder / "manifest.sqlite")
+    db.execute("INSERT INTO chunk_words(chunk_words) VALUES ('delete-all')")
+    db.commit()
+    db.close()
+    health = asyncio.run(health_of(workspace, data))
+    assert health.state == "damaged" and f"{health.chunks} chunks missing from the keyword index" in health.message
+
+    code, out, _ = cli(capsys, "index", str(workspace), "--data-dir", str(data))
+    assert code == 0 and f"Repaired: rebuilt the keyword index ({health.chunks} chunks missing" in out
+    assert asyncio.run(health_of(workspace, data)).state == "ready"
+    code, out, _ = cli(capsys, "query", str(workspace), "save note", "--strategy", "hybrid", "--data-dir", str(data))
+    assert code == 0 and " 1. " in out
 
 
 def test_a_garbled_hnsw_graph_is_damage_not_a_crash(tmp_path):

@@ -1,5 +1,5 @@
 """The lean index of issue #8: fewer dimensions for a big index, short vector ids and no metadata in
-Chroma, filters from the catalogue, a compact BM25, and older indexes asking to be rebuilt.
+Chroma, filters from the catalogue, and older indexes asking to be rebuilt.
 Real model, real ChromaDB; "big" is made small with settings."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import zlib
 import pytest
 
 from services.core.errors import IndexMissingError
-from services.storage.keyword_index import KeywordIndex
 from services.engine.service import KnowledgeService
 from services.core.models import QueryOptions
 from services.core.settings import Settings
@@ -131,21 +130,3 @@ async def test_a_catalogue_of_format_2_is_rebuilt_and_says_why(tmp_path, workspa
         assert (await service.query("save a note to disk", options(workspace))).results
     finally:
         service.close()
-
-
-def test_the_saved_keyword_index_answers_like_the_one_in_memory(tmp_path, workspace):
-    from services.indexing.chunking import chunk_file
-    from services.indexing.scanning import read_source, scan_workspace
-
-    settings = Settings()
-    chunks = []
-    for source in scan_workspace(workspace).files:
-        text, digest = read_source(source)
-        chunks += chunk_file(source.path, text, source.language, digest, settings)
-    built = KeywordIndex(tmp_path / "bm25")
-    built.build(chunks)
-    loaded = KeywordIndex(tmp_path / "bm25")
-    for question in QUESTIONS + ("KeywordTokenizer",):
-        expected, got = built.search(question, 10), loaded.search(question, 10)
-        assert [i for i, _ in got] == [i for i, _ in expected] and got
-        assert [s for _, s in got] == pytest.approx([s for _, s in expected], rel=2e-3)

@@ -30,7 +30,7 @@ from services.core.errors import KnowledgeError, QueryError, WorkspaceError
 from services.core.messages import DocumentRerankResponse
 from services.engine.protocol import ProgressCallback, WatchCallback
 from services.indexing.health import index_health, stale_files
-from services.indexing.indexer import Indexer, refresh_keywords
+from services.indexing.indexer import Indexer, refresh_references
 from services.core.models import (
     FileAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
 )
@@ -43,7 +43,7 @@ from services.indexing.watcher import (
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
 
 log = logging.getLogger(__name__)
-KEYWORD_REFRESH_DELAY = 3.0  # seconds without automatic runs before the keyword index is rebuilt
+REFERENCE_REFRESH_DELAY = 3.0  # seconds without automatic runs before references are recounted
 
 
 def encoder_cache_dir(data_dir: Path) -> Path:
@@ -105,9 +105,9 @@ class KnowledgeService:
         self._lock = threading.RLock()
         self._index_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-index")
         self._query_pool = ThreadPoolExecutor(2, thread_name_prefix="ke-query")
-        self._keyword_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-keywords")
+        self._reference_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-references")
         self._rerank_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-rerank")  # rerank requests queue here
-        self._keyword_timers: dict[Path, threading.Timer] = {}
+        self._reference_timers: dict[Path, threading.Timer] = {}
         self._watches: dict[Path, _Watch] = {}
         self._file_rankers: dict[Path, tuple[tuple, FileRanker]] = {}  # root -> (index state, ranker)
 
@@ -385,8 +385,8 @@ class KnowledgeService:
         if report.files_indexed or report.files_removed or report.chunks_embedded or report.rebuilt_reason:
             self._invalidate(watch.index.root)  # a run that changed nothing keeps the cached answers
         self._errors.pop(watch.index.root, None)
-        if indexer.keywords_deferred:
-            self._queue_keyword_refresh(watch.index)
+        if indexer.references_deferred:
+            self._queue_reference_refresh(watch.index)
         watch.emit(WatchEvent(REINDEX_FINISHED, root, report=report))
 
     def _report_stale(self, watch: _Watch) -> None:
@@ -395,23 +395,24 @@ class KnowledgeService:
         stale = tuple(stale_files(watch.index, self.settings))
         watch.emit(WatchEvent(STALE, str(watch.index.root), stale_files=stale))
 
-    def _queue_keyword_refresh(self, index: WorkspaceIndex) -> None:
-        """Rebuild the keyword index once edits pause for KEYWORD_REFRESH_DELAY seconds: the rebuild
-        covers every chunk (tens of seconds on a large tree) and would slow the next quick run."""
+    def _queue_reference_refresh(self, index: WorkspaceIndex) -> None:
+        """Recount references once edits pause for REFERENCE_REFRESH_DELAY seconds: the count covers
+        every chunk (seconds on a large tree) and would slow the next quick run. (The keyword index is
+        not part of it: each file's commit updates it.)"""
         def refresh() -> None:
-            refresh_keywords(index)
+            refresh_references(index)
             self._invalidate(index.root)
 
         def submit() -> None:
             try:
-                self._keyword_pool.submit(refresh)
-            except RuntimeError:  # closing: the catalogue's keywords_stale makes the next run rebuild
+                self._reference_pool.submit(refresh)
+            except RuntimeError:  # closing: the catalogue's references_stale makes the next run recount
                 pass
 
         with self._lock:
-            if index.root in self._keyword_timers:
-                self._keyword_timers[index.root].cancel()
-            timer = self._keyword_timers[index.root] = threading.Timer(KEYWORD_REFRESH_DELAY, submit)
+            if index.root in self._reference_timers:
+                self._reference_timers[index.root].cancel()
+            timer = self._reference_timers[index.root] = threading.Timer(REFERENCE_REFRESH_DELAY, submit)
             timer.daemon = True
             timer.start()
 
@@ -455,11 +456,11 @@ class KnowledgeService:
         for watch in watches:
             watch.cancel.set()
             watch.watcher.stop()
-        for timer in list(self._keyword_timers.values()):
+        for timer in list(self._reference_timers.values()):
             timer.cancel()
         self._index_pool.shutdown(wait=True, cancel_futures=True)
         self._query_pool.shutdown(wait=True, cancel_futures=True)
-        self._keyword_pool.shutdown(wait=True, cancel_futures=True)
+        self._reference_pool.shutdown(wait=True, cancel_futures=True)
         self._rerank_pool.shutdown(wait=True, cancel_futures=True)
         for index in self._indexes.values():
             index.close()

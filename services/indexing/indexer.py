@@ -52,7 +52,7 @@ STORE_DOWN_TEXT = re.compile(r"no space left|disk is full|quota|read-only|readon
                              r"remoteprotocolerror|permission denied|unable to open database", re.IGNORECASE)
 
 log = logging.getLogger(__name__)
-_KEYWORD_BUILDS = threading.Lock()
+_REFERENCE_COUNTS = threading.Lock()
 
 
 def store_down(error: BaseException | None) -> bool:
@@ -118,7 +118,7 @@ class Indexer:
         self.window_embedded = 0  # chunks embedded in the window being written
         self.total_chunks = self.files_total = self.files_committed = 0
         self.failed: list[SkippedFile] = []  # files whose embedding or storing failed
-        self.keywords_deferred = False  # a quick run leaves the keyword index to refresh_keywords()
+        self.references_deferred = False  # a quick run leaves the reference counts to refresh_references()
         self.presampled: dict[str, np.ndarray] = {}  # encoder vectors of the projection's sample, by chunk id
         self.found = integrity.SOUND  # what the integrity check at the start of the run found
         self.repaired: list[str] = []  # what the run repaired, to tell the user
@@ -127,8 +127,8 @@ class Indexer:
     def run(self, full: bool = False, quick: bool = False) -> IndexReport:
         """Index what changed. Raises KnowledgeError subclasses only (details of others go to the log).
         `quick` (the watcher's runs) makes changed files searchable at once: no orphan sweep, and the
-        slow keyword-index and reference refresh is left to the caller (refresh_keywords), so one
-        edited file does not wait for a rebuild over every chunk."""
+        reference recount (over every chunk) is left to the caller (refresh_references). The keyword
+        index needs nothing at the end: each file's commit updates it."""
         try:
             return self._run(full, quick)
         except KnowledgeError:
@@ -155,24 +155,23 @@ class Indexer:
         if rebuilt_reason and (not full or old_format) and self.index.exists():  # an incompatible index
             self.index.wipe()
         self._start_catalog()
+        if self.found.keywords:  # the keyword table disagrees with the catalogue: fill it again from it
+            self.index.catalog().refill_keywords()
         if not quick:
             self._sweep_orphans()
         plan = self._plan()
         self._remove(plan.removed)
         pending = self._chunk(plan)
         try:
-            provisional = self._keywords_first(pending)
+            self._keywords_first(pending)
             self._fit_projection(pending)
             done = self._embed_and_commit(pending)
-        except BaseException:
-            self.index.keywords.forget()  # the provisional BM25 lists chunks never committed
-            raise
         finally:
+            self.index.keywords.forget()  # the provisional table lists chunks that are committed now, or never
             self.index.pending = {}  # from here on, only what the catalogue lists
         plan.skipped = sorted(plan.skipped + self.failed, key=lambda s: s.path)
         self._update_history()
-        self._finish(plan, bool(plan.removed) or done > 0 or bool(rebuilt_reason) or provisional,
-                     quick and not provisional)
+        self._finish(plan, bool(plan.removed) or done > 0 or bool(rebuilt_reason), quick)
         files, chunks = self.index.catalog().counts()
         self._note_repairs()
         return IndexReport(
@@ -337,17 +336,14 @@ class Indexer:
 
     def _keywords_first(self, pending: list[Pending]) -> bool:
         """Make keyword search answer over every chunked file at once, while embedding goes on: a
-        provisional in-memory BM25 over the committed chunks of untouched files plus the new chunks.
-        Queries find a new chunk in `index.pending` until its file is committed; it has no vector
-        score until then. _finish rebuilds the BM25 from the catalogue."""
+        provisional in-memory keyword table over the new chunks, searched beside the catalogue's
+        (which leaves out the files being replaced). Queries find a new chunk in `index.pending` until
+        its file is committed; it has no vector score until then. The run forgets the table at its end."""
         if not pending or sum(len(p.chunks) for p in pending) < self.settings.early_keyword_min_chunks:
             return False
         self._emit("chunking", len(pending), len(pending), message="keyword index first, then embedding")
-        changing = {p.record.path for p in pending}
         self.index.pending = {c.id: c for p in pending for c in p.chunks}
-        with _KEYWORD_BUILDS:
-            kept = [c for c in self.index.catalog().chunks() if c.path not in changing]
-            self.index.keywords.build(kept + list(self.index.pending.values()), persist=False)
+        self.index.keywords.stage(list(self.index.pending.values()))
         return True
 
     def _embed_and_commit(self, pending: list[Pending]) -> int:
@@ -500,13 +496,13 @@ class Indexer:
     def _finish(self, plan: Plan, changed: bool, quick: bool = False) -> None:
         catalog = self.index.catalog()
         catalog.set_skipped(plan.skipped)
-        changed = changed or catalog.get_meta("keywords_stale") == "1" or bool(self.found.keywords)
-        if changed and quick and self.index.keywords.exists():
-            catalog.set_meta(keywords_stale="1")
-            self.keywords_deferred = True
-        elif changed or not self.index.keywords.exists():
-            self._emit("finalizing", 0, 0, message="updating keyword index and references")
-            refresh_keywords(self.index)
+        changed = changed or references_stale(catalog)
+        if changed and quick:
+            catalog.set_meta(references_stale="1")
+            self.references_deferred = True
+        elif changed:
+            self._emit("finalizing", 0, 0, message="counting references")
+            refresh_references(self.index)
         catalog.set_meta(updated_at=now_iso())
         catalog.compact()
         self._emit("cancelled" if self.cancel.is_set() else "done", 0, 0)
@@ -522,7 +518,6 @@ class Indexer:
         self.progress(ProgressEvent(phase, files_done, files_total, chunks_done, chunks_total,
                                     round(rate, 2), eta, message))
 
-
     def _encoder_line(self) -> str:
         """Where embedding runs, for progress: "torch on cuda, fp16, batch 512" (names the device)."""
         describe = getattr(self.embedder, "describe", None)
@@ -532,14 +527,19 @@ class Indexer:
             return ""
 
 
-def refresh_keywords(index: WorkspaceIndex) -> None:
-    """Recount references and rebuild the keyword index from the catalogue as it is now."""
-    with _KEYWORD_BUILDS:  # an index run and a deferred refresh must not swap folders at once
+def refresh_references(index: WorkspaceIndex) -> None:
+    """Recount references over the catalogue as it is now."""
+    with _REFERENCE_COUNTS:  # an index run and a deferred refresh count one at a time
         catalog = index.catalog()
-        catalog.set_meta(keywords_stale="")  # a quick run committing after this sets it again
+        catalog.set_meta(references_stale="", keywords_stale="")  # a quick run committing after this sets it again
         chunks = count_references(catalog.chunks())
         catalog.set_references({c.id: c.references for c in chunks})
-        index.keywords.build(chunks)
+
+
+def references_stale(catalog) -> bool:
+    """A quick run left the recount to a deferred refresh that has not run (keywords_stale: before the
+    keyword table, the same flag)."""
+    return "1" in (catalog.get_meta("references_stale"), catalog.get_meta("keywords_stale"))
 
 
 def _unreadable_at(path: str, skipped: list[SkippedFile]) -> bool:

@@ -1,6 +1,6 @@
 """Does the index agree with itself? The catalogue (the source of truth) against the vector store and
 the keyword index: each readable, every catalogued chunk with a vector (ids in full when cheap, else
-a sample), the keyword index over exactly the catalogued chunks.
+a sample), the keyword table (in the catalogue) over exactly the catalogued chunks.
 
 Run when an index is first opened, after a store error, and at the start of every indexing run,
 which repairs what it finds (services/indexing/indexer.py).
@@ -74,7 +74,6 @@ def check(index: WorkspaceIndex, full: bool = False) -> Integrity:
         if catalog.get_meta("index_format", "1") != INDEX_FORMAT:
             return SOUND  # an older layout, not damage: health reads what it can, `index` rebuilds it
         vids = catalog.vector_ids()
-        chunk_ids = catalog.chunk_ids()
     except sqlite3.DatabaseError as error:
         return Integrity(catalog_unreadable=one_line(error))
     if not index.chroma_url and not index.chroma_path.exists():
@@ -90,7 +89,7 @@ def check(index: WorkspaceIndex, full: bool = False) -> Integrity:
         return Integrity(store_unreadable=one_line(error))
     paths = frozenset(catalog.paths_of_vectors(missing)) if missing and not sampled else frozenset()
     return Integrity(missing_vectors=len(missing), sampled=sampled, repair_paths=paths,
-                     keywords=_keyword_problem(index, chunk_ids))
+                     keywords=_keyword_problem(index))
 
 
 def _missing_vectors(index: WorkspaceIndex, vids: list[str], full: bool) -> tuple[list[str], bool]:
@@ -109,19 +108,10 @@ def _missing_vectors(index: WorkspaceIndex, vids: list[str], full: bool) -> tupl
     return missing, True
 
 
-def _keyword_problem(index: WorkspaceIndex, chunk_ids: set[str]) -> str:
-    if index.running or index.catalog().get_meta("keywords_stale") == "1":
-        return ""  # a run is under way, or a deferred refresh is due: the keyword index is behind on purpose
-    if not index.keywords.exists():
-        return "the keyword index is missing" if chunk_ids else ""
+def _keyword_problem(index: WorkspaceIndex) -> str:
+    """The keyword table (in the catalogue, written with it) against the catalogued chunks."""
     try:
-        ids = set(index.keywords.loaded_ids())
-    except Exception as error:
+        return index.catalog().keyword_problem()
+    except sqlite3.DatabaseError as error:
         log.warning("the keyword index of %s cannot be read", index.root, exc_info=True)
-        return f"the keyword index cannot be read ({type(error.__cause__ or error).__name__})"
-    lacking = len(chunk_ids - ids)
-    if lacking:
-        return f"{lacking} chunks missing from the keyword index"
-    if ids - chunk_ids:
-        return f"{len(ids - chunk_ids)} removed chunks still in the keyword index"
-    return ""
+        return f"the keyword index cannot be read ({one_line(error)})"

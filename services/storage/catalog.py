@@ -3,6 +3,8 @@
 The catalogue is the source of truth for what is in the index. Each file is committed in one
 transaction, so a reader (or a crash) sees every file either fully at its old version or fully at
 its new one; vectors whose ids the catalogue does not list are ignored and swept on the next run.
+The keyword index (an FTS5 table, services/storage/keyword_index.py) is written in the same
+transactions, so it always lists exactly the catalogued chunks.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from services.core.models import Chunk, SkippedFile, chunk_id, count_by_reason
+from services.storage import keyword_index as words
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -83,12 +86,59 @@ class Catalog:
         self._db.executescript(SCHEMA)
         self._add_indexes()
         self._lock = threading.RLock()
+        self.keywords_filled = self._keep_keywords()
 
     def _add_indexes(self) -> None:
         """On the current layout only: an older catalogue is read for its metadata, then rebuilt."""
         if "file" in {row[1] for row in self._db.execute("PRAGMA table_info(chunks)")}:
             self._db.execute("CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file)")
             self._db.execute("CREATE INDEX IF NOT EXISTS chunks_by_vid ON chunks(vid)")
+
+    def _keep_keywords(self) -> int:
+        """Create and fill the keyword table when the catalogue has none (an index from before it, whose
+        BM25 files the caller removes) or fills it with other tokens; returns the chunks filled (0: none)."""
+        if not self._current_layout():
+            return 0
+        has = self._db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (words.TABLE,)).fetchone()
+        if has and self.get_meta("keyword_tokens") == words.TOKENS_VERSION:
+            return 0
+        with self._lock, self._transaction():
+            if not has:
+                words.create(self._db)
+            return self._fill_keywords()
+
+    def _current_layout(self) -> bool:
+        return "file" in {row[1] for row in self._db.execute("PRAGMA table_info(chunks)")}
+
+    def refill_keywords(self) -> int:
+        """Rebuild the keyword table from the catalogue (a repair); returns the chunks it holds."""
+        with self._lock, self._transaction():
+            return self._fill_keywords()
+
+    def _fill_keywords(self) -> int:
+        """Under the caller's transaction: the keyword table from every catalogued chunk, file by file."""
+        words.remove_all(self._db)
+        filled = 0
+        for (number,) in self._db.execute("SELECT rowid FROM files").fetchall():
+            rows = self._word_rows(number)
+            words.add(self._db, rows)
+            filled += len(rows)
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES ('keyword_tokens', ?)", (words.TOKENS_VERSION,))
+        return filled
+
+    def _word_rows(self, number: int | None) -> list[tuple[int, str]]:
+        """(chunk row, its words) of a file's catalogued chunks, as the keyword table holds them."""
+        if number is None:
+            return []
+        rows = self._db.execute("SELECT rowid, text_at, text_length, doc_length, qualified_name FROM chunks "
+                                "WHERE file = ? ORDER BY rowid", (number,)).fetchall()
+        blob = self._db.execute("SELECT text FROM texts WHERE file = ?", (number,)).fetchone() if rows else None
+        text = zlib.decompress(blob[0]).decode("utf-8") if blob else ""
+        out = []
+        for rowid, at, length, doc_length, qualified_name in rows:
+            piece = text[at:at + length]
+            out.append((rowid, words.words(qualified_name, piece[:doc_length], piece[doc_length:])))
+        return out
 
     def close(self) -> None:
         with self._lock:
@@ -119,10 +169,14 @@ class Catalog:
             number = self._file_number(record.path)
             self._file_changed(number)
             old = set(self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS} WHERE c.file = ?", (number,)))
+            words.remove(self._db, self._word_rows(number))
             self._db.execute("DELETE FROM chunks WHERE file = ?", (number,))
             text, spans = _layout(chunks)
             self._db.executemany(f"INSERT INTO chunks ({INSERT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                  [_chunk_row(c, number, span) for c, span in zip(chunks, spans)])
+            rowids = [row[0] for row in self._db.execute("SELECT rowid FROM chunks WHERE file = ? ORDER BY rowid",
+                                                         (number,))]
+            words.add(self._db, zip(rowids, map(words.chunk_words, chunks)))
             self._db.execute("INSERT OR REPLACE INTO texts VALUES (?, ?)", (number, zlib.compress(text.encode(), 6)))
             self._db.execute("DELETE FROM skipped WHERE path = ?", (record.path,))
         return sorted(old - {c.id for c in chunks})
@@ -132,6 +186,7 @@ class Catalog:
             number = self._file_number(path)
             self._file_changed(number)
             ids = self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS} WHERE c.file = ?", (number,))
+            words.remove(self._db, self._word_rows(number))
             self._db.execute("DELETE FROM chunks WHERE file = ?", (number,))
             self._db.execute("DELETE FROM texts WHERE file = ?", (number,))
             self._db.execute("DELETE FROM files WHERE path = ?", (path,))
@@ -145,6 +200,8 @@ class Catalog:
         with self._lock, self._transaction():
             for table in ("files", "chunks", "texts", "skipped", "meta"):
                 self._db.execute(f"DELETE FROM {table}")
+            if self._current_layout():
+                words.remove_all(self._db)
             self._text_cache.clear()
             self._listing = None
 
@@ -231,6 +288,39 @@ class Catalog:
             found.update(row[0] for row in rows)
         return found
 
+    # --- keyword search (services/storage/keyword_index.py) ---
+    def ranked(self, tokens: list[str], limit: int | None) -> list[tuple[int, float]]:
+        """(chunk row, BM25 score) of chunks holding any token, best first."""
+        with self._lock:
+            return words.ranked(self._db, tokens, limit)
+
+    def weighted(self, weights: dict[str, float]):
+        with self._lock:
+            return words.weighted(self._db, weights)
+
+    def refs(self, rowids: list[int]) -> dict[int, tuple[str, str]]:
+        """(chunk id, path) by chunk row."""
+        found = {}
+        for part in _parts(rowids):
+            rows = self._query(f"SELECT c.rowid, {ID_PARTS} FROM {CHUNKS} WHERE c.rowid IN ({','.join('?' * len(part))})",
+                               part)
+            found.update((row[0], (chunk_id(*row[1:]), row[1])) for row in rows)
+        return found
+
+    def keyword_problem(self) -> str:
+        """What is wrong with the keyword table against the chunks ("" when they agree)."""
+        with self._lock:
+            if not self._db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (words.TABLE,)).fetchone():
+                return "the keyword index is missing"
+            lacking = self._db.execute(f"SELECT COUNT(*) FROM chunks WHERE rowid NOT IN "
+                                       f"(SELECT id FROM {words.TABLE}_docsize)").fetchone()[0]
+            extra = words.row_count(self._db) + lacking - self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        if lacking:
+            return f"{lacking} chunks missing from the keyword index"
+        if extra:
+            return f"{extra} removed chunks still in the keyword index"
+        return ""
+
     def set_references(self, counts: dict[str, int]) -> None:
         with self._lock, self._transaction():
             self._db.execute("UPDATE chunks SET refs = 0")
@@ -255,6 +345,8 @@ class Catalog:
         """Fold the write-ahead log into the database; VACUUM when over a quarter of it is free pages
         (after a rebuild or many removals)."""
         with self._lock:
+            if self._current_layout():  # fold some of the keyword table's small per-commit segments (bounded work)
+                self._db.execute(f"INSERT INTO {words.TABLE}({words.TABLE}, rank) VALUES ('merge', 500)")
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             pages = self._db.execute("PRAGMA page_count").fetchone()[0]
             free = self._db.execute("PRAGMA freelist_count").fetchone()[0]

@@ -1,165 +1,206 @@
-"""BM25 keyword index (bm25s) over the same chunks as the vector index, persisted beside it.
+"""BM25 keyword search over the catalogue's chunks: an SQLite FTS5 table inside the manifest.
 
-Saved small: scores as float16 and document numbers as uint16 when they fit, compressed, and the
-vocabulary and chunk ids compressed (on sympy 16.8 MB became 6.7 MB); loaded back at bm25s's own types."""
+The table (`chunk_words`) holds each chunk's code-aware tokens (services/core/text.code_tokens:
+`parseHTTPResponse` -> `parsehttpresponse parse http response`), keyed by the chunk's row in the
+catalogue. It is written in the same transaction as the file's chunks (Catalog.commit_file), so a
+committed edit is searchable at once, a removed file is gone at once, and after a kill the two agree.
+It is contentless (the chunk text is already in the catalogue): a delete names the words the row was
+added with, worked out again from the catalogue's text, so TOKENS_VERSION must change with code_tokens.
+
+Scores are FTS5's bm25() (k1 1.2, b 0.75), negated so higher is better. Query tokens are quoted, so
+no FTS syntax can be injected. While a run embeds many chunks, a provisional in-memory table over
+the chunks waiting for their vectors answers beside the catalogue's (`stage`, `forget`).
+"""
 
 from __future__ import annotations
 
-import json
-import logging
-import shutil
+import sqlite3
 import threading
-import zlib
-from pathlib import Path
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
-import bm25s
 import numpy as np
 
-from services.core.errors import IndexStoreError
 from services.core.models import Chunk
 from services.core.text import code_tokens
 
-IDS_FILE = "chunk_ids.json.z"
-VOCAB_FILE = "vocab.json.z"
-SCORES_FILE = "scores.npz"
-logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets DEBUG on import
+TABLE = "chunk_words"
+TOKENS_VERSION = "1"  # change with code_tokens: an index with another version is refilled on open
+CREATE = (f"CREATE VIRTUAL TABLE {TABLE} USING fts5(words, content='', "
+          "tokenize=\"unicode61 remove_diacritics 0 tokenchars '_'\")")
+MAP_BATCH = 256  # hits mapped to chunk ids at a time while a filter drops some
 
 
-def chunk_tokens(chunk: Chunk) -> list[str]:
-    return code_tokens(f"{chunk.qualified_name} {chunk.docstring} {chunk.content}")
+def words(qualified_name: str, docstring: str, content: str) -> str:
+    """A chunk's tokens as the table stores them, space-separated."""
+    return " ".join(code_tokens(f"{qualified_name} {docstring} {content}"))
+
+
+def chunk_words(chunk: Chunk) -> str:
+    return words(chunk.qualified_name, chunk.docstring, chunk.content)
+
+
+def query_tokens(text: str) -> list[str]:
+    return list(dict.fromkeys(code_tokens(text)))
+
+
+def _phrase(token: str) -> str:
+    return '"' + token.replace('"', '""') + '"'
+
+
+def create(db: sqlite3.Connection) -> None:
+    db.execute(CREATE)
+
+
+def add(db: sqlite3.Connection, rows: Iterable[tuple[int, str]]) -> None:
+    db.executemany(f"INSERT INTO {TABLE}(rowid, words) VALUES (?, ?)", rows)
+
+
+def remove(db: sqlite3.Connection, rows: Iterable[tuple[int, str]]) -> None:
+    """Rows as they were added (rowid, the same words)."""
+    db.executemany(f"INSERT INTO {TABLE}({TABLE}, rowid, words) VALUES ('delete', ?, ?)", rows)
+
+
+def remove_all(db: sqlite3.Connection) -> None:
+    db.execute(f"INSERT INTO {TABLE}({TABLE}) VALUES ('delete-all')")
+
+
+def ranked(db: sqlite3.Connection, tokens: list[str], limit: int | None) -> list[tuple[int, float]]:
+    """(rowid, BM25 score) of rows holding any token, best first; all of them when limit is None."""
+    if not tokens:
+        return []
+    sql = f"SELECT rowid, -rank FROM {TABLE} WHERE {TABLE} MATCH ? ORDER BY rank"
+    params: tuple = (" OR ".join(map(_phrase, tokens)),)
+    if limit is not None:
+        sql, params = sql + " LIMIT ?", params + (limit,)
+    return db.execute(sql, params).fetchall()
+
+
+def weighted(db: sqlite3.Connection, weights: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
+    """(rowids, scores): sum over tokens of weight x that token's BM25 score, over rows holding any."""
+    total: dict[int, float] = {}
+    for token, weight in weights.items():
+        for rowid, score in db.execute(f"SELECT rowid, -rank FROM {TABLE} WHERE {TABLE} MATCH ?", (_phrase(token),)):
+            total[rowid] = total.get(rowid, 0.0) + weight * score
+    return np.fromiter(total.keys(), np.int64, len(total)), np.fromiter(total.values(), np.float64, len(total))
+
+
+def row_count(db: sqlite3.Connection) -> int:
+    return db.execute(f"SELECT COUNT(*) FROM {TABLE}_docsize").fetchone()[0]
+
+
+class Searchable(Protocol):
+    """What the catalogue (services/storage/catalog.py) and a provisional table both answer."""
+
+    def ranked(self, tokens: list[str], limit: int | None) -> list[tuple[int, float]]: ...
+
+    def weighted(self, weights: dict[str, float]) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def refs(self, rowids: list[int]) -> dict[int, tuple[str, str]]: ...
+
+
+class Provisional:
+    """An in-memory table over chunks that are not committed yet (a run's chunks waiting for vectors)."""
+
+    def __init__(self, chunks: list[Chunk]) -> None:
+        self.ids = [c.id for c in chunks]
+        self.paths = {c.path for c in chunks}
+        self._db = sqlite3.connect(":memory:", check_same_thread=False)
+        self._lock = threading.Lock()
+        create(self._db)
+        add(self._db, ((n, chunk_words(c)) for n, c in enumerate(chunks)))
+
+    def ranked(self, tokens: list[str], limit: int | None) -> list[tuple[int, float]]:
+        with self._lock:
+            return ranked(self._db, tokens, limit)
+
+    def weighted(self, weights: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
+        with self._lock:
+            return weighted(self._db, weights)
+
+    def refs(self, rowids: list[int]) -> dict[int, tuple[str, str]]:
+        return {r: (self.ids[r], "") for r in rowids}
 
 
 class KeywordIndex:
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self._retriever: bm25s.BM25 | None = None
-        self._ids: list[str] = []
-        self._lock = threading.Lock()
+    """Top-k BM25 search over the catalogue's chunks (and a run's staged ones)."""
 
-    def build(self, chunks: list[Chunk], persist: bool = True) -> None:
-        """Rebuild from all chunks and save atomically (write aside, then swap folders).
-        persist=False only replaces the one in memory (a provisional index while a run embeds)."""
-        ids = [c.id for c in chunks]
-        with self._lock:
-            current, current_ids = self._retriever, self._ids
-        if persist and current is not None and len(current_ids) == len(ids) and set(current_ids) == set(ids):
-            retriever, ids = current, current_ids  # the one in memory holds these very chunks (an id names its text)
-        else:
-            retriever = bm25s.BM25()
-            if chunks:
-                retriever.index([chunk_tokens(c) or [""] for c in chunks], show_progress=False)
-        if not persist:
-            with self._lock:
-                self._retriever, self._ids = (retriever if chunks else None), ids
-            return
-        staging = self.folder.with_name(self.folder.name + ".new")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        if chunks:
-            retriever.save(str(staging), show_progress=False)
-            _shrink(staging, len(chunks))
-        _write_packed(staging / IDS_FILE, json.dumps(ids))
-        shutil.rmtree(self.folder, ignore_errors=True)
-        staging.rename(self.folder)
-        with self._lock:
-            self._retriever, self._ids = (retriever if chunks else None), ids
+    def __init__(self, catalog: Callable[[], Searchable]) -> None:
+        self._catalog = catalog
+        self._provisional: Provisional | None = None
+
+    def stage(self, chunks: list[Chunk]) -> None:
+        """Make not-yet-committed chunks searchable (their files' committed chunks are left out) until forget()."""
+        self._provisional = Provisional(chunks) if chunks else None
 
     def forget(self) -> None:
-        """Drop the index in memory; the next search loads the saved one."""
-        with self._lock:
-            self._retriever, self._ids = None, []
-
-    def _position(self, ids: list[str]) -> dict[str, int]:
-        """Each id's row, built once per loaded index (a filter then costs its own size, not the index's)."""
-        if getattr(self, "_positions_of", None) is not ids:
-            self._positions, self._positions_of = {i: n for n, i in enumerate(ids)}, ids
-        return self._positions
-
-    def exists(self) -> bool:
-        return (self.folder / IDS_FILE).exists()
-
-    def _load(self) -> None:
-        if self._retriever is not None or not self.exists():
-            return
-        try:
-            ids = json.loads(_read_packed(self.folder / IDS_FILE))
-            self._retriever, self._ids = (_load_retriever(self.folder) if ids else None), ids
-        except Exception as error:  # garbled or truncated files
-            raise IndexStoreError(f"the keyword index in {self.folder} cannot be read ({type(error).__name__}: "
-                                  f"{' '.join(str(error).split())[:120]}). Run `knowledge-explorer index` "
-                                  "to rebuild it.") from error
-
-    def loaded_ids(self) -> list[str]:
-        """The chunk ids of the saved index, loading it (raises IndexStoreError when it is unreadable)."""
-        with self._lock:
-            self._load()
-            return list(self._ids)
+        self._provisional = None
 
     def search(self, query: str, k: int, allowed: set[str] | None = None) -> list[tuple[str, float]]:
         """Top-k (id, BM25 score) with score > 0; `allowed` restricts to those ids (filters inside)."""
-        with self._lock:
-            self._load()
-            retriever, ids = self._retriever, self._ids
-        tokens = [t for t in dict.fromkeys(code_tokens(query)) if t in getattr(retriever, "vocab_dict", {})]
-        if retriever is None or not tokens or k <= 0:
+        tokens = query_tokens(query)
+        if not tokens or k <= 0 or allowed == set():
             return []
-        scores = retriever.get_scores(tokens)
-        if allowed is not None:
-            mask = np.zeros(len(ids), dtype=bool)
-            mask[[n for n in map(self._position(ids).get, allowed) if n is not None]] = True
-            scores = np.where(mask, scores, 0.0)
-        top = np.argsort(-scores, kind="stable")[:k]
-        return [(ids[i], float(scores[i])) for i in top if scores[i] > 0]
+        staged = self._provisional
+        hits = []
+        for source in (self._catalog(), staged):
+            if source is None:
+                continue
+            accept = self._acceptor(allowed, staged if source is not staged else None)
+            limit = k if accept is None else max(4 * k, MAP_BATCH)
+            while True:  # a filter may drop many: widen until k are kept or every match was seen
+                rows = source.ranked(tokens, limit)
+                found = _first(rows, k, source.refs, accept)
+                if len(found) == k or len(rows) < limit:
+                    break
+                limit *= 16
+            hits += found
+        return _best(hits, k)
 
     def search_weighted(self, weights: dict[str, float], k: int) -> list[tuple[str, float]]:
         """Top-k (id, score) where score = sum over tokens of weight x that token's BM25 score.
 
         For long questions: the caller picks the tokens and weighs them (identifiers over prose).
         """
-        with self._lock:
-            self._load()
-            retriever, ids = self._retriever, self._ids
-        vocab = getattr(retriever, "vocab_dict", {})
-        tokens = {t: w for t, w in weights.items() if t in vocab and w > 0}
-        if retriever is None or not tokens or k <= 0:
+        weights = {t: w for t, w in weights.items() if w > 0 and t}
+        if not weights or k <= 0:
             return []
-        scores = sum(w * retriever.get_scores([t]) for t, w in tokens.items())
-        top = np.argsort(-scores, kind="stable")[:k]
-        return [(ids[i], float(scores[i])) for i in top if scores[i] > 0]
+        staged = self._provisional
+        hits = []
+        for source in (self._catalog(), staged):
+            if source is None:
+                continue
+            rowids, scores = source.weighted(weights)
+            order = np.argsort(-scores, kind="stable")
+            rows = [(int(rowids[i]), float(scores[i])) for i in order]
+            hits += _first(rows, k, source.refs, self._acceptor(None, staged if source is not staged else None))
+        return _best(hits, k)
+
+    @staticmethod
+    def _acceptor(allowed: set[str] | None, staged: Provisional | None) -> Callable[[str, str], bool] | None:
+        """Which (id, path) hits to keep: those allowed, and none from a file the staged table replaces."""
+        paths = staged.paths if staged is not None else None
+        if allowed is None and not paths:
+            return None
+        return lambda i, path: (allowed is None or i in allowed) and not (paths and path in paths)
 
 
-def _write_packed(path: Path, text: str) -> None:
-    path.write_bytes(zlib.compress(text.encode("utf-8"), 6))
+def _first(rows: list[tuple[int, float]], k: int, refs: Callable[[list[int]], dict[int, tuple[str, str]]],
+           accept: Callable[[str, str], bool] | None) -> list[tuple[str, float]]:
+    """The first k rows (best first) with score > 0 that `accept` keeps, as (chunk id, score)."""
+    out: list[tuple[str, float]] = []
+    for start in range(0, len(rows), MAP_BATCH if accept else max(k, 1)):
+        part = [(r, s) for r, s in rows[start:start + (MAP_BATCH if accept else max(k, 1))] if s > 0]
+        found = refs([r for r, _ in part])
+        for rowid, score in part:
+            if rowid in found and (accept is None or accept(*found[rowid])):
+                out.append((found[rowid][0], score))
+                if len(out) == k:
+                    return out
+        if accept is None:
+            break
+    return out
 
 
-def _read_packed(path: Path) -> str:
-    return zlib.decompress(path.read_bytes()).decode("utf-8")
-
-
-def _shrink(folder: Path, documents: int) -> None:
-    """Rewrite what bm25s saved: the postings in smaller types, compressed into one file; the
-    vocabulary compressed."""
-    arrays = {name: np.load(folder / f"{name}.csc.index.npy") for name in ("data", "indices", "indptr")}
-    small = np.uint16 if documents <= np.iinfo(np.uint16).max + 1 else np.int32
-    np.savez_compressed(folder / SCORES_FILE, data=arrays["data"].astype(np.float16),
-                        indices=arrays["indices"].astype(small), indptr=arrays["indptr"])
-    for name in arrays:
-        (folder / f"{name}.csc.index.npy").unlink()
-    vocab = folder / "vocab.index.json"
-    _write_packed(folder / VOCAB_FILE, vocab.read_text(encoding="utf-8"))
-    vocab.unlink()
-
-
-def _load_retriever(folder: Path) -> bm25s.BM25:
-    """What bm25s.BM25.load does for our (lucene) method, from the files _shrink wrote."""
-    params = json.loads((folder / "params.index.json").read_text())
-    version, documents = params.pop("version", None), params.pop("num_docs", None)
-    retriever = bm25s.BM25(**params)
-    retriever._original_version = version
-    retriever.vocab_dict = json.loads(_read_packed(folder / VOCAB_FILE))
-    retriever.unique_token_ids_set = set(retriever.vocab_dict.values())
-    with np.load(folder / SCORES_FILE) as arrays:
-        retriever.scores = {"data": arrays["data"].astype(np.float32), "indices": arrays["indices"].astype(np.int32),
-                            "indptr": arrays["indptr"], "num_docs": documents}
-    retriever.nonoccurrence_array = None
-    return retriever
+def _best(hits: list[tuple[str, float]], k: int) -> list[tuple[str, float]]:
+    return sorted(hits, key=lambda hit: -hit[1])[:k]

@@ -19,6 +19,7 @@ from services.storage.projection import Projection
 from services.storage.vector_store import VectorStore, forget_client, hnsw_problem, make_client, unreadable
 
 CATALOG_FILE = "manifest.sqlite"
+OLD_KEYWORD_FOLDERS = ("bm25", "bm25.new")  # the BM25 files (bm25s) before the keyword table in the catalogue
 PROJECTION_FILE = "projection.npy"
 
 
@@ -45,7 +46,7 @@ class WorkspaceIndex:
         self.key = workspace_key(root)
         self.folder = data_dir / "workspaces" / self.key
         self.chroma_url = chroma_url
-        self.keywords = KeywordIndex(self.folder / "bm25")
+        self.keywords = KeywordIndex(self.catalog)
         # Chunked but not yet embedded and committed, by id, while a run embeds (in this process):
         # the keyword index already answers over them; the catalogue lists them once committed.
         self.pending: dict[str, Chunk] = {}
@@ -73,7 +74,9 @@ class WorkspaceIndex:
 
     def catalog(self) -> Catalog:
         if self._catalog is None:
-            self._catalog = Catalog(self.folder / CATALOG_FILE)
+            self._catalog = Catalog(self.folder / CATALOG_FILE)  # fills its keyword table if it had none
+            for name in OLD_KEYWORD_FOLDERS:
+                shutil.rmtree(self.folder / name, ignore_errors=True)
         return self._catalog
 
     def store(self) -> VectorStore:
@@ -193,7 +196,7 @@ class WorkspaceIndex:
         self._projection = None
         self._close_history()
         self.integrity = None
-        self.keywords = KeywordIndex(self.folder / "bm25")
+        self.keywords = KeywordIndex(self.catalog)
         if not self.chroma_url:
             forget_client(self.chroma_path)
 

@@ -1,0 +1,119 @@
+"""The incremental keyword index (issue 22, item 2): an SQLite FTS5 table in the catalogue, written in
+each file's commit. Real model, real ChromaDB, real SQLite; the sample workspace edited on disk."""
+
+from __future__ import annotations
+
+import sqlite3
+import zlib
+
+from services.core.models import Chunk, QueryOptions
+from services.engine.service import KnowledgeService
+from services.storage.catalog import Catalog, FileRecord
+from services.storage.keyword_index import KeywordIndex
+
+NEW_FUNCTION = "def zanzibar_quokka_total(items):\n    \"\"\"Add up the quokkas.\"\"\"\n    return sum(items)\n"
+
+
+def options(workspace, strategy="hybrid") -> QueryOptions:
+    return QueryOptions(workspace=str(workspace), strategy=strategy, min_relevance=0.0, use_cache=False)
+
+
+def keyword_paths(service, workspace, question: str) -> list[str]:
+    index = service._index(workspace)
+    return [i.split(":", 1)[0] for i, _ in index.keywords.search(question, 10)]
+
+
+async def test_an_edit_is_keyword_searchable_after_its_run_and_a_deletion_removes_it(service, workspace):
+    await service.index(workspace)
+    assert keyword_paths(service, workspace, "zanzibar quokka") == []
+
+    (workspace / "quokka.py").write_text(NEW_FUNCTION)
+    report = await service.index(workspace)
+    assert report.files_indexed == 1
+    assert keyword_paths(service, workspace, "zanzibar quokka") == ["quokka.py"]
+    assert keyword_paths(service, workspace, "zanzibarQuokkaTotal") == ["quokka.py"]  # code-aware tokens
+    result = await service.query("zanzibar quokka", options(workspace))
+    assert result.results[0].chunk.path == "quokka.py"
+
+    (workspace / "quokka.py").write_text(NEW_FUNCTION.replace("zanzibar", "madagascar"))
+    await service.index(workspace)
+    assert keyword_paths(service, workspace, "zanzibar") == []  # the old words went with the old version
+    assert keyword_paths(service, workspace, "madagascar") == ["quokka.py"]
+
+    (workspace / "quokka.py").unlink()
+    await service.index(workspace)
+    assert keyword_paths(service, workspace, "madagascar quokka") == []
+    assert service._index(workspace).catalog().keyword_problem() == ""
+
+
+async def test_an_index_with_the_old_bm25_files_is_upgraded_on_open_without_re_embedding(data_dir, workspace):
+    service = KnowledgeService(data_dir=data_dir)
+    try:
+        first = await service.index(workspace)
+        folder = service._index(workspace).folder
+    finally:
+        service.close()
+    # What the previous version left: BM25 files beside a catalogue without the keyword table.
+    db = sqlite3.connect(folder / "manifest.sqlite")
+    db.execute("DROP TABLE chunk_words")
+    db.execute("DELETE FROM meta WHERE key = 'keyword_tokens'")
+    db.commit()
+    db.close()
+    (folder / "bm25").mkdir()
+    (folder / "bm25" / "chunk_ids.json.z").write_bytes(zlib.compress(b"[]"))
+
+    service = KnowledgeService(data_dir=data_dir)
+    try:
+        result = await service.query("save note", options(workspace, "metadata"))
+        assert result.results and not (folder / "bm25").exists()
+        assert service._index(workspace).catalog().keyword_problem() == ""
+        assert keyword_paths(service, workspace, "NoteStore")
+        report = await service.index(workspace)
+        assert report.chunks_embedded == 0 and report.chunks_total == first.chunks_total
+        assert (await service.health(workspace)).state == "ready"
+    finally:
+        service.close()
+
+
+def chunk(path: str, name: str, body: str) -> Chunk:
+    return Chunk(path=path, language="python", start_line=1, end_line=2, content=f"def {name}():\n    {body}\n",
+                 symbol=name, qualified_name=name, kind="function", content_hash="ab" * 8, file_hash="cd" * 8)
+
+
+def test_question_text_is_only_words_never_fts_syntax(tmp_path):
+    catalog = Catalog(tmp_path / "manifest.sqlite")
+    catalog.commit_file(FileRecord("a.py", "cd" * 8, 1, 1, "python"), [chunk("a.py", "near_total", "return 1")])
+    index = KeywordIndex(lambda: catalog)
+    for question in ('near_total" OR "x', "NEAR(near_total)", "near_total AND NOT *", "col:near_total ^ -"):
+        assert [i.split(":")[0] for i, _ in index.search(question, 5)] == ["a.py"]
+    assert index.search('"" () * : ^', 5) == []
+
+
+def test_hits_point_at_their_chunks_after_removals_and_a_vacuum(tmp_path):
+    catalog = Catalog(tmp_path / "manifest.sqlite")
+    for n in range(300):
+        catalog.commit_file(FileRecord(f"f{n}.py", "cd" * 8, 1, 1, "python"),
+                            [chunk(f"f{n}.py", f"name_{n}", "return " + "filler " * 200)])
+    for n in range(250):
+        catalog.remove_file(f"f{n}.py")
+    catalog.compact()  # over a quarter free: VACUUM
+    index = KeywordIndex(lambda: catalog)
+    for n in (250, 299):
+        assert [i.split(":")[0] for i, _ in index.search(f"name_{n}", 1)] == [f"f{n}.py"]
+    assert catalog.keyword_problem() == ""
+
+
+def test_weighted_search_sums_each_tokens_weighted_score(tmp_path):
+    catalog = Catalog(tmp_path / "manifest.sqlite")
+    bodies = {"a.py": "parse parse config", "b.py": "config config value", "c.py": "parse value",
+              **{f"other{n}.py": "unrelated words" for n in range(10)}}  # common words score ~0 in FTS5's BM25
+    for path, body in bodies.items():
+        catalog.commit_file(FileRecord(path, "cd" * 8, 1, 1, "python"), [chunk(path, "f", body)])
+    index = KeywordIndex(lambda: catalog)
+    single = {t: dict(index.search(t, 10)) for t in ("parse", "config")}
+    got = dict(index.search_weighted({"parse": 1.0, "config": 3.0}, 10))
+    for chunk_id, score in got.items():
+        assert score == sum(w * single[t].get(chunk_id, 0.0) for t, w in (("parse", 1.0), ("config", 3.0)))
+    assert set(got) == {i for s in single.values() for i in s}
+    assert [i.split(":")[0] for i in sorted(got, key=got.get, reverse=True)] == ["a.py", "b.py", "c.py"]
+    assert [i.split(":")[0] for i, _ in index.search_weighted({"parse": 1.0, "config": 0.1}, 1)] == ["a.py"]
