@@ -333,6 +333,12 @@ def test_a_full_disk_stops_the_run_at_the_first_failure_and_is_never_ready(small
         assert "could not be stored" not in str(stopped.value)
         health = asyncio.run(service.health(root))
         assert health.state != "ready" and "disk is full" in health.last_error + health.message
+    finally:
+        service.close()
+    service = KnowledgeService(data_dir=small_disk)  # the next process, the disk still full: it knows why
+    try:
+        health = asyncio.run(service.health(root))
+        assert health.state != "ready" and "disk is full" in health.last_error
 
         subprocess.run(["mount", "-o", "remount,size=200m", str(small_disk)], check=True)  # space freed
         report = asyncio.run(service.index(root))
