@@ -491,14 +491,22 @@ def probe_12_ctrl_c():
     try:
         if not wait_until(lambda: committed_files(data) or process.poll() is not None, 900):
             return "stop within 5 s", "no file was committed in 900 s", False
+        lines: list[tuple[float, str]] = []
+        reader = threading.Thread(target=lambda: lines.extend((time.monotonic(), line) for line in process.stderr))
+        reader.start()
         process.send_signal(signal.SIGINT)
         sent = time.monotonic()
-        out, err = process.communicate(timeout=120)
+        process.wait(timeout=120)
         stop = time.monotonic() - sent
+        reader.join(timeout=10)
+        err = "".join(line for _, line in lines)
     finally:
         if process.poll() is None:
             process.kill()
     FIGURES["sigint_stop_s"] = round(stop, 2)
+    stopped_at = next((t for t, line in lines if line.startswith("Stopped")), None)
+    if stopped_at is not None:  # the run itself, then the process's exit
+        FIGURES["sigint_to_stopped_line_s"] = round(stopped_at - sent, 2)
     after = health(workspace, data)
     passed = (process.returncode == 130 and stop < 5 and len(err.strip().splitlines()) <= 2 and "Traceback" not in err
               and after["state"] == "stale" and after["chunks_embedded"] == after["chunks"] > 0)

@@ -379,3 +379,20 @@ def test_query_while_the_chroma_server_is_down_is_one_line(small_workspace, tmp_
     err = capsys.readouterr().err
     assert status == 1 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert err.startswith(f"error: the Chroma server at {url} does not answer")
+
+
+def test_the_reserved_error_note_takes_an_error_on_a_full_disk(small_disk):
+    """The note is reserved while there is room; filled up, the disk still takes the error over it."""
+    from services.storage.error_note import ErrorNote
+
+    note = ErrorNote(small_disk / "workspace")
+    note.reserve()
+    with pytest.raises(OSError):
+        with open(small_disk / "filler", "wb") as filler:
+            while True:
+                filler.write(b"\0" * 65536)
+                filler.flush()
+    assert note.write("indexing stopped: the disk is full")
+    assert ErrorNote(small_disk / "workspace").read() == "indexing stopped: the disk is full"
+    note.clear()
+    assert ErrorNote(small_disk / "workspace").read() == ""
