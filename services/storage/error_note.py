@@ -50,6 +50,13 @@ class ErrorNote:
     def _overwrite(self, data: bytes) -> bool:
         try:
             fd = os.open(self.path, os.O_WRONLY)
+        except FileNotFoundError:  # the folder was wiped since (a full rebuild): write it anew if there is room
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.path.write_bytes(data)
+                return True
+            except OSError:
+                return False
         except OSError:
             return False
         try:
