@@ -617,17 +617,18 @@ def probe_16_chroma_down():
         code, _, err = ke("index", workspace, "--data-dir", data, "--chroma-url", url)
         if code:
             return "one line while down, nothing lost", f"indexing through chroma run failed: {first(err)}", False
-    chunks = health_via(workspace, data, url)
+        chunks = health_via(workspace, data, url)
     q_code, _, q_err = ke("query", workspace, "add numbers", "--data-dir", data, "--chroma-url", url)
     i_code, _, i_err = ke("index", workspace, "--full", "--data-dir", data, "--chroma-url", url)
     h_code, h_out, h_err = ke("health", workspace, "--data-dir", data, "--chroma-url", url)
+    down = next((line.strip() for line in (h_out + h_err).splitlines() if "Chroma" in line or "damaged" in line), "")
     with chroma_server(store, port):
         back_code, back_out, _ = ke("query", workspace, "add numbers", "--data-dir", data, "--chroma-url", url)
         back = health_via(workspace, data, url)
     passed = (q_code == 1 and one_line(q_err) and i_code == 1 and one_line(i_err) and "Traceback" not in h_out + h_err
               and back_code == 0 and " 1. " in back_out and back == chunks)
     observed = (f"query exit {q_code} {first(q_err, 60)!r}; index --full exit {i_code} ({len(i_err.strip().splitlines())} "
-                f"line); health exit {h_code}; server back: query exit {back_code}, chunks {chunks} → {back}")
+                f"line); health exit {h_code} {down[:60]!r}; server back: query exit {back_code}, chunks {chunks} → {back}")
     return "query and index one line each while down; all there once back", observed, passed
 
 
