@@ -137,6 +137,7 @@ def not_utf8(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     bad = not_utf8(argv)
     if bad is not None:
@@ -164,7 +165,25 @@ def main(argv: list[str] | None = None) -> int:
         return run_service_command(args)
     if args.command == "query" and not valid_query(args):
         return 2
-    return asyncio.run(run_command(args))
+    code = asyncio.run(run_command(args))
+    if from_command_line:
+        exit_now(code)
+    return code
+
+
+def exit_now(code: int) -> None:
+    """End a one-shot command at once, its service closed (the index consistent, the data dir given up):
+    the interpreter's teardown of torch, onnxruntime and Chroma's native threads took up to 9 s after a
+    Ctrl-C on a busy machine. Only for a real command line; a caller of main(argv) gets the status back."""
+    import logging
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def valid_query(args) -> bool:

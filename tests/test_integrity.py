@@ -193,9 +193,22 @@ def test_a_keyword_index_out_of_step_with_the_catalogue_is_damage_that_index_ref
     assert code == 0 and " 1. " in out
 
 
-def test_a_garbled_hnsw_graph_is_damage_not_a_crash(tmp_path):
+def scramble(path: Path) -> None:
+    data_bytes = bytearray(path.read_bytes())
+    for i in range(0, min(len(data_bytes), 65536), 7):
+        data_bytes[i] = (data_bytes[i] * 31 + 7) % 256
+    path.write_bytes(bytes(data_bytes))
+
+
+def all_ones(path: Path) -> None:
+    path.write_bytes(b"\xff" * min(path.stat().st_size, 4096) + path.read_bytes()[4096:])
+
+
+@pytest.mark.parametrize("name, damage", [("data_level0.bin", scramble), ("link_lists.bin", all_ones)])
+def test_a_garbled_hnsw_graph_is_damage_not_a_crash(tmp_path, name, damage):
     """Chroma's native search trusts its HNSW files and dies with SIGSEGV on a garbled one: the files are
-    checked before Chroma opens them. 1,200 chunks, so that Chroma has written its graph to disk."""
+    checked before Chroma opens them, level 0 (data_level0.bin) and the upper levels (link_lists.bin).
+    1,200 chunks, so that Chroma has written its graph to disk."""
     root, data = tmp_path / "ws", tmp_path / "data"
     root.mkdir()
     for i in range(150):
@@ -206,11 +219,9 @@ def test_a_garbled_hnsw_graph_is_damage_not_a_crash(tmp_path):
         asyncio.run(service.index(root))
     finally:
         service.close()
-    graph = next(data.rglob("data_level0.bin"))
-    data_bytes = bytearray(graph.read_bytes())
-    for i in range(0, 65536, 7):
-        data_bytes[i] = (data_bytes[i] * 31 + 7) % 256
-    graph.write_bytes(bytes(data_bytes))
+    graph = next(data.rglob(name))
+    assert graph.stat().st_size > 0
+    damage(graph)
 
     env = dict(os.environ, PYTHONPATH=str(REPO))
     for command in (["health"], ["query", "compute thing"]):  # in child processes: a regression would crash them

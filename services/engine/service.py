@@ -40,7 +40,8 @@ from services.core.settings import Settings, default_data_dir  # noqa: F401 (re-
 from services.indexing.watcher import (
     REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WATCHING, WatchEvent, WorkspaceWatcher,
 )
-from services.storage.workspace_index import WorkspaceIndex, workspace_root
+from services.storage.error_note import ErrorNote
+from services.storage.workspace_index import CATALOG_FILE, WorkspaceIndex, workspace_root
 
 log = logging.getLogger(__name__)
 REFERENCE_REFRESH_DELAY = 3.0  # seconds without automatic runs before references are recounted
@@ -151,22 +152,28 @@ class KnowledgeService:
         loop = asyncio.get_running_loop()
         deliver = (lambda event: loop.call_soon_threadsafe(progress, event)) if progress else None
         indexer = Indexer(index, self.index_embedder, self.settings, deliver, cancel)
+        note = ErrorNote(index.folder)
+        note.reserve()  # room for the error while there is room: a full disk cannot take a new one
         try:
             report = await self._run(self._index_pool, indexer.run, full)
         except Exception as error:
-            self._record_error(index, error)
+            self._record_error(index, error, note)
             raise
         finally:
             self._invalidate(index.root)
         self._errors.pop(index.root, None)
+        note.clear()
         return report
 
-    def _record_error(self, index: WorkspaceIndex, error: Exception) -> None:
+    def _record_error(self, index: WorkspaceIndex, error: Exception, note: ErrorNote) -> None:
+        """Keep the error in memory, in the reserved note (which a full disk can still take: the next
+        process reads it there) and in the catalogue when it can be written."""
         message = str(error) if isinstance(error, KnowledgeError) else f"{type(error).__name__}: {error}"
-        self._errors[index.root] = message  # kept here too: on a full disk the catalogue cannot take it
+        self._errors[index.root] = message
         index.integrity = None  # a store error: check the index again on the next look
+        note.write(message)
         try:
-            if index.folder.exists():
+            if (index.folder / CATALOG_FILE).exists():
                 index.catalog().set_meta(last_error=message)
         except Exception:
             log.warning("could not record the error of %s in its catalogue", index.root, exc_info=True)
@@ -180,7 +187,7 @@ class KnowledgeService:
         return await self._run(self._query_pool, self._health, index)
 
     def _health(self, index: WorkspaceIndex) -> IndexHealth:
-        error = self._errors.get(index.root, "") or index.vanished()
+        error = self._errors.get(index.root, "") or index.vanished() or ErrorNote(index.folder).read()
         return index_health(index, self.settings, error)
 
     async def is_indexed(self, workspace: str | Path) -> bool:
@@ -375,16 +382,19 @@ class KnowledgeService:
         root = str(watch.index.root)
         watch.emit(WatchEvent(REINDEX_STARTED, root))
         indexer = Indexer(watch.index, self.index_embedder, self.settings, None, watch.cancel)
+        note = ErrorNote(watch.index.folder)
+        note.reserve()
         try:
             report = indexer.run(quick=True)
         except Exception as error:
             self._invalidate(watch.index.root)
-            self._record_error(watch.index, error)
+            self._record_error(watch.index, error, note)
             watch.emit(WatchEvent(WATCH_ERROR, root, message=self._errors[watch.index.root]))
             return
         if report.files_indexed or report.files_removed or report.chunks_embedded or report.rebuilt_reason:
             self._invalidate(watch.index.root)  # a run that changed nothing keeps the cached answers
         self._errors.pop(watch.index.root, None)
+        note.clear()
         if indexer.references_deferred:
             self._queue_reference_refresh(watch.index)
         watch.emit(WatchEvent(REINDEX_FINISHED, root, report=report))

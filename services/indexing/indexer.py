@@ -37,7 +37,7 @@ from services.core.settings import Settings
 from services.storage.workspace_index import WorkspaceIndex
 
 WINDOW_CHUNKS = 1024  # files are committed a window at a time; a window is encoded shortest first
-ENCODE_SLICE = 64  # chunks encoded between two cancel checks
+ENCODE_SLICE = 32  # chunks encoded between two cancel checks (one encoder batch: Ctrl-C waits for one at most)
 FIRST_WINDOW_CHUNKS = 32
 # Reasons that mean a file failed (as opposed to being skipped by policy, like "binary file").
 FAILURE_REASONS = ("unreadable", "could not be read", "could not be chunked", "could not be embedded",

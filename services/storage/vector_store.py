@@ -102,6 +102,39 @@ def _hnsw_segment_problem(folder: Path) -> str:
     used = np.arange(max_m0) < links[:, None]
     if np.any(ids[used] >= count):
         return "a link points past the last element"
+    return _upper_levels_problem(folder / "link_lists.bin", count, max_m, max_level, entry)
+
+
+def _upper_levels_problem(path: Path, count: int, max_m: int, max_level: int, entry: int) -> str:
+    """link_lists.bin: per element, a u32 byte size, then that many bytes of upper-level link lists (one
+    block of a u32 count and `max_m` u32 ids per level above 0). Checked like level 0: every size a whole
+    number of levels within the graph's height, the entry point on the top level, every link in range."""
+    data = path.read_bytes() if path.exists() else b""
+    block = 4 + 4 * max_m
+    blocks, at, entry_levels = [], 0, 0
+    for element in range(count):
+        if at + 4 > len(data):
+            return "link_lists.bin is shorter than the graph"
+        size = int.from_bytes(data[at:at + 4], "little")
+        at += 4
+        if size % block or size // block > max_level or at + size > len(data):
+            return "link_lists.bin does not match the graph's levels"
+        if size:
+            blocks.append(np.frombuffer(data, dtype=np.uint32, count=size // 4, offset=at))
+        if element == entry:
+            entry_levels = size // block
+        at += size
+    if entry_levels != max_level:
+        return "the graph's entry point is not on its top level"
+    if not blocks:
+        return ""
+    rows = np.concatenate(blocks).reshape(-1, block // 4)
+    links = rows[:, 0] & 0xFFFF
+    if np.any(links > max_m):
+        return "an upper-level link list is longer than the graph allows"
+    used = np.arange(max_m) < links[:, None]
+    if np.any(rows[:, 1:][used] >= count):
+        return "an upper-level link points past the last element"
     return ""
 
 
