@@ -690,10 +690,10 @@ def merged(rows: list[dict]) -> tuple[list[dict], dict]:
 
     newest = sorted(RESULTS.glob("probes-*.json"))
     old = json.loads(newest[-1].read_text())["figures"] if newest else {}
-    by_probe = {r["probe"]: r for r in old.get("rows", [])} | {r["probe"]: r for r in rows}
-    order = [title(p) for p in PROBES]
+    by_probe = {r["probe"].strip(): r for r in old.get("rows", [])} | {r["probe"].strip(): r for r in rows}
+    order = [title(p).strip() for p in PROBES]
     figures = {k: v for k, v in old.items() if k != "rows"} | FIGURES
-    return sorted(by_probe.values(), key=lambda r: order.index(r["probe"])), figures
+    return sorted(by_probe.values(), key=lambda r: order.index(r["probe"].strip())), figures
 
 
 def main() -> int:

@@ -193,6 +193,25 @@ def test_a_keyword_index_out_of_step_with_the_catalogue_is_damage_that_index_ref
     assert code == 0 and " 1. " in out
 
 
+def test_garbled_keyword_pages_are_damage_that_index_full_repairs(copy, capsys):
+    """FTS5's pages garbled in place (row counts still agree): health finds it, and `index --full` refills the
+    table instead of stopping on "database disk image is malformed"."""
+    workspace, data, folder = copy
+    db = sqlite3.connect(folder / "manifest.sqlite")
+    db.execute("UPDATE chunk_words_data SET block = randomblob(length(block)) WHERE id > 10")
+    db.commit()
+    db.close()
+    health = asyncio.run(health_of(workspace, data))
+    assert health.state == "damaged" and "the keyword index cannot be read" in health.message
+
+    code, out, err = cli(capsys, "index", str(workspace), "--full", "--data-dir", str(data))
+    assert code == 0, err
+    assert "Repaired: rebuilt the keyword index" in out
+    assert asyncio.run(health_of(workspace, data)).state == "ready"
+    code, out, _ = cli(capsys, "query", str(workspace), "save note", "--strategy", "hybrid", "--data-dir", str(data))
+    assert code == 0 and " 1. " in out
+
+
 def scramble(path: Path) -> None:
     data_bytes = bytearray(path.read_bytes())
     for i in range(0, min(len(data_bytes), 65536), 7):

@@ -89,7 +89,7 @@ def check(index: WorkspaceIndex, full: bool = False) -> Integrity:
         return Integrity(store_unreadable=one_line(error))
     paths = frozenset(catalog.paths_of_vectors(missing)) if missing and not sampled else frozenset()
     return Integrity(missing_vectors=len(missing), sampled=sampled, repair_paths=paths,
-                     keywords=_keyword_problem(index))
+                     keywords=_keyword_problem(index, full or len(vids) <= FULL_ID_CHECK))
 
 
 def _missing_vectors(index: WorkspaceIndex, vids: list[str], full: bool) -> tuple[list[str], bool]:
@@ -108,10 +108,11 @@ def _missing_vectors(index: WorkspaceIndex, vids: list[str], full: bool) -> tupl
     return missing, True
 
 
-def _keyword_problem(index: WorkspaceIndex) -> str:
-    """The keyword table (in the catalogue, written with it) against the catalogued chunks."""
+def _keyword_problem(index: WorkspaceIndex, verify: bool) -> str:
+    """The keyword table (in the catalogue, written with it) against the catalogued chunks; `verify` (when
+    cheap, or in a run) also reads its structure, so garbled pages are found before a query or a run meets them."""
     try:
-        return index.catalog().keyword_problem()
+        return index.catalog().keyword_problem(verify)
     except sqlite3.DatabaseError as error:
         log.warning("the keyword index of %s cannot be read", index.root, exc_info=True)
         return f"the keyword index cannot be read ({one_line(error)})"

@@ -307,11 +307,14 @@ class Catalog:
             found.update((row[0], (chunk_id(*row[1:]), row[1])) for row in rows)
         return found
 
-    def keyword_problem(self) -> str:
-        """What is wrong with the keyword table against the chunks ("" when they agree)."""
+    def keyword_problem(self, verify: bool = False) -> str:
+        """What is wrong with the keyword table against the chunks ("" when they agree). `verify` also reads
+        the whole table's structure (FTS5's integrity-check), raising sqlite3.DatabaseError when garbled."""
         with self._lock:
             if not self._db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (words.TABLE,)).fetchone():
                 return "the keyword index is missing"
+            if verify:
+                words.verify(self._db)
             lacking = self._db.execute(f"SELECT COUNT(*) FROM chunks WHERE rowid NOT IN "
                                        f"(SELECT id FROM {words.TABLE}_docsize)").fetchone()[0]
             extra = words.row_count(self._db) + lacking - self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]

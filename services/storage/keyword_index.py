@@ -85,6 +85,11 @@ def weighted(db: sqlite3.Connection, weights: dict[str, float]) -> tuple[np.ndar
     return np.fromiter(total.keys(), np.int64, len(total)), np.fromiter(total.values(), np.float64, len(total))
 
 
+def verify(db: sqlite3.Connection) -> None:
+    """FTS5's own check of the index's structure (O(index)); raises sqlite3.DatabaseError when garbled."""
+    db.execute(f"INSERT INTO {TABLE}({TABLE}, rank) VALUES ('integrity-check', 0)")
+
+
 def row_count(db: sqlite3.Connection) -> int:
     return db.execute(f"SELECT COUNT(*) FROM {TABLE}_docsize").fetchone()[0]
 
