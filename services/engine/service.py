@@ -304,7 +304,12 @@ class KnowledgeService:
         return context.suggestions(prefix, await self.symbol_names(workspace), limit)
 
     async def symbol_names(self, workspace: str | Path) -> list[str]:
-        index = self._index(workspace)
+        try:
+            index = self._index(workspace)
+        except WorkspaceError:  # a folder that is gone: its index still lists them
+            index = self._known_index(workspace)
+            if index is None:
+                raise
         return await self._run(self._query_pool, lambda: index.catalog().symbols() if index.exists() else [])
 
     # --- standalone reranking and reranker configuration (the service API) ---
