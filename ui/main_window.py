@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog, QInputDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QTabWidget,
     QToolBar, QToolButton, QVBoxLayout, QWidget,
@@ -345,7 +345,8 @@ class MainWindow(QMainWindow):
         if geometry is not None:
             self.restoreGeometry(geometry)
         else:
-            self.resize(*first_size(self.screen().availableGeometry() if self.screen() else None))
+            offscreen = QGuiApplication.platformName() == "offscreen"  # no screen to fit (tests, screenshots)
+            self.resize(*first_size(None if offscreen or not self.screen() else self.screen().availableGeometry()))
         state = self.settings.value("windowState")
         if state is not None:
             self.restoreState(state)
