@@ -572,13 +572,12 @@ class MainWindow(QMainWindow):
         if event.phase in ("done", "cancelled"):
             return
         value, maximum = progress_fraction(event)
-        self._show_run_status(progress_text(event), 100 * value // maximum if maximum else None)
+        device = event.message if event.phase == "embedding" and " on " in event.message else ""
+        self._show_run_status(progress_text(event), 100 * value // maximum if maximum else None, device)
 
-    def _show_run_status(self, text: str, percent: int | None) -> None:
+    def _show_run_status(self, text: str, percent: int | None, device: str = "") -> None:
         """A run's progress in the status bar (with the device) and the window title; "" when none."""
-        health = self.health
-        device = f" · {health.backend} on {health.device}" if text and health and health.backend else ""
-        self.index_status.setText(text + device)
+        self.index_status.setText(text + (f" · {device}" if device else ""))
         name = Path(self.workspace).name if self.workspace else ""
         title = f"Knowledge Explorer — {name}" if name else "Knowledge Explorer"
         if text:

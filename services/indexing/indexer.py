@@ -553,6 +553,8 @@ class Indexer:
         rate = max(chunks_done, self.embedded) / elapsed
         remaining = max(chunks_total - chunks_done, 0)
         eta = remaining / rate if rate > 0 and chunks_total else None
+        if phase == "embedding" and not message:  # where the vectors are computed, for the status bar
+            message = f"{self.embedder.backend_used} on {self.embedder.device_used}"
         event = ProgressEvent(phase, files_done, files_total, chunks_done, chunks_total, round(rate, 2), eta, message)
         self.last_event = event
         self.progress(event)

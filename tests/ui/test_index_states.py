@@ -67,3 +67,86 @@ def test_a_folder_renamed_away_edited_and_renamed_back_keeps_every_chunk(qtbot, 
     after = window.health
     assert (after.files, after.chunks) == (before.files, before.chunks)
     assert window.session.last_report is None or not window.session.last_report.files_removed
+
+
+def grow(workspace: Path, files: int = 60) -> None:
+    """More to embed than the sample holds, so a run lasts long enough to be watched and cancelled."""
+    extra = workspace / "generated"
+    extra.mkdir()
+    for n in range(files):
+        body = "\n\n".join(f"def step_{n}_{k}(value):\n    \"\"\"Step {k} of stage {n}.\"\"\"\n    return value * {k} + {n}\n"
+                           for k in range(8))
+        (extra / f"stage_{n}.py").write_text(body)
+
+
+def test_an_interrupted_first_index_reopened_resumes_and_its_catch_up_can_be_cancelled(loop, qtbot, qsettings,
+                                                                                        tmp_path):
+    workspace = tmp_path / "sample"
+    shutil.copytree(SAMPLE, workspace)
+    grow(workspace)
+    first = KnowledgeService(data_dir=tmp_path / "data2")
+    win = MainWindow(first, qsettings)
+    qtbot.addWidget(win)
+    win.show()
+    wait_task(qtbot, win.open_workspace(str(workspace)))
+    win.start_index(False)
+    # progress is on screen: status bar (stage, files, chunks, rate, ETA, device) and the title
+    qtbot.waitUntil(lambda: any(e.phase == "embedding" and e.files_done for e in win.progress_events),
+                    timeout=INDEX_TIMEOUT)
+    assert "Embedding" in win.index_status.text() and "chunks" in win.index_status.text()
+    assert " on cpu" in win.index_status.text() or " on cuda" in win.index_status.text()
+    assert "indexing" in win.windowTitle()
+    qtbot.keyClick(win, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)  # Ctrl+.
+    qtbot.waitUntil(lambda: not win.runner.is_running("index"), timeout=INDEX_TIMEOUT)
+    assert win.last_report.cancelled
+    win.close()
+    first.close()
+
+    service = KnowledgeService(data_dir=tmp_path / "data2")  # the app opened again
+    try:
+        win = MainWindow(service, qsettings)
+        qtbot.addWidget(win)
+        win.show()
+        health = wait_task(qtbot, win.open_workspace(str(workspace)))
+        assert health.state == "interrupted" and "chunks done" in health.message
+        assert "model" not in win.messages.text()
+        # opening catches up: the engine's run resumes the first index, shown and cancellable like F5's
+        qtbot.waitUntil(lambda: win.health_panel.running == "auto" and "Embedding" in win.index_status.text(),
+                        timeout=INDEX_TIMEOUT)
+        assert win.health_panel.badge.text() == "resuming…" and win.health_panel.cancel_button.isEnabled()
+        qtbot.keyClick(win, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)
+        qtbot.waitUntil(lambda: win.health_panel.running == "" and win.health is not None
+                        and win.health.state == "interrupted", timeout=60_000)
+        assert win.health_panel.badge.text() == "interrupted"
+        assert win.messages.action_button.text() == "Resume indexing"
+        qtbot.mouseClick(win.messages.action_button, Qt.MouseButton.LeftButton)  # a normal run: no question
+        qtbot.waitUntil(lambda: not win.runner.is_running("index"), timeout=INDEX_TIMEOUT)
+        qtbot.waitUntil(lambda: win.health_panel.badge.text() == "up to date", timeout=60_000)
+        assert not win.last_report.rebuilt_reason and win.health.run_chunks_total == 0
+        assert win.windowTitle() == "Knowledge Explorer — sample"
+        win.shutdown()
+    finally:
+        service.close()
+
+
+def test_an_empty_folder_is_empty_and_f5_while_checking_keeps_the_badge(qtbot, window, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    task = window.open_workspace(str(empty))
+    assert window.health_panel.badge.text() == "checking…"
+    window.request_index(False)  # F5 while the badge says "checking…"
+    wait_task(qtbot, task)
+    assert window.health_panel.badge.text() == "indexing…"  # not "not indexed" while the run goes on
+    qtbot.waitUntil(lambda: not window.runner.is_running("index"), timeout=INDEX_TIMEOUT)
+    qtbot.waitUntil(lambda: window.health is not None and window.health.state == "empty", timeout=30_000)
+    assert window.health_panel.badge.text() == "empty"
+    assert "nothing to index" in window.health_panel.badge.toolTip()
+
+
+def test_the_first_window_fits_a_1440_by_900_screen():
+    from PySide6.QtCore import QRect
+
+    from ui.main_window import first_size
+
+    width, height = first_size(QRect(0, 0, 1440, 860))  # 1440×900 less a 40-pixel panel
+    assert width <= 1440 and height + 40 <= 860  # the frame and title bar fit: the status bar is on screen
