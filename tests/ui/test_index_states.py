@@ -150,3 +150,19 @@ def test_the_first_window_fits_a_1440_by_900_screen():
 
     width, height = first_size(QRect(0, 0, 1440, 860))  # 1440×900 less a 40-pixel panel
     assert width <= 1440 and height + 40 <= 860  # the frame and title bar fit: the status bar is on screen
+
+
+def test_partial_results_say_what_the_vector_search_covered_and_unindexed_files_are_not_modified(tmp_path):
+    from dataclasses import replace
+
+    from services.retrieval.search_steps import file_states
+    from tests.ui.factories import sample_result
+    from ui.viewmodels.results import searched_text, summary_text
+
+    partial = replace(sample_result(), total_chunks_searched=7206, chunks_with_vectors=360)
+    assert searched_text(partial) == ("searched 360 of 7,206 chunks with vectors (5 %); "
+                                      "keyword search covers all")
+    assert "searched 360 of 7,206 chunks with vectors" in summary_text(partial, "")
+    assert searched_text(replace(partial, chunks_with_vectors=None)) == "7,206 chunks searched"
+    (tmp_path / "new.py").write_text("x = 1\n")
+    assert file_states(tmp_path, ["new.py"], {}) == {"new.py": ""}  # not indexed yet: not "(modified)"

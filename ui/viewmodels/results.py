@@ -22,7 +22,7 @@ def searched_text(result: QueryResult) -> str:
     total, with_vectors = result.total_chunks_searched, result.chunks_with_vectors
     if with_vectors is None or with_vectors >= total:
         return f"{total:,} chunks searched"
-    share = 100 * with_vectors // total if total else 0
+    share = min(99, round(100 * with_vectors / total)) if total else 0
     return f"searched {with_vectors:,} of {total:,} chunks with vectors ({share} %); keyword search covers all"
 
 

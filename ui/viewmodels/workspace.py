@@ -62,6 +62,8 @@ def health_offer(health: IndexHealth) -> Offer | None:
         return Offer(INFO, f"{name} is not indexed yet.", INDEX, "Index now")
     if health.state in RUNNING_STATES:
         return None
+    if health.state == "empty":
+        return Offer(INFO, f"Empty: nothing to index in {name} ({health.message}).")
     if health.state == "damaged":  # `index` repairs it: re-embeds what lacks vectors, rebuilds what is unreadable
         return Offer(ERROR, health.message or "The index is damaged.", INDEX, "Repair index")
     if health.state == "failed":
