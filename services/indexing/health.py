@@ -55,6 +55,10 @@ def index_health(index: WorkspaceIndex, settings: Settings, last_error: str = ""
         if not index.root.is_dir():
             return IndexHealth(workspace=str(index.root), indexed=False, last_error=last_error,
                                state="folder-missing", message=folder_missing(index.root))
+        if index.run is not None:  # a first index, before its catalogue is written (e.g. preparing the model)
+            event = index.run.last_event
+            return IndexHealth(workspace=str(index.root), indexed=False, state="indexing",
+                               message=f"indexing: {(event.message or event.phase) if event else 'starting'}")
         return IndexHealth(workspace=str(index.root), indexed=False, last_error=last_error,
                            state="error" if last_error else "missing",
                            message=last_error or "not indexed: index it to search it")
@@ -108,7 +112,7 @@ def run_state(index: WorkspaceIndex) -> str:
     """"indexing", "resuming" or "cancelling" while a run is under way here; "interrupted" when the last
     run stopped before its end (a cancel, a crash, a killed process); "" otherwise."""
     run = index.run
-    if index.running and run is not None:
+    if run is not None:
         return "cancelling" if run.cancel.is_set() else ("resuming" if run.resuming else "indexing")
     return "interrupted" if index.catalog().get_meta("run_started") else ""
 

@@ -56,12 +56,12 @@ def health_offer(health: IndexHealth) -> Offer | None:
     if health.state == "folder-missing":
         return Offer(WARNING, f"The folder of {name} is missing (moved, renamed or deleted). Its index is kept "
                               "as it is; nothing is indexed or deleted until the folder is back.")
+    if health.state in RUNNING_STATES:
+        return None
     if not health.indexed and health.last_error:
         return Offer(ERROR, health.last_error)
     if not health.indexed:
         return Offer(INFO, f"{name} is not indexed yet.", INDEX, "Index now")
-    if health.state in RUNNING_STATES:
-        return None
     if health.state == "empty":
         return Offer(INFO, f"Empty: nothing to index in {name} ({health.message}).")
     if health.state == "damaged":  # `index` repairs it: re-embeds what lacks vectors, rebuilds what is unreadable
