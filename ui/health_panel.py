@@ -255,6 +255,9 @@ class HealthPanel(QWidget):
         resumes = self.health is not None and self.health.state in ("interrupted", "resuming")
         return "resuming…" if resumes else "indexing…"
 
+    def show_cancelling(self) -> None:
+        self._set_badge("cancelling…", BUSY)
+
     def is_indexing(self) -> bool:
         """A run the window started is under way."""
         return self.running == "user"

@@ -552,9 +552,11 @@ class MainWindow(QMainWindow):
         """Ctrl+.: cancel the run under way, the window's own or the engine's automatic one."""
         if self.session.cancel_index():
             self.health_panel.progress_label.setText("Cancelling…")
+            self.health_panel.show_cancelling()
             self._show_run_status("Cancelling: stops after the files being embedded…", None)
         elif self.health_panel.running == "auto":
             self.health_panel.progress_label.setText("Cancelling…")
+            self.health_panel.show_cancelling()
             self._show_run_status("Cancelling: stops after the files being embedded…", None)
             self.runner.run(self.session.stop_automatic_runs(), key="stop-auto", context="Cancelling indexing",
                             on_result=lambda _none: self._automatic_runs_stopped())

@@ -63,7 +63,7 @@ def health_offer(health: IndexHealth) -> Offer | None:
     if not health.indexed:
         return Offer(INFO, f"{name} is not indexed yet.", INDEX, "Index now")
     if health.state == "empty":
-        return Offer(INFO, f"Empty: nothing to index in {name} ({health.message}).")
+        return Offer(INFO, f"Empty folder: {health.message}.")
     if health.state == "damaged":  # `index` repairs it: re-embeds what lacks vectors, rebuilds what is unreadable
         return Offer(ERROR, health.message or "The index is damaged.", INDEX, "Repair index")
     if health.state == "failed":
