@@ -364,15 +364,16 @@ async def cmd_health(args, service) -> int:
 
 
 def health_text(health) -> str:
+    from services.core.models import state_label
+
+    first = f"{health.workspace}: {state_label(health)}" + (f" ({health.message})" if health.message else "")
     if not health.indexed:
-        text = f"{health.workspace}: not indexed. Run: knowledge-explorer index {health.workspace}"
-        return text + (f"\nLast error: {health.last_error}" if health.last_error else "")
+        hint = "" if health.state != "missing" else f"\nRun: knowledge-explorer index {health.workspace}"
+        return first + hint + (f"\nLast error: {health.last_error}" if health.last_error and health.last_error not in first else "")
     if health.state == "damaged" and not health.model:  # nothing of it can be read
-        return f"{health.workspace}: {health.message}"
-    status = "needs reindex" if health.needs_reindex else (
-        f"{len(health.stale_files)} stale" if health.stale_files else "up to date")
+        return first
     languages = ", ".join(f"{k} {v}" for k, v in health.languages.items())
-    lines = [f"{health.workspace}: {status}",
+    lines = [first,
              f"  {health.files} files, {health.chunks} chunks ({languages})",
              f"  model {health.model}, {health.vectors or f'{health.dimension} dimensions'}, {health.backend} on {health.device}, "
              f"{health.size_bytes / 1e6:.1f} MB on disk",
@@ -382,8 +383,6 @@ def health_text(health) -> str:
     if health.chunks_embedded is not None and health.chunks_embedded < health.chunks:
         lines.append(f"  semantic: {100 * health.chunks_embedded // health.chunks}% of {health.chunks:,} chunks "
                      "embedded so far (keyword search covers them all)")
-    if health.state in ("damaged", "failed"):
-        lines.append(f"  {health.message}")
     lines += [f"  {s.change:>8}: {s.path}" for s in health.stale_files]
     lines += [f"  skipped: {s.path} ({s.reason})" for s in health.skipped]
     if health.encoder_note:

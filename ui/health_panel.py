@@ -10,26 +10,29 @@ from PySide6.QtWidgets import (
     QVBoxLayout, QWidget,
 )
 
-from services.core.models import IndexHealth, ProgressEvent
+from services.core.models import RUNNING_STATES, IndexHealth, ProgressEvent, state_label
 
 # badge state -> (css state name)
 UP_TO_DATE, STALE, NEEDS_REINDEX, NOT_INDEXED, UNKNOWN, FAILED = (
     "ok", "stale", "reindex", "missing", "unknown", "error")
 
 
+BUSY = "busy"
+# the engine's state (IndexHealth.state) -> the badge's css state; the text is state_label's
+BADGE_STATES = {"missing": NOT_INDEXED, "empty": NOT_INDEXED, "folder-missing": NEEDS_REINDEX,
+                "interrupted": STALE, "stale": STALE, "ready": UP_TO_DATE, "damaged": FAILED, "failed": FAILED,
+                "error": FAILED, **{state: BUSY for state in RUNNING_STATES}}
+
+
 def badge_for(health: IndexHealth | None) -> tuple[str, str]:
-    """(text, state) of the status badge."""
+    """(text, state) of the status badge: the engine's state, as `health` prints it."""
     if health is None:
         return "no workspace", UNKNOWN
-    if not health.indexed:
-        return ("error", FAILED) if health.last_error else ("not indexed", NOT_INDEXED)
-    if health.state in ("damaged", "failed"):  # the banner and the tooltip say how, and offer the repair
-        return health.state, FAILED
-    if health.needs_reindex:
-        return "needs reindex", NEEDS_REINDEX
-    if health.stale_files:
-        return f"{len(health.stale_files)} stale", STALE
-    return "up to date", UP_TO_DATE
+    if not health.indexed and health.last_error and health.state in ("missing", "error"):
+        return "error", FAILED
+    if health.state == "stale" and health.needs_reindex:
+        return state_label(health), NEEDS_REINDEX
+    return state_label(health), BADGE_STATES.get(health.state, UNKNOWN)
 
 
 def human_size(size: int) -> str:
@@ -93,6 +96,8 @@ def encoder_text(health: IndexHealth) -> str:
 
 def progress_text(event: ProgressEvent) -> str:
     parts = [event.phase.capitalize()]
+    if event.phase == "preparing" and event.message:
+        return f"Preparing the model: {event.message.removeprefix('preparing the embedding model ')}"
     if event.files_total:
         parts.append(f"files {event.files_done}/{event.files_total}")
     if event.chunks_total:
@@ -173,6 +178,7 @@ class HealthPanel(QWidget):
         self.progress_label.setObjectName("progressLabel")
         self.progress_label.setWordWrap(True)  # a long "Done in ..." line must not widen the panel
 
+        self.running = ""  # "user" (a run the window started), "auto" (the engine's catch-up or watcher run), ""
         buttons = QHBoxLayout()
         buttons.addWidget(self.reindex_button)
         buttons.addWidget(self.rebuild_button)
@@ -186,6 +192,8 @@ class HealthPanel(QWidget):
         layout.setContentsMargins(10, 10, 10, 10)
         layout.setSpacing(8)
         layout.addLayout(top)
+        layout.addWidget(self.progress)  # at the top: a run and its progress are never below the fold
+        layout.addWidget(self.progress_label)
         layout.addWidget(self.workspace_label)
         layout.addLayout(form)
         self.files_title = QLabel("Stale and skipped files")
@@ -195,8 +203,6 @@ class HealthPanel(QWidget):
         layout.addStretch(0)  # takes the space when the file list is hidden
         layout.addLayout(buttons)
         layout.addWidget(self.auto_reindex)
-        layout.addWidget(self.progress)
-        layout.addWidget(self.progress_label)
         self.set_health(None)
 
     # --- health ---
@@ -211,11 +217,10 @@ class HealthPanel(QWidget):
     def set_health(self, health: IndexHealth | None) -> None:
         self.health = health
         text, state = badge_for(health)
-        self.badge.setText(text)
+        if self.running and state != BUSY:  # a run this window knows of is under way: the badge says so
+            text, state = self._busy_text(), BUSY
+        self._set_badge(text, state)
         self.badge.setToolTip(health.message if health is not None else "")
-        self.badge.setProperty("state", state)
-        self.badge.style().unpolish(self.badge)
-        self.badge.style().polish(self.badge)
         self.workspace_label.setText(health.workspace if health else "Open a workspace to see its index")
         h = health or IndexHealth(workspace="", indexed=False)
         self.values["Files"].setText(f"{h.files:,}" if h.indexed else "—")
@@ -234,8 +239,9 @@ class HealthPanel(QWidget):
         self.values["Last error"].setText(h.last_error or "none")
         self.values["Last error"].setProperty("error", bool(h.last_error))
         self._fill_files(h)
-        self.reindex_button.setEnabled(health is not None and not self.is_indexing())
-        self.rebuild_button.setEnabled(health is not None and not self.is_indexing())
+        usable = health is not None and health.state != "folder-missing"
+        self.reindex_button.setEnabled(usable and not self.is_indexing())
+        self.rebuild_button.setEnabled(usable and not self.is_indexing())
         self.reindex_button.setText("Index now" if health is not None and not health.indexed else "Reindex")
 
     def _fill_files(self, h: IndexHealth) -> None:
@@ -252,15 +258,48 @@ class HealthPanel(QWidget):
             else "Stale and skipped files (none)")
 
     # --- indexing state ---
-    def is_indexing(self) -> bool:
-        return self.cancel_button.isEnabled()
-
-    def indexing_started(self, full: bool) -> None:
-        self.progress.show()
-        self.badge.setText("indexing…")
-        self.badge.setProperty("state", "busy")
+    def _set_badge(self, text: str, state: str) -> None:
+        self.badge.setText(text)
+        self.badge.setProperty("state", state)
         self.badge.style().unpolish(self.badge)
         self.badge.style().polish(self.badge)
+
+    def _busy_text(self) -> str:
+        """"resuming…" when the run continues an interrupted one, else "indexing…"."""
+        resumes = self.health is not None and self.health.state in ("interrupted", "resuming")
+        return "resuming…" if resumes else "indexing…"
+
+    def show_cancelling(self) -> None:
+        self._set_badge("cancelling…", BUSY)
+
+    def is_indexing(self) -> bool:
+        """A run the window started is under way."""
+        return self.running == "user"
+
+    def auto_started(self) -> None:
+        """The engine's automatic run (catch-up or changed files): shown, and cancellable, like a user's."""
+        if self.running:
+            return
+        self.running = "auto"
+        self.progress.show()
+        self.progress.setRange(0, 0)
+        self._set_badge(self._busy_text(), BUSY)
+        self.cancel_button.setEnabled(True)
+
+    def auto_finished(self) -> None:
+        if self.running != "auto":
+            return
+        self.running = ""
+        self.cancel_button.setEnabled(False)
+        self.set_health(self.health)
+        if self.progress.maximum() == 0:
+            self.progress.setRange(0, 1)
+            self.progress.setValue(0)
+
+    def indexing_started(self, full: bool) -> None:
+        self.running = "user"
+        self.progress.show()
+        self._set_badge(self._busy_text(), BUSY)
         self.cancel_button.setEnabled(True)
         self.reindex_button.setEnabled(False)
         self.rebuild_button.setEnabled(False)
@@ -283,6 +322,7 @@ class HealthPanel(QWidget):
         self.progress_label.setText(progress_text(event))
 
     def indexing_finished(self, message: str) -> None:
+        self.running = ""
         self.cancel_button.setEnabled(False)
         self.set_health(self.health)  # the badge leaves "indexing…" even if no new health follows
         if self.progress.maximum() == 0:

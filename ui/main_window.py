@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog, QInputDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QTabWidget,
     QToolBar, QToolButton, QVBoxLayout, QWidget,
@@ -23,7 +23,7 @@ from ui.code_view import CodeView, preload_lexers
 from ui.compare import CompareView
 from ui.editor import AUTO, CUSTOM, PRESETS
 from ui.files_view import FilesView
-from ui.health_panel import HealthPanel
+from ui.health_panel import HealthPanel, progress_fraction, progress_text
 from ui.message_bar import ERROR, INFO, WARNING, MessageBar
 from ui.palette import CommandPalette
 from ui.query_bar import QueryBar
@@ -48,6 +48,14 @@ APPLICATION = "KnowledgeExplorer"
 
 def app_settings() -> QSettings:
     return QSettings(ORGANIZATION, APPLICATION)
+
+
+def first_size(available) -> tuple[int, int]:
+    """The first window: 1440×900 at most, and inside the screen's free area with room for the title bar
+    and frame (so the status bar is on screen)."""
+    if available is None:
+        return 1440, 900
+    return min(1440, available.width() - 40), min(900, available.height() - 80)
 
 
 class MainWindow(QMainWindow):
@@ -297,7 +305,10 @@ class MainWindow(QMainWindow):
         self.cache_label.hide()
         self.status_results.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)  # one line, any width
         self.status_results.setMinimumWidth(200)
+        self.index_status = QLabel("")  # a run's stage, files, chunks, rate, ETA and device, whoever started it
+        self.index_status.setObjectName("indexStatus")
         bar.addWidget(self.status_results, 1)
+        bar.addPermanentWidget(self.index_status)
         bar.addPermanentWidget(self.timings_label)
         bar.addPermanentWidget(self.cache_label)
 
@@ -355,7 +366,8 @@ class MainWindow(QMainWindow):
         if geometry is not None:
             self.restoreGeometry(geometry)
         else:
-            self.resize(1440, 900)
+            offscreen = QGuiApplication.platformName() == "offscreen"  # no screen to fit (tests, screenshots)
+            self.resize(*first_size(None if offscreen or not self.screen() else self.screen().availableGeometry()))
         state = self.settings.value("windowState")
         if state is not None:
             self.restoreState(state)
@@ -458,6 +470,15 @@ class MainWindow(QMainWindow):
         reaction = self.session.reaction(event, self.health_panel.is_indexing())
         if reaction is None:
             return
+        if reaction.auto_run:
+            self.health_panel.auto_started()
+            self._show_run_status("Indexing changed files…", None)
+        elif reaction.auto_run is False:
+            self.health_panel.auto_finished()
+            self._show_run_status("", None)
+        if reaction.progress is not None:
+            self.health_panel.auto_started()
+            self._on_progress(reaction.progress)
         if reaction.progress_text is not None:
             self.health_panel.progress_label.setText(reaction.progress_text)
         if reaction.reload_health:
@@ -497,8 +518,8 @@ class MainWindow(QMainWindow):
             self.messages.hide()  # only the health's own offer; a query's banner stays
 
     def _show_offer(self, offer: Offer) -> None:
-        full = offer.action == REBUILD
-        action = (lambda: self.start_index(full)) if offer.action in (INDEX, REBUILD) else None
+        full = offer.action == REBUILD  # a full rebuild asks first, from the banner as from Ctrl+Shift+R
+        action = (lambda: self.request_index(full)) if offer.action in (INDEX, REBUILD) else None
         self.messages.show_message(offer.text, offer.level, action_text=offer.action_text, action=action)
 
     def warm_up(self) -> asyncio.Task:
@@ -532,8 +553,10 @@ class MainWindow(QMainWindow):
                                context="Indexing", on_error=self._index_failed)
 
     async def _index(self, path: str, full: bool, cancel) -> IndexReport:
+        self._show_run_status("Full rebuild: starting…" if full else "Reindex: starting…", None)
         report, message = await self.session.index(path, full, self.progress_received.emit, cancel)
         self.health_panel.indexing_finished(message)
+        self._show_run_status("", None)
         if path == self.workspace:
             await self._load_workspace(path)
             if not report.cancelled:
@@ -547,16 +570,47 @@ class MainWindow(QMainWindow):
 
     def _index_failed(self, exc: BaseException) -> None:
         self.health_panel.indexing_finished("Indexing failed")
+        self._show_run_status("", None)
         if self.workspace:
             self.refresh_health()
 
     def cancel_index(self) -> None:
+        """Ctrl+.: cancel the run under way, the window's own or the engine's automatic one."""
         if self.session.cancel_index():
             self.health_panel.progress_label.setText("Cancelling…")
+            self.health_panel.show_cancelling()
+            self._show_run_status("Cancelling: stops after the files being embedded…", None)
+        elif self.health_panel.running == "auto":
+            self.health_panel.progress_label.setText("Cancelling…")
+            self.health_panel.show_cancelling()
+            self._show_run_status("Cancelling: stops after the files being embedded…", None)
+            self.runner.run(self.session.stop_automatic_runs(), key="stop-auto", context="Cancelling indexing",
+                            on_result=lambda _none: self._automatic_runs_stopped())
+
+    def _automatic_runs_stopped(self) -> None:
+        self.health_panel.auto_finished()
+        self.health_panel.progress_label.setText("Cancelled; the index keeps what was finished. Changes are "
+                                                 "indexed again after the next Reindex (F5).")
+        self._show_run_status("", None)
+        self.refresh_health()
 
     def _on_progress(self, event: ProgressEvent) -> None:
         self.session.progress_events.append(event)
         self.health_panel.show_progress(event)
+        if event.phase in ("done", "cancelled"):
+            return
+        value, maximum = progress_fraction(event)
+        device = event.message if event.phase == "embedding" and " on " in event.message else ""
+        self._show_run_status(progress_text(event), 100 * value // maximum if maximum else None, device)
+
+    def _show_run_status(self, text: str, percent: int | None, device: str = "") -> None:
+        """A run's progress in the status bar (with the device) and the window title; "" when none."""
+        self.index_status.setText(text + (f" · {device}" if device else ""))
+        name = Path(self.workspace).name if self.workspace else ""
+        title = f"Knowledge Explorer — {name}" if name else "Knowledge Explorer"
+        if text:
+            title += f" — indexing {percent} %" if percent is not None else " — indexing"
+        self.setWindowTitle(title)
 
     # ------------------------------------------------------------------ query
     def run_query(self, text: str | None = None) -> asyncio.Task | None:

@@ -100,7 +100,9 @@ class Availability:
 
 @dataclass(frozen=True)
 class ProgressEvent:
-    phase: str  # "scanning", "chunking", "embedding", "writing", "finalizing", "done", "cancelled"
+    # "preparing" (the embedding model: loaded, or exported and quantised on first use), "scanning",
+    # "chunking", "embedding", "writing", "finalizing", "done", "cancelled"
+    phase: str
     files_done: int
     files_total: int
     chunks_done: int
@@ -153,14 +155,38 @@ class IndexHealth:
     device: str = ""  # cpu, cuda, mps
     encoder_note: str = ""  # why the configured backend or device is not the one running, if so
     skipped_by_reason: dict[str, int] = field(default_factory=dict)  # category -> files
-    # "missing" (no index), "empty" (nothing to index), "stale", "ready", "damaged" (its parts disagree or
-    # cannot be read: `message` says how, `index` repairs it), "failed" (the last run stopped: `last_error`)
+    # The index's one state (STATES; every face shows it with state_label and `message`):
+    # "missing" (no index), "folder-missing" (the workspace folder is gone: nothing runs, nothing is deleted),
+    # "empty" (nothing to index), "indexing", "resuming" (a run continuing an interrupted one), "cancelling",
+    # "interrupted" (a run stopped before the end: the next run resumes it), "stale", "ready",
+    # "damaged" (its parts disagree or cannot be read: `index` repairs it), "failed" (the last run stopped:
+    # `last_error`), "error" (the workspace cannot be used: `last_error`)
     state: str = "missing"
     message: str = ""  # one line a UI can show, e.g. "nothing to index (12 files skipped)"
     history: str = ""  # the git history, one line: "11,111 commits up to 2023-03-11", "none (not a git repository)"
     history_state: str = ""  # "full", "shallow", "empty", "none" (not a repository), "no-git", "error"; "": never read
     history_commits: int = 0  # non-merge commits indexed
     history_until: str = ""  # the newest indexed commit's date, YYYY-MM-DD (UTC)
+    run_chunks_done: int = 0  # while a run is under way or was interrupted: chunks committed so far
+    run_chunks_total: int = 0  # ... and the chunks the index holds once it is done (0: unknown)
+
+
+STATES = ("missing", "folder-missing", "empty", "indexing", "resuming", "cancelling", "interrupted", "stale",
+          "ready", "damaged", "failed", "error")
+RUNNING_STATES = ("indexing", "resuming", "cancelling")
+
+
+def state_label(health: IndexHealth) -> str:
+    """The state in a few words, the same in the window's badge and `health`'s first line."""
+    if health.state == "stale":
+        return f"{len(health.stale_files)} stale" if health.stale_files else "stale"
+    return {"missing": "not indexed", "folder-missing": "folder missing", "ready": "up to date"}.get(
+        health.state, health.state)
+
+
+def run_progress_text(done: int, total: int) -> str:
+    """"1,200 of 7,206 chunks done" (or "1,200 chunks done" when the total is unknown)."""
+    return f"{done:,} of {total:,} chunks done" if total else f"{done:,} chunks done"
 
 
 @dataclass(frozen=True)
@@ -208,6 +234,7 @@ class QueryResult:
     # how many of the nearest chunks each removed) and the nearest chunk below the threshold
     removed: dict[str, int] = field(default_factory=dict)
     below_threshold: ResultChunk | None = None
+    chunks_with_vectors: int | None = None  # of total_chunks_searched, those with a vector (None: all)
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,11 @@ class Embedder:
     def load(self) -> Encoder:
         return self._model_and_lock()[0]
 
+    @property
+    def loaded(self) -> bool:
+        """Whether load() returns at once (the model is ready)."""
+        return self._loaded is not None
+
     def _model_and_lock(self):
         with self._lock:
             if self._loaded is None:

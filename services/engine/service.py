@@ -37,14 +37,17 @@ from services.core.models import (
 from services.storage.ownership import Owner, OwnerLock, read_owner
 from services.retrieval.strategies import create_strategy, strategy_info, strategy_names
 from services.core.settings import Settings, default_data_dir  # noqa: F401 (re-exported)
+from services.indexing.health import folder_missing
 from services.indexing.watcher import (
-    REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WATCHING, WatchEvent, WorkspaceWatcher,
+    FOLDER_MISSING, PROGRESS, REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WATCHING, WatchEvent,
+    WorkspaceWatcher,
 )
 from services.storage.error_note import ErrorNote
 from services.storage.workspace_index import CATALOG_FILE, WorkspaceIndex, workspace_root
 
 log = logging.getLogger(__name__)
 REFERENCE_REFRESH_DELAY = 3.0  # seconds without automatic runs before references are recounted
+FOLDER_POLL_SECONDS = 1.0  # how often a watched workspace folder is checked for being there
 
 
 def encoder_cache_dir(data_dir: Path) -> Path:
@@ -61,7 +64,14 @@ class _Watch:
         self.auto_reindex = auto_reindex
         self.emit = emit
         self.cancel = threading.Event()  # set by unwatch(): stops a run in progress
+        self.run_cancel = threading.Event()  # stops the automatic run under way (unwatch, or a user's run)
         self.watcher: WorkspaceWatcher | None = None
+        self.missing = False  # the folder is gone: no run starts until it is back
+        self.idle = threading.Event()  # set while no automatic run is under way
+        self.idle.set()
+
+    def stop_run(self) -> None:
+        self.run_cancel.set()
 
 
 def _history(index: WorkspaceIndex) -> tuple[CommitIndex | None, str]:
@@ -110,6 +120,7 @@ class KnowledgeService:
         self._rerank_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-rerank")  # rerank requests queue here
         self._reference_timers: dict[Path, threading.Timer] = {}
         self._watches: dict[Path, _Watch] = {}
+        self._user_runs: dict[Path, int] = {}  # index() calls waiting or under way, by root
         self._file_rankers: dict[Path, tuple[tuple, FileRanker]] = {}  # root -> (index state, ranker)
 
     # --- plumbing ---
@@ -151,6 +162,11 @@ class KnowledgeService:
         index = self._index(workspace)
         loop = asyncio.get_running_loop()
         deliver = (lambda event: loop.call_soon_threadsafe(progress, event)) if progress else None
+        with self._lock:
+            self._user_runs[index.root] = self._user_runs.get(index.root, 0) + 1
+            watch = self._watches.get(index.root)
+        if watch is not None:  # an automatic run under way stops after its batch: this run does its work
+            watch.stop_run()
         indexer = Indexer(index, self.index_embedder, self.settings, deliver, cancel)
         note = ErrorNote(index.folder)
         note.reserve()  # room for the error while there is room: a full disk cannot take a new one
@@ -160,6 +176,8 @@ class KnowledgeService:
             self._record_error(index, error, note)
             raise
         finally:
+            with self._lock:
+                self._user_runs[index.root] -= 1
             self._invalidate(index.root)
         self._errors.pop(index.root, None)
         note.clear()
@@ -183,8 +201,25 @@ class KnowledgeService:
         try:
             index = self._index(workspace)
         except WorkspaceError as error:
-            return IndexHealth(workspace=str(workspace), indexed=False, last_error=str(error))
+            index = self._known_index(workspace)
+            if index is None:  # nothing indexed there: an error, with the reason
+                return IndexHealth(workspace=str(workspace), indexed=False, last_error=str(error),
+                                   state="error", message=str(error))
         return await self._run(self._query_pool, self._health, index)
+
+    def _known_index(self, workspace: str | Path) -> WorkspaceIndex | None:
+        """The index of a workspace folder that is gone (moved, renamed, unmounted), if it has one: kept
+        as it is, and shown as such, until the folder is back."""
+        root = Path(workspace).expanduser().absolute().resolve()
+        if root.exists():
+            return None
+        self.owner_lock.require()
+        with self._lock:
+            index = self._indexes.get(root) or WorkspaceIndex(root, self.data_dir, self.chroma_url)
+            if not index.exists():
+                return None
+            self._indexes[root] = index
+            return index
 
     def _health(self, index: WorkspaceIndex) -> IndexHealth:
         error = self._errors.get(index.root, "") or index.vanished() or ErrorNote(index.folder).read()
@@ -290,7 +325,12 @@ class KnowledgeService:
         return context.suggestions(prefix, await self.symbol_names(workspace), limit)
 
     async def symbol_names(self, workspace: str | Path) -> list[str]:
-        index = self._index(workspace)
+        try:
+            index = self._index(workspace)
+        except WorkspaceError:  # a folder that is gone: its index still lists them
+            index = self._known_index(workspace)
+            if index is None:
+                raise
         return await self._run(self._query_pool, lambda: index.catalog().symbols() if index.exists() else [])
 
     # --- standalone reranking and reranker configuration (the service API) ---
@@ -339,18 +379,55 @@ class KnowledgeService:
         """Watch the workspace folder until unwatch()/close(). Changes are indexed in the background
         (auto_reindex) or reported as stale files; either way it first catches up with what changed
         while nobody watched. Events (services.indexing.watcher.WatchEvent) go to `on_event` on this loop."""
-        index = self._index(workspace)
+        try:
+            index = self._index(workspace)
+        except WorkspaceError:  # a folder that is gone but indexed: watched for its return
+            index = self._known_index(workspace)
+            if index is None:
+                raise
         await self.unwatch(index.root)
         loop = asyncio.get_running_loop()
         emit = (lambda event: loop.call_soon_threadsafe(on_event, event)) if on_event else (lambda event: None)
         watch = _Watch(index, auto_reindex, emit)
-        watch.watcher = WorkspaceWatcher(index.root, lambda _paths: self._changed(watch),
-                                         exclude=(self.data_dir,))
-        await self._run(self._query_pool, watch.watcher.start)
+        if index.root.is_dir():
+            await self._run(self._query_pool, self._start_watcher, watch)
         with self._lock:
             self._watches[index.root] = watch
         emit(WatchEvent(WATCHING, str(index.root)))
+        threading.Thread(target=self._watch_folder, args=(watch,), daemon=True,
+                         name=f"ke-folder-{index.root.name}").start()
         self._changed(watch)
+
+    def _start_watcher(self, watch: _Watch) -> None:
+        watch.watcher = WorkspaceWatcher(watch.index.root, lambda _paths: self._changed(watch),
+                                         exclude=(self.data_dir,))
+        watch.watcher.start()
+
+    def _stop_watcher(self, watch: _Watch) -> None:
+        watcher, watch.watcher = watch.watcher, None
+        if watcher is not None:
+            watcher.stop()
+
+    def _watch_folder(self, watch: _Watch) -> None:
+        """Notice the folder going away (renamed, moved, unmounted) and coming back. While it is gone no
+        run starts, the one under way stops, and nothing is deleted; once it is back a normal
+        incremental run catches up (on a fresh watcher: the old one followed the folder away)."""
+        root = watch.index.root
+        while not watch.cancel.wait(FOLDER_POLL_SECONDS):
+            there = root.is_dir()
+            if not there and not watch.missing:
+                watch.missing = True
+                watch.stop_run()
+                self._stop_watcher(watch)
+                watch.emit(WatchEvent(FOLDER_MISSING, str(root), message=folder_missing(root)))
+            elif there and watch.missing:
+                watch.missing = False
+                try:
+                    self._start_watcher(watch)
+                except Exception as error:  # e.g. the folder went again at once: the next poll sees it
+                    log.warning("watching %s again failed: %s", root, error)
+                    continue
+                self._changed(watch)
 
     async def unwatch(self, workspace: str | Path) -> None:
         root = Path(workspace).expanduser().resolve()
@@ -358,7 +435,10 @@ class KnowledgeService:
             watch = self._watches.pop(root, None)
         if watch is not None:
             watch.cancel.set()
-            await self._run(self._query_pool, watch.watcher.stop)
+            watch.stop_run()
+            await self._run(self._query_pool, self._stop_watcher, watch)
+            # the run under way stops after its batch: return once it has (what it committed is kept)
+            await self._run(self._query_pool, watch.idle.wait, 60)
 
     def watching(self) -> list[str]:
         with self._lock:
@@ -380,17 +460,30 @@ class KnowledgeService:
         if watch.cancel.is_set() or not watch.index.exists():
             return  # never indexed: building a first index is the user's call
         root = str(watch.index.root)
+        if not watch.index.root.is_dir():  # gone: _watch_folder says so, and catches up when it is back
+            return
+        watch.run_cancel = threading.Event()  # before the check below: a user's run starting now stops this one
+        with self._lock:
+            if self._user_runs.get(watch.index.root) or watch.cancel.is_set() or watch.missing:
+                return  # a user's run does the work (and reports it)
         watch.emit(WatchEvent(REINDEX_STARTED, root))
-        indexer = Indexer(watch.index, self.index_embedder, self.settings, None, watch.cancel)
+        progress = lambda event: watch.emit(WatchEvent(PROGRESS, root, progress=event))  # noqa: E731
+        indexer = Indexer(watch.index, self.index_embedder, self.settings, progress, watch.run_cancel)
         note = ErrorNote(watch.index.folder)
         note.reserve()
+        watch.idle.clear()
         try:
             report = indexer.run(quick=True)
         except Exception as error:
             self._invalidate(watch.index.root)
+            if not watch.index.root.is_dir():  # it went away under the run: nothing was deleted, no error
+                watch.emit(WatchEvent(FOLDER_MISSING, root, message=folder_missing(root)))
+                return
             self._record_error(watch.index, error, note)
             watch.emit(WatchEvent(WATCH_ERROR, root, message=self._errors[watch.index.root]))
             return
+        finally:
+            watch.idle.set()
         if report.files_indexed or report.files_removed or report.chunks_embedded or report.rebuilt_reason:
             self._invalidate(watch.index.root)  # a run that changed nothing keeps the cached answers
         self._errors.pop(watch.index.root, None)
@@ -400,7 +493,7 @@ class KnowledgeService:
         watch.emit(WatchEvent(REINDEX_FINISHED, root, report=report))
 
     def _report_stale(self, watch: _Watch) -> None:
-        if watch.cancel.is_set() or not watch.index.exists():
+        if watch.cancel.is_set() or not watch.index.exists() or not watch.index.root.is_dir():
             return
         stale = tuple(stale_files(watch.index, self.settings))
         watch.emit(WatchEvent(STALE, str(watch.index.root), stale_files=stale))
@@ -465,7 +558,8 @@ class KnowledgeService:
             watches, self._watches = list(self._watches.values()), {}
         for watch in watches:
             watch.cancel.set()
-            watch.watcher.stop()
+            watch.stop_run()
+            self._stop_watcher(watch)
         for timer in list(self._reference_timers.values()):
             timer.cancel()
         self._index_pool.shutdown(wait=True, cancel_futures=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.core.models import IndexHealth, StaleFile, nothing_to_index
+from services.core.models import IndexHealth, StaleFile, nothing_to_index, run_progress_text
 from services.indexing import integrity
 from services.indexing.scanning import UnreadableRoot, file_hash, scan_workspace
 from services.core.settings import Settings
@@ -10,12 +10,17 @@ from services.storage.workspace_index import WorkspaceIndex
 
 
 def stale_files(index: WorkspaceIndex, settings: Settings) -> list[StaleFile]:
+    """Files changed since they were indexed; a file the run under way has chunked (keyword-searchable,
+    its vectors on the way) is not listed."""
     known = index.catalog().files()
     skipped = {s.path for s in index.catalog().skipped()}
     scan = scan_workspace(index.root, settings.max_file_bytes, settings.skip_machine_made)
     stale, seen = [], set()
+    underway = {c.path for c in list(index.pending.values())}
     for source in scan.files:
         seen.add(source.path)
+        if source.path in underway:
+            continue
         record = known.get(source.path)
         if record is None:
             if source.path not in skipped:
@@ -40,10 +45,23 @@ def checked(index: WorkspaceIndex) -> integrity.Integrity:
     return index.integrity
 
 
+def folder_missing(root) -> str:
+    return (f"the workspace folder {root} is missing (moved, renamed or deleted): nothing is indexed or "
+            "deleted until it is back")
+
+
 def index_health(index: WorkspaceIndex, settings: Settings, last_error: str = "") -> IndexHealth:
     if not index.exists():
+        if not index.root.is_dir():
+            return IndexHealth(workspace=str(index.root), indexed=False, last_error=last_error,
+                               state="folder-missing", message=folder_missing(index.root))
+        if index.run is not None:  # a first index, before its catalogue is written (e.g. preparing the model)
+            event = index.run.last_event
+            return IndexHealth(workspace=str(index.root), indexed=False, state="indexing",
+                               message=f"indexing: {(event.message or event.phase) if event else 'starting'}")
         return IndexHealth(workspace=str(index.root), indexed=False, last_error=last_error,
-                           state="missing", message="not indexed")
+                           state="error" if last_error else "missing",
+                           message=last_error or "not indexed: index it to search it")
     found = checked(index)
     if found.catalog_unreadable:
         return IndexHealth(workspace=str(index.root), indexed=True, needs_reindex=True, state="damaged",
@@ -52,18 +70,29 @@ def index_health(index: WorkspaceIndex, settings: Settings, last_error: str = ""
     files, committed = catalog.counts()
     embedded = committed - found.missing_vectors if not found.unreadable else 0
     chunks = committed + len(index.pending)  # chunked and keyword-searchable, vectors on the way
+    gone = not index.root.is_dir()
     try:
-        stale = stale_files(index, settings)
+        stale = [] if gone else stale_files(index, settings)
     except UnreadableRoot as error:  # nothing known about its files: none is stale, none deleted
         stale, last_error = [], last_error or f"{error}; its index is left as it is"
     skipped = catalog.skipped()
     last_error = last_error or catalog.get_meta("last_error")
-    needs_reindex = len(stale) > settings.stale_ratio_for_reindex * files or found.damaged
+    run = run_state(index)
+    # the spec's flag: many files changed (a normal run catches up; no state below offers a full rebuild)
+    needs_reindex = (len(stale) > settings.stale_ratio_for_reindex * files and not run) or found.damaged
     state, message = _state(files, len(skipped), stale, needs_reindex)
-    if found.damaged:
+    run_done, run_total = (committed, int(catalog.get_meta("run_chunks_total", "0") or 0)) if run else (0, 0)
+    if gone:
+        state, message = "folder-missing", folder_missing(index.root) + f"; its index of {files:,} files is kept"
+    elif run in ("indexing", "resuming", "cancelling"):
+        state, message = run, _run_message(index, run, run_done, run_total)
+    elif found.damaged:
         state, message = "damaged", found.message()
     elif last_error:  # the last run stopped: what it did not reach is missing
         state, message = "failed", f"the last index run failed: {last_error}"
+    elif run == "interrupted":
+        state, message = run, (f"the last index run stopped at {run_progress_text(run_done, run_total)}: "
+                               "a reindex resumes it (what was committed is kept)")
     return IndexHealth(
         workspace=str(index.root), indexed=True, files=files, chunks=chunks, chunks_embedded=embedded,
         languages=catalog.languages(), stale_files=tuple(stale),
@@ -74,8 +103,28 @@ def index_health(index: WorkspaceIndex, settings: Settings, last_error: str = ""
         created_at=catalog.get_meta("created_at"), updated_at=catalog.get_meta("updated_at"),
         size_bytes=index.size_bytes(), last_error=last_error,
         backend=catalog.get_meta("backend", "torch"), device=catalog.get_meta("device", "cpu"),
-        encoder_note=catalog.get_meta("encoder_note"), **_history(index),
+        encoder_note=catalog.get_meta("encoder_note"), run_chunks_done=run_done, run_chunks_total=run_total,
+        **_history(index),
     )
+
+
+def run_state(index: WorkspaceIndex) -> str:
+    """"indexing", "resuming" or "cancelling" while a run is under way here; "interrupted" when the last
+    run stopped before its end (a cancel, a crash, a killed process); "" otherwise."""
+    run = index.run
+    if run is not None:
+        return "cancelling" if run.cancel.is_set() else ("resuming" if run.resuming else "indexing")
+    return "interrupted" if index.catalog().get_meta("run_started") else ""
+
+
+def _run_message(index: WorkspaceIndex, state: str, done: int, total: int) -> str:
+    event = index.run.last_event if index.run is not None else None
+    if state == "cancelling":
+        return f"cancelling: stops after the files being embedded ({run_progress_text(done, total)})"
+    if event is not None and event.phase in ("preparing", "scanning", "chunking", "finalizing"):
+        detail = event.message or event.phase
+        return f"{state}: {detail}" + (f" ({run_progress_text(done, total)})" if total else "")
+    return f"{state}: {run_progress_text(done, total)}"
 
 
 def _history(index: WorkspaceIndex) -> dict:

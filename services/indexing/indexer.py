@@ -122,6 +122,8 @@ class Indexer:
         self.presampled: dict[str, np.ndarray] = {}  # encoder vectors of the projection's sample, by chunk id
         self.found = integrity.SOUND  # what the integrity check at the start of the run found
         self.repaired: list[str] = []  # what the run repaired, to tell the user
+        self.resuming = False  # the last run stopped before its end: this one continues it
+        self.last_event: ProgressEvent | None = None  # what health says while the run is under way
 
     # --- the run ---
     def run(self, full: bool = False, quick: bool = False) -> IndexReport:
@@ -130,6 +132,7 @@ class Indexer:
         reference recount (over every chunk) is left to the caller (refresh_references). The keyword
         index needs nothing at the end: each file's commit updates it."""
         try:
+            self.index.run = self
             return self._run(full, quick)
         except KnowledgeError:
             raise
@@ -139,11 +142,16 @@ class Indexer:
                                   "run it again once this is fixed.") from error
         finally:
             self.index.running = False
+            self.index.run = None
             self.index.integrity = None  # checked again on the next look
 
     def _run(self, full: bool, quick: bool) -> IndexReport:
-        self.embedder.load()  # a missing model fails here, before anything is touched
         self._check_root()
+        self._prepare_model()  # a missing model fails here, before anything is touched
+        if self.cancel.is_set():  # cancelled before it started: nothing touched
+            self._emit("cancelled", 0, 0)
+            files, chunks = self.index.catalog().counts() if self.index.exists() else (0, 0)
+            return IndexReport(0, 0, 0, 0, chunks, round(time.monotonic() - self.started, 3), cancelled=True)
         rebuilt_reason = "" if quick else self._unreadable_reason()  # the watcher's runs trust the last check
         self.index.running = True
         if rebuilt_reason:  # a part is gone or unreadable: start from nothing
@@ -182,6 +190,13 @@ class Indexer:
             failed=count_by_reason(s for s in plan.skipped if s.category in FAILURE_REASONS),
             message="; ".join(([] if files else [nothing_to_index(len(plan.skipped))]) + self.repaired),
         )
+
+    def _prepare_model(self) -> None:
+        """Load the embedding model: its own stage, since on first use it is exported and quantised."""
+        if not self.embedder.loaded:
+            self._emit("preparing", 0, 0, message=f"preparing the embedding model ({self.embedder.backend}; "
+                                                  "exported and quantised once, on first use)")
+        self.embedder.load()
 
     def _check_root(self) -> None:
         """An unreadable root is an error that leaves the index as it is (never "every file was removed")."""
@@ -232,8 +247,10 @@ class Indexer:
 
     def _start_catalog(self) -> None:
         catalog = self.index.catalog()
+        self.resuming = bool(catalog.get_meta("run_started"))  # cleared by a run that reaches its end
         if not catalog.get_meta("created_at"):
             catalog.set_meta(created_at=now_iso(), workspace=str(self.index.root))
+        catalog.set_meta(run_started=catalog.get_meta("run_started") or now_iso())
         catalog.set_meta(model=self.embedder.model_name, dimension=str(self._dimension()), last_error="",
                          backend=self.embedder.backend_used, device=self.embedder.device_used,
                          encoder_note=self.embedder.note, index_format=INDEX_FORMAT)
@@ -287,8 +304,16 @@ class Indexer:
                 plan.unchanged.append(source.path)
             else:
                 plan.changed.append(source)
-        plan.removed = sorted(path for path in set(known) - seen if not _unreadable_at(path, scan.skipped))
+        plan.removed = self._gone(sorted(path for path in set(known) - seen if not _unreadable_at(path, scan.skipped)))
         return plan
+
+    def _gone(self, paths: list[str]) -> list[str]:
+        """The files positively gone: the workspace folder is there and the file is not. A folder renamed
+        away (or unmounted) during the scan is no evidence: nothing is removed then."""
+        root = self.index.root
+        if not paths or not root.is_dir():
+            return []
+        return [path for path in paths if not os.path.lexists(root / path)]
 
     def _remove(self, paths: list[str]) -> None:
         for path in paths:
@@ -349,6 +374,7 @@ class Indexer:
     def _embed_and_commit(self, pending: list[Pending]) -> int:
         self.total_chunks = sum(len(p.chunks) for p in pending)
         self.files_total = len(pending)
+        self._record_run_total(pending)
         self.embed_started = time.monotonic()
         self._emit("embedding", 0, self.files_total, 0, self.total_chunks)
         for batch in _batches(pending, WINDOW_CHUNKS):
@@ -356,6 +382,14 @@ class Indexer:
                 break
             self._emit("embedding", self.files_committed, self.files_total, self.embedded, self.total_chunks)
         return self.files_committed
+
+    def _record_run_total(self, pending: list[Pending]) -> None:
+        """The chunks the index will hold at the end of this run, for "1,200 of 7,206 chunks done"
+        (kept in the catalogue, so an interrupted run reopened still says it)."""
+        catalog = self.index.catalog()
+        known = catalog.files()
+        replaced = sum(len(catalog.chunks(path=p.record.path)) for p in pending if p.record.path in known)
+        catalog.set_meta(run_chunks_total=str(catalog.counts()[1] - replaced + self.total_chunks))
 
     def _embed_batch(self, batch: list[Pending]) -> bool:
         """Embed, store and commit a window; when that fails, retry its files one by one to find the
@@ -504,6 +538,8 @@ class Indexer:
             self._emit("finalizing", 0, 0, message="counting references")
             refresh_references(self.index)
         catalog.set_meta(updated_at=now_iso())
+        if not self.cancel.is_set():  # it reached its end: nothing to resume
+            catalog.set_meta(run_started="", run_chunks_total="")
         catalog.compact()
         self._emit("cancelled" if self.cancel.is_set() else "done", 0, 0)
 
@@ -513,10 +549,11 @@ class Indexer:
         rate = max(chunks_done, self.embedded) / elapsed
         remaining = max(chunks_total - chunks_done, 0)
         eta = remaining / rate if rate > 0 and chunks_total else None
-        if phase == "embedding" and not message:
+        if phase == "embedding" and not message:  # where the vectors are computed, for the status bar
             message = self._encoder_line()
-        self.progress(ProgressEvent(phase, files_done, files_total, chunks_done, chunks_total,
-                                    round(rate, 2), eta, message))
+        event = ProgressEvent(phase, files_done, files_total, chunks_done, chunks_total, round(rate, 2), eta, message)
+        self.last_event = event
+        self.progress(event)
 
     def _encoder_line(self) -> str:
         """Where embedding runs, for progress: "torch on cuda, fp16, batch 512" (names the device)."""

@@ -17,7 +17,7 @@ from pathlib import Path
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from services.core.models import IndexReport, StaleFile
+from services.core.models import IndexReport, ProgressEvent, StaleFile
 from services.indexing.scanning import SKIPPED_DIRS
 
 log = logging.getLogger(__name__)
@@ -28,6 +28,7 @@ MAX_DELAY_SECONDS = 10.0  # a change is reported at the latest this long after i
 # WatchEvent kinds
 WATCHING, STALE, REINDEX_STARTED, REINDEX_FINISHED, WATCH_ERROR = (
     "watching", "stale", "reindex_started", "reindex_finished", "error")
+PROGRESS, FOLDER_MISSING = "progress", "folder_missing"  # an automatic run's progress; the folder went away
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,8 @@ class WatchEvent:
     workspace: str
     stale_files: tuple[StaleFile, ...] = ()  # with STALE
     report: IndexReport | None = None  # with REINDEX_FINISHED
-    message: str = ""  # with WATCH_ERROR
+    message: str = ""  # with WATCH_ERROR and FOLDER_MISSING
+    progress: ProgressEvent | None = None  # with PROGRESS
 
 
 class _Collector(FileSystemEventHandler):

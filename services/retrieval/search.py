@@ -93,6 +93,8 @@ class Searcher:
         result = steps.assemble(question, options, steps.to_results(top, contexts),
                                 steps.to_results(original, contexts), total, len(kept),
                                 was_reranked, fallback, stages, steps.pool_seen(request))
+        if total > self.index.catalog().counts()[1]:  # a run is embedding: only committed chunks have vectors
+            result = replace(result, chunks_with_vectors=self.index.catalog().counts()[1])
         return self.mark_stale(result if top else self.explain_empty(result, vector, options, pool))
 
     def candidates(self, question: str, vector, options: QueryOptions, pool: int,
@@ -153,7 +155,9 @@ class Searcher:
     def mark_stale(self, result: QueryResult) -> QueryResult:
         """The result with each chunk flagged when its file changed on disk since it was indexed."""
         paths = [r.chunk.path for r in result.results + result.original]
-        return steps.mark_stale(result, steps.file_states(self.index.root, paths, self.index.catalog().files()))
+        states = steps.file_states(self.index.root, paths, self.index.catalog().files())
+        underway = {c.path for c in list(self.index.pending.values())}  # chunked by the run under way: fresh
+        return steps.mark_stale(result, {path: "" if path in underway else state for path, state in states.items()})
 
 
 _LINES: LRUCache = LRUCache(maxsize=256)  # (path, mtime, size) -> lines: results keep hitting the same files

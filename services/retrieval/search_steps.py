@@ -196,8 +196,8 @@ def file_states(root: Path, paths, records: dict) -> dict[str, str]:
         except OSError:
             states[path] = ""
             continue
-        same = record is not None and (info.st_size, info.st_mtime_ns) == (record.size, record.mtime_ns)
-        states[path] = "" if same else "modified"
+        same = record is None or (info.st_size, info.st_mtime_ns) == (record.size, record.mtime_ns)
+        states[path] = "" if same else "modified"  # no record: not indexed yet (a run is on it), not modified
     return states
 
 

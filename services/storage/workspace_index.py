@@ -57,6 +57,7 @@ class WorkspaceIndex:
         self._history: tuple[int, CommitIndex | None] | None = None  # (store generation, index built on it)
         self._history_lock = threading.Lock()
         self.running = False  # an indexing run is under way (its keyword index is provisional)
+        self.run = None  # the Indexer of the run under way (its state, cancel event and last progress)
         self.integrity = None  # the last integrity check (services/indexing/integrity.py); None: check again
 
     @property

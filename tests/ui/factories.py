@@ -65,6 +65,7 @@ def sample_health(**changes) -> IndexHealth:
                 created_at="2026-01-01T10:00:00+00:00", updated_at="2026-01-02T10:00:00+00:00",
                 size_bytes=2_400_000)
     base.update(changes)
+    base.setdefault("state", "missing" if not base["indexed"] else "stale" if base.get("stale_files") else "ready")
     return IndexHealth(**base)
 
 

@@ -113,7 +113,9 @@ def test_open_index_cancel_then_finish_through_the_buttons(qtbot, window, tmp_pa
     partial = window.health
     assert partial.chunks == report.chunks_total
     assert partial.stale_files, "files not yet indexed are listed as stale"
-    assert "stale" in window.health_panel.badge.text() or partial.needs_reindex or not partial.indexed
+    # the engine's state: the run stopped before its end, the next one resumes it (issue 21)
+    assert partial.state == "interrupted" and window.health_panel.badge.text() == "interrupted"
+    assert f"{partial.chunks:,} of {partial.run_chunks_total:,} chunks done" in window.messages.text()
 
     # ask for a symbol the partial index holds (which files a cancel keeps depends on timing)
     qtbot.waitUntil(lambda: window.query_bar.symbols.rowCount() > 0, timeout=30_000)

@@ -20,13 +20,13 @@ from services.core.models import IndexHealth, IndexReport
 from services.core.settings import DEFAULT_STRATEGY
 from services.engine.service import KnowledgeService
 from services.indexing.watcher import REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WatchEvent
-from tests.ui.factories import sample_health, sample_result
+from tests.ui.factories import STALE as STALE_FILES, sample_health, sample_result
 from ui.viewmodels.labels import LabelsViewModel
 from ui.viewmodels.preferences import MAX_RECENT, Preferences, recent_workspaces, remember_workspace
 from ui.viewmodels.results import empty_result_text, summary_text, timings_text
 from ui.viewmodels.strategies import fallback_strategies, step_strategy
 from ui.viewmodels.workspace import (
-    ERROR, INDEX, INFO, REBUILD, WARNING, WorkspaceViewModel, health_offer, watch_reaction,
+    ERROR, INDEX, INFO, WARNING, WorkspaceViewModel, health_offer, watch_reaction,
 )
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"
@@ -129,15 +129,26 @@ def test_stepping_through_strategies_skips_unavailable_ones_and_wraps():
 
 
 # --- health and watch policy ---
-def test_health_offers_a_first_index_a_rebuild_or_shows_the_error():
+def test_health_offers_a_first_index_a_reindex_or_shows_the_error():
     first = health_offer(IndexHealth("/w/notes", False))
     assert (first.level, first.action, first.action_text) == (INFO, INDEX, "Index now")
     assert "notes is not indexed yet" in first.text
     broken = health_offer(IndexHealth("/w/x", False, last_error="/w/x does not exist"))
     assert (broken.level, broken.text, broken.action) == (ERROR, "/w/x does not exist", "")
-    old = health_offer(sample_health(needs_reindex=True))
-    assert (old.level, old.action) == (WARNING, REBUILD)
+    # many changed files: a normal run catches up (never "the model changed", never a full rebuild unasked)
+    old = health_offer(sample_health(stale_files=STALE_FILES, needs_reindex=True))
+    assert (old.level, old.action, old.action_text) == (WARNING, INDEX, "Reindex")
+    assert "model" not in old.text and "2 files changed" in old.text
     assert health_offer(sample_health()) is None
+
+
+def test_each_engine_state_gets_its_own_banner():
+    interrupted = health_offer(sample_health(state="interrupted", run_chunks_done=1200, run_chunks_total=7206))
+    assert (interrupted.action, interrupted.action_text) == (INDEX, "Resume indexing")
+    assert "1,200 of 7,206 chunks done" in interrupted.text and "model" not in interrupted.text
+    gone = health_offer(sample_health(state="folder-missing"))
+    assert gone.level == WARNING and gone.action == "" and "missing" in gone.text
+    assert health_offer(sample_health(state="resuming")) is None  # the run shows itself
 
 
 def test_a_damaged_or_failed_index_says_so_and_offers_the_repair():

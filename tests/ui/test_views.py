@@ -126,7 +126,12 @@ def test_health_badge_states():
     assert badge_for(sample_health(indexed=False))[0] == "not indexed"
     assert badge_for(sample_health())[0] == "up to date"
     assert badge_for(sample_health(stale_files=STALE))[0] == "2 stale"
-    assert badge_for(sample_health(stale_files=STALE, needs_reindex=True))[0] == "needs reindex"
+    # many stale files: the same words, the warning colour (a reindex catches up; no rebuild is implied)
+    assert badge_for(sample_health(stale_files=STALE, needs_reindex=True)) == ("2 stale", "reindex")
+    assert badge_for(sample_health(files=0, chunks=0, state="empty")) == ("empty", "missing")
+    assert badge_for(sample_health(state="folder-missing")) == ("folder missing", "reindex")
+    assert badge_for(sample_health(state="resuming")) == ("resuming", "busy")
+    assert badge_for(sample_health(state="interrupted")) == ("interrupted", "stale")
     assert badge_for(sample_health(state="damaged", needs_reindex=True)) == ("damaged", "error")
     assert badge_for(sample_health(state="failed", last_error="disk full")) == ("failed", "error")
 

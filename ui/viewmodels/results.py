@@ -23,12 +23,24 @@ def one_line(text: str, limit: int = 80) -> str:
     return flat if len(flat) <= limit else flat[:limit - 1].rstrip() + "…"
 
 
+def searched_text(result: QueryResult) -> str:
+    """"7,206 chunks searched", or while a first index embeds, what the vector search really covered:
+    "searched 360 of 7,206 chunks with vectors (5 %); keyword search covers all"."""
+    total, with_vectors = result.total_chunks_searched, result.chunks_with_vectors
+    if with_vectors is None or with_vectors >= total:
+        return f"{total:,} chunks searched"
+    share = min(99, round(100 * with_vectors / total)) if total else 0
+    return f"searched {with_vectors:,} of {total:,} chunks with vectors ({share} %); keyword search covers all"
+
+
 def summary_text(result: QueryResult, filters: str) -> str:
     """The status line: how many results, out of how many chunks, reranked or why not, filters."""
     count = len(result.results)
-    summary = (f"{count} result{'s' if count != 1 else ''} for “{one_line(result.question)}” · "
-               f"{result.chunks_above_threshold} above threshold of "
-               f"{result.total_chunks_searched:,} chunks")
+    summary = f"{count} result{'s' if count != 1 else ''} for “{one_line(result.question)}” · "
+    if result.chunks_with_vectors is None or result.chunks_with_vectors >= result.total_chunks_searched:
+        summary += f"{result.chunks_above_threshold} above threshold of {result.total_chunks_searched:,} chunks"
+    else:
+        summary += f"{result.chunks_above_threshold} above threshold · {searched_text(result)}"
     if result.fallback_reason:
         summary += f" · not reranked: {result.fallback_reason}"
     if filters:

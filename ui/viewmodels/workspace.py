@@ -11,8 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from services.core.models import IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult
-from services.indexing.watcher import REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WatchEvent
+from services.core.models import (
+    RUNNING_STATES, IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, run_progress_text,
+)
+from services.indexing.watcher import (
+    FOLDER_MISSING, PROGRESS, REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WatchEvent,
+)
 from ui.viewmodels.preferences import Preferences, remember_workspace
 
 if TYPE_CHECKING:  # any engine: in process, the engine process, or a remote one
@@ -40,21 +44,37 @@ class WatchReaction:
     reload_health: bool = False
     refresh_results: bool = False  # answer the question on screen again from the updated index
     error: str = ""
+    progress: ProgressEvent | None = None  # an automatic run's progress, to show like a user's run
+    auto_run: bool | None = None  # an automatic run started (True) or ended (False); None: no change
 
 
 def health_offer(health: IndexHealth) -> Offer | None:
-    """The banner for a workspace's health: its error, an offer to index it first, or to rebuild."""
+    """The banner for a workspace's health (its engine state): an error, or an offer of a normal index
+    run (first index, resume, catch up, repair). None while a run is under way or all is well. A full
+    rebuild is never offered here: the engine rebuilds by itself when it must, and says why."""
+    name = Path(health.workspace).name
+    if health.state == "folder-missing":
+        return Offer(WARNING, f"The folder of {name} is missing (moved, renamed or deleted). Its index is kept "
+                              "as it is; nothing is indexed or deleted until the folder is back.")
+    if health.state in RUNNING_STATES:
+        return None
     if not health.indexed and health.last_error:
         return Offer(ERROR, health.last_error)
     if not health.indexed:
-        return Offer(INFO, f"{Path(health.workspace).name} is not indexed yet.", INDEX, "Index now")
+        return Offer(INFO, f"{name} is not indexed yet.", INDEX, "Index now")
+    if health.state == "empty":
+        return Offer(INFO, f"Empty folder: {health.message}.")
     if health.state == "damaged":  # `index` repairs it: re-embeds what lacks vectors, rebuilds what is unreadable
         return Offer(ERROR, health.message or "The index is damaged.", INDEX, "Repair index")
     if health.state == "failed":
         return Offer(ERROR, f"The last index run failed: {health.last_error}", INDEX, "Index again")
+    if health.state == "interrupted":
+        return Offer(INFO, f"Indexing {name} stopped at "
+                           f"{run_progress_text(health.run_chunks_done, health.run_chunks_total)}; "
+                           "what was done is kept and searchable.", INDEX, "Resume indexing")
     if health.needs_reindex:
-        return Offer(WARNING, "The index is out of date (many files changed or the model changed).",
-                     REBUILD, "Rebuild index")
+        return Offer(WARNING, f"{len(health.stale_files):,} files changed since the last index; a reindex "
+                              "catches up (only what changed is embedded).", INDEX, "Reindex")
     return None
 
 
@@ -62,7 +82,12 @@ def watch_reaction(event: WatchEvent, indexing: bool) -> WatchReaction:
     """Auto-reindex runs and stale reports refresh the health; a finished run also the results.
     The indexing line is left to a run the user started (`indexing`)."""
     if event.kind == REINDEX_STARTED:
-        return WatchReaction(progress_text=None if indexing else "Indexing changed files…")
+        return WatchReaction(progress_text=None if indexing else "Indexing changed files…",
+                             auto_run=None if indexing else True)
+    if event.kind == PROGRESS:
+        return WatchReaction(progress=None if indexing else event.progress)
+    if event.kind == FOLDER_MISSING:
+        return WatchReaction(progress_text=None if indexing else "", reload_health=True, auto_run=False)
     if event.kind in (REINDEX_FINISHED, STALE):
         report = event.report if event.kind == REINDEX_FINISHED else None
         text = None
@@ -70,9 +95,12 @@ def watch_reaction(event: WatchEvent, indexing: bool) -> WatchReaction:
             changed = report.files_indexed or report.files_removed
             text = (f"Changed files indexed: {report.files_indexed} updated, {report.files_removed} removed"
                     if changed else "")
-        return WatchReaction(progress_text=text, reload_health=True, refresh_results=event.kind == REINDEX_FINISHED)
+        if report is not None and report.cancelled and not indexing:
+            text = "Indexing changed files was cancelled; what was done is kept"
+        return WatchReaction(progress_text=text, reload_health=True, refresh_results=event.kind == REINDEX_FINISHED,
+                             auto_run=False if event.kind == REINDEX_FINISHED and not indexing else None)
     if event.kind == WATCH_ERROR:
-        return WatchReaction(error=f"Indexing changed files failed: {event.message}")
+        return WatchReaction(error=f"Indexing changed files failed: {event.message}", auto_run=False)
     return WatchReaction()
 
 
@@ -129,8 +157,10 @@ class WorkspaceViewModel:
         return health
 
     def should_watch(self, path: str, health: IndexHealth) -> bool:
-        """Watch a readable workspace once per opening."""
-        return not health.last_error and self.watched != path
+        """Watch a workspace once per opening: a readable one, or an indexed one whose folder is gone (the
+        engine notices its return and catches up)."""
+        usable = not health.last_error or (health.indexed and health.state == "folder-missing")
+        return usable and self.watched != path
 
     async def watch(self, path: str, on_event: Callable[[WatchEvent], None]) -> None:
         """Keep the index fresh (auto-reindex) or the stale list live while `path` is open."""
@@ -175,14 +205,24 @@ class WorkspaceViewModel:
         except asyncio.CancelledError:
             cancel.set()
             raise
+        finally:
+            self.cancel_event = None
         self.last_report = report
         return report, index_report_text(report, report.seconds or (time.monotonic() - started))
 
     def cancel_index(self) -> bool:
-        if self.cancel_event is None:
+        """Cancel the user's run; False when none is under way."""
+        if self.cancel_event is None or self.cancel_event.is_set():
             return False
         self.cancel_event.set()
         return True
+
+    async def stop_automatic_runs(self) -> None:
+        """Cancel the automatic (catch-up or watcher) run under way: the engine stops watching, and the
+        run stops after its batch. The next Reindex (F5) catches up, and watching resumes after it."""
+        path = self.workspace
+        self.watched = ""
+        await self.engine.unwatch(path)
 
     # --- the question ---
     def options(self, top_k: int, strategy: str, languages: Sequence[str], path_glob: str) -> QueryOptions:
