@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
 from services.core.models import QueryResult, ResultChunk, StrategyInfo
 from ui.ranking_model import NEW_COLOR, ORIGINAL, RERANKED, SCORE_COLUMNS, RankingModel, ScoreBarRole
 from ui.viewmodels.ranking import location_text
+from ui.viewmodels.results import searched_text
 from ui.why_view import ElidedLabel, WhyView
 
 
@@ -242,7 +243,7 @@ class ResultsView(QWidget):
         else:
             self.right.title.setText(f"Reranked · {label} (order unchanged)")
         self.left.title.setText("Vector ranking" if result is None
-                                else f"Vector ranking · {result.total_chunks_searched:,} chunks searched")
+                                else f"Vector ranking · {searched_text(result)}")
         self.legend.setText(self._legend_text(result, info))
         self.chunk_selected.emit(None)
 
