@@ -10,7 +10,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout, QWidget,
 )
 
-from services.core.models import IndexHealth, ProgressEvent
+from services.core.models import IndexHealth, ProgressEvent, vectors_reused_text
 
 # badge state -> (css state name)
 UP_TO_DATE, STALE, NEEDS_REINDEX, NOT_INDEXED, UNKNOWN, FAILED = (
@@ -71,6 +71,12 @@ def chunks_text(health: IndexHealth) -> str:
     return f"{health.chunks:,} (semantic: {share}% of {health.chunks:,} chunks)"
 
 
+def reused_text(health: IndexHealth) -> str:
+    """"vectors reused: 6,900 of 7,206 (last run)", or "—" before a run embedded anything."""
+    text = vectors_reused_text(health.last_run_reused, health.last_run_vectors)
+    return f"{text} (last run)" if text else "—"
+
+
 def languages_text(languages: dict[str, int], limit: int = 0) -> str:
     """'python 50, go 30' by chunk count; with `limit`, the first `limit` and '+n more'."""
     if not languages:
@@ -124,13 +130,16 @@ class HealthPanel(QWidget):
         form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
         form.setHorizontalSpacing(10)
         form.setVerticalSpacing(4)
-        for key in ("Files", "Chunks", "Languages", "Model", "History", "Size", "Updated", "Created", "Last error"):
+        for key in ("Files", "Chunks", "Languages", "Model", "Vectors", "History", "Size", "Updated", "Created",
+                    "Last error"):
             label = QLabel("—")
             label.setWordWrap(True)
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             self.values[key] = label
             form.addRow(f"{key}:", label)
         self.values["Last error"].setObjectName("healthError")
+        self.values["Vectors"].setToolTip("Vectors the last run took from this data dir's shared cache (the same "
+                                          "chunks in another checkout or an earlier version) instead of embedding them")
 
         self.files = QTreeWidget()
         self.files.setHeaderLabels(["File", "Status"])
@@ -213,6 +222,7 @@ class HealthPanel(QWidget):
         self.values["Languages"].setToolTip(languages_text(h.languages))
         self.values["Model"].setText(f"{h.model} ({h.dimension}-d)" if h.model else "—")
         self.values["Model"].setToolTip(f"vectors: {h.vectors}" if h.vectors else "")
+        self.values["Vectors"].setText(reused_text(h))
         self.values["History"].setText(h.history or "—")
         self.values["Size"].setText(human_size(h.size_bytes) if h.indexed else "—")
         self.values["Updated"].setText(human_time(h.updated_at))

@@ -65,6 +65,11 @@ def nothing_to_index(skipped_count: int) -> str:
     return f"nothing to index ({skipped_count} files skipped)"
 
 
+def vectors_reused_text(reused: int, total: int) -> str:
+    """"vectors reused: 6,900 of 7,206" (from the data dir's shared vector cache); "" when none were needed."""
+    return f"vectors reused: {reused:,} of {total:,}" if total else ""
+
+
 @dataclass(frozen=True)
 class Signal:
     """One reason behind a reranked score, e.g. ("cosine", 0.62, 0.62, "add") or
@@ -123,6 +128,9 @@ class IndexReport:
     skipped: tuple[SkippedFile, ...] = ()  # every file not indexed, with its reason (failures included)
     failed: dict[str, int] = field(default_factory=dict)  # files that failed by reason ("could not be read": 1)
     message: str = ""  # e.g. "nothing to index (3 files skipped)"
+    # of chunks_embedded, vectors taken from the data dir's shared vector cache (another checkout, an
+    # earlier version) instead of the encoder
+    vectors_reused: int = 0
 
 
 @dataclass(frozen=True)
@@ -161,6 +169,10 @@ class IndexHealth:
     history_state: str = ""  # "full", "shallow", "empty", "none" (not a repository), "no-git", "error"; "": never read
     history_commits: int = 0  # non-merge commits indexed
     history_until: str = ""  # the newest indexed commit's date, YYYY-MM-DD (UTC)
+    # The last run that gave chunks vectors: how many it gave, and how many of them came from the data
+    # dir's shared vector cache instead of the encoder ("vectors reused: 6,900 of 7,206")
+    last_run_vectors: int = 0
+    last_run_reused: int = 0
 
 
 @dataclass(frozen=True)

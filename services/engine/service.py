@@ -39,6 +39,7 @@ from services.core.settings import Settings, default_data_dir  # noqa: F401 (re-
 from services.indexing.watcher import (
     REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WATCHING, WatchEvent, WorkspaceWatcher,
 )
+from services.storage.vector_cache import CACHE_FILE, VectorCache
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,8 @@ class KnowledgeService:
         self.index_embedder = self._embedder("index", threads=self.settings.encoder_threads)
         self.document_embedder = self._embedder("documents", threads=1)  # rerank_documents: never blocks a query
         self._indexes: dict[Path, WorkspaceIndex] = {}
+        # vectors shared by every workspace of the data dir (a clone or worktree embeds only what differs)
+        self.vector_cache = VectorCache(self.data_dir / CACHE_FILE) if self.settings.share_vectors else None
         self._strategies: dict = {}
         self._errors: dict[Path, str] = {}
         self._cache = TTLCache(maxsize=self.settings.cache_size, ttl=self.settings.cache_ttl_seconds)
@@ -149,7 +152,7 @@ class KnowledgeService:
         index = self._index(workspace)
         loop = asyncio.get_running_loop()
         deliver = (lambda event: loop.call_soon_threadsafe(progress, event)) if progress else None
-        indexer = Indexer(index, self.index_embedder, self.settings, deliver, cancel)
+        indexer = Indexer(index, self.index_embedder, self.settings, deliver, cancel, self.vector_cache)
         try:
             report = await self._run(self._index_pool, indexer.run, full)
         except Exception as error:
@@ -360,7 +363,7 @@ class KnowledgeService:
             return  # never indexed: building a first index is the user's call
         root = str(watch.index.root)
         watch.emit(WatchEvent(REINDEX_STARTED, root))
-        indexer = Indexer(watch.index, self.index_embedder, self.settings, None, watch.cancel)
+        indexer = Indexer(watch.index, self.index_embedder, self.settings, None, watch.cancel, self.vector_cache)
         try:
             report = indexer.run(quick=True)
         except Exception as error:
@@ -449,5 +452,7 @@ class KnowledgeService:
         self._rerank_pool.shutdown(wait=True, cancel_futures=True)
         for index in self._indexes.values():
             index.close()
+        if self.vector_cache is not None:
+            self.vector_cache.close()
         self.owner_lock.release()
 

@@ -75,6 +75,8 @@ def index_health(index: WorkspaceIndex, settings: Settings, last_error: str = ""
         size_bytes=index.size_bytes(), last_error=last_error,
         backend=catalog.get_meta("backend", "torch"), device=catalog.get_meta("device", "cpu"),
         encoder_note=catalog.get_meta("encoder_note"), **_history(index),
+        last_run_vectors=int(catalog.get_meta("last_run_vectors", "0") or 0),
+        last_run_reused=int(catalog.get_meta("last_run_reused", "0") or 0),
     )
 
 

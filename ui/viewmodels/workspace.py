@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from services.core.models import IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult
+from services.core.models import IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, vectors_reused_text
 from services.indexing.watcher import REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WatchEvent
 from ui.viewmodels.preferences import Preferences, remember_workspace
 
@@ -81,6 +81,8 @@ def index_report_text(report: IndexReport, seconds: float) -> str:
         return f"Cancelled after {seconds:.1f} s; the index keeps what was finished."
     text = (f"Done in {seconds:.1f} s: {report.files_indexed} files indexed, "
             f"{report.chunks_embedded} chunks embedded, {report.chunks_total:,} in total")
+    if report.vectors_reused:
+        text += f" ({vectors_reused_text(report.vectors_reused, report.chunks_embedded)})"
     if report.rebuilt_reason:
         text += f" (full rebuild: {report.rebuilt_reason})"
     return text
