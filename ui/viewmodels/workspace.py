@@ -81,10 +81,10 @@ def index_report_text(report: IndexReport, seconds: float) -> str:
         return f"Cancelled after {seconds:.1f} s; the index keeps what was finished."
     text = (f"Done in {seconds:.1f} s: {report.files_indexed} files indexed, "
             f"{report.chunks_embedded} chunks embedded, {report.chunks_total:,} in total")
-    if report.vectors_reused:
-        text += f" ({vectors_reused_text(report.vectors_reused, report.chunks_embedded)})"
     if report.rebuilt_reason:
         text += f" (full rebuild: {report.rebuilt_reason})"
+    if report.vectors_reused:
+        text += f"; {vectors_reused_text(report.vectors_reused, report.chunks_embedded)}"
     return text
 
 
