@@ -1,13 +1,15 @@
 """A second checkout of an indexed repository (issue 22, item 1): how long it takes to index, how many
 vectors it finds in the data dir's shared vector cache, and whether it answers like a fresh index.
 
-    nice -n 10 python benchmarks/checkout_reuse.py [--repos pytest sphinx] [--back 200] [--root /tmp/ke-reuse]
+    nice -n 10 python benchmarks/checkout_reuse.py [--repos pytest sphinx] [--back 200] [--subdir src] [--no-compare]
+        [--root /tmp/ke-checkout-reuse]
 
 For each repository: two clones of /work/shared/benchmarks/swe/<repo>/history.bundle, the first at
 `snapshot~BACK` (first-parent), the second at `snapshot` (the commit the SWE queries were written against).
 The first is indexed into an empty data dir, then the second into the same data dir (the shared cache
 holds the first's vectors); a fresh index of the second, in a data dir of its own, is the reference.
-Default settings (onnx-int8). The top 10 of a dozen bug reports (`none`, the vector ranking) are compared
+`--subdir` indexes one folder of each clone (e.g. `src`, when the whole repository takes too long on a
+loaded machine). Default settings (onnx-int8). The top 10 of a dozen bug reports (`none`, the vector ranking) are compared
 between the reused and the fresh index of the second checkout. Figures: benchmarks/README.md.
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime
 import json
 import os
 import shutil
@@ -25,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.record import engine_settings, record  # noqa: E402
+from benchmarks.record import RESULTS, engine_settings, record  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
 
@@ -66,9 +69,10 @@ async def index_timed(service: KnowledgeService, folder: Path):
     return report, time.perf_counter() - start
 
 
-async def measure(repo: str, root: Path, back: int) -> dict:
+async def measure(repo: str, root: Path, back: int, subdir: str, compare: bool = True) -> dict:
     first, second = root / repo / "first", root / repo / "second"
     commits = clone(repo, first, back), clone(repo, second, 0)
+    first, second = first / subdir, second / subdir
     shared, fresh_dir = root / repo / "data-shared", root / repo / "data-fresh"
     for folder in (shared, fresh_dir):
         shutil.rmtree(folder, ignore_errors=True)
@@ -88,6 +92,8 @@ async def measure(repo: str, root: Path, back: int) -> dict:
     finally:
         service.close()
 
+    if not compare:
+        return row(repo, subdir, back, first_s, second_s, second_report, commits, health, shared)
     fresh = KnowledgeService(data_dir=fresh_dir)
     try:
         fresh_report, fresh_s = await index_timed(fresh, second)
@@ -100,35 +106,54 @@ async def measure(repo: str, root: Path, back: int) -> dict:
     print(f"{repo}: fresh index of the second checkout: {fresh_s:.1f} s; top 10 identical for {identical} of "
           f"{len(asked)} questions, same first result for {first_hit}, mean overlap "
           f"{overlap / len(asked):.3f}", flush=True)
+    return {**row(repo, subdir, back, first_s, second_s, second_report, commits, health, shared),
+            "fresh index of the second s": round(fresh_s, 1),
+            "top 10 identical to fresh": f"{identical} of {len(asked)}",
+            "same first result": f"{first_hit} of {len(asked)}",
+            "top 10 overlap": round(overlap / len(asked), 3),
+            "_fresh_chunks_embedded": fresh_report.chunks_embedded}
+
+
+def row(repo, subdir, back, first_s, second_s, report, commits, health, shared) -> dict:
     cache_file = shared / "vector-cache.sqlite"
     return {
-        "repository": repo, "commits apart": back, "chunks": second_report.chunks_total,
+        "repository": repo + (f" ({subdir}/)" if subdir else ""), "commits apart": back, "chunks": report.chunks_total,
         "first index s": round(first_s, 1), "second index s": round(second_s, 1),
         "second / first": f"{100 * second_s / first_s:.1f} %",
-        "vectors reused": f"{second_report.vectors_reused:,} of {second_report.chunks_embedded:,}",
-        "fresh index of the second s": round(fresh_s, 1),
-        "top 10 identical to fresh": f"{identical} of {len(asked)}",
-        "same first result": f"{first_hit} of {len(asked)}",
-        "top 10 overlap": round(overlap / len(asked), 3),
+        "vectors reused": f"{report.vectors_reused:,} of {report.chunks_embedded:,}",
         "_commits": commits, "_health": {"last_run_reused": health.last_run_reused,
                                          "last_run_vectors": health.last_run_vectors},
         "_cache_mb": round(cache_file.stat().st_size / 1e6, 1) if cache_file.exists() else 0,
-        "_fresh_chunks_embedded": fresh_report.chunks_embedded,
     }
+
+
+def with_earlier_rows(table: list[dict], figures: dict) -> tuple[list[dict], dict]:
+    """Today's earlier run of other repositories or distances stays in the table (one run per distance)."""
+    today = RESULTS / f"checkout_reuse-{datetime.datetime.now(datetime.timezone.utc).date().isoformat()}.json"
+    if not today.exists():
+        return table, figures
+    earlier = json.loads(today.read_text())
+    measured = {(row["repository"], row["commits apart"]) for row in table}
+    kept = [row for row in earlier["table"] if (row["repository"], row["commits apart"]) not in measured]
+    return kept + table, {**{k: v for k, v in earlier["figures"].items() if k not in figures}, **figures}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repos", nargs="+", default=["pytest", "sphinx"])
     parser.add_argument("--back", type=int, default=200, help="commits between the two checkouts")
+    parser.add_argument("--subdir", default="", help="index this folder of each clone only")
+    parser.add_argument("--no-compare", action="store_true", help="skip the fresh index of the second checkout")
     parser.add_argument("--root", type=Path, default=Path("/tmp/ke-checkout-reuse"))
     args = parser.parse_args()
     # the ONNX export is made once, not in each fresh data dir's timed run
     os.environ.setdefault("KE_ENCODER_CACHE_DIR", str(args.root / "encoders"))
-    rows = [asyncio.run(measure(repo, args.root, args.back)) for repo in args.repos]
+    rows = [asyncio.run(measure(repo, args.root, args.back, args.subdir, not args.no_compare)) for repo in args.repos]
     table = [{k: v for k, v in row.items() if not k.startswith("_")} for row in rows]
-    figures = {row["repository"]: {k[1:]: v for k, v in row.items() if k.startswith("_")} for row in rows}
-    record("checkout_reuse", table, settings={"engine": engine_settings(), "back": args.back,
+    figures = {f"{row['repository']}, {args.back} back": {k[1:]: v for k, v in row.items() if k.startswith("_")}
+               for row in rows}
+    table, figures = with_earlier_rows(table, figures)
+    record("checkout_reuse", table, settings={"engine": engine_settings(), "back": args.back, "subdir": args.subdir,
                                               "questions": QUESTIONS},
            figures=figures, uses_percentiles=False,
            note="second checkout indexed into the data dir of the first (shared vector cache) vs the first's "
