@@ -341,12 +341,17 @@ def emit(args, value, as_json, as_text) -> int:
 
 
 def index_report_text(report) -> str:
+    from services.core.models import vectors_reused_text
+
     lines = []
     if report.rebuilt_reason:
         lines.append(f"Rebuilt the index: {report.rebuilt_reason}.")
     lines.append(f"{report.files_indexed} files indexed, {report.files_unchanged} unchanged, "
                  f"{report.files_removed} removed; {report.chunks_embedded} chunks embedded, "
                  f"{report.chunks_total} in the index ({report.seconds:.1f} s).")
+    if report.vectors_reused:
+        lines.append(f"{vectors_reused_text(report.vectors_reused, report.chunks_embedded).capitalize()} "
+                     "(the same chunks, embedded before in this data dir).")
     if report.message:
         lines.append(report.message[:1].upper() + report.message[1:] + ".")
     if report.failed:
@@ -364,7 +369,7 @@ async def cmd_health(args, service) -> int:
 
 
 def health_text(health) -> str:
-    from services.core.models import state_label
+    from services.core.models import state_label, vectors_reused_text
 
     first = f"{health.workspace}: {state_label(health)}" + (f" ({health.message})" if health.message else "")
     if not health.indexed:
@@ -380,6 +385,8 @@ def health_text(health) -> str:
              f"  created {health.created_at}, updated {health.updated_at}"]
     if health.history:
         lines.append(f"  history: {health.history}")
+    if health.last_run_vectors:
+        lines.append(f"  {vectors_reused_text(health.last_run_reused, health.last_run_vectors)} (last run)")
     if health.chunks_embedded is not None and health.chunks_embedded < health.chunks:
         lines.append(f"  semantic: {100 * health.chunks_embedded // health.chunks}% of {health.chunks:,} chunks "
                      "embedded so far (keyword search covers them all)")

@@ -99,7 +99,7 @@ def build_mcp(engine, registry=None) -> MCPServer:
     @server.tool(description="Bring a workspace's index up to date (incremental: only changed files are "
                              "embedded). Returns the index report (all of it: files_indexed, files_unchanged, "
                              "files_removed, chunks_embedded, chunks_total, seconds, cancelled, rebuilt_reason, "
-                             "skipped, failed, message).")
+                             "skipped, failed, message, vectors_reused).")
     async def reindex(workspace: str, full: bool = False) -> dict[str, Any]:
         async def run():
             return mcp_json("reindex", await engine.index(workspace_path(workspace), full=full))

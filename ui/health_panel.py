@@ -10,7 +10,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout, QWidget,
 )
 
-from services.core.models import RUNNING_STATES, IndexHealth, ProgressEvent, state_label
+from services.core.models import RUNNING_STATES, IndexHealth, ProgressEvent, state_label, vectors_reused_text
 
 # badge state -> (css state name)
 UP_TO_DATE, STALE, NEEDS_REINDEX, NOT_INDEXED, UNKNOWN, FAILED = (
@@ -72,6 +72,12 @@ def chunks_text(health: IndexHealth) -> str:
         return f"{health.chunks:,}"
     share = 100 * health.chunks_embedded // health.chunks
     return f"{health.chunks:,} (semantic: {share}% of {health.chunks:,} chunks)"
+
+
+def reused_text(health: IndexHealth) -> str:
+    """"vectors reused: 6,900 of 7,206 (last run)", or "—" before a run embedded anything."""
+    text = vectors_reused_text(health.last_run_reused, health.last_run_vectors)
+    return f"{text} (last run)" if text else "—"
 
 
 def languages_text(languages: dict[str, int], limit: int = 0) -> str:
@@ -139,7 +145,8 @@ class HealthPanel(QWidget):
         form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
         form.setHorizontalSpacing(10)
         form.setVerticalSpacing(4)
-        for key in ("Files", "Chunks", "Languages", "Model", "Encoder", "History", "Size", "Updated", "Created", "Last error"):
+        for key in ("Files", "Chunks", "Languages", "Model", "Encoder", "Vectors", "History", "Size", "Updated",
+                    "Created", "Last error"):
             label = QLabel("—")
             label.setWordWrap(True)
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -147,6 +154,8 @@ class HealthPanel(QWidget):
             form.addRow(f"{key}:", label)
         self.values["Last error"].setObjectName("healthError")
         self.values["Encoder"].setObjectName("healthEncoder")
+        self.values["Vectors"].setToolTip("Vectors the last run took from this data dir's shared cache (the same "
+                                          "chunks in another checkout or an earlier version) instead of embedding them")
 
         self.files = QTreeWidget()
         self.files.setHeaderLabels(["File", "Status"])
@@ -232,6 +241,7 @@ class HealthPanel(QWidget):
         self.values["Encoder"].setText(encoder_text(h))
         self.values["Encoder"].setProperty("error", "GPU NOT USED" in h.encoder_note)  # loud: styled as an error
         self.values["Encoder"].style().polish(self.values["Encoder"])
+        self.values["Vectors"].setText(reused_text(h))
         self.values["History"].setText(h.history or "—")
         self.values["Size"].setText(human_size(h.size_bytes) if h.indexed else "—")
         self.values["Updated"].setText(human_time(h.updated_at))

@@ -65,6 +65,11 @@ def nothing_to_index(skipped_count: int) -> str:
     return f"nothing to index ({skipped_count} files skipped)"
 
 
+def vectors_reused_text(reused: int, total: int) -> str:
+    """"vectors reused: 6,900 of 7,206" (from the data dir's shared vector cache); "" when none were needed."""
+    return f"vectors reused: {reused:,} of {total:,}" if total else ""
+
+
 @dataclass(frozen=True)
 class Signal:
     """One reason behind a reranked score, e.g. ("cosine", 0.62, 0.62, "add") or
@@ -125,6 +130,9 @@ class IndexReport:
     skipped: tuple[SkippedFile, ...] = ()  # every file not indexed, with its reason (failures included)
     failed: dict[str, int] = field(default_factory=dict)  # files that failed by reason ("could not be read": 1)
     message: str = ""  # e.g. "nothing to index (3 files skipped)"
+    # of chunks_embedded, vectors taken from the data dir's shared vector cache (another checkout, an
+    # earlier version) instead of the encoder
+    vectors_reused: int = 0
 
 
 @dataclass(frozen=True)
@@ -169,6 +177,10 @@ class IndexHealth:
     history_until: str = ""  # the newest indexed commit's date, YYYY-MM-DD (UTC)
     run_chunks_done: int = 0  # while a run is under way or was interrupted: chunks committed so far
     run_chunks_total: int = 0  # ... and the chunks the index holds once it is done (0: unknown)
+    # The last run that gave chunks vectors: how many it gave, and how many of them came from the data
+    # dir's shared vector cache instead of the encoder ("vectors reused: 6,900 of 7,206")
+    last_run_vectors: int = 0
+    last_run_reused: int = 0
 
 
 STATES = ("missing", "folder-missing", "empty", "indexing", "resuming", "cancelling", "interrupted", "stale",

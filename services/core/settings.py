@@ -70,6 +70,9 @@ class IndexingSettings(Area):
     reduce_from_chunks: int = Field(20000, ge=0)
     projection_sample: int = Field(1000, ge=1)
     max_seq_length: int = Field(256, ge=1)
+    # Look up each chunk's vector in the data dir's shared vector cache before embedding it
+    # (services/storage/vector_cache.py): another checkout of the same code embeds only what differs.
+    share_vectors: bool = True
     text_window_lines: int = Field(40, ge=1)
     text_window_overlap: int = Field(10, ge=0)
     max_chunk_lines: int = Field(150, ge=1)  # larger classes are split by member

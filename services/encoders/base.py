@@ -6,7 +6,9 @@ unit-length float32 vectors. `create_encoder` builds one from an `EncoderSpec`.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
 import pkgutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +39,23 @@ class Encoder(Protocol):
 
 
 _REGISTRY: dict[str, type] = {}
+_DIGESTS: dict[str, str] = {}  # files' stamps (path, size, mtime) -> the hash of their names and content
+
+
+def content_digest(root: Path, files: list[Path]) -> str:
+    """BLAKE2b-128 of the files' names (relative to `root`) and content; computed once per process for
+    each set of file stamps, so an unchanged model costs a few stats (its identity, for the vector cache)."""
+    stamp = json.dumps([str(root.resolve())] + [(str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns)
+                                                for p in files])
+    if stamp not in _DIGESTS:
+        digest = hashlib.blake2b(digest_size=16)
+        for path in files:
+            digest.update(str(path.relative_to(root)).encode() + b"\0")
+            with open(path, "rb") as handle:
+                while block := handle.read(1 << 20):
+                    digest.update(block)
+        _DIGESTS[stamp] = digest.hexdigest()
+    return _DIGESTS[stamp]
 
 
 def register(cls: type) -> type:

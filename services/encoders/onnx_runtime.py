@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from services.encoders.base import EncoderSpec, register
+from services.encoders.base import EncoderSpec, content_digest, register
 
 log = logging.getLogger(__name__)
 FORMAT = 1  # bump when the export changes
@@ -247,6 +247,9 @@ class OnnxEncoder:
         options.inter_op_num_threads = 1
         self.session = onnxruntime.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
+        # what, besides the model's files, decides its vectors (services/storage/vector_cache.py)
+        self.identity = json.dumps([FORMAT, self.pooling, self.quant, onnxruntime.__version__,
+                                    content_digest(self.path.parent, [self.path])])
         self._dimension = int(self.encode(["dimension"]).shape[1])
 
     @property

@@ -80,6 +80,15 @@ class TorchEncoder:
             log.warning("%s", self.note)
 
     @property
+    def identity(self) -> str:
+        """What, besides the model's files, decides its vectors (services/storage/vector_cache.py)."""
+        import sentence_transformers
+        import torch
+
+        dtype = next(self.model.parameters()).dtype
+        return f"torch {torch.__version__}, sentence-transformers {sentence_transformers.__version__}, {dtype}"
+
+    @property
     def dimension(self) -> int:
         get_dim = (getattr(self.model, "get_embedding_dimension", None)
                    or self.model.get_sentence_embedding_dimension)

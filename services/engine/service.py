@@ -44,6 +44,7 @@ from services.indexing.watcher import (
 )
 from services.storage.error_note import ErrorNote
 from services.storage.workspace_index import CATALOG_FILE, WorkspaceIndex, workspace_root
+from services.storage.vector_cache import CACHE_FILE, VectorCache
 
 log = logging.getLogger(__name__)
 REFERENCE_REFRESH_DELAY = 3.0  # seconds without automatic runs before references are recounted
@@ -110,6 +111,8 @@ class KnowledgeService:
         self.index_embedder = self._embedder("index", threads=self.settings.encoder_threads)
         self.document_embedder = self._embedder("documents", threads=1)  # rerank_documents: never blocks a query
         self._indexes: dict[Path, WorkspaceIndex] = {}
+        # vectors shared by every workspace of the data dir (a clone or worktree embeds only what differs)
+        self.vector_cache = VectorCache(self.data_dir / CACHE_FILE) if self.settings.share_vectors else None
         self._strategies: dict = {}
         self._errors: dict[Path, str] = {}
         self._cache = TTLCache(maxsize=self.settings.cache_size, ttl=self.settings.cache_ttl_seconds)
@@ -167,7 +170,7 @@ class KnowledgeService:
             watch = self._watches.get(index.root)
         if watch is not None:  # an automatic run under way stops after its batch: this run does its work
             watch.stop_run()
-        indexer = Indexer(index, self.index_embedder, self.settings, deliver, cancel)
+        indexer = Indexer(index, self.index_embedder, self.settings, deliver, cancel, self.vector_cache)
         note = ErrorNote(index.folder)
         note.reserve()  # room for the error while there is room: a full disk cannot take a new one
         try:
@@ -468,7 +471,8 @@ class KnowledgeService:
                 return  # a user's run does the work (and reports it)
         watch.emit(WatchEvent(REINDEX_STARTED, root))
         progress = lambda event: watch.emit(WatchEvent(PROGRESS, root, progress=event))  # noqa: E731
-        indexer = Indexer(watch.index, self.index_embedder, self.settings, progress, watch.run_cancel)
+        indexer = Indexer(watch.index, self.index_embedder, self.settings, progress, watch.run_cancel,
+                          self.vector_cache)
         note = ErrorNote(watch.index.folder)
         note.reserve()
         watch.idle.clear()
@@ -568,5 +572,7 @@ class KnowledgeService:
         self._rerank_pool.shutdown(wait=True, cancel_futures=True)
         for index in self._indexes.values():
             index.close()
+        if self.vector_cache is not None:
+            self.vector_cache.close()
         self.owner_lock.release()
 

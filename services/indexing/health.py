@@ -105,6 +105,8 @@ def index_health(index: WorkspaceIndex, settings: Settings, last_error: str = ""
         backend=catalog.get_meta("backend", "torch"), device=catalog.get_meta("device", "cpu"),
         encoder_note=catalog.get_meta("encoder_note"), run_chunks_done=run_done, run_chunks_total=run_total,
         **_history(index),
+        last_run_vectors=int(catalog.get_meta("last_run_vectors", "0") or 0),
+        last_run_reused=int(catalog.get_meta("last_run_reused", "0") or 0),
     )
 
 

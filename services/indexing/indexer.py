@@ -27,11 +27,12 @@ from services.storage.catalog import FORMAT_CHANGES, HASH_CHARS, INDEX_FORMAT, F
 from services.indexing.chunking import chunk_file
 from services.indexing.chunking.references import count_references
 from services.indexing.history import update_history
-from services.encoders.embedder import Embedder
+from services.encoders.embedder import Embedder, chunk_text
 from services.core.errors import IndexStoreError, KnowledgeError, WorkspaceError
 from services.indexing import integrity
 from services.core.models import Chunk, IndexReport, ProgressEvent, SkippedFile, count_by_reason, nothing_to_index
 from services.storage.projection import Projection, sample_positions
+from services.storage.vector_cache import VectorCache
 from services.indexing.scanning import SkipFileError, SourceFile, read_source, scan_workspace
 from services.core.settings import Settings
 from services.storage.workspace_index import WorkspaceIndex
@@ -105,8 +106,12 @@ def short_reason(error: Exception, limit: int = 160) -> str:
 class Indexer:
     def __init__(self, index: WorkspaceIndex, embedder: Embedder, settings: Settings,
                  progress: Callable[[ProgressEvent], None] | None = None,
-                 cancel: threading.Event | None = None) -> None:
+                 cancel: threading.Event | None = None, cache: VectorCache | None = None) -> None:
+        """`cache`: the data dir's shared vector cache (services/storage/vector_cache.py); None embeds
+        every new chunk."""
         self.index = index
+        self.cache = cache
+        self.space: int | None = None  # the encoder's vector space in the cache
         self.embedder = embedder
         self.settings = settings
         self.progress = progress or (lambda event: None)
@@ -116,10 +121,13 @@ class Indexer:
         self.everything = False  # a full rebuild re-embeds every file, replacing each in place
         self.embedded = 0  # chunks embedded and committed
         self.window_embedded = 0  # chunks embedded in the window being written
+        self.reused = 0  # of `embedded`, vectors taken from the shared cache instead of the encoder
+        self.window_reused = 0
         self.total_chunks = self.files_total = self.files_committed = 0
         self.failed: list[SkippedFile] = []  # files whose embedding or storing failed
         self.references_deferred = False  # a quick run leaves the reference counts to refresh_references()
         self.presampled: dict[str, np.ndarray] = {}  # encoder vectors of the projection's sample, by chunk id
+        self.presampled_cached: set[str] = set()  # those of them the shared cache held
         self.found = integrity.SOUND  # what the integrity check at the start of the run found
         self.repaired: list[str] = []  # what the run repaired, to tell the user
         self.resuming = False  # the last run stopped before its end: this one continues it
@@ -148,6 +156,8 @@ class Indexer:
     def _run(self, full: bool, quick: bool) -> IndexReport:
         self._check_root()
         self._prepare_model()  # a missing model fails here, before anything is touched
+        if self.cache is not None:
+            self.space = self.cache.space(self.embedder.vector_space(), self.embedder.dimension)
         if self.cancel.is_set():  # cancelled before it started: nothing touched
             self._emit("cancelled", 0, 0)
             files, chunks = self.index.catalog().counts() if self.index.exists() else (0, 0)
@@ -184,7 +194,7 @@ class Indexer:
         self._note_repairs()
         return IndexReport(
             files_indexed=done, files_unchanged=len(plan.unchanged), files_removed=len(plan.removed),
-            chunks_embedded=self.embedded, chunks_total=chunks,
+            chunks_embedded=self.embedded, chunks_total=chunks, vectors_reused=self.reused,
             seconds=round(time.monotonic() - self.started, 3), cancelled=self.cancel.is_set(),
             rebuilt_reason=rebuilt_reason, skipped=tuple(plan.skipped),
             failed=count_by_reason(s for s in plan.skipped if s.category in FAILURE_REASONS),
@@ -279,7 +289,8 @@ class Indexer:
         for start in range(0, len(sample), ENCODE_SLICE):
             if self.cancel.is_set():
                 return
-            vectors[start:start + ENCODE_SLICE] = self.embedder.encode_chunks(sample[start:start + ENCODE_SLICE])
+            vectors[start:start + ENCODE_SLICE], cached = self._encoded(sample[start:start + ENCODE_SLICE])
+            self.presampled_cached |= {sample[start + i].id for i in cached}
         projection = Projection.fit(vectors, wanted)
         self.index.store().drop()  # nothing is indexed yet: a fresh collection takes the new dimension
         self.index.set_projection(projection)
@@ -470,6 +481,7 @@ class Indexer:
                 self.index.pending.pop(chunk.id, None)
         self.files_committed += len(complete)
         self.embedded += self.window_embedded
+        self.reused += self.window_reused
 
     def _vectors(self, batch: list[Pending], chunks: list[Chunk]) -> tuple[np.ndarray, set[int]]:
         """Embed only chunks whose content is new; reuse stored vectors for the others.
@@ -492,25 +504,59 @@ class Indexer:
         return vectors, ready
 
     def _encode_into(self, vectors: np.ndarray, chunks: list[Chunk], fresh: list[int]) -> set[int]:
-        """Encode in length-sorted slices (less padding), checking for a cancel between slices."""
+        """Take what the shared cache holds, then encode the rest in length-sorted slices (less padding),
+        checking for a cancel between slices."""
         presampled = [i for i in fresh if chunks[i].id in self.presampled]
         if presampled:
             vectors[presampled] = self.index.project(np.stack([self.presampled.pop(chunks[i].id) for i in presampled]))
+        self.window_reused = sum(chunks[i].id in self.presampled_cached for i in presampled)
         done = set(presampled)
+        fresh = [i for i in fresh if i not in done]
+        cached = self._cached([chunks[i] for i in fresh])
+        if cached:
+            hits = [fresh[j] for j in cached]
+            vectors[hits] = self.index.project(np.stack(list(cached.values())))
+            done |= set(hits)
+            self.window_reused += len(hits)
+        self.window_embedded = len(done)
         fresh = sorted((i for i in fresh if i not in done), key=lambda i: len(chunks[i].content))
-        self.window_embedded = len(presampled)
         for start in range(0, len(fresh), ENCODE_SLICE):
             if self.cancel.is_set():
                 return done | set(fresh[:start])
             part = fresh[start:start + ENCODE_SLICE]
             try:
-                vectors[part] = self.index.project(self.embedder.encode_chunks([chunks[i] for i in part]))
+                vectors[part] = self.index.project(self._encode_and_cache([chunks[i] for i in part]))
             except Exception as error:
                 raise StageError("embedded", error) from error
             self.window_embedded += len(part)
             self._emit("embedding", self.files_committed, self.files_total, self.embedded + self.window_embedded,
                        self.total_chunks)
         return done | set(fresh)
+
+    def _cached(self, chunks: list[Chunk]) -> dict[int, np.ndarray]:
+        """The shared cache's (full, unprojected) vectors of `chunks`, by position; none without a cache."""
+        if self.cache is None or not chunks:
+            return {}
+        return self.cache.get(self.space, self.embedder.dimension, [chunk_text(c) for c in chunks])
+
+    def _encode_and_cache(self, chunks: list[Chunk]) -> np.ndarray:
+        """Encode (full vectors) and commit them to the shared cache at once, before any store sees them."""
+        vectors = self.embedder.encode_chunks(chunks)
+        if self.cache is not None:
+            self.cache.put(self.space, [chunk_text(c) for c in chunks], vectors)
+        return vectors
+
+    def _encoded(self, chunks: list[Chunk]) -> tuple[np.ndarray, set[int]]:
+        """The encoder's full vectors of `chunks`, from the shared cache where it has them; and the
+        positions that came from it."""
+        cached = self._cached(chunks)
+        vectors = np.zeros((len(chunks), self.embedder.dimension), dtype=np.float32)
+        misses = [i for i in range(len(chunks)) if i not in cached]
+        for i, vector in cached.items():
+            vectors[i] = vector
+        if misses:
+            vectors[misses] = self._encode_and_cache([chunks[i] for i in misses])
+        return vectors, set(cached)
 
     def _reusable_ids(self, batch: list[Pending]) -> dict[tuple[str, str], str]:
         catalog = self.index.catalog()
@@ -530,6 +576,8 @@ class Indexer:
     def _finish(self, plan: Plan, changed: bool, quick: bool = False) -> None:
         catalog = self.index.catalog()
         catalog.set_skipped(plan.skipped)
+        if self.embedded:  # health tells how many vectors the last run that needed some found in the cache
+            catalog.set_meta(last_run_vectors=str(self.embedded), last_run_reused=str(self.reused))
         changed = changed or references_stale(catalog)
         if changed and quick:
             catalog.set_meta(references_stale="1")

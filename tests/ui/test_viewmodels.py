@@ -26,7 +26,7 @@ from ui.viewmodels.preferences import MAX_RECENT, Preferences, recent_workspaces
 from ui.viewmodels.results import empty_result_text, summary_text, timings_text
 from ui.viewmodels.strategies import fallback_strategies, step_strategy
 from ui.viewmodels.workspace import (
-    ERROR, INDEX, INFO, WARNING, WorkspaceViewModel, health_offer, watch_reaction,
+    ERROR, INDEX, INFO, WARNING, WorkspaceViewModel, health_offer, index_report_text, watch_reaction,
 )
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"
@@ -242,6 +242,9 @@ def test_indexing_sums_up_its_report_and_a_cancelled_run_sets_the_cancel_event(t
     report, text = asyncio.run(run(True))
     assert session.last_report is report
     assert text == "Done in 2.0 s: 3 files indexed, 12 chunks embedded, 1,200 in total (full rebuild: model changed)"
+    assert index_report_text(replace(report, vectors_reused=9), 2.0) == (
+        "Done in 2.0 s: 3 files indexed, 12 chunks embedded, 1,200 in total (full rebuild: model changed); "
+        "vectors reused: 9 of 12")
 
     async def cancelled():
         task = asyncio.ensure_future(session.index(session.workspace, False, print, cancel))

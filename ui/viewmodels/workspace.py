@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from services.core.models import (
     RUNNING_STATES, IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, run_progress_text,
+    vectors_reused_text,
 )
 from services.indexing.watcher import (
     FOLDER_MISSING, PROGRESS, REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WatchEvent,
@@ -111,6 +112,8 @@ def index_report_text(report: IndexReport, seconds: float) -> str:
             f"{report.chunks_embedded} chunks embedded, {report.chunks_total:,} in total")
     if report.rebuilt_reason:
         text += f" (full rebuild: {report.rebuilt_reason})"
+    if report.vectors_reused:
+        text += f"; {vectors_reused_text(report.vectors_reused, report.chunks_embedded)}"
     return text
 
 
