@@ -181,7 +181,7 @@ class Indexer:
         self._remove(plan.removed)
         pending = self._chunk(plan)
         try:
-            self._keywords_first(pending)
+            self._keywords_first(pending, quick)
             self._fit_projection(pending)
             done = self._embed_and_commit(pending)
         finally:
@@ -370,12 +370,14 @@ class Indexer:
             return None
         return Pending(record, chunks)
 
-    def _keywords_first(self, pending: list[Pending]) -> bool:
+    def _keywords_first(self, pending: list[Pending], quick: bool) -> bool:
         """Make keyword search answer over every chunked file at once, while embedding goes on: a
         provisional in-memory keyword table over the new chunks, searched beside the catalogue's
         (which leaves out the files being replaced). Queries find a new chunk in `index.pending` until
-        its file is committed; it has no vector score until then. The run forgets the table at its end."""
-        if not pending or sum(len(p.chunks) for p in pending) < self.settings.early_keyword_min_chunks:
+        its file is committed; it has no vector score until then. The run forgets the table at its end.
+        A big run does it, and a watcher's run whatever its size: an edit is keyword-searchable before
+        its vectors are stored."""
+        if not pending or (not quick and sum(len(p.chunks) for p in pending) < self.settings.early_keyword_min_chunks):
             return False
         self._emit("chunking", len(pending), len(pending), message="keyword index first, then embedding")
         self.index.pending = {c.id: c for p in pending for c in p.chunks}
