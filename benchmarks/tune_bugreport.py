@@ -33,7 +33,9 @@ from services.core.models import QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
 from services.evaluation.metrics import load_qrels, load_queries  # noqa: E402
-from services.retrieval.strategies.bugreport import MATCHED, RANKED, SIGNALS  # noqa: E402
+from services.retrieval.strategies.bugreport import MATCHED, PLAIN, RANKED, SIGNALS  # noqa: E402
+
+BY_PLAIN = {plain: name for name, plain in PLAIN.items()}  # the why panel's words -> the signal's name
 
 LABELS = Path("/work/shared/benchmarks/swe")
 VALUES = [0, 0.25, 0.5, 1, 2, 4]
@@ -65,10 +67,11 @@ def features(result) -> list[dict]:
         row = {"_file": item.chunk.path,  # ("path" is a signal) and the engine's tie-break for equal scores:
                "_tie": (item.original_rank if item.original_rank is not None else float("inf"), item.chunk.id)}
         for signal in item.signals:
-            if signal.name.endswith(" rank"):
-                row[signal.name[:-5]] = signal.value  # the rank among every candidate, before the cut
-            elif signal.name in MATCHED:
-                row[signal.name] = signal.contribution  # weight 1 x value / best
+            name = BY_PLAIN.get(signal.name.partition(": #")[0])  # "similar to the title: #3", "defines a name …"
+            if name in MATCHED:
+                row[name] = signal.contribution  # weight 1 x value / best
+            elif name:
+                row[name] = signal.value  # the rank among every candidate, before the cut
             elif signal.name == "test file":
                 row["test"] = 1.0
         rows.append(row)

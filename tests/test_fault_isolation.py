@@ -292,7 +292,7 @@ def test_ctrl_c_stops_index_within_a_batch_and_leaves_a_consistent_index(tmp_pat
     service = KnowledgeService(data_dir=data)
     try:
         health = asyncio.run(service.health(root))
-        assert health.state == "stale" and 0 < health.files < 300  # the rest is "new", nothing is damaged
+        assert health.state == "interrupted" and 0 < health.files < 300  # stopped: the rest is to do, nothing is damaged
         assert health.chunks_embedded == health.chunks == 8 * health.files
         report = asyncio.run(service.index(root))
         assert report.files_unchanged == health.files and report.chunks_total == 2400

@@ -99,7 +99,10 @@ class ColumnFitter(QObject):
             column = self.model.column_of(title)
             self.table.setColumnHidden(column, title in hidden)
             self.table.setColumnWidth(column, sizes[title])
-        location = max(60, min(full, left - self.MIN_TEXT, int(left * 0.6)))
+        location = min(full, left - self.MIN_TEXT, int(left * 0.6))
+        if location < short:  # not even the file name fits: Symbol gives up to 40 px of its minimum for it
+            location = min(short, left - self.MIN_TEXT + 40)
+        location = max(60, location)
         self.table.setColumnWidth(self.model.column_of("Location"), location)
 
     def location_needs(self) -> tuple[int, int]:

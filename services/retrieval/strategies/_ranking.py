@@ -120,10 +120,12 @@ def apply_signals(signals: Iterable[Signal], start: float = 0.0) -> float:
     return score
 
 
-def explained(candidate: Candidate, signals: Iterable[Signal]) -> Candidate:
-    """The candidate scored by its signals, so the explanation always reproduces the score."""
+def explained(candidate: Candidate, signals: Iterable[Signal], unit: bool = False) -> Candidate:
+    """The candidate scored by its signals, so the explanation always reproduces the score. `unit`: the
+    rows describe a 0-1 score, kept in [0, 1] (summed floats may land a hair outside, 1.0000000000000002)."""
     signals = tuple(signals)
-    return replace(candidate, score=apply_signals(signals), signals=signals)
+    score = apply_signals(signals)
+    return replace(candidate, score=min(1.0, max(0.0, score)) if unit else score, signals=signals)
 
 
 def cosine_signal(candidate: Candidate) -> Signal:

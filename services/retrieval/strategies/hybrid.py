@@ -69,7 +69,7 @@ class HybridFusionStrategy(BaseStrategy):
             signals += path_prior(merged[chunk_id].chunk.path, s.path_prior_patterns, s.path_prior_factor)
         raw = {chunk_id: apply_signals(signals) for chunk_id, signals in fused.items()}
         low, high = min(raw.values(), default=0.0), max(raw.values(), default=0.0)
-        return best_first(explained(merged[i], scaled_signals(fused[i], low, high)) for i in fused)
+        return best_first(explained(merged[i], scaled_signals(fused[i], low, high), unit=True) for i in fused)
 
 
 def _semantic_score(candidate: Candidate) -> float:

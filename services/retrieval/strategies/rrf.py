@@ -59,4 +59,4 @@ class ReciprocalRankFusionStrategy(BaseStrategy):
         fused = [self.rank_signals(i + 1, keyword_rank[i], frequencies[i]) for i in range(len(candidates))]
         raw = [apply_signals(f) for f in fused]
         low, high = min(raw), max(raw)
-        return best_first(explained(c, scaled_signals(f, low, high)) for c, f in zip(candidates, fused))
+        return best_first(explained(c, scaled_signals(f, low, high), unit=True) for c, f in zip(candidates, fused))
