@@ -74,8 +74,9 @@ async def chunk_rankings(folder: Path, queries: list[dict], data_dir: Path, stra
     runs = json.loads(cache.read_text()) if cache.exists() else {}
     missing = [s for s in strategies if s not in runs]
     if missing:
+        from services.core.settings import settings_from_env
         from services.engine.service import KnowledgeService  # late: only a first run needs the model
-        service = KnowledgeService(data_dir=data_dir)
+        service = KnowledgeService(settings_from_env(), data_dir=data_dir)  # KE_* variables apply (e.g. KE_BUGREPORT_*)
         try:
             await service.index(folder)
             for strategy in missing:
