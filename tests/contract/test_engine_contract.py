@@ -205,10 +205,12 @@ async def test_a_busy_data_dir_raises_index_busy_naming_the_owner(kind, tmp_path
 
 # --- the same index gives the same answers everywhere ---
 def comparable(value) -> object:
-    """JSON of a result without what differs by run (timings, cache) or by copy (the folder's path)."""
+    """JSON of a result without what differs by run (timings, cache, vectors the last run found in the data
+    dir's shared cache) or by copy (the folder's path)."""
     data = codec.encode(value)
     if isinstance(data, dict):
-        for key in ("timings_ms", "cache_hit", "workspace", "created_at", "updated_at", "size_bytes"):
+        for key in ("timings_ms", "cache_hit", "workspace", "created_at", "updated_at", "size_bytes",
+                    "last_run_reused"):
             data.pop(key, None)
     return data
 
