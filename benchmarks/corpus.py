@@ -64,6 +64,9 @@ class StandInEmbedder(Embedder):
     def dimension(self) -> int:
         return self._dimension
 
+    def vector_space(self) -> str:  # its own space in the shared vector cache
+        return f"stand-in-blake2b-{self._dimension}"
+
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self._dimension), dtype=np.float32)

@@ -105,6 +105,9 @@ class StandInEmbedder(Embedder):
     def dimension(self) -> int:
         return 384
 
+    def vector_space(self) -> str:  # its own space in the shared vector cache
+        return "stand-in-sha256-384"
+
     def encode(self, texts: list[str]) -> np.ndarray:
         seeds = [int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little") for t in texts]
         vectors = np.stack([np.random.default_rng(s).standard_normal(384) for s in seeds]) if texts else \
