@@ -17,6 +17,7 @@ import torch
 from services.encoders import device as device_module
 from services.encoders.base import EncoderSpec
 from services.encoders.device import MAX_GPU_BATCH, MIN_GPU_BATCH, choose_device, gpu_batch_size, unused_gpu_note
+from services.encoders import embedder as embedder_module
 from services.encoders.embedder import Embedder, bundled_model_path
 from services.encoders import torch_backend
 from services.encoders.torch_backend import PROBE, TorchEncoder, encode_pipelined, pick_precision
@@ -115,6 +116,7 @@ def test_fp16_on_the_probe_is_kept_or_falls_back_to_fp32_with_a_note(monkeypatch
 @pytest.mark.slow
 def test_an_idle_gpu_is_logged_and_named_in_the_encoders_note(monkeypatch, caplog):
     monkeypatch.setattr(device_module, "torch_devices", lambda: {"cuda": True, "mps": False})  # FAKE GPU
+    monkeypatch.setattr(embedder_module, "_WARNED", set())  # logged once per process: another test may have
     with caplog.at_level(logging.WARNING, logger="services.encoders.embedder"):
         embedder = Embedder("all-MiniLM-L6-v2", backend="torch", device="cpu", role="gpu-path-idle")
         assert embedder.device_used == "cpu" and embedder.note.startswith("GPU NOT USED")
