@@ -68,6 +68,16 @@ def git(repo: Path, *args: str, when: int | None = None) -> None:
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
 
 
+async def test_file_answers_name_source_files_unless_the_filter_asks_for_prose(sample):
+    service, workspace = sample
+    question = "Notes are saved to disk as one JSON file per note"  # README.md's own words
+    answer = await service.find_files(question, QueryOptions(workspace=str(workspace)), 10)
+    assert answer.files and not any(f.path.endswith((".md", ".txt")) for f in answer.files)
+    prose = await service.find_files(question, QueryOptions(workspace=str(workspace), languages=("markdown",)), 10)
+    assert "README.md" in [f.path for f in prose.files]
+    assert all(f.path.endswith(".md") for f in prose.files)
+
+
 async def test_a_commit_votes_for_its_file_only_when_made_before_the_cut_off(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()

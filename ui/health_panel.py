@@ -188,6 +188,7 @@ class HealthPanel(QWidget):
         self.progress_label.setWordWrap(True)  # a long "Done in ..." line must not widen the panel
 
         self.running = ""  # "user" (a run the window started), "auto" (the engine's catch-up or watcher run), ""
+        self._after_run = False  # a run just ended: the health on hand predates it, a new one is being read
         buttons = QHBoxLayout()
         buttons.addWidget(self.reindex_button)
         buttons.addWidget(self.rebuild_button)
@@ -228,6 +229,8 @@ class HealthPanel(QWidget):
         text, state = badge_for(health)
         if self.running and state != BUSY:  # a run this window knows of is under way: the badge says so
             text, state = self._busy_text(), BUSY
+        elif self._after_run:
+            text, state = "checking…", BUSY
         self._set_badge(text, state)
         self.badge.setToolTip(health.message if health is not None else "")
         self.workspace_label.setText(health.workspace if health else "Open a workspace to see its index")
@@ -301,10 +304,19 @@ class HealthPanel(QWidget):
             return
         self.running = ""
         self.cancel_button.setEnabled(False)
-        self.set_health(self.health)
+        self._checking_after_run()
         if self.progress.maximum() == 0:
             self.progress.setRange(0, 1)
             self.progress.setValue(0)
+
+    def _checking_after_run(self) -> None:
+        """The badge leaves "indexing…" for "checking…": the health from before the run is out of date,
+        and the window reads it again (a failed read shows why)."""
+        self._after_run = True
+        try:
+            self.set_health(self.health)
+        finally:
+            self._after_run = False
 
     def indexing_started(self, full: bool) -> None:
         self.running = "user"
@@ -334,7 +346,7 @@ class HealthPanel(QWidget):
     def indexing_finished(self, message: str) -> None:
         self.running = ""
         self.cancel_button.setEnabled(False)
-        self.set_health(self.health)  # the badge leaves "indexing…" even if no new health follows
+        self._checking_after_run()
         if self.progress.maximum() == 0:
             self.progress.setRange(0, 1)
             self.progress.setValue(0)

@@ -294,9 +294,9 @@ class Catalog:
         with self._lock:
             return words.ranked(self._db, tokens, limit)
 
-    def weighted(self, weights: dict[str, float]):
+    def weighted(self, weights: dict[str, float], limit: int) -> list[tuple[int, float]]:
         with self._lock:
-            return words.weighted(self._db, weights)
+            return words.weighted(self._db, weights, limit)
 
     def refs(self, rowids: list[int]) -> dict[int, tuple[str, str]]:
         """(chunk id, path) by chunk row."""

@@ -8,18 +8,22 @@ It is contentless (the chunk text is already in the catalogue): a delete names t
 added with, worked out again from the catalogue's text, so TOKENS_VERSION must change with code_tokens.
 
 Scores are FTS5's bm25() (k1 1.2, b 0.75), negated so higher is better. Query tokens are quoted, so
-no FTS syntax can be injected. While a run embeds many chunks, a provisional in-memory table over
+no FTS syntax can be injected. FTS5 scores every row a question's words reach, so a long question
+(a bug report's 200 words reach every chunk) is answered by its most telling words, as Lucene's
+MoreLikeThis picks them: count in the question x IDF, best first, until they reach MAX_ROWS rows
+(`telling`); a short question of rarer words is scored whole. While a run embeds many chunks, a provisional in-memory table over
 the chunks waiting for their vectors answers beside the catalogue's (`stage`, `forget`).
 """
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-import numpy as np
 
 from services.core.models import Chunk
 from services.core.text import code_tokens
@@ -29,6 +33,9 @@ TOKENS_VERSION = "1"  # change with code_tokens: an index with another version i
 CREATE = (f"CREATE VIRTUAL TABLE {TABLE} USING fts5(words, content='', "
           "tokenize=\"unicode61 remove_diacritics 0 tokenchars '_'\")")
 MAP_BATCH = 256  # hits mapped to chunk ids at a time while a filter drops some
+MAX_ROWS = 60_000  # rows (summed over words) a question's words may reach before the least telling are dropped
+MIN_WORDS = 4  # the most telling words are kept whatever they reach
+VOCAB = "temp.chunk_vocab"  # FTS5's own per-word row counts, per connection
 
 
 def words(qualified_name: str, docstring: str, content: str) -> str:
@@ -41,7 +48,8 @@ def chunk_words(chunk: Chunk) -> str:
 
 
 def query_tokens(text: str) -> list[str]:
-    return list(dict.fromkeys(code_tokens(text)))
+    """The question's tokens, repeats kept (they count towards which words are most telling)."""
+    return code_tokens(text)
 
 
 def _phrase(token: str) -> str:
@@ -65,8 +73,30 @@ def remove_all(db: sqlite3.Connection) -> None:
     db.execute(f"INSERT INTO {TABLE}({TABLE}) VALUES ('delete-all')")
 
 
+def telling(db: sqlite3.Connection, weights: dict[str, float]) -> list[str]:
+    """The tokens worth scoring: all while they reach at most MAX_ROWS rows, else the most telling
+    (weight x IDF, best first) until they reach MAX_ROWS (the first MIN_WORDS whatever they reach)."""
+    if len(weights) <= MIN_WORDS:
+        return list(weights)
+    db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCAB} USING fts5vocab(main, {TABLE}, row)")
+    rows = dict(db.execute(f"SELECT term, doc FROM {VOCAB} WHERE term IN ({','.join('?' * len(weights))})",
+                           list(weights)).fetchall())
+    if sum(rows.values()) <= MAX_ROWS:
+        return [t for t in weights if t in rows]
+    total = row_count(db)
+    idf = {t: math.log((total - n + 0.5) / (n + 0.5)) for t, n in rows.items()}
+    kept, reached = [], 0
+    for token in sorted(rows, key=lambda t: (-weights[t] * idf[t], t)):
+        if len(kept) < MIN_WORDS or reached + rows[token] <= MAX_ROWS:
+            kept.append(token)
+            reached += rows[token]
+    return kept
+
+
 def ranked(db: sqlite3.Connection, tokens: list[str], limit: int | None) -> list[tuple[int, float]]:
-    """(rowid, BM25 score) of rows holding any token, best first; all of them when limit is None."""
+    """(rowid, BM25 score) of rows holding any of the question's telling tokens (a token's weight: its
+    count in the question), best first; all of them when limit is None."""
+    tokens = telling(db, dict(Counter(tokens)))
     if not tokens:
         return []
     sql = f"SELECT rowid, -rank FROM {TABLE} WHERE {TABLE} MATCH ? ORDER BY rank"
@@ -76,13 +106,20 @@ def ranked(db: sqlite3.Connection, tokens: list[str], limit: int | None) -> list
     return db.execute(sql, params).fetchall()
 
 
-def weighted(db: sqlite3.Connection, weights: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
-    """(rowids, scores): sum over tokens of weight x that token's BM25 score, over rows holding any."""
-    total: dict[int, float] = {}
-    for token, weight in weights.items():
-        for rowid, score in db.execute(f"SELECT rowid, -rank FROM {TABLE} WHERE {TABLE} MATCH ?", (_phrase(token),)):
-            total[rowid] = total.get(rowid, 0.0) + weight * score
-    return np.fromiter(total.keys(), np.int64, len(total)), np.fromiter(total.values(), np.float64, len(total))
+def weighted(db: sqlite3.Connection, weights: dict[str, float], limit: int) -> list[tuple[int, float]]:
+    """(rowid, score) of the `limit` best rows, score = sum over the telling tokens of weight x that token's
+    BM25 score. FTS5's bm25() of an OR query is the sum of its words' scores: one query per distinct weight,
+    summed by SQLite."""
+    groups: dict[float, list[str]] = {}
+    for token in telling(db, weights):
+        groups.setdefault(weights[token], []).append(token)
+    if not groups:
+        return []
+    each = f"SELECT rowid AS row, -rank * ? AS score FROM {TABLE} WHERE {TABLE} MATCH ?"
+    sql = (f"SELECT row, SUM(score) AS total FROM ({' UNION ALL '.join([each] * len(groups))}) "
+           "GROUP BY row ORDER BY total DESC, row LIMIT ?")
+    params = [x for weight, tokens in groups.items() for x in (weight, " OR ".join(map(_phrase, tokens)))]
+    return db.execute(sql, [*params, limit]).fetchall()
 
 
 def verify(db: sqlite3.Connection) -> None:
@@ -99,7 +136,7 @@ class Searchable(Protocol):
 
     def ranked(self, tokens: list[str], limit: int | None) -> list[tuple[int, float]]: ...
 
-    def weighted(self, weights: dict[str, float]) -> tuple[np.ndarray, np.ndarray]: ...
+    def weighted(self, weights: dict[str, float], limit: int) -> list[tuple[int, float]]: ...
 
     def refs(self, rowids: list[int]) -> dict[int, tuple[str, str]]: ...
 
@@ -119,9 +156,9 @@ class Provisional:
         with self._lock:
             return ranked(self._db, tokens, limit)
 
-    def weighted(self, weights: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
+    def weighted(self, weights: dict[str, float], limit: int) -> list[tuple[int, float]]:
         with self._lock:
-            return weighted(self._db, weights)
+            return weighted(self._db, weights, limit)
 
     def refs(self, rowids: list[int]) -> dict[int, tuple[str, str]]:
         return {r: (self.ids[r], "") for r in rowids}
@@ -175,10 +212,15 @@ class KeywordIndex:
         for source in (self._catalog(), staged):
             if source is None:
                 continue
-            rowids, scores = source.weighted(weights)
-            order = np.argsort(-scores, kind="stable")
-            rows = [(int(rowids[i]), float(scores[i])) for i in order]
-            hits += _first(rows, k, source.refs, self._acceptor(None, staged if source is not staged else None))
+            accept = self._acceptor(None, staged if source is not staged else None)
+            limit = k if accept is None else max(4 * k, MAP_BATCH)
+            while True:  # the staged files' committed chunks may drop many: widen until k are kept
+                rows = source.weighted(weights, limit)
+                found = _first(rows, k, source.refs, accept)
+                if len(found) == k or len(rows) < limit:
+                    break
+                limit *= 16
+            hits += found
         return _best(hits, k)
 
     @staticmethod

@@ -40,4 +40,6 @@ def test_an_error_badge_replaces_indexing_when_a_run_fails(qtbot):
     panel.indexing_started(False)
     assert panel.badge.text() == "indexing…"
     panel.indexing_finished("Indexing failed")
+    assert panel.badge.text() == "checking…"  # the health from before the run is not shown as current
+    panel.set_health(failed)  # the window reads the health again after every run
     assert panel.badge.text() == "error" and "does not exist" in panel.values["Last error"].text()

@@ -131,6 +131,7 @@ class WorkspaceViewModel:
         self.last_report: IndexReport | None = None
         self.cancel_event: threading.Event | None = None
         self.progress_events: list[ProgressEvent] = []
+        self.runs_ended = 0  # the window's index runs ended so far: a health read before one ended is stale
         self.closed = False
 
     # --- workspace ---
@@ -145,9 +146,12 @@ class WorkspaceViewModel:
 
     async def load(self, path: str, show_health: Callable[[IndexHealth], None],
                    show_symbols: Callable[[list[str]], None], on_event: Callable[[WatchEvent], None]) -> IndexHealth:
-        """Read `path`'s health; while it is still the open workspace, show it, its symbols, and watch it."""
+        """Read `path`'s health; while it is still the open workspace, show it, its symbols, and watch it.
+        A health read while an index run ended is not shown: it predates the run, and the run's end reads
+        the health again."""
+        runs_ended = self.runs_ended
         health = await self.engine.health(path)
-        if path != self.workspace:
+        if path != self.workspace or self.runs_ended != runs_ended:
             return health
         self.health = health
         show_health(health)
@@ -210,6 +214,7 @@ class WorkspaceViewModel:
             raise
         finally:
             self.cancel_event = None
+            self.runs_ended += 1
         self.last_report = report
         return report, index_report_text(report, report.seconds or (time.monotonic() - started))
 

@@ -168,7 +168,15 @@ def path_prior(path: str, patterns: str, factor: float) -> list[Signal]:
     folder) and the factor is not 1; else nothing."""
     if factor == 1.0:
         return []
+    pattern = _demoting_pattern(path, patterns)
+    return [Signal("demoted path", factor, factor, "mul", f"matches {pattern} (tests, examples, docs, generated)")] \
+        if pattern else []
+
+
+@lru_cache(maxsize=65536)
+def _demoting_pattern(path: str, patterns: str) -> str | None:
+    """The first glob the path matches (a pool holds many chunks of one file: asked once per file)."""
     for pattern in _prior_patterns(patterns):
         if fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(path, f"*/{pattern}"):
-            return [Signal("demoted path", factor, factor, "mul", f"matches {pattern} (tests, examples, docs, generated)")]
-    return []
+            return pattern
+    return None
