@@ -28,7 +28,7 @@ from services.core.models import QueryOptions  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
 from services.evaluation.metrics import load_queries, percentile  # noqa: E402
 
-NON_NEURAL = "none,keyword-boost,metadata,hybrid,bug-report"
+NON_NEURAL = "none,keyword-boost,heuristic,metadata,rrf,hybrid,bug-report"
 
 
 async def main() -> None:

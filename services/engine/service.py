@@ -22,7 +22,7 @@ from cachetools import TTLCache
 from services.evaluation import labels
 from services.storage.history_store import CommitIndex
 from services.retrieval import context, search_steps
-from services.retrieval.file_answer import POOL, FileRanker, files_from_chunks
+from services.retrieval.file_answer import POOL, PROSE, FileRanker, files_from_chunks
 from services.retrieval.multi import check_workspaces, merge
 from services.retrieval.search import Searcher
 from services.encoders.embedder import Embedder
@@ -84,9 +84,6 @@ def _history(index: WorkspaceIndex) -> tuple[CommitIndex | None, str]:
     return commits, f"{len(commits.commits):,} commits"
 
 
-PROSE = frozenset({"text", "markdown"})  # left out of file answers unless the language filter names them
-
-
 def _allowed_files(index: WorkspaceIndex, options: QueryOptions) -> set[str] | None:
     """The indexed files the query's path glob and languages allow (None: no filter)."""
     if not options.path_glob.strip() and not options.languages:
@@ -94,17 +91,6 @@ def _allowed_files(index: WorkspaceIndex, options: QueryOptions) -> set[str] | N
     files = index.catalog().files()
     paths = search_steps.allowed_paths(sorted(files), options.path_glob) if options.path_glob.strip() else files
     return {p for p in paths if not options.languages or files[p].language in options.languages}
-
-
-def _answer_files(index: WorkspaceIndex, options: QueryOptions) -> set[str] | None:
-    """The files a file answer may name: those the filters allow, and without a language filter only source
-    files (a changelog or README that every fix touches is not where to look) when the workspace has any."""
-    allowed = _allowed_files(index, options)
-    if options.languages:
-        return allowed
-    files = index.catalog().files()
-    code = {p for p in (files if allowed is None else allowed) if files[p].language not in PROSE}
-    return code if code or allowed is not None else None
 
 
 class KnowledgeService:
@@ -318,7 +304,9 @@ class KnowledgeService:
 
     def _file_answer(self, index: WorkspaceIndex, result: QueryResult, options: QueryOptions, max_files: int,
                      before: int | None) -> FileAnswer:
-        return self._file_ranker(index).answer(result, max_files, before, _answer_files(index, options))
+        ranker = self._file_ranker(index)
+        allowed = _allowed_files(index, options)
+        return ranker.answer(result, max_files, before, allowed if options.languages else ranker.source_files(allowed))
 
     def _file_ranker(self, index: WorkspaceIndex) -> FileRanker:
         """The file-level index of the index's current state: built on first use after each change."""
@@ -329,7 +317,8 @@ class KnowledgeService:
         if cached is not None and cached[0] == state:
             return cached[1]
         commits, note = _history(index)
-        ranker = FileRanker(files_from_chunks(catalog.chunks()), commits, note)
+        prose = {path for path, record in catalog.files().items() if record.language in PROSE}
+        ranker = FileRanker(files_from_chunks(catalog.chunks()), commits, note, prose)
         with self._lock:
             self._file_rankers[index.root] = (state, ranker)
         return ranker

@@ -19,6 +19,7 @@ from services.retrieval import file_ranking as fr
 CHUNK_WEIGHT = 1.0  # the strategy's chunk evidence, beside the file-level weights tuned without it
 POOL = 100  # chunks the strategy ranks for a file answer
 BEST_CHUNKS = 3  # chunks shown per file
+PROSE = frozenset({"text", "markdown"})  # languages left out of file answers unless the language filter names them
 NOTE_TERMS = 4  # terms named in a note
 # `commits`: a services.indexing.history.CommitIndex (commits, weighted_scores, first_seen); retrieval
 # does not import indexing (a sibling layer), the engine passes it in.
@@ -46,10 +47,19 @@ def evidence(ranked: list[ResultChunk]) -> list[tuple[str, float]]:
 class FileRanker:
     """One index state's file-level ranking (build once, ask many questions)."""
 
-    def __init__(self, files: dict[str, str], commits=None, history: str = "") -> None:
+    def __init__(self, files: dict[str, str], commits=None, history: str = "", prose: set[str] = frozenset()) -> None:
         self.index = fr.FileIndex(files)
+        self.prose = prose  # the paths of text and Markdown files
         self.commits = commits if commits is not None and commits.commits else None
         self.history = history  # what the history is, or why there is none
+
+    def source_files(self, allowed: set[str] | None) -> set[str] | None:
+        """The files an answer may name without a language filter: source files (a changelog that every fix
+        touches, a README, is not where to look), unless the workspace (or the filter) leaves nothing else."""
+        if not self.prose:
+            return allowed
+        source = (set(self.index.paths) if allowed is None else allowed) - self.prose
+        return source if source else allowed
 
     def answer(self, result: QueryResult, max_files: int, before: int | None = None,
                allowed: set[str] | None = None) -> FileAnswer:

@@ -27,6 +27,8 @@ from services.storage.workspace_index import WorkspaceIndex
 
 Encode = Callable[[list[str]], np.ndarray]  # texts -> encoder vectors (before the index's projection)
 
+KEYWORD_POOL = 200  # BM25 candidates at most: deep keyword hits rarely reach a fused top (each costs a chunk read)
+
 
 class IndexContext:
     """The StrategyContext of one workspace index: read-only access for strategies."""
@@ -104,7 +106,7 @@ class Searcher:
         paths = steps.allowed_paths(index.paths(), options.path_glob) if options.path_glob.strip() else None
         allowed = None if paths is None and not options.languages else self.allowed_ids(paths, options)
         hits = index.store().search(vector.tolist(), pool, allowed)
-        keyword_hits = index.keywords.search(question, pool, allowed) if with_keywords else []
+        keyword_hits = index.keywords.search(question, min(pool, KEYWORD_POOL), allowed) if with_keywords else []
         chunks = index.chunks([i for i, _ in hits] + [i for i, _ in keyword_hits])
         floor = options.min_relevance * self.settings.prefetch_threshold_factor
         semantic = steps.semantic_candidates(hits, chunks, floor)

@@ -10,8 +10,8 @@ added with, worked out again from the catalogue's text, so TOKENS_VERSION must c
 Scores are FTS5's bm25() (k1 1.2, b 0.75), negated so higher is better. Query tokens are quoted, so
 no FTS syntax can be injected. FTS5 scores every row a question's words reach, so a long question
 (a bug report's 200 words reach every chunk) is answered by its most telling words, as Lucene's
-MoreLikeThis picks them: count in the question x IDF, best first, until they reach MAX_ROWS rows
-(`telling`); a short question of rarer words is scored whole. While a run embeds many chunks, a provisional in-memory table over
+MoreLikeThis picks them: count in the question x IDF, best first, until they reach MAX_ROWS rows or
+MAX_WORDS words (`telling`); a short question of rarer words is scored whole. While a run embeds many chunks, a provisional in-memory table over
 the chunks waiting for their vectors answers beside the catalogue's (`stage`, `forget`).
 """
 
@@ -33,8 +33,9 @@ TOKENS_VERSION = "1"  # change with code_tokens: an index with another version i
 CREATE = (f"CREATE VIRTUAL TABLE {TABLE} USING fts5(words, content='', "
           "tokenize=\"unicode61 remove_diacritics 0 tokenchars '_'\")")
 MAP_BATCH = 256  # hits mapped to chunk ids at a time while a filter drops some
-MAX_ROWS = 60_000  # rows (summed over words) a question's words may reach before the least telling are dropped
+MAX_ROWS = 40_000  # rows (summed over words) a question's words may reach before the least telling are dropped
 MIN_WORDS = 4  # the most telling words are kept whatever they reach
+MAX_WORDS = 32  # and at most this many (FTS5's bm25() costs rows reached x words asked)
 VOCAB = "temp.chunk_vocab"  # FTS5's own per-word row counts, per connection
 
 
@@ -74,14 +75,14 @@ def remove_all(db: sqlite3.Connection) -> None:
 
 
 def telling(db: sqlite3.Connection, weights: dict[str, float]) -> list[str]:
-    """The tokens worth scoring: all while they reach at most MAX_ROWS rows, else the most telling
-    (weight x IDF, best first) until they reach MAX_ROWS (the first MIN_WORDS whatever they reach)."""
+    """The tokens worth scoring: all while they are at most MAX_WORDS reaching at most MAX_ROWS rows, else
+    the most telling (weight x IDF, best first) within both bounds (the first MIN_WORDS whatever they reach)."""
     if len(weights) <= MIN_WORDS:
         return list(weights)
     db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCAB} USING fts5vocab(main, {TABLE}, row)")
     rows = dict(db.execute(f"SELECT term, doc FROM {VOCAB} WHERE term IN ({','.join('?' * len(weights))})",
                            list(weights)).fetchall())
-    if sum(rows.values()) <= MAX_ROWS:
+    if sum(rows.values()) <= MAX_ROWS and len(rows) <= MAX_WORDS:
         return [t for t in weights if t in rows]
     total = row_count(db)
     idf = {t: math.log((total - n + 0.5) / (n + 0.5)) for t, n in rows.items()}
@@ -90,6 +91,8 @@ def telling(db: sqlite3.Connection, weights: dict[str, float]) -> list[str]:
         if len(kept) < MIN_WORDS or reached + rows[token] <= MAX_ROWS:
             kept.append(token)
             reached += rows[token]
+        if len(kept) == MAX_WORDS:
+            break
     return kept
 
 
