@@ -8,7 +8,7 @@ file index build), then times every query (each with its `before`, if any): wall
 process's CPU time per answer (every thread; on a machine shared with other work, what the answer costs
 rather than how long it waited). Prints the index size too.
 
---stand-in indexes and asks with hash vectors instead of the model (benchmarks/real_code_sweep.StandInEmbedder:
+--stand-in indexes and asks with hash vectors instead of the model (benchmarks/corpus.StandInEmbedder:
 every other part of indexing and answering is the app's; the vector search costs the same per query, but its
 ranking means nothing); use it when the machine cannot embed 36,000 chunks in the time there is.
 """
@@ -42,8 +42,8 @@ async def main() -> None:
     args = ap.parse_args()
     service = KnowledgeService(data_dir=args.data_dir)
     if args.stand_in:
-        from benchmarks.real_code_sweep import StandInEmbedder
-        service.embedder = service.index_embedder = StandInEmbedder("stand-in-hash-vectors")
+        from benchmarks.corpus import StandInEmbedder
+        service.embedder = service.index_embedder = StandInEmbedder()
     rows = []
     try:
         start = time.perf_counter()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import sys
 import tempfile
 import time
@@ -23,16 +22,13 @@ import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
-
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.corpus import StandInEmbedder  # noqa: E402
 from benchmarks.record import engine_settings, record  # noqa: E402
 from services.core.models import count_by_reason  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
-from services.encoders.embedder import Embedder  # noqa: E402
 from services.indexing.chunking import chunk_file  # noqa: E402
 from services.indexing.scanning import SkipFileError, read_source, scan_workspace  # noqa: E402
 
@@ -95,26 +91,6 @@ def print_sweep(sweeps: list[Sweep]) -> None:
             print("  CRASHES: " + ", ".join(f"{n} {kind}" for kind, n in s.crashes.most_common()))
 
 
-class StandInEmbedder(Embedder):
-    """Unit vectors from a hash of the text (no model): for checking the rest of indexing only."""
-
-    def load(self):  # what the index records as the encoder it was built with
-        return SimpleNamespace(name="stand-in", device="cpu", dimension=384, note="")
-
-    @property
-    def dimension(self) -> int:
-        return 384
-
-    def vector_space(self) -> str:  # its own space in the shared vector cache
-        return "stand-in-sha256-384"
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        seeds = [int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little") for t in texts]
-        vectors = np.stack([np.random.default_rng(s).standard_normal(384) for s in seeds]) if texts else \
-            np.zeros((0, 384))
-        return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True).clip(1e-9)).astype(np.float32)
-
-
 def sweep_row(s: Sweep) -> dict:
     return {"corpus": s.corpus, "files": s.files, "chunks": s.chunks, "scan s": round(s.scan_seconds, 1),
             "total s": round(s.seconds, 1), "files/s": round(s.files / max(s.seconds, 1e-9)),
@@ -127,7 +103,7 @@ async def index_snapshots(roots: list[Path], data_dir: Path, stand_in: bool, set
 
     service = KnowledgeService(settings, data_dir=data_dir)
     if stand_in:
-        service.index_embedder = StandInEmbedder("stand-in-hash-vectors")
+        service.index_embedder = StandInEmbedder()
     rows = []
     try:
         await asyncio.to_thread(service.index_embedder.load)

@@ -1,0 +1,116 @@
+"""The app's own evaluation (what `knowledge-explorer eval` prints), recorded for benchmarks/README.md.
+
+    python benchmarks/app_eval.py cosqa   [--data-dir /tmp/ke-cosqa]   # CoSQA dev, chunk level
+    python benchmarks/app_eval.py files   [--data-dir /tmp/ke-swe]     # pytest and Sphinx, file level
+
+`cosqa`: the 500 dev questions over the 6,267 functions (each function a file of a corpus workspace), top_k
+100, chunk level. `files`: the SWE issues of pytest and Sphinx answered by `find_files` (each query's `before`
+cuts the history), over the snapshots at <root>/<repo> (`git clone -b snapshot …/history.bundle`, as
+benchmarks/file_level.py clones them), all files the app indexes there. Every question goes through
+KnowledgeService with the app's defaults: the real model, onnx-int8, the default file-level weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.record import engine_settings, record  # noqa: E402
+from services.core.settings import Settings  # noqa: E402
+from services.engine.service import KnowledgeService  # noqa: E402
+from services.evaluation.metrics import (  # noqa: E402
+    CorpusDocIds, WorkspaceDocIds, corpus_workspace, evaluate, load_corpus, load_qrels, load_queries,
+    materialise_corpus,
+)
+
+BENCH = Path("/work/shared/benchmarks")
+
+
+def judged(queries, qrels):
+    """The queries with a relevant document (as `eval` keeps them)."""
+    return [q for q in queries if any(g > 0 for g in qrels.get(q.id, {}).values())]
+STRATEGIES = "none,keyword-boost,rrf,hybrid,heuristic,metadata,bug-report"
+
+
+def rows(report, label: str) -> list[dict]:
+    out = []
+    best = report.recommend()
+    for name, strat in report.strategies.items():
+        m = strat.metrics
+        p = report.p_value(name)
+        row = {"set": label, "strategy": name, "MRR@10": f"{m['mrr@10']:.3f}", "R@10": f"{m['r@10']:.3f}",
+               "nDCG@10": f"{m['ndcg@10']:.3f}",
+               "Δ MRR@10 vs none": "" if name == "none" else f"{report.delta(name, 'mrr@10'):+.3f}",
+               "p vs none": "" if p is None else f"{p:.2g}", "W/T/L": "", "recommended": ""}
+        if name != "none":
+            row["W/T/L"] = "/".join(map(str, report.wins_losses(name)))
+        if name == best.strategy:
+            row["recommended"] = "yes"
+        out.append(row)
+    return out
+
+
+async def cosqa(service: KnowledgeService, names: list[str]) -> list[dict]:
+    root = BENCH / "cosqa"
+    queries, qrels = load_queries(root / "queries_dev.jsonl"), load_qrels(root / "qrels_dev.tsv")
+    items = load_corpus(root / "corpus.jsonl")
+    workspace = corpus_workspace(service.data_dir, root / "corpus.jsonl")
+    mapping = materialise_corpus(items, workspace)
+    await service.index(workspace)
+    report = await evaluate(service, judged(queries, qrels), qrels, names, workspace, 100,
+                            doc_id_for=CorpusDocIds(mapping),
+                            documents=len(items))
+    return rows(report, "CoSQA dev (500)")
+
+
+async def files(service: KnowledgeService, names: list[str], root: Path) -> list[dict]:
+    out = []
+    for repo in ("pytest", "sphinx"):
+        folder = root / repo
+        if not folder.exists():
+            subprocess.run(["git", "clone", "-q", "-b", "snapshot", str(BENCH / "swe" / repo / "history.bundle"),
+                            str(folder)], check=True)
+        queries = load_queries(BENCH / "swe" / repo / "queries.jsonl")
+        qrels = load_qrels(BENCH / "swe" / repo / "qrels.tsv")
+        await service.index(folder)
+        health = await service.health(folder)
+        report = await evaluate(service, judged(queries, qrels), qrels, names, folder, 100,
+                                doc_id_for=WorkspaceDocIds(qrels), documents=health.files, level="file")
+        out += rows(report, f"{repo} ({report.queries}), file level")
+    return out
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("set", choices=("cosqa", "files"))
+    ap.add_argument("--data-dir", type=Path)
+    ap.add_argument("--root", type=Path, default=Path("/tmp/swe"), help="where the SWE snapshots are cloned")
+    ap.add_argument("--strategies", default=STRATEGIES)
+    args = ap.parse_args()
+    data_dir = args.data_dir or Path("/tmp/ke-cosqa" if args.set == "cosqa" else "/tmp/ke-swe")
+    settings = Settings()
+    service = KnowledgeService(settings, data_dir=data_dir)
+    names = args.strategies.split(",")
+    try:
+        table = await (cosqa(service, names) if args.set == "cosqa" else files(service, names, args.root))
+    finally:
+        service.close()
+    for row in table:
+        print(row)
+    note = ("the app's own pipeline and defaults (KnowledgeService, real model, onnx-int8); p: paired t-test on "
+            "per-query MRR@10 against none; W/T/L: queries won, tied, lost against none")
+    if args.set == "files":
+        note += ("; file answers (find_files) over every file the app indexes in the snapshot (Python there), "
+                 "each query's `before` cutting the history; the file-level weights are the mean of both "
+                 "repositories' tunings, so these figures are not out of sample (benchmarks/file_level.py's are)")
+    record(f"app_eval_{args.set}", table, settings={"strategies": args.strategies, "top_k": 100,
+                                                    "engine": engine_settings(settings)}, note=note)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
