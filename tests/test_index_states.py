@@ -141,3 +141,22 @@ async def test_deletion_needs_the_folder_there_and_the_file_gone(workspace, serv
     assert indexer._gone(known) == [known[0]]
     workspace.rename(workspace.with_name("away"))
     assert indexer._gone(known) == []  # no folder, no evidence
+
+
+async def test_a_catch_up_run_with_nothing_to_do_is_not_announced_as_indexing(workspace, service):
+    """Opening an up-to-date workspace must not flash "indexing…": only a run that finds work says so."""
+    await service.index(workspace)
+    events = []
+    await service.watch(workspace, on_event=events.append)
+    await wait_for(lambda: any(e.kind == REINDEX_FINISHED for e in events), 60, "the catch-up run")
+    assert not any(e.kind in (REINDEX_STARTED, PROGRESS) for e in events)
+    assert [e for e in events if e.kind == REINDEX_FINISHED][0].report.files_indexed == 0
+
+    edited = sorted(workspace.rglob("*.py"))[0]
+    with edited.open("a") as handle:
+        handle.write("\n\ndef tally_the_herd(herd):\n    return len(herd)\n")
+    await wait_for(lambda: len([e for e in events if e.kind == REINDEX_FINISHED]) > 1, 120, "the edit's run")
+    kinds = [e.kind for e in events]
+    assert REINDEX_STARTED in kinds and kinds.index(REINDEX_STARTED) < len(kinds) - 1 - kinds[::-1].index(
+        REINDEX_FINISHED)
+    assert [e for e in events if e.kind == REINDEX_FINISHED][-1].report.files_indexed == 1

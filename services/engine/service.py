@@ -93,6 +93,9 @@ def _allowed_files(index: WorkspaceIndex, options: QueryOptions) -> set[str] | N
     return {p for p in paths if not options.languages or files[p].language in options.languages}
 
 
+WORK_PHASES = frozenset({"chunking", "embedding"})  # an automatic run is announced at its first files or chunks
+
+
 class KnowledgeService:
     """The engine. It owns its data dir (services.storage.ownership) from construction to close(): while
     another process owns it, every workspace call raises IndexBusyError naming that owner."""
@@ -472,8 +475,14 @@ class KnowledgeService:
         with self._lock:
             if self._user_runs.get(watch.index.root) or watch.cancel.is_set() or watch.missing:
                 return  # a user's run does the work (and reports it)
-        watch.emit(WatchEvent(REINDEX_STARTED, root))
-        progress = lambda event: watch.emit(WatchEvent(PROGRESS, root, progress=event))  # noqa: E731
+        announced = threading.Event()
+
+        def progress(event) -> None:  # a run that finds nothing to do is not shown as indexing
+            if not announced.is_set() and event.phase in WORK_PHASES and (event.files_total or event.chunks_total):
+                announced.set()
+                watch.emit(WatchEvent(REINDEX_STARTED, root))
+            if announced.is_set():
+                watch.emit(WatchEvent(PROGRESS, root, progress=event))
         indexer = Indexer(watch.index, self.index_embedder, self.settings, progress, watch.run_cancel,
                           self.vector_cache)
         note = ErrorNote(watch.index.folder)

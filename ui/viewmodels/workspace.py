@@ -98,7 +98,8 @@ def watch_reaction(event: WatchEvent, indexing: bool) -> WatchReaction:
                     if changed else "")
         if report is not None and report.cancelled and not indexing:
             text = "Indexing changed files was cancelled; what was done is kept"
-        return WatchReaction(progress_text=text, reload_health=True, refresh_results=event.kind == REINDEX_FINISHED,
+        changed = report is not None and bool(report.files_indexed or report.files_removed)
+        return WatchReaction(progress_text=text, reload_health=True, refresh_results=changed,
                              auto_run=False if event.kind == REINDEX_FINISHED and not indexing else None)
     if event.kind == WATCH_ERROR:
         return WatchReaction(error=f"Indexing changed files failed: {event.message}", auto_run=False)
