@@ -11,8 +11,9 @@ Scores are FTS5's bm25() (k1 1.2, b 0.75), negated so higher is better. Query to
 no FTS syntax can be injected. FTS5 scores every row a question's words reach, so a long question
 (a bug report's 200 words reach every chunk) is answered by its most telling words, as Lucene's
 MoreLikeThis picks them: count in the question x IDF, best first, until they reach MAX_ROWS rows or
-MAX_WORDS words (`telling`); a short question of rarer words is scored whole. While a run embeds many chunks, a provisional in-memory table over
-the chunks waiting for their vectors answers beside the catalogue's (`stage`, `forget`).
+MAX_WORDS words (`telling`); a short question of rarer words is scored whole. While a run embeds many
+chunks, a provisional in-memory table over the chunks waiting for their vectors answers beside the
+catalogue's (`stage`, `forget`).
 """
 
 from __future__ import annotations
