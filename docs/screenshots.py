@@ -43,6 +43,12 @@ async def scenes(app, window, workspace: str, out: Path) -> None:
     await take_screenshot(window, workspace, str(warm), "where are notes deleted", "hybrid")
     await take_screenshot(window, workspace, str(out / "screenshot.png"), "save a note to disk", "hybrid")
 
+    before_files = window.files_view.answer
+    window.show_tab(window.files_view)  # the same question answered as ranked files
+    await wait_for(lambda: window.files_view.answer is not None and window.files_view.answer is not before_files)
+    await settle(app)
+    shot("files.png")
+    window.show_tab(window.explore)
     window.palette.open()
     window.palette.filter.setText("")
     await settle(app)

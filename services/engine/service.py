@@ -81,7 +81,8 @@ def _history(index: WorkspaceIndex) -> tuple[CommitIndex | None, str]:
     commits = index.history()
     if commits is None or not commits.commits:
         return None, index.history_state().reason or "no commits"
-    return commits, f"{len(commits.commits):,} commits"
+    count = len(commits.commits)
+    return commits, f"{count:,} commit{'' if count == 1 else 's'}"
 
 
 def _allowed_files(index: WorkspaceIndex, options: QueryOptions) -> set[str] | None:
