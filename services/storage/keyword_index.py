@@ -187,21 +187,7 @@ class KeywordIndex:
         tokens = query_tokens(query)
         if not tokens or k <= 0 or allowed == set():
             return []
-        staged = self._provisional
-        hits = []
-        for source in (self._catalog(), staged):
-            if source is None:
-                continue
-            accept = self._acceptor(allowed, staged if source is not staged else None)
-            limit = k if accept is None else max(4 * k, MAP_BATCH)
-            while True:  # a filter may drop many: widen until k are kept or every match was seen
-                rows = source.ranked(tokens, limit)
-                found = _first(rows, k, source.refs, accept)
-                if len(found) == k or len(rows) < limit:
-                    break
-                limit *= 16
-            hits += found
-        return _best(hits, k)
+        return self._top(k, allowed, lambda source, limit: source.ranked(tokens, limit))
 
     def search_weighted(self, weights: dict[str, float], k: int) -> list[tuple[str, float]]:
         """Top-k (id, score) where score = sum over tokens of weight x that token's BM25 score.
@@ -211,15 +197,22 @@ class KeywordIndex:
         weights = {t: w for t, w in weights.items() if w > 0 and t}
         if not weights or k <= 0:
             return []
+        return self._top(k, None, lambda source, limit: source.weighted(weights, limit))
+
+    def _top(self, k: int, allowed: set[str] | None,
+             best_rows: Callable[[Searchable, int], list[tuple[int, float]]]) -> list[tuple[str, float]]:
+        """The k best hits over the catalogue and the staged table; `best_rows(source, limit)` gives a source's
+        best (row, score) pairs. A filter (or the staged files' committed chunks) may drop many: the limit
+        widens until k are kept or every match was seen."""
         staged = self._provisional
         hits = []
         for source in (self._catalog(), staged):
             if source is None:
                 continue
-            accept = self._acceptor(None, staged if source is not staged else None)
+            accept = self._acceptor(allowed, staged if source is not staged else None)
             limit = k if accept is None else max(4 * k, MAP_BATCH)
-            while True:  # the staged files' committed chunks may drop many: widen until k are kept
-                rows = source.weighted(weights, limit)
+            while True:
+                rows = best_rows(source, limit)
                 found = _first(rows, k, source.refs, accept)
                 if len(found) == k or len(rows) < limit:
                     break
