@@ -157,7 +157,7 @@ class Searcher:
     def mark_stale(self, result: QueryResult) -> QueryResult:
         """The result with each chunk flagged when its file changed on disk since it was indexed."""
         paths = [r.chunk.path for r in result.results + result.original]
-        states = steps.file_states(self.index.root, paths, self.index.catalog().files())
+        states = steps.file_states(self.index.root, paths, self.index.catalog().files(paths))
         underway = {c.path for c in list(self.index.pending.values())}  # chunked by the run under way: fresh
         return steps.mark_stale(result, {path: "" if path in underway else state for path, state in states.items()})
 

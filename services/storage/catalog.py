@@ -155,8 +155,14 @@ class Catalog:
                                  [(k, str(v)) for k, v in values.items()])
 
     # --- files and chunks ---
-    def files(self) -> dict[str, FileRecord]:
-        rows = self._query("SELECT path, file_hash, size, mtime_ns, language FROM files")
+    def files(self, paths=None) -> dict[str, FileRecord]:
+        """Every file's record, or only those of `paths` (a query's results: no read of every row)."""
+        sql = "SELECT path, file_hash, size, mtime_ns, language FROM files"
+        if paths is None:
+            return {r[0]: FileRecord(*r) for r in self._query(sql)}
+        wanted = sorted(set(paths))
+        rows = [r for i in range(0, len(wanted), 500) for r in
+                self._query(sql + f" WHERE path IN ({','.join('?' * len(wanted[i:i + 500]))})", wanted[i:i + 500])]
         return {r[0]: FileRecord(*r) for r in rows}
 
     def commit_file(self, record: FileRecord, chunks: list[Chunk]) -> list[str]:

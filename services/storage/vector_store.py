@@ -249,10 +249,12 @@ class VectorStore:
         A small filter goes into Chroma's search; a large one filters a wider search."""
         if n <= 0 or allowed is not None and not allowed:
             return []
-        if allowed is not None and len(allowed) <= self.IDS_FILTER_MAX:
+        if allowed is None:  # no count first: Chroma answers fewer when it holds fewer (a count costs O(chunks))
+            return self._query(embedding, n, None)
+        if len(allowed) <= self.IDS_FILTER_MAX:
             return self._query(embedding, min(n, len(allowed)), [vector_id(i) for i in allowed])
         total = self.count()
-        wanted = n if allowed is None else min(total, int(n * total / len(allowed) * 1.5) + 20)
+        wanted = min(total, int(n * total / len(allowed) * 1.5) + 20)
         while True:
             hits = self._query(embedding, min(wanted, total), None)
             kept = hits if allowed is None else [h for h in hits if h[0] in allowed]
