@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import resource
 import sys
 import tempfile
@@ -29,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.corpus import StandInEmbedder, build_corpus  # noqa: E402
-from benchmarks.record import engine_settings, percentile, record  # noqa: E402
+from benchmarks.record import STARTED_AT, engine_settings, percentile, record  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
@@ -81,7 +82,8 @@ async def build(workspace: Path, data_dir: Path, settings: Settings) -> dict:
     return {"files": report.files_indexed, "chunks": report.chunks_total, "index_seconds": round(total),
             "scan_chunk_seconds": round(marks.get("chunked", -1)),
             "keyword_searchable_seconds": round(marks.get("keyword_searchable", -1)),
-            "index_bytes": size, "manifest_bytes": manifest, "peak_rss_mb_indexing": round(peak_rss_mb())}
+            "index_bytes": size, "manifest_bytes": manifest, "peak_rss_mb_indexing": round(peak_rss_mb()),
+            "built_at_commit": STARTED_AT}
 
 
 async def open_and_query(workspace: Path, data_dir: Path, settings: Settings, rounds: int) -> dict:
@@ -117,17 +119,22 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="times each question is asked per strategy")
     parser.add_argument("--scratch", type=Path, help="folder for the corpus and index (default: a temporary one)")
     parser.add_argument("--keep", type=Path, help="an empty folder for the corpus and index, kept afterwards")
+    parser.add_argument("--reuse", type=Path, help="a folder kept by --keep: time only opening and questions")
     args = parser.parse_args()
     settings = Settings()
     with tempfile.TemporaryDirectory(prefix="ke-million-", dir=args.scratch) as folder:
-        folder = args.keep or folder
-        workspace = Path(folder) / "workspace"
-        started = time.perf_counter()
-        corpus = build_corpus(workspace, args.chunks, count=False)
-        print(f"corpus: {corpus['sources']} (~{corpus['chunks']:,} chunks estimated) in "
-              f"{time.perf_counter() - started:.0f} s")
-        figures = asyncio.run(build(workspace, Path(folder) / "data", settings))
-        figures.update(asyncio.run(open_and_query(workspace, Path(folder) / "data", settings, args.rounds)))
+        folder = Path(args.reuse or args.keep or folder)
+        workspace = folder / "workspace"
+        if args.reuse:
+            corpus, figures = json.loads((folder / "build.json").read_text())
+        else:
+            started = time.perf_counter()
+            corpus = build_corpus(workspace, args.chunks, count=False)
+            print(f"corpus: {corpus['sources']} (~{corpus['chunks']:,} chunks estimated) in "
+                  f"{time.perf_counter() - started:.0f} s")
+            figures = asyncio.run(build(workspace, folder / "data", settings))
+            (folder / "build.json").write_text(json.dumps([corpus, figures]))
+        figures.update(asyncio.run(open_and_query(workspace, folder / "data", settings, args.rounds)))
     figures["corpus"] = corpus["sources"]
     rows = [{"chunks": f"{figures['chunks']:,}", "files": f"{figures['files']:,}",
              "scan+chunk s": figures["scan_chunk_seconds"],
@@ -139,7 +146,8 @@ def main() -> None:
     record("million", rows, settings={"chunks": args.chunks, "rounds": args.rounds, "top_k": 10,
                                       "encoder": "stand-in hash vectors (indexing); the real model (questions)",
                                       "engine": engine_settings(settings)},
-           figures=figures, note="Indexing encoder: a stand-in (hash vectors). Corpus: " + corpus["sources"])
+           figures=figures, note=f"Indexing encoder: a stand-in (hash vectors). Index built at commit {figures['built_at_commit']}; "
+                f"opened and asked at this record's commit. Corpus: " + corpus["sources"])
 
 
 if __name__ == "__main__":
