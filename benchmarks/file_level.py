@@ -101,7 +101,7 @@ def features(repo: str, root: Path, data_dir: Path | None, strategies: list[str]
     t1 = time.perf_counter()
     history = CommitIndex(commits)
     t2 = time.perf_counter()
-    index = fr.FileIndex(files)
+    index = fr.FileIndex.from_texts(files)
     t3 = time.perf_counter()
     chunks = asyncio.run(chunk_rankings(folder, queries, data_dir, strategies)) if data_dir else {}
     per_query, latency = {}, []

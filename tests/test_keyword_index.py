@@ -1,5 +1,5 @@
-"""The incremental keyword index (issue 22, item 2): an SQLite FTS5 table in the catalogue, written in
-each file's commit. Real model, real ChromaDB, real SQLite; the sample workspace edited on disk."""
+"""The incremental keyword indexes (issue 22, item 2): SQLite FTS5 tables in the catalogue, per chunk and
+per file, written in each file's commit. Real model, real ChromaDB, real SQLite; the sample workspace edited on disk."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import zlib
 
 from services.core.models import Chunk, QueryOptions
 from services.engine.service import KnowledgeService
+from services.retrieval.file_ranking import FileIndex
 from services.storage.catalog import Catalog, FileRecord
+from services.storage.file_words import CatalogFileWords
 from services.storage.keyword_index import KeywordIndex
 
 NEW_FUNCTION = "def zanzibar_quokka_total(items):\n    \"\"\"Add up the quokkas.\"\"\"\n    return sum(items)\n"
@@ -117,3 +119,67 @@ def test_weighted_search_sums_each_tokens_weighted_score(tmp_path):
     assert set(got) == {i for s in single.values() for i in s}
     assert [i.split(":")[0] for i in sorted(got, key=got.get, reverse=True)] == ["a.py", "b.py", "c.py"]
     assert [i.split(":")[0] for i, _ in index.search_weighted({"parse": 1.0, "config": 0.1}, 1)] == ["a.py"]
+
+
+# --- whole-file keywords for file answers (services/storage/file_words.py) ---
+
+def file_hits(catalog: Catalog, term: str) -> list[str]:
+    paths = dict(catalog.file_listing())
+    return sorted(paths[n] for n, _ in catalog.file_term_scores(term))
+
+
+async def test_a_file_answer_sees_an_edit_after_its_run_without_any_rebuild(service, workspace):
+    await service.index(workspace)
+    (workspace / "quokka.py").write_text(NEW_FUNCTION)
+    await service.index(workspace)
+    answer = await service.find_files("zanzibar quokka total", options(workspace, "none"), max_files=3)
+    assert answer.files[0].path == "quokka.py"
+    assert "zanzibar" in {s.name: s for s in answer.files[0].signals}["bm25"].note
+
+    (workspace / "quokka.py").write_text(NEW_FUNCTION.replace("zanzibar", "madagascar"))
+    await service.index(workspace)
+    catalog = service._index(workspace).catalog()
+    assert file_hits(catalog, "zanzibar") == [] and file_hits(catalog, "madagascar") == ["quokka.py"]
+    answer = await service.find_files("madagascar quokka total", options(workspace, "none"), max_files=3)
+    assert answer.files[0].path == "quokka.py"
+
+    (workspace / "quokka.py").unlink()
+    await service.index(workspace)
+    answer = await service.find_files("madagascar quokka total", options(workspace, "none"), max_files=3)
+    assert "quokka.py" not in [f.path for f in answer.files] and file_hits(catalog, "madagascar") == []
+    assert catalog.keyword_problem(verify=True) == ""
+
+
+def test_the_file_table_stays_exact_through_edits_and_scores_as_the_in_memory_one(tmp_path):
+    catalog = Catalog(tmp_path / "manifest.sqlite")
+    texts = {"a.py": "return parse(config)", "b.py": "return config.value", "c.py": "return parse(value)"}
+    for round_ in range(3):  # each commit deletes the file's row with the words it was added with
+        for path, body in texts.items():
+            catalog.commit_file(FileRecord(path, "cd" * 8, round_, 1, "python"),
+                                [chunk(path, f"{path[0]}_name_{round_}", body)])
+    catalog.commit_file(FileRecord("gone.py", "cd" * 8, 1, 1, "python"), [chunk("gone.py", "gone", "return 0")])
+    catalog.remove_file("gone.py")
+    assert catalog.keyword_problem(verify=True) == ""
+    assert file_hits(catalog, "a_name_0") == [] and file_hits(catalog, "a_name_2") == ["a.py"]
+    assert file_hits(catalog, "gone") == []
+
+    stored = FileIndex(CatalogFileWords(catalog))
+    in_memory = FileIndex.from_texts({p: chunk(p, f"{p[0]}_name_2", body).content for p, body in texts.items()})
+    assert stored.paths == in_memory.paths == ["a.py", "b.py", "c.py"]
+    for term in ("parse", "config", "value", "b_name_2"):
+        assert stored.term_scores({term: 1.0})[term].tolist() == in_memory.term_scores({term: 1.0})[term].tolist()
+    assert stored.names.by_name["c_name_2"] == ["c.py#c_name_2"]
+
+
+def test_a_manifest_from_before_the_file_table_gets_it_filled_on_open(tmp_path):
+    catalog = Catalog(tmp_path / "manifest.sqlite")
+    catalog.commit_file(FileRecord("a.py", "cd" * 8, 1, 1, "python"), [chunk("a.py", "near_total", "return 1")])
+    catalog.close()
+    db = sqlite3.connect(tmp_path / "manifest.sqlite")  # what the previous version left
+    db.execute("DROP TABLE file_words")
+    db.execute("DROP TABLE file_names")
+    db.execute("DELETE FROM meta WHERE key = 'file_words'")
+    db.commit()
+    db.close()
+    reopened = Catalog(tmp_path / "manifest.sqlite")
+    assert reopened.keyword_problem(verify=True) == "" and file_hits(reopened, "near_total") == ["a.py"]

@@ -22,7 +22,9 @@ from cachetools import TTLCache
 from services.evaluation import labels
 from services.storage.history_store import CommitIndex
 from services.retrieval import context, search_steps
-from services.retrieval.file_answer import POOL, PROSE, FileRanker, files_from_chunks
+from services.retrieval.file_answer import POOL, PROSE, FileRanker
+from services.retrieval.file_ranking import FileIndex
+from services.storage.file_words import CatalogFileWords
 from services.retrieval.multi import check_workspaces, merge
 from services.retrieval.search import Searcher
 from services.encoders.embedder import Embedder
@@ -313,7 +315,8 @@ class KnowledgeService:
         return ranker.answer(result, max_files, before, allowed if options.languages else ranker.source_files(allowed))
 
     def _file_ranker(self, index: WorkspaceIndex) -> FileRanker:
-        """The file-level index of the index's current state: built on first use after each change."""
+        """The file-level ranker of the index's current state, made on first use after each change: the file
+        list and the names files define; whole-file keywords are the catalogue's file_words table."""
         catalog = index.catalog()
         state = (catalog.counts(), catalog.get_meta("updated_at"))
         with self._lock:
@@ -322,7 +325,7 @@ class KnowledgeService:
             return cached[1]
         commits, note = _history(index)
         prose = {path for path, record in catalog.files().items() if record.language in PROSE}
-        ranker = FileRanker(files_from_chunks(catalog.chunks()), commits, note, prose)
+        ranker = FileRanker(FileIndex(CatalogFileWords(catalog)), commits, note, prose)
         with self._lock:
             self._file_rankers[index.root] = (state, ranker)
         return ranker

@@ -1,6 +1,6 @@
 """A question answered as ranked files (issue #19): the engine's use of file_ranking.
 
-`FileRanker` holds what one index state needs (a FileIndex over the catalogue's chunk text, and the
+`FileRanker` holds what one index state needs (a FileIndex over the catalogue's file_words table, and the
 workspace's CommitIndex when it has history). `answer()` folds a QueryResult's chunk rankings into
 files (the strategy's ranking, and the vector ranking for the `none` order), adds the whole-file
 keyword, mention and history signals (file_ranking.contributions) and says in words why each file ranks.
@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from services.core.models import Chunk, FileAnswer, FileChunk, QueryResult, RankedFile, ResultChunk, Signal
+from services.core.models import FileAnswer, FileChunk, QueryResult, RankedFile, ResultChunk, Signal
 from services.core.text import code_tokens
 from services.retrieval import file_ranking as fr
 
@@ -23,14 +23,6 @@ PROSE = frozenset({"text", "markdown"})  # languages left out of file answers un
 NOTE_TERMS = 4  # terms named in a note
 # `commits`: a services.indexing.history.CommitIndex (commits, weighted_scores, first_seen); retrieval
 # does not import indexing (a sibling layer), the engine passes it in.
-
-
-def files_from_chunks(chunks: list[Chunk]) -> dict[str, str]:
-    """Each file's text as the index has it: its chunks' content in line order."""
-    parts: dict[str, list[str]] = {}
-    for chunk in sorted(chunks, key=lambda c: (c.path, c.start_line, c.end_line)):
-        parts.setdefault(chunk.path, []).append(chunk.content)
-    return {path: "\n".join(texts) for path, texts in parts.items()}
 
 
 def evidence(ranked: list[ResultChunk]) -> list[tuple[str, float]]:
@@ -47,8 +39,8 @@ def evidence(ranked: list[ResultChunk]) -> list[tuple[str, float]]:
 class FileRanker:
     """One index state's file-level ranking (build once, ask many questions)."""
 
-    def __init__(self, files: dict[str, str], commits=None, history: str = "", prose: set[str] = frozenset()) -> None:
-        self.index = fr.FileIndex(files)
+    def __init__(self, index: fr.FileIndex, commits=None, history: str = "", prose: set[str] = frozenset()) -> None:
+        self.index = index
         self.prose = prose  # the paths of text and Markdown files
         self.commits = commits if commits is not None and commits.commits else None
         self.history = history  # what the history is, or why there is none

@@ -2,7 +2,7 @@
 
 Signals (each `-> np.ndarray` aligned with `FileIndex.paths`, higher is better):
 - `FileIndex.bm25`: BM25 over whole files (path and symbol names weighted up, plus the full text,
-  code-aware tokens), queried with the bug-report strategy's weighted terms (identifiers > title > prose)
+  code-aware tokens; the file_words FTS5 table, kept per file by the catalogue), queried with the bug-report strategy's weighted terms (identifiers > title > prose)
   (`bm25`) and with the title's words alone (`title`);
 - `history_votes`: commits (strictly before the report) whose messages match the report vote for the
   files they touched, by match score, split over the files of a commit, decayed by age; matched with the
@@ -15,18 +15,16 @@ Signals (each `-> np.ndarray` aligned with `FileIndex.paths`, higher is better):
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-import bm25s
 import numpy as np
 
 from services.core.settings import Settings
 from services.core.text import STOP_WORDS, code_tokens
 from services.retrieval.query_signals import NameTable, QuerySignals, extract
+from services.storage.file_words import MemoryFileWords
 from services.retrieval.strategies.bugreport import bm25_weights, is_test_file
 
-_SYMBOL = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
 SIGNALS = ("bm25", "title", "history", "history_title", "path", "symbol", "chunks")
 
 
@@ -66,23 +64,27 @@ def query_terms(question: str, settings: Settings | None = None
 
 
 class FileIndex:
-    """Whole-file BM25 and a name table over a set of files (`files`: relative path -> text)."""
+    """Whole-file BM25 and a name table over a set of files, read from a file_words table
+    (services/storage/file_words.py): the catalogue's, kept per file as files are indexed, or one in
+    memory (`from_texts`). Nothing is tokenised or indexed here; `source` gives `listing()` (file number,
+    path), `term_scores(term)` (file number, BM25) and `names()` (file number, a name it defines)."""
 
-    def __init__(self, files: dict[str, str], path_boost: int = 3, symbol_boost: int = 2) -> None:
-        self.paths = sorted(files)
+    def __init__(self, source) -> None:
+        self.source = source
+        listing = sorted(source.listing(), key=lambda row: row[1])
+        self.paths = [path for _, path in listing]
         self.position = {p: i for i, p in enumerate(self.paths)}
+        self.row = {number: i for i, (number, _) in enumerate(listing)}
         self.is_test = np.array([is_test_file(p) for p in self.paths])
-        corpus, symbols = [], []
-        for path in self.paths:
-            names = _SYMBOL.findall(files[path])
-            symbols += [_Symbol(f"{path}#{n}", path, n, n) for n in dict.fromkeys(names)]
-            symbols.append(_Symbol(f"{path}#", path, "", ""))  # every file has a row, even without symbols
-            corpus.append(code_tokens(path) * path_boost + code_tokens(" ".join(names)) * symbol_boost
-                          + code_tokens(files[path]))
-        self.bm25_index = bm25s.BM25()
-        self.bm25_index.index(corpus, show_progress=False)
-        self.vocab = self.bm25_index.vocab_dict
+        symbols = [_Symbol(f"{self.paths[self.row[n]]}#{name}", self.paths[self.row[n]], name, name)
+                   for n, name in source.names() if n in self.row]
+        symbols += [_Symbol(f"{p}#", p, "", "") for p in self.paths]  # every file has a row, even without names
         self.names = NameTable(symbols)
+
+    @classmethod
+    def from_texts(cls, files: dict[str, str]) -> FileIndex:
+        """Over texts that are not in a catalogue (relative path -> text)."""
+        return cls(MemoryFileWords(files))
 
     def bm25(self, terms: dict[str, float]) -> np.ndarray:
         """Weighted BM25: sum over terms of weight x the term's BM25 score."""
@@ -92,8 +94,16 @@ class FileIndex:
         return total
 
     def term_scores(self, terms: dict[str, float]) -> dict[str, np.ndarray]:
-        """Each known term's BM25 score over the files (unweighted)."""
-        return {t: self.bm25_index.get_scores([t]) for t in terms if t in self.vocab}
+        """Each term's BM25 score over the files (unweighted), for the terms some file holds."""
+        out = {}
+        for term in terms:
+            rows = [(self.row[n], score) for n, score in self.source.term_scores(term) if n in self.row]
+            if rows:
+                scores = np.zeros(len(self.paths), dtype=np.float32)
+                at, values = zip(*rows)
+                scores[list(at)] = values
+                out[term] = scores
+        return out
 
     def mentions(self, signals: QuerySignals) -> tuple[np.ndarray, np.ndarray]:
         """(path, symbol) scores: files the report names, and files defining names it uses (summed IDF)."""

@@ -3,8 +3,9 @@
 The catalogue is the source of truth for what is in the index. Each file is committed in one
 transaction, so a reader (or a crash) sees every file either fully at its old version or fully at
 its new one; vectors whose ids the catalogue does not list are ignored and swept on the next run.
-The keyword index (an FTS5 table, services/storage/keyword_index.py) is written in the same
-transactions, so it always lists exactly the catalogued chunks.
+The keyword indexes (FTS5 tables: per chunk, services/storage/keyword_index.py; per file,
+services/storage/file_words.py) are written in the same transactions, so they always list exactly the
+catalogued chunks and files.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from services.core.models import Chunk, SkippedFile, chunk_id, count_by_reason
+from services.storage import file_words
 from services.storage import keyword_index as words
 
 SCHEMA = """
@@ -100,11 +102,15 @@ class Catalog:
         if not self._current_layout():
             return 0
         has = self._db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (words.TABLE,)).fetchone()
-        if has and self.get_meta("keyword_tokens") == words.TOKENS_VERSION:
+        has_files = file_words.exists(self._db)
+        if has and has_files and self.get_meta("keyword_tokens") == words.TOKENS_VERSION \
+                and self.get_meta("file_words") == file_words.WORDS_VERSION:
             return 0
         with self._lock, self._transaction():
             if not has:
                 words.create(self._db)
+            if not has_files:
+                file_words.create(self._db)
             return self._fill_keywords()
 
     def _current_layout(self) -> bool:
@@ -118,13 +124,24 @@ class Catalog:
     def _fill_keywords(self) -> int:
         """Under the caller's transaction: the keyword table from every catalogued chunk, file by file."""
         words.remove_all(self._db)
+        file_words.remove_all(self._db)
         filled = 0
-        for (number,) in self._db.execute("SELECT rowid FROM files").fetchall():
+        for number, path in self._db.execute("SELECT rowid, path FROM files").fetchall():
             rows = self._word_rows(number)
             words.add(self._db, rows)
+            file_words.add(self._db, number, path, self._file_text(number))
             filled += len(rows)
-        self._db.execute("INSERT OR REPLACE INTO meta VALUES ('keyword_tokens', ?)", (words.TOKENS_VERSION,))
+        self._db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                             [("keyword_tokens", words.TOKENS_VERSION), ("file_words", file_words.WORDS_VERSION)])
         return filled
+
+    def _file_text(self, number: int) -> str:
+        """A catalogued file's text as file_words holds it: its chunks' content in line order."""
+        rows = self._db.execute("SELECT text_at, text_length, doc_length FROM chunks WHERE file = ? "
+                                "ORDER BY start_line, end_line, rowid", (number,)).fetchall()
+        blob = self._db.execute("SELECT text FROM texts WHERE file = ?", (number,)).fetchone() if rows else None
+        text = zlib.decompress(blob[0]).decode("utf-8") if blob else ""
+        return file_words.file_text(text[at:at + length][doc:] for at, length, doc in rows)
 
     def _word_rows(self, number: int | None) -> list[tuple[int, str]]:
         """(chunk row, its words) of a file's catalogued chunks, as the keyword table holds them."""
@@ -176,6 +193,7 @@ class Catalog:
             self._file_changed(number)
             old = set(self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS} WHERE c.file = ?", (number,)))
             words.remove(self._db, self._word_rows(number))
+            self._remove_file_words(number, record.path)
             self._db.execute("DELETE FROM chunks WHERE file = ?", (number,))
             text, spans = _layout(chunks)
             self._db.executemany(f"INSERT INTO chunks ({INSERT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -183,6 +201,8 @@ class Catalog:
             rowids = [row[0] for row in self._db.execute("SELECT rowid FROM chunks WHERE file = ? ORDER BY rowid",
                                                          (number,))]
             words.add(self._db, zip(rowids, map(words.chunk_words, chunks)))
+            in_order = sorted(chunks, key=lambda c: (c.start_line, c.end_line))  # stable: rowid order on ties
+            file_words.add(self._db, number, record.path, file_words.file_text(c.content for c in in_order))
             self._db.execute("INSERT OR REPLACE INTO texts VALUES (?, ?)", (number, zlib.compress(text.encode(), 6)))
             self._db.execute("DELETE FROM skipped WHERE path = ?", (record.path,))
         return sorted(old - {c.id for c in chunks})
@@ -193,10 +213,17 @@ class Catalog:
             self._file_changed(number)
             ids = self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS} WHERE c.file = ?", (number,))
             words.remove(self._db, self._word_rows(number))
+            self._remove_file_words(number, path)
             self._db.execute("DELETE FROM chunks WHERE file = ?", (number,))
             self._db.execute("DELETE FROM texts WHERE file = ?", (number,))
             self._db.execute("DELETE FROM files WHERE path = ?", (path,))
         return ids
+
+    def _remove_file_words(self, number: int | None, path: str) -> None:
+        """Under the caller's transaction: the file's row in file_words, when it has one."""
+        if number is not None and self._db.execute(f"SELECT 1 FROM {file_words.TABLE}_docsize WHERE id = ?",
+                                                   (number,)).fetchone():
+            file_words.remove(self._db, number, path, self._file_text(number))
 
     def _file_number(self, path: str) -> int | None:
         row = self._db.execute("SELECT rowid FROM files WHERE path = ?", (path,)).fetchone()
@@ -208,6 +235,7 @@ class Catalog:
                 self._db.execute(f"DELETE FROM {table}")
             if self._current_layout():
                 words.remove_all(self._db)
+                file_words.remove_all(self._db)
             self._text_cache.clear()
             self._listing = None
 
@@ -304,6 +332,20 @@ class Catalog:
         with self._lock:
             return words.weighted(self._db, weights, limit)
 
+    def file_listing(self) -> list[tuple[int, str]]:
+        """(file number, path) of every catalogued file."""
+        return self._query("SELECT rowid, path FROM files")
+
+    def file_term_scores(self, term: str) -> list[tuple[int, float]]:
+        """(file number, whole-file BM25 score) of every file holding the token (file_words)."""
+        with self._lock:
+            return file_words.term_scores(self._db, term)
+
+    def file_names(self) -> list[tuple[int, str]]:
+        """(file number, a function or class it defines), every file's."""
+        with self._lock:
+            return file_words.names(self._db)
+
     def refs(self, rowids: list[int]) -> dict[int, tuple[str, str]]:
         """(chunk id, path) by chunk row."""
         found = {}
@@ -324,10 +366,19 @@ class Catalog:
             lacking = self._db.execute(f"SELECT COUNT(*) FROM chunks WHERE rowid NOT IN "
                                        f"(SELECT id FROM {words.TABLE}_docsize)").fetchone()[0]
             extra = words.row_count(self._db) + lacking - self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+            if not file_words.exists(self._db):
+                return "the file-level keyword index is missing"
+            if verify:
+                file_words.verify(self._db)
+            files_lacking, files_extra = file_words.mismatch(self._db)
         if lacking:
             return f"{lacking} chunks missing from the keyword index"
         if extra:
             return f"{extra} removed chunks still in the keyword index"
+        if files_lacking:
+            return f"{files_lacking} files missing from the file-level keyword index"
+        if files_extra:
+            return f"{files_extra} removed files still in the file-level keyword index"
         return ""
 
     def set_references(self, counts: dict[str, int]) -> None:
