@@ -183,3 +183,17 @@ def test_a_manifest_from_before_the_file_table_gets_it_filled_on_open(tmp_path):
     db.close()
     reopened = Catalog(tmp_path / "manifest.sqlite")
     assert reopened.keyword_problem(verify=True) == "" and file_hits(reopened, "near_total") == ["a.py"]
+
+
+def test_a_short_question_on_a_big_index_is_answered_by_its_telling_words(tmp_path, monkeypatch):
+    from services.storage import keyword_index
+
+    catalog = Catalog(tmp_path / "manifest.sqlite")
+    for n in range(30):
+        catalog.commit_file(FileRecord(f"f{n}.py", "cd" * 8, 1, 1, "python"), [chunk(f"f{n}.py", f"n{n}", "common")])
+    catalog.commit_file(FileRecord("r.py", "cd" * 8, 1, 1, "python"), [chunk("r.py", "r", "common rare")])
+    index = KeywordIndex(lambda: catalog)
+    assert len(index.search("common rare", 100)) == 31  # under the row bound: every word is scored
+    monkeypatch.setattr(keyword_index, "MAX_ROWS", 10)  # as if `common` were in a big share of a huge index
+    assert [i.split(":")[0] for i, _ in index.search("common rare", 100)] == ["r.py"]
+    assert len(index.search("common", 100)) == 31  # the most telling word is kept whatever it reaches

@@ -11,7 +11,10 @@ Scores are FTS5's bm25() (k1 1.2, b 0.75), negated so higher is better. Query to
 no FTS syntax can be injected. FTS5 scores every row a question's words reach, so a long question
 (a bug report's 200 words reach every chunk) is answered by its most telling words, as Lucene's
 MoreLikeThis picks them: count in the question x IDF, best first, until they reach MAX_ROWS rows or
-MAX_WORDS words (`telling`); a short question of rarer words is scored whole. While a run embeds many
+MAX_WORDS words (`telling`). A short question is bounded the same way: on a big index its commonest words
+reach too many rows (at a million chunks `line` alone reaches ~100,000), and they add least to the scores;
+a question whose words reach at most MAX_ROWS rows (every question, on an index under 10,000 chunks) is
+scored whole. While a run embeds many
 chunks, a provisional in-memory table over the chunks waiting for their vectors answers beside the
 catalogue's (`stage`, `forget`).
 """
@@ -35,7 +38,7 @@ CREATE = (f"CREATE VIRTUAL TABLE {TABLE} USING fts5(words, content='', "
           "tokenize=\"unicode61 remove_diacritics 0 tokenchars '_'\")")
 MAP_BATCH = 256  # hits mapped to chunk ids at a time while a filter drops some
 MAX_ROWS = 40_000  # rows (summed over words) a question's words may reach before the least telling are dropped
-MIN_WORDS = 4  # the most telling words are kept whatever they reach
+MIN_WORDS = 1  # the most telling word is kept whatever it reaches
 MAX_WORDS = 32  # and at most this many (FTS5's bm25() costs rows reached x words asked)
 VOCAB = "temp.chunk_vocab"  # FTS5's own per-word row counts, per connection
 
@@ -77,9 +80,10 @@ def remove_all(db: sqlite3.Connection) -> None:
 
 def telling(db: sqlite3.Connection, weights: dict[str, float]) -> list[str]:
     """The tokens worth scoring: all while they are at most MAX_WORDS reaching at most MAX_ROWS rows, else
-    the most telling (weight x IDF, best first) within both bounds (the first MIN_WORDS whatever they reach)."""
-    if len(weights) <= MIN_WORDS:
-        return list(weights)
+    the most telling (weight x IDF, best first) within both bounds (the first MIN_WORDS whatever they reach).
+    Tokens no row holds are left out."""
+    if not weights:
+        return []
     db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCAB} USING fts5vocab(main, {TABLE}, row)")
     rows = dict(db.execute(f"SELECT term, doc FROM {VOCAB} WHERE term IN ({','.join('?' * len(weights))})",
                            list(weights)).fetchall())
