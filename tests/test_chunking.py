@@ -190,3 +190,26 @@ def test_module_chunk_that_skips_rows_says_it_is_not_contiguous():
     module = [c for c in chunk_file("m.py", text, "python", "h", SETTINGS) if c.kind == "module"]
     assert len(module) == 1 and not module[0].contiguous
     assert module[0].content == "import os\n\nX = 2"
+
+
+def test_the_catalogue_counts_references_a_few_files_at_a_time_as_all_at_once(chunks, tmp_path):
+    from services.indexing.indexer import refresh_references
+    from services.storage.catalog import Catalog, FileRecord
+
+    class Index:  # what refresh_references reads: the catalogue
+        def __init__(self, catalog):
+            self._catalog = catalog
+
+        def catalog(self):
+            return self._catalog
+
+    catalog = Catalog(tmp_path / "manifest.sqlite")
+    by_path: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        by_path.setdefault(c.path, []).append(c)
+    for path, file_chunks in by_path.items():
+        catalog.commit_file(FileRecord(path, file_chunks[0].file_hash, 1, 1, file_chunks[0].language), file_chunks)
+    assert sum(len(b) for b in catalog.chunk_batches(files=2)) == len(chunks)  # each chunk once
+    refresh_references(Index(catalog))
+    stored = {c.id: c.references for c in catalog.chunks()}
+    assert stored == {c.id: c.references for c in chunks} and max(stored.values()) >= 5

@@ -25,7 +25,7 @@ import numpy as np
 
 from services.storage.catalog import FORMAT_CHANGES, HASH_CHARS, INDEX_FORMAT, FileRecord
 from services.indexing.chunking import chunk_file
-from services.indexing.chunking.references import count_references
+from services.indexing.chunking.references import reference_counts
 from services.indexing.history import update_history
 from services.encoders.embedder import Embedder, chunk_text
 from services.core.errors import IndexStoreError, KnowledgeError, WorkspaceError
@@ -619,8 +619,7 @@ def refresh_references(index: WorkspaceIndex) -> None:
     with _REFERENCE_COUNTS:  # an index run and a deferred refresh count one at a time
         catalog = index.catalog()
         catalog.set_meta(references_stale="", keywords_stale="")  # a quick run committing after this sets it again
-        chunks = count_references(catalog.chunks())
-        catalog.set_references({c.id: c.references for c in chunks})
+        catalog.set_references(reference_counts(catalog.chunk_batches()))
 
 
 def references_stale(catalog) -> bool:

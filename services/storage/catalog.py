@@ -257,6 +257,18 @@ class Catalog:
             return self._read("WHERE f.path = ? ORDER BY c.start_line", (path,))
         return self._read("ORDER BY c.rowid")
 
+    def chunk_batches(self, files: int = 200):
+        """Every chunk, a few hundred files' worth at a time (each batch one snapshot; a file committed
+        between batches is read at its new version, or missed when it came after its place)."""
+        last = 0
+        while True:
+            numbers = [r[0] for r in self._query("SELECT rowid FROM files WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                                                 (last, files))]
+            if not numbers:
+                return
+            last = numbers[-1]
+            yield self._read("WHERE c.file BETWEEN ? AND ? ORDER BY c.rowid", (numbers[0], last))
+
     def _read(self, where: str, params=()) -> list[Chunk]:
         """Chunks with their text, rows and texts read in one snapshot."""
         with self._lock:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import replace
 
 from services.core.models import Chunk
@@ -27,15 +28,21 @@ def _counts_references(chunk: Chunk) -> bool:
 
 def count_references(chunks: list[Chunk]) -> list[Chunk]:
     """Return the chunks with `references` = number of OTHER chunks whose text has the symbol as a word."""
-    token_sets = [frozenset(_WORD.findall(chunk.content)) for chunk in chunks]
+    counts = reference_counts([chunks])
+    return [chunk if chunk.references == counts.get(chunk.id, 0) else replace(chunk, references=counts.get(chunk.id, 0))
+            for chunk in chunks]
+
+
+def reference_counts(batches: Iterable[list[Chunk]]) -> dict[str, int]:
+    """`count_references` over chunks read a batch at a time, as {chunk id: references} for the named chunks
+    that count them: one pass, keeping the words' chunk counts and one small row per named chunk, never
+    every chunk's text or words at once (at a million chunks those took gigabytes)."""
     mentions: Counter[str] = Counter()
-    for tokens in token_sets:
-        mentions.update(tokens)
-    result = []
-    for chunk, tokens in zip(chunks, token_sets):
-        if not _counts_references(chunk):
-            result.append(chunk if chunk.references == 0 else replace(chunk, references=0))
-            continue
-        count = mentions[chunk.symbol] - (1 if chunk.symbol in tokens else 0)
-        result.append(replace(chunk, references=count))
-    return result
+    named: list[tuple[str, str, bool]] = []  # (chunk id, symbol, whether its own text has it)
+    for chunks in batches:
+        for chunk in chunks:
+            tokens = set(_WORD.findall(chunk.content))
+            mentions.update(tokens)
+            if _counts_references(chunk):
+                named.append((chunk.id, chunk.symbol, chunk.symbol in tokens))
+    return {chunk_id: mentions[symbol] - own for chunk_id, symbol, own in named}
