@@ -3,7 +3,8 @@
 `build_corpus(folder, chunks)` fills `folder` with the pytest and Sphinx snapshots
 (shared/benchmarks/swe/*/snapshot.tar.gz), then whole packages of this project's virtual environment
 (its site-packages, Python and other text files only, no compiled files), in name order, until about
-`chunks` chunks; when the packages run out, the lot is copied again under copy2/, copy3/, ... (said in
+`chunks` chunks; when the packages run out, they are copied again under copy2/, copy3/, ..., one at a time
+until there are enough (said in
 the result). Chunks are counted by the project's own scan and chunker (`count=True`), or estimated from
 bytes (the real count is the index's).
 
@@ -112,12 +113,13 @@ def build_corpus(folder: Path, chunks: int, count: bool = True) -> dict:
     """Fill an empty `folder` with about `chunks` chunks of real code; returns what went in."""
     folder.mkdir(parents=True, exist_ok=True)
     measure = _count_chunks if count else (lambda path: _bytes(path) // BYTES_PER_CHUNK)
-    parts, total = [], 0
+    parts, total, sizes = [], 0, {}
     for name in SNAPSHOTS:
         target = folder / name
         target.mkdir()
         subprocess.run(["tar", "-xzf", str(SHARED / name / "snapshot.tar.gz"), "-C", str(target)], check=True)
-        total += measure(target)
+        sizes[target] = measure(target)
+        total += sizes[target]
         parts.append(f"{name} snapshot")
     packages = sorted(p for p in site_packages().iterdir() if p.is_dir() and not p.name.endswith(".dist-info")
                       and p.name not in ("__pycache__",))
@@ -128,15 +130,17 @@ def build_corpus(folder: Path, chunks: int, count: bool = True) -> dict:
             continue  # it would overshoot: a smaller package later fits better
         target = folder / "site" / package.name
         shutil.copytree(package, target, ignore=_ignore, symlinks=False, ignore_dangling_symlinks=True)
-        total += measure(target)
+        sizes[target] = measure(target)
+        total += sizes[target]
         parts.append(package.name)
-    copies, first = 1, [p for p in folder.iterdir()]
-    base = total
-    while total < chunks and base:
+    copies, copied = 1, 0
+    while total < chunks and any(sizes.values()):  # copies of the snapshots and packages until there are enough
         copies += 1
-        for item in first:
-            shutil.copytree(item, folder / f"copy{copies}" / item.name, symlinks=False)
-        total += base
+        for item, size in sizes.items():
+            if total >= chunks:
+                break
+            shutil.copytree(item, folder / f"copy{copies}" / item.relative_to(folder), symlinks=False)
+            total, copied = total + size, copied + 1
     return {"chunks": total, "counted": count, "copies": copies, "parts": len(parts),
             "sources": ", ".join(parts[:2]) + f" and {len(parts) - 2} site-packages packages"
-                       + (f", the whole copied {copies} times under copyN/" if copies > 1 else "")}
+                       + (f", copied again under copyN/ ({copied} copies of them)" if copies > 1 else "")}
