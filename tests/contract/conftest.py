@@ -1,7 +1,10 @@
 """The three engines of the contract suite, each over its own indexed copy of the sample workspace:
 the in-process KnowledgeService, an EngineProcess (a child process), and a RemoteEngine talking to a
-real `knowledge-explorer serve` process (the session's engine_server). Session-scoped: each loads
-the model once."""
+real `knowledge-explorer serve` process of its own. Session-scoped: each loads the model once.
+
+Each engine's data dir holds only its copy: the data dir's shared vector cache would otherwise hand the
+remote engine vectors that other tests' runs computed in other batches (onnx-int8 vectors differ in their
+last digits with the batch), and its answers would differ from the others' by a rank or a threshold count."""
 
 from __future__ import annotations
 
@@ -51,10 +54,23 @@ def engine_process(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def remote(engine_server, tmp_path_factory):
+def contract_server(tmp_path_factory):
+    """A real `knowledge-explorer serve` process for the contract's remote engine alone: {"url", "data_dir"}."""
+    from tests.helpers.engine_server import start_server, stop_server
+
+    root = tmp_path_factory.mktemp("contract-server")
+    process, url = start_server(root / "data", root / "server.log", "--allow-root", str(tmp_path_factory.getbasetemp()))
+    try:
+        yield {"url": url, "data_dir": root / "data"}
+    finally:
+        stop_server(process)
+
+
+@pytest.fixture(scope="session")
+def remote(contract_server, tmp_path_factory):
     root = tmp_path_factory.mktemp("contract-remote")
-    engine = RemoteEngine(engine_server["url"], data_dir=root / "local")
-    yield from indexed("remote", engine, root, engine_server["data_dir"])
+    engine = RemoteEngine(contract_server["url"], data_dir=root / "local")
+    yield from indexed("remote", engine, root, contract_server["data_dir"])
 
 
 @pytest.fixture(params=KINDS)

@@ -135,13 +135,13 @@ async def test_watch_and_unwatch(subject):
     assert (await engine.health(workspace)).indexed
 
 
-async def test_set_owner_url_publishes_it_in_the_owner_file(subject, engine_server):
+async def test_set_owner_url_publishes_it_in_the_owner_file(subject):
     engine = subject.engine
     url = "http://127.0.0.1:8765"
     await engine.set_owner_url(url)
     try:
         # a server publishes its own URL, whatever a client asks
-        assert read_owner(subject.data_dir).url == (engine_server["url"] if subject.kind == "remote" else url)
+        assert read_owner(subject.data_dir).url == (subject.engine.url if subject.kind == "remote" else url)
     finally:
         await engine.set_owner_url(None)
 
