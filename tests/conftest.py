@@ -61,14 +61,9 @@ def service(data_dir):
 @pytest.fixture(scope="session")
 def engine_server(tmp_path_factory):
     """One real `knowledge-explorer serve` process on 127.0.0.1 for the session: {"url", "data_dir"}."""
-    from tests.helpers.engine_server import start_server, stop_server
+    from tests.helpers.engine_server import served
 
-    root = tmp_path_factory.mktemp("engine-server")
-    process, url = start_server(root / "data", root / "server.log", "--allow-root", str(tmp_path_factory.getbasetemp()))
-    try:
-        yield {"url": url, "data_dir": root / "data"}
-    finally:
-        stop_server(process)
+    yield from served(tmp_path_factory.mktemp("engine-server"), tmp_path_factory.getbasetemp())
 
 
 @pytest.fixture(scope="session")

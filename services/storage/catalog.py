@@ -177,9 +177,8 @@ class Catalog:
         sql = "SELECT path, file_hash, size, mtime_ns, language FROM files"
         if paths is None:
             return {r[0]: FileRecord(*r) for r in self._query(sql)}
-        wanted = sorted(set(paths))
-        rows = [r for i in range(0, len(wanted), 500) for r in
-                self._query(sql + f" WHERE path IN ({','.join('?' * len(wanted[i:i + 500]))})", wanted[i:i + 500])]
+        rows = [r for part in _parts(sorted(set(paths)))
+                for r in self._query(sql + f" WHERE path IN ({','.join('?' * len(part))})", part)]
         return {r[0]: FileRecord(*r) for r in rows}
 
     def commit_file(self, record: FileRecord, chunks: list[Chunk]) -> list[str]:

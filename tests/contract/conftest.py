@@ -56,14 +56,9 @@ def engine_process(tmp_path_factory):
 @pytest.fixture(scope="session")
 def contract_server(tmp_path_factory):
     """A real `knowledge-explorer serve` process for the contract's remote engine alone: {"url", "data_dir"}."""
-    from tests.helpers.engine_server import start_server, stop_server
+    from tests.helpers.engine_server import served
 
-    root = tmp_path_factory.mktemp("contract-server")
-    process, url = start_server(root / "data", root / "server.log", "--allow-root", str(tmp_path_factory.getbasetemp()))
-    try:
-        yield {"url": url, "data_dir": root / "data"}
-    finally:
-        stop_server(process)
+    yield from served(tmp_path_factory.mktemp("contract-server"), tmp_path_factory.getbasetemp())
 
 
 @pytest.fixture(scope="session")

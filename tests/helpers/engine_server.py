@@ -54,6 +54,15 @@ def stop_server(process: subprocess.Popen) -> None:
         process.wait(timeout=10)
 
 
+def served(root: Path, allowed_root: Path):
+    """A server on root/data for a fixture's lifetime, allowed under `allowed_root`: yields {"url", "data_dir"}."""
+    process, url = start_server(root / "data", root / "server.log", "--allow-root", str(allowed_root))
+    try:
+        yield {"url": url, "data_dir": root / "data"}
+    finally:
+        stop_server(process)
+
+
 def register(client: httpx.Client, folder: Path) -> str:
     response = client.post("/v1/workspaces", json={"path": str(folder)})
     assert response.status_code == 201, response.text
