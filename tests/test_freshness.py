@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -141,6 +142,26 @@ async def test_watcher_indexes_edits_additions_and_deletions(workspace, service)
     assert not health.stale_files and health.last_error == ""
     await service.unwatch(workspace)
     assert service.watching() == []
+
+
+@pytest.mark.slow
+async def test_watcher_follows_a_folder_moved_and_a_folder_deleted(workspace, service):
+    events = []
+    await service.index(workspace)
+    await service.watch(workspace, on_event=events.append)
+    await wait_for(lambda: any(e.kind == REINDEX_FINISHED for e in events), what="the catch-up run")
+    (workspace / NOTE_FILE).write_text((workspace / NOTE_FILE).read_text() + NEW_FUNCTION)
+    await wait_for(lambda: _first_is(service, workspace, NOTE_FILE), what="the edit to be searchable")
+
+    (workspace / "notes").rename(workspace / "jottings")  # a folder moved: its files at their new paths
+    await wait_for(lambda: _first_is(service, workspace, "jottings/store.py"), what="the moved folder's files")
+    shutil.rmtree(workspace / "jottings")  # a folder deleted: its files leave the index
+    await wait_for(lambda: _contains(service, workspace, "jottings/store.py", present=False),
+                   what="the deleted folder's files to leave the results")
+    health = await service.health(workspace)
+    assert not any(p.startswith(("notes/", "jottings/")) for p in service._index(workspace).catalog().files())
+    assert not health.stale_files and health.last_error == ""
+    await service.unwatch(workspace)
 
 
 @pytest.mark.slow

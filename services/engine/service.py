@@ -72,9 +72,22 @@ class _Watch:
         self.missing = False  # the folder is gone: no run starts until it is back
         self.idle = threading.Event()  # set while no automatic run is under way
         self.idle.set()
+        self._changed: set[str] | None = set()  # paths changed since the last run took them; None: anything
+        self._changed_lock = threading.Lock()
 
     def stop_run(self) -> None:
         self.run_cancel.set()
+
+    def note(self, paths: set[str] | None) -> None:
+        """Paths the watcher saw change; None when anything may have (catching up, the folder back)."""
+        with self._changed_lock:
+            self._changed = None if paths is None or self._changed is None else self._changed | paths
+
+    def take(self) -> set[str] | None:
+        """What changed since the last call (None: look at everything), for the next automatic run."""
+        with self._changed_lock:
+            changed, self._changed = self._changed, set()
+            return changed
 
 
 def _history(index: WorkspaceIndex) -> tuple[CommitIndex | None, str]:
@@ -412,7 +425,7 @@ class KnowledgeService:
         self._changed(watch)
 
     def _start_watcher(self, watch: _Watch) -> None:
-        watch.watcher = WorkspaceWatcher(watch.index.root, lambda _paths: self._changed(watch),
+        watch.watcher = WorkspaceWatcher(watch.index.root, lambda paths: self._changed(watch, paths),
                                          exclude=(self.data_dir,))
         watch.watcher.start()
 
@@ -457,10 +470,12 @@ class KnowledgeService:
         with self._lock:
             return [str(root) for root in self._watches]
 
-    def _changed(self, watch: _Watch) -> None:
-        """Something changed under a watched folder (called from the watcher's thread)."""
+    def _changed(self, watch: _Watch, paths: set[str] | None = None) -> None:
+        """Something changed under a watched folder (called from the watcher's thread): `paths`, or
+        anything when None."""
         if watch.cancel.is_set():
             return
+        watch.note(paths)
         try:
             if watch.auto_reindex:
                 self._index_pool.submit(self._auto_index, watch)
@@ -475,6 +490,9 @@ class KnowledgeService:
         root = str(watch.index.root)
         if not watch.index.root.is_dir():  # gone: _watch_folder says so, and catches up when it is back
             return
+        paths = watch.take()
+        if paths is not None and not paths:
+            return  # an earlier run took these changes
         watch.run_cancel = threading.Event()  # before the check below: a user's run starting now stops this one
         with self._lock:
             if self._user_runs.get(watch.index.root) or watch.cancel.is_set() or watch.missing:
@@ -493,8 +511,9 @@ class KnowledgeService:
         note.reserve()
         watch.idle.clear()
         try:
-            report = indexer.run(quick=True)
+            report = indexer.run(quick=True, paths=paths)
         except Exception as error:
+            watch.note(None)  # what it did not get to is looked for by the next run
             self._invalidate(watch.index.root)
             if not watch.index.root.is_dir():  # it went away under the run: nothing was deleted, no error
                 watch.emit(WatchEvent(FOLDER_MISSING, root, message=folder_missing(root)))
@@ -504,6 +523,8 @@ class KnowledgeService:
             return
         finally:
             watch.idle.set()
+        if report.cancelled:  # stopped part-way: the next run looks at everything
+            watch.note(None)
         if report.files_indexed or report.files_removed or report.chunks_embedded or report.rebuilt_reason:
             self._invalidate(watch.index.root)  # a run that changed nothing keeps the cached answers
         self._errors.pop(watch.index.root, None)

@@ -14,7 +14,7 @@ def stale_files(index: WorkspaceIndex, settings: Settings) -> list[StaleFile]:
     its vectors on the way) is not listed."""
     known = index.catalog().files()
     skipped = {s.path for s in index.catalog().skipped()}
-    scan = scan_workspace(index.root, settings.max_file_bytes, settings.skip_machine_made)
+    scan = scan_workspace(index.root, settings.max_file_bytes, settings.skip_machine_made, known=known)
     stale, seen = [], set()
     underway = {c.path for c in list(index.pending.values())}
     for source in scan.files:

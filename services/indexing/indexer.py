@@ -17,7 +17,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -33,7 +33,7 @@ from services.indexing import integrity
 from services.core.models import Chunk, IndexReport, ProgressEvent, SkippedFile, count_by_reason, nothing_to_index
 from services.storage.projection import Projection, sample_positions
 from services.storage.vector_cache import VectorCache
-from services.indexing.scanning import SkipFileError, SourceFile, read_source, scan_workspace
+from services.indexing.scanning import SkipFileError, SourceFile, read_source, scan_paths, scan_workspace
 from services.core.settings import Settings
 from services.storage.workspace_index import WorkspaceIndex
 
@@ -79,6 +79,8 @@ class Plan:
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     skipped: list[SkippedFile] = field(default_factory=list)
+    known: dict[str, FileRecord] = field(default_factory=dict)  # the catalogue's records the plan looked at
+    targeted: set[str] | None = None  # the paths a watcher's run looked at; None: the whole workspace
 
 
 @dataclass
@@ -111,6 +113,7 @@ class Indexer:
         every new chunk."""
         self.index = index
         self.cache = cache
+        self.paths: set[str] | None = None  # what a watcher's run looks at (run's `paths`)
         self.space: int | None = None  # the encoder's vector space in the cache
         self.embedder = embedder
         self.settings = settings
@@ -134,13 +137,16 @@ class Indexer:
         self.last_event: ProgressEvent | None = None  # what health says while the run is under way
 
     # --- the run ---
-    def run(self, full: bool = False, quick: bool = False) -> IndexReport:
+    def run(self, full: bool = False, quick: bool = False, paths: Iterable[str] | None = None) -> IndexReport:
         """Index what changed. Raises KnowledgeError subclasses only (details of others go to the log).
         `quick` (the watcher's runs) makes changed files searchable at once: no orphan sweep, and the
         reference recount (over every chunk) is left to the caller (refresh_references). The keyword
-        index needs nothing at the end: each file's commit updates it."""
+        index needs nothing at the end: each file's commit updates it. `paths`: the workspace-relative
+        paths a watcher saw change; only they are looked at, unless only a whole scan can tell
+        (scanning.scan_paths)."""
         try:
             self.index.run = self
+            self.paths = None if paths is None else set(paths)
             return self._run(full, quick)
         except KnowledgeError:
             raise
@@ -303,19 +309,45 @@ class Indexer:
 
     def _plan(self) -> Plan:
         self._emit("scanning", 0, 0)
-        scan = scan_workspace(self.index.root, self.settings.max_file_bytes, self.settings.skip_machine_made)
-        known = self.index.catalog().files()
-        plan = Plan(skipped=list(scan.skipped))
-        seen = set()
+        return self._plan_paths() or self._plan_all()
+
+    def _plan_all(self) -> Plan:
+        catalog = self.index.catalog()
+        known = catalog.files()
+        scan = scan_workspace(self.index.root, self.settings.max_file_bytes, self.settings.skip_machine_made,
+                              known=None if self.everything else known)
+        catalog.set_meta(linked_folders="1" if scan.linked_folders else "0")
+        return self._plan_from(scan, known)
+
+    def _plan_paths(self) -> Plan | None:
+        """The plan for the paths a watcher reported, from them alone (no walk over the tree); None when
+        a whole scan is needed: no paths given, a rebuild, folders linked in, or scan_paths says so."""
+        catalog = self.index.catalog()
+        if self.paths is None or self.everything or catalog.get_meta("linked_folders") != "0":
+            return None
+        scan = scan_paths(self.index.root, self.paths, self.settings.max_file_bytes, self.settings.skip_machine_made)
+        if scan is None:
+            return None
+        known = catalog.files(self.paths)
+        for path in self.paths - known.keys():  # a folder deleted or moved away: the files it held
+            if not os.path.lexists(self.index.root / path):
+                known.update(catalog.files_under(path))
+        plan = self._plan_from(scan, known)
+        plan.targeted = self.paths | known.keys()
+        return plan
+
+    def _plan_from(self, scan, known: dict[str, FileRecord]) -> Plan:
+        """Changed, unchanged and removed files: the scan's files against the catalogue's `known` records."""
+        plan = Plan(skipped=list(scan.skipped), known=known)
         for source in scan.files:
-            seen.add(source.path)
             record = known.get(source.path)
             if (record and not self.everything and source.path not in self.found.repair_paths
                     and (record.size, record.mtime_ns) == (source.size, source.mtime_ns)):
                 plan.unchanged.append(source.path)
             else:
                 plan.changed.append(source)
-        plan.removed = self._gone(sorted(path for path in set(known) - seen if not _unreadable_at(path, scan.skipped)))
+        unlisted = set(known) - {source.path for source in scan.files}
+        plan.removed = self._gone(sorted(path for path in unlisted if not _unreadable_at(path, scan.skipped)))
         return plan
 
     def _gone(self, paths: list[str]) -> list[str]:
@@ -331,12 +363,11 @@ class Indexer:
             self.index.store().delete(self.index.catalog().remove_file(path))
 
     def _chunk(self, plan: Plan) -> list[Pending]:
-        known = self.index.catalog().files()
         pending = []
         for number, source in enumerate(plan.changed, 1):
             if self.cancel.is_set():
                 break
-            item = self._chunk_one(source, known.get(source.path), plan)
+            item = self._chunk_one(source, plan.known.get(source.path), plan)
             if item:
                 pending.append(item)
             if number % 50 == 0:
@@ -400,7 +431,7 @@ class Indexer:
         """The chunks the index will hold at the end of this run, for "1,200 of 7,206 chunks done"
         (kept in the catalogue, so an interrupted run reopened still says it)."""
         catalog = self.index.catalog()
-        known = catalog.files()
+        known = catalog.files([p.record.path for p in pending])
         replaced = sum(len(catalog.chunks(path=p.record.path)) for p in pending if p.record.path in known)
         catalog.set_meta(run_chunks_total=str(catalog.counts()[1] - replaced + self.total_chunks))
 
@@ -577,7 +608,7 @@ class Indexer:
 
     def _finish(self, plan: Plan, changed: bool, quick: bool = False) -> None:
         catalog = self.index.catalog()
-        catalog.set_skipped(plan.skipped)
+        catalog.set_skipped(plan.skipped, only=plan.targeted)  # a watcher's run reports its paths' alone
         if self.embedded:  # health tells how many vectors the last run that needed some found in the cache
             catalog.set_meta(last_run_vectors=str(self.embedded), last_run_reused=str(self.reused))
         changed = changed or references_stale(catalog)

@@ -11,6 +11,7 @@ import hashlib
 import os
 import re
 import stat
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from services.core.models import SkippedFile
 MIB = 1024 * 1024
 BINARY_SNIFF_BYTES = 8192
 PROJECT_IGNORE_FILE = ".knowledgeignore"
+IGNORE_FILES = frozenset({".gitignore", PROJECT_IGNORE_FILE})
 
 SKIPPED_DIRS = frozenset({
     ".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox",
@@ -99,16 +101,21 @@ class SkipFileError(Exception):
 @dataclass(frozen=True)
 class SourceFile:
     path: str  # workspace-relative, POSIX separators
-    abs_path: Path
+    root: Path  # the workspace folder, resolved
     size: int
     mtime_ns: int
     language: str
+
+    @property
+    def abs_path(self) -> Path:
+        return self.root / self.path
 
 
 @dataclass
 class ScanResult:
     files: list[SourceFile] = field(default_factory=list)
     skipped: list[SkippedFile] = field(default_factory=list)
+    linked_folders: bool = False  # a folder was reached through a symlink (scan_paths cannot follow those)
 
 
 def language_for(name: str, head: bytes = b"") -> str:
@@ -173,27 +180,73 @@ def read_source(file: SourceFile, skip_machine_made: bool = True) -> tuple[str, 
     return text, file_hash(data)
 
 
-def scan_workspace(root: Path, max_file_bytes: int = MIB, skip_machine_made: bool = True) -> ScanResult:
-    """List the indexable text files under root; every other file goes to `skipped` with a reason."""
-    root = Path(root).resolve()
-    try:
-        with os.scandir(root):
-            pass
-    except OSError as exc:  # no evidence about any file: callers must not take the files for deleted
-        raise UnreadableRoot(f"the workspace folder {root} cannot be read ({_os_reason(exc)})") from exc
+def scan_workspace(root: Path, max_file_bytes: int = MIB, skip_machine_made: bool = True,
+                   known: Mapping | None = None) -> ScanResult:
+    """List the indexable text files under root; every other file goes to `skipped` with a reason.
+    `known`: the catalogue's records by path; a file with its record's size and mtime is listed with its
+    record's language, unopened (sniffing every file is most of a big tree's scan)."""
+    root = _readable_root(root)
     result = ScanResult()
     rules = _Rules(_load_spec(root / PROJECT_IGNORE_FILE), [])
-    limits = _Limits(max_file_bytes, skip_machine_made)
+    limits = _Limits(max_file_bytes, skip_machine_made, known or {})
     _walk(root, root, "", rules, limits, result, {_dir_key(root)})
     result.files.sort(key=lambda f: f.path)
     result.skipped.sort(key=lambda s: s.path)
     return result
 
 
+def scan_paths(root: Path, paths: Iterable[str], max_file_bytes: int = MIB,
+               skip_machine_made: bool = True) -> ScanResult | None:
+    """What scan_workspace says about these workspace-relative paths (the files a watcher saw change),
+    without walking the tree: the same ignore rules, skipped folders and sniffing. A path that is not
+    there is in neither list. None when only a full scan can tell: a path is a folder (created or moved
+    in) or an ignore file (it changes what else is listed), or a file sits under a symlink."""
+    root = _readable_root(root)
+    result = ScanResult()
+    limits = _Limits(max_file_bytes, skip_machine_made, {})
+    project = _Rules(_load_spec(root / PROJECT_IGNORE_FILE), [])
+    for rel in sorted(set(paths)):
+        path = root / rel
+        if path.name in IGNORE_FILES or path.is_dir() or os.path.realpath(path.parent) != str(path.parent):
+            return None
+        rules = _rules_for(root, rel, project)
+        if rules is not None and not rules.ignored(rel, False) and os.path.lexists(path):
+            _add_file(root, str(path), path.name, rel, path.is_symlink(), limits, result)
+    return result
+
+
+def _rules_for(root: Path, rel: str, rules: "_Rules") -> "_Rules | None":
+    """The rules in force for a file, as _walk gathers them on its way down; None when _walk would not
+    reach it (a skipped, ignored or virtual-environment folder on the way)."""
+    parts = rel.split("/")[:-1]
+    folder = ""
+    while True:
+        local = _load_spec(root / folder / ".gitignore")
+        if local is not None:
+            rules = rules.with_gitignore(folder, local)
+        if not parts:
+            return rules
+        name = parts.pop(0)
+        folder = f"{folder}/{name}" if folder else name
+        if name in SKIPPED_DIRS or not rules.enter(folder) or (root / folder / "pyvenv.cfg").exists():
+            return None
+
+
+def _readable_root(root: Path) -> Path:
+    root = Path(root).resolve()
+    try:
+        with os.scandir(root):
+            pass
+    except OSError as exc:  # no evidence about any file: callers must not take the files for deleted
+        raise UnreadableRoot(f"the workspace folder {root} cannot be read ({_os_reason(exc)})") from exc
+    return root
+
+
 @dataclass(frozen=True)
 class _Limits:
     max_bytes: int
     skip_machine_made: bool
+    known: Mapping  # path -> the catalogue's record (size, mtime_ns, language)
 
 
 @dataclass(frozen=True)
@@ -259,49 +312,54 @@ def _walk(root: Path, folder: Path, rel: str, rules: _Rules, limits: _Limits, re
             if entry.name not in SKIPPED_DIRS and rules.enter(child_rel):
                 _enter_dir(root, Path(entry.path), child_rel, is_link, rules, limits, result, seen)
         elif not rules.ignored(child_rel, False):
-            _add_file(root, entry, child_rel, is_link, limits, result)
+            _add_file(root, entry.path, entry.name, child_rel, is_link, limits, result)
 
 
 def _enter_dir(root, path: Path, rel, is_link, rules, limits, result, seen) -> None:
     if is_link and not _inside(root, path):
         result.skipped.append(SkippedFile(rel, "symlink outside the workspace"))
         return
+    result.linked_folders = result.linked_folders or is_link
     key = _dir_key(path)
     if key in seen:
         return  # symlink loop or a folder already scanned
     _walk(root, path, rel, rules, limits, result, seen | {key})
 
 
-def _add_file(root: Path, entry: os.DirEntry, rel: str, is_link: bool, limits: _Limits, result: ScanResult) -> None:
-    if is_link and not os.path.exists(entry.path):
+def _add_file(root: Path, path: str, name: str, rel: str, is_link: bool, limits: _Limits,
+              result: ScanResult) -> None:
+    if is_link and not os.path.exists(path):
         result.skipped.append(SkippedFile(rel, "broken symlink"))
         return
-    if is_link and not _inside(root, Path(entry.path)):
+    if is_link and not _inside(root, Path(path)):
         result.skipped.append(SkippedFile(rel, "symlink outside the workspace"))
         return
     try:
-        info = entry.stat()
+        info = os.stat(path)
         if not stat.S_ISREG(info.st_mode):
             return
-        if os.path.splitext(entry.name)[1].lower() in BINARY_EXTENSIONS:
+        if os.path.splitext(name)[1].lower() in BINARY_EXTENSIONS:
             result.skipped.append(SkippedFile(rel, "binary file"))
             return
         if info.st_size > limits.max_bytes:
             reason = f"too large ({format_size(info.st_size)} > {format_size(limits.max_bytes)})"
             result.skipped.append(SkippedFile(rel, reason))
             return
-        with open(entry.path, "rb") as handle:
+        record = limits.known.get(rel)
+        if record is not None and (record.size, record.mtime_ns) == (info.st_size, info.st_mtime_ns):
+            result.files.append(SourceFile(rel, root, info.st_size, info.st_mtime_ns, record.language))
+            return  # indexed as it is: sniffed when it was
+        with open(path, "rb") as handle:
             head = handle.read(BINARY_SNIFF_BYTES)
     except OSError as exc:
         result.skipped.append(SkippedFile(rel, f"unreadable: {_os_reason(exc)}"))
         return
     if b"\0" in head:
         result.skipped.append(SkippedFile(rel, "binary file"))
-    elif limits.skip_machine_made and machine_made(entry.name, head.decode("utf-8", "ignore")):
+    elif limits.skip_machine_made and machine_made(name, head.decode("utf-8", "ignore")):
         result.skipped.append(SkippedFile(rel, MACHINE_MADE))
     else:
-        language = language_for(entry.name, head)
-        result.files.append(SourceFile(rel, Path(entry.path), info.st_size, info.st_mtime_ns, language))
+        result.files.append(SourceFile(rel, root, info.st_size, info.st_mtime_ns, language_for(name, head)))
 
 
 def _load_spec(path: Path) -> pathspec.PathSpec | None:

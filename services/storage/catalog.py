@@ -181,6 +181,12 @@ class Catalog:
                 for r in self._query(sql + f" WHERE path IN ({','.join('?' * len(part))})", part)]
         return {r[0]: FileRecord(*r) for r in rows}
 
+    def files_under(self, folder: str) -> dict[str, FileRecord]:
+        """The records of the files inside a folder (workspace-relative), at any depth."""
+        rows = self._query("SELECT path, file_hash, size, mtime_ns, language FROM files WHERE path > ? AND path < ?",
+                           (folder + "/", folder + "0"))  # "0" sorts just after "/"
+        return {r[0]: FileRecord(*r) for r in rows}
+
     def commit_file(self, record: FileRecord, chunks: list[Chunk]) -> list[str]:
         """Replace a file's chunks in one transaction; return the ids it no longer has."""
         with self._lock, self._transaction():
@@ -426,9 +432,13 @@ class Catalog:
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # --- skipped files ---
-    def set_skipped(self, skipped: list[SkippedFile]) -> None:
+    def set_skipped(self, skipped: list[SkippedFile], only: set[str] | None = None) -> None:
+        """The skipped files a run found; `only`: it looked at these paths alone, the rest stay listed."""
         with self._lock, self._transaction():
-            self._db.execute("DELETE FROM skipped")
+            if only is None:
+                self._db.execute("DELETE FROM skipped")
+            else:
+                self._db.executemany("DELETE FROM skipped WHERE path = ?", [(path,) for path in only])
             self._db.executemany("INSERT OR REPLACE INTO skipped VALUES (?, ?)",
                                  [(s.path, s.reason) for s in skipped])
 

@@ -1,0 +1,134 @@
+"""A watcher's run looks at the paths the watcher reported, not the whole tree: scan_paths agrees with
+the whole scan path by path, and the run it plans leaves the index as a whole run would."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from services.indexing.indexer import Indexer
+from services.indexing.scanning import scan_paths, scan_workspace
+from tests.conftest import copy_sample
+
+
+def tricky_tree(root: Path) -> Path:
+    """The sample workspace (root, nested and project ignore files) plus every kind of file a scan sorts."""
+    copy_sample(root)
+    files = {
+        "node_modules/pkg/index.js": "module.exports = 1\n",
+        "env/lib/site.py": "x = 1\n", "env/pyvenv.cfg": "home = /usr\n",
+        "build/out.py": "x = 2\n", "scratch/keep.py": "x = 3\n", "server.log": "started\n",
+        "tools/run": "#!/usr/bin/env python3\nprint('run')\n",
+        "web/dist.min.js": "var a=1;" * 400, "web/app.js": "export const a = 1\n",
+        "docs/drafts/deep/idea.md": "# idea\n", "big.txt": "word " * 400,
+        "gen/api_pb2.py": "# proto\n", "gen/made.py": "# @generated\nx = 1\n",
+        "lib/.gitignore": "*.tmp\n!keep.tmp\n", "lib/a.tmp": "a\n", "lib/keep.tmp": "k\n", "lib/code.py": "y = 1\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (root / "lib/blob.py").write_bytes(b"abc\x00def")
+    (root / "lib/image.png").write_bytes(b"\x89PNG")
+    (root / "lib/alias.py").symlink_to(root / "lib/code.py")
+    (root / "lib/dangling.py").symlink_to(root / "lib/nowhere.py")
+    return root
+
+
+def every_file(root: Path) -> list[str]:
+    found = []
+    for folder, _dirs, names in os.walk(root):
+        found += [(Path(folder) / name).relative_to(root).as_posix() for name in names]
+    return sorted(found)
+
+
+def verdicts(result) -> dict[str, tuple[str, str]]:
+    """{path: ("file", language) or ("skipped", reason)}."""
+    listed = {f.path: ("file", f.language) for f in result.files}
+    return listed | {s.path: ("skipped", s.reason) for s in result.skipped}
+
+
+def test_scan_paths_gives_each_file_the_whole_scans_verdict(tmp_path):
+    root = tricky_tree(tmp_path / "tree")
+    whole = verdicts(scan_workspace(root, max_file_bytes=1024))
+    paths = [p for p in every_file(root) if Path(p).name not in (".gitignore", ".knowledgeignore")]
+    for path in paths:  # ignored, in skipped folders, binary, machine-made, too large, linked: one by one
+        assert verdicts(scan_paths(root, [path], max_file_bytes=1024)) == {k: v for k, v in whole.items() if k == path}
+    assert verdicts(scan_paths(root, paths, max_file_bytes=1024)) == {k: v for k, v in whole.items() if k in paths}
+    assert "scratch/keep.py" not in whole and "lib/keep.tmp" in whole and "lib/a.tmp" not in whole
+    assert whole["lib/blob.py"] == ("skipped", "binary file") and whole["tools/run"] == ("file", "python")
+
+
+def test_scan_paths_asks_for_a_whole_scan_for_folders_ignore_files_and_linked_folders(tmp_path):
+    root = tricky_tree(tmp_path / "tree")
+    assert scan_paths(root, ["notes"]) is None  # a folder created or moved in
+    assert scan_paths(root, ["lib/.gitignore"]) is None and scan_paths(root, [".knowledgeignore"]) is None
+    (root / "linked").symlink_to(root / "lib")
+    assert scan_paths(root, ["linked/code.py"]) is None
+    assert scan_workspace(root).linked_folders and not scan_workspace(tmp_path / "tree" / "notes").linked_folders
+    assert verdicts(scan_paths(root, ["notes/gone.py"])) == {}  # not there: in neither list
+
+
+def test_a_whole_scan_lists_unchanged_files_from_the_catalogue_as_a_fresh_scan_does(tmp_path):
+    root = tricky_tree(tmp_path / "tree")
+    fresh = scan_workspace(root)
+    known = {f.path: f for f in fresh.files}
+    again = scan_workspace(root, known=known)
+    assert verdicts(again) == verdicts(fresh) and again.files == fresh.files
+
+
+def watcher_run(service, workspace, *paths: str):
+    index = service._index(workspace)
+    return Indexer(index, service.index_embedder, service.settings).run(quick=True, paths=set(paths))
+
+
+def indexed_paths(service, workspace) -> set[str]:
+    return set(service._index(workspace).catalog().files())
+
+
+def skipped(service, workspace) -> dict[str, str]:
+    return {s.path: s.reason for s in service._index(workspace).catalog().skipped()}
+
+
+@pytest.fixture
+async def indexed(service, tmp_path):
+    workspace = copy_sample(tmp_path / "workspace")
+    (workspace / "notes/blob.py").write_bytes(b"abc\x00def")
+    await service.index(workspace)
+    return workspace
+
+
+async def test_a_watchers_run_indexes_the_paths_it_was_given_and_only_those(service, indexed):
+    workspace = indexed
+    (workspace / "notes/store.py").write_text("def quantum_flux_ledger():\n    return 1\n")
+    (workspace / "README.md").write_text("# changed too, but not reported yet\n")
+    report = watcher_run(service, workspace, "notes/store.py")
+    assert report.files_indexed == 1 and report.files_unchanged == 0
+    catalog = service._index(workspace).catalog()
+    assert "quantum_flux_ledger" in catalog.chunks(path="notes/store.py")[0].content
+    assert "changed too" not in " ".join(c.content for c in catalog.chunks(path="README.md"))
+    assert skipped(service, workspace)["notes/blob.py"] == "binary file"  # the rest of the list is kept
+    assert report.skipped == ()  # what the run looked at: the rest of the list is kept, not re-read
+    assert watcher_run(service, workspace, "README.md").files_indexed == 1
+
+
+async def test_a_watchers_run_removes_a_deleted_folders_files_and_lists_new_skipped_ones(service, indexed):
+    workspace = indexed
+    assert any(p.startswith("go/") for p in indexed_paths(service, workspace))
+    shutil.rmtree(workspace / "go")
+    (workspace / "notes/photo.py").write_bytes(b"\x00\x01")
+    report = watcher_run(service, workspace, "go", "notes/photo.py", "vim.swp~")
+    assert not any(p.startswith("go/") for p in indexed_paths(service, workspace)) and report.files_removed >= 1
+    assert {"notes/blob.py", "notes/photo.py"} <= set(skipped(service, workspace))
+
+
+async def test_a_watchers_run_after_an_ignore_file_changed_looks_at_everything(service, indexed):
+    workspace = indexed
+    (workspace / "scratch/plan.py").write_text("def orbital_plan():\n    return 2\n")
+    watcher_run(service, workspace, "scratch/plan.py")
+    assert "scratch/plan.py" not in indexed_paths(service, workspace)  # scratch/ is ignored
+    (workspace / ".gitignore").write_text("*.log\n")
+    watcher_run(service, workspace, ".gitignore")
+    assert {"scratch/plan.py", "scratch/todo.txt"} <= indexed_paths(service, workspace)
