@@ -91,17 +91,18 @@ async def measure(workspace: Path, data_dir: Path, edits: int, old_rebuild: bool
         known = index.catalog().files()
         files = sorted(workspace / path for path in known if path.endswith(".py"))
         rng = random.Random(5)
+        token = f"{time.time_ns():x}"  # names no earlier run on this corpus left in its files
         found, runs = [], []
         for number in range(edits):
             seconds, run = await asyncio.to_thread(edit_once, index, service.index_embedder, settings,
-                                                   rng.choice(files), f"okapi_freshness_probe_{number}")
+                                                   rng.choice(files), f"okapi_probe_{token}_{number}")
             found.append(seconds)
             runs.append(run)
             print(f"edit {number + 1}: keyword-searchable after {seconds * 1000:.0f} ms (its run: {run * 1000:.0f} ms)")
         whole = []
         for number in range(edits):
             seconds, _run = await asyncio.to_thread(edit_once, index, service.index_embedder, settings,
-                                                    rng.choice(files), f"okapi_whole_scan_probe_{number}", True)
+                                                    rng.choice(files), f"okapi_whole_scan_probe_{token}_{number}", True)
             whole.append(seconds)
             print(f"edit {number + 1}, a run that scans the whole tree: keyword-searchable after {seconds * 1000:.0f} ms")
         latencies = []

@@ -123,13 +123,7 @@ async def test_one_owner_in_one_process_too_and_the_lock_passes_on_close(workspa
 
 @pytest.mark.slow
 async def test_watcher_indexes_edits_additions_and_deletions(workspace, service):
-    events = []
-    await service.index(workspace)
-    await service.watch(workspace, on_event=events.append)
-    await wait_for(lambda: any(e.kind == REINDEX_FINISHED for e in events), what="the catch-up run")
-
-    (workspace / NOTE_FILE).write_text((workspace / NOTE_FILE).read_text() + NEW_FUNCTION)
-    await wait_for(lambda: _first_is(service, workspace, NOTE_FILE), what="the edit to be searchable")
+    await watched_with_an_edit(service, workspace)
 
     added = workspace / "notes" / "teleport.py"
     added.write_text(NEW_FUNCTION.replace("quantum_teleport_widget", "teleport_widget_again"))
@@ -146,12 +140,7 @@ async def test_watcher_indexes_edits_additions_and_deletions(workspace, service)
 
 @pytest.mark.slow
 async def test_watcher_follows_a_folder_moved_and_a_folder_deleted(workspace, service):
-    events = []
-    await service.index(workspace)
-    await service.watch(workspace, on_event=events.append)
-    await wait_for(lambda: any(e.kind == REINDEX_FINISHED for e in events), what="the catch-up run")
-    (workspace / NOTE_FILE).write_text((workspace / NOTE_FILE).read_text() + NEW_FUNCTION)
-    await wait_for(lambda: _first_is(service, workspace, NOTE_FILE), what="the edit to be searchable")
+    await watched_with_an_edit(service, workspace)
 
     (workspace / "notes").rename(workspace / "jottings")  # a folder moved: its files at their new paths
     await wait_for(lambda: _first_is(service, workspace, "jottings/store.py"), what="the moved folder's files")
@@ -211,6 +200,16 @@ def test_a_burst_of_changes_is_reported_in_one_batch_without_skipped_folders(tmp
         assert not any(p.startswith("node_modules") for batch in batches for p in batch)
     finally:
         watcher.stop()
+
+
+async def watched_with_an_edit(service, workspace) -> None:
+    """Index and watch the workspace, then save NEW_FUNCTION into NOTE_FILE and wait until it is found."""
+    events = []
+    await service.index(workspace)
+    await service.watch(workspace, on_event=events.append)
+    await wait_for(lambda: any(e.kind == REINDEX_FINISHED for e in events), what="the catch-up run")
+    (workspace / NOTE_FILE).write_text((workspace / NOTE_FILE).read_text() + NEW_FUNCTION)
+    await wait_for(lambda: _first_is(service, workspace, NOTE_FILE), what="the edit to be searchable")
 
 
 async def _first_is(service, workspace, path) -> bool:
