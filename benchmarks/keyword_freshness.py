@@ -157,7 +157,7 @@ def main() -> None:
         "a run scanning the whole tree: p50 / p95": (f"{figures['whole_scan_searchable_p50_ms']} / "
                                                       f"{figures['whole_scan_searchable_p95_ms']} ms"),
         "before: full bm25s rebuild per edit": "not timed" if rebuild is None else f"{rebuild} s",
-    }], settings={"chunks": args.chunks, "edits": args.edits, "encoder": "stand-in hash vectors",
+    }], settings={"chunks": None if args.corpus else args.chunks, "edits": args.edits, "encoder": "stand-in hash vectors",
                   "engine": engine_settings()},
         figures=figures, note="Encoder: a stand-in (hash vectors) for the edited file's chunks; the watcher's 1 s "
                               "debounce is not counted. Corpus: " + figures["corpus"])
