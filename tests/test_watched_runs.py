@@ -114,13 +114,16 @@ async def test_a_watchers_run_indexes_the_paths_it_was_given_and_only_those(serv
     assert watcher_run(service, workspace, "README.md").files_indexed == 1
 
 
-async def test_a_watchers_run_removes_a_deleted_folders_files_and_lists_new_skipped_ones(service, indexed):
+async def test_a_watchers_run_removes_the_files_of_a_folder_deleted_or_replaced_and_lists_new_skipped_ones(service, indexed):
     workspace = indexed
     assert any(p.startswith("go/") for p in indexed_paths(service, workspace))
     shutil.rmtree(workspace / "go")
+    shutil.rmtree(workspace / "java")
+    (workspace / "java").write_text("a file where the folder was\n")
     (workspace / "notes/photo.py").write_bytes(b"\x00\x01")
-    report = watcher_run(service, workspace, "go", "notes/photo.py", "vim.swp~")
-    assert not any(p.startswith("go/") for p in indexed_paths(service, workspace)) and report.files_removed >= 1
+    report = watcher_run(service, workspace, "go", "java", "notes/photo.py", "vim.swp~")
+    assert not any(p.startswith(("go/", "java/")) for p in indexed_paths(service, workspace))
+    assert "java" in indexed_paths(service, workspace) and report.files_removed >= 2
     assert {"notes/blob.py", "notes/photo.py"} <= set(skipped(service, workspace))
 
 

@@ -329,9 +329,8 @@ class Indexer:
         if scan is None:
             return None
         known = catalog.files(self.paths)
-        for path in self.paths - known.keys():  # a folder deleted or moved away: the files it held
-            if not os.path.lexists(self.index.root / path):
-                known.update(catalog.files_under(path))
+        for path in self.paths:  # a folder deleted, moved away or replaced by a file: the files it held
+            known.update(catalog.files_under(path))
         plan = self._plan_from(scan, known)
         plan.targeted = self.paths | known.keys()
         return plan
