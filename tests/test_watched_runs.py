@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from services.indexing.indexer import Indexer
-from services.indexing.scanning import scan_paths, scan_workspace
+from services.indexing.scanning import RULE_FILES, scan_paths, scan_workspace
 from tests.conftest import copy_sample
 
 
@@ -53,22 +54,52 @@ def verdicts(result) -> dict[str, tuple[str, str]]:
 def test_scan_paths_gives_each_file_the_whole_scans_verdict(tmp_path):
     root = tricky_tree(tmp_path / "tree")
     whole = verdicts(scan_workspace(root, max_file_bytes=1024))
-    paths = [p for p in every_file(root) if Path(p).name not in (".gitignore", ".knowledgeignore")]
-    for path in paths:  # ignored, in skipped folders, binary, machine-made, too large, linked: one by one
+    paths = [p for p in every_file(root) if Path(p).name not in RULE_FILES and not (root / p).is_symlink()]
+    for path in paths:  # ignored, in skipped folders or a venv, binary, machine-made, too large: one by one
         assert verdicts(scan_paths(root, [path], max_file_bytes=1024)) == {k: v for k, v in whole.items() if k == path}
     assert verdicts(scan_paths(root, paths, max_file_bytes=1024)) == {k: v for k, v in whole.items() if k in paths}
     assert "scratch/keep.py" not in whole and "lib/keep.tmp" in whole and "lib/a.tmp" not in whole
     assert whole["lib/blob.py"] == ("skipped", "binary file") and whole["tools/run"] == ("file", "python")
 
 
-def test_scan_paths_asks_for_a_whole_scan_for_folders_ignore_files_and_linked_folders(tmp_path):
+def test_scan_paths_asks_for_a_whole_scan_for_folders_rule_files_and_symlinks(tmp_path):
     root = tricky_tree(tmp_path / "tree")
     assert scan_paths(root, ["notes"]) is None  # a folder created or moved in
     assert scan_paths(root, ["lib/.gitignore"]) is None and scan_paths(root, [".knowledgeignore"]) is None
+    assert scan_paths(root, ["env/pyvenv.cfg"]) is None  # made or deleted: a folder becomes a venv or stops being one
+    assert scan_paths(root, ["lib/alias.py"]) is None  # a link made or retargeted
     (root / "linked").symlink_to(root / "lib")
     assert scan_paths(root, ["linked/code.py"]) is None
-    assert scan_workspace(root).linked_folders and not scan_workspace(tmp_path / "tree" / "notes").linked_folders
+    assert scan_workspace(root).symlinks and not scan_workspace(root / "notes").symlinks
+    (root / "notes/link.py").symlink_to(root / "notes/models.py")
+    assert scan_workspace(root / "notes").symlinks  # a linked file alone is enough
     assert verdicts(scan_paths(root, ["notes/gone.py"])) == {}  # not there: in neither list
+    assert verdicts(scan_paths(root, ["node_modules", "build"])) == {}  # skipped folders, made or moved in
+
+
+def test_a_file_named_like_a_skipped_folder_is_reported_and_listed(tmp_path):
+    from services.indexing.watcher import WorkspaceWatcher
+
+    root = tricky_tree(tmp_path / "tree")
+    shutil.rmtree(root / "build")
+    (root / "build").write_text("#!/bin/sh\necho build\n")
+    watcher = WorkspaceWatcher(root, lambda paths: None)
+    assert watcher.relative(str(root / "build")) == "build"
+    assert watcher.relative(str(root / "node_modules/pkg/index.js")) == ""
+    assert verdicts(scan_paths(root, ["build"])) == {"build": ("file", "shell")} == {
+        k: v for k, v in verdicts(scan_workspace(root)).items() if k == "build"}
+
+
+def test_scan_paths_reads_each_folders_ignore_file_once(tmp_path, monkeypatch):
+    from services.indexing import scanning
+
+    root = tricky_tree(tmp_path / "tree")
+    paths = [f"lib/new{i}.py" for i in range(300)] + [f"docs/new{i}.md" for i in range(300)]
+    loaded = []
+    real = scanning._load_spec
+    monkeypatch.setattr(scanning, "_load_spec", lambda path: loaded.append(path) or real(path))
+    result = scan_paths(root, paths)
+    assert result is not None and len(loaded) == len(set(loaded)) <= 4  # project, root, lib, docs
 
 
 def test_a_whole_scan_lists_unchanged_files_from_the_catalogue_as_a_fresh_scan_does(tmp_path):
@@ -77,6 +108,10 @@ def test_a_whole_scan_lists_unchanged_files_from_the_catalogue_as_a_fresh_scan_d
     known = {f.path: f for f in fresh.files}
     again = scan_workspace(root, known=known)
     assert verdicts(again) == verdicts(fresh) and again.files == fresh.files
+    told = {"lib/code.py": replace(known["lib/code.py"], language="klingon")}  # unchanged: not sniffed again
+    assert verdicts(scan_workspace(root, known=told))["lib/code.py"] == ("file", "klingon")
+    os.utime(root / "lib/code.py", ns=(1, 1))  # changed: looked at afresh
+    assert verdicts(scan_workspace(root, known=told))["lib/code.py"] == ("file", "python")
 
 
 def watcher_run(service, workspace, *paths: str):
@@ -123,8 +158,59 @@ async def test_a_watchers_run_removes_the_files_of_a_folder_deleted_or_replaced_
     (workspace / "notes/photo.py").write_bytes(b"\x00\x01")
     report = watcher_run(service, workspace, "go", "java", "notes/photo.py", "vim.swp~")
     assert not any(p.startswith(("go/", "java/")) for p in indexed_paths(service, workspace))
-    assert "java" in indexed_paths(service, workspace) and report.files_removed >= 2
+    assert "java" in indexed_paths(service, workspace) and report.files_removed == 5  # 1 Go file, 4 Java files
     assert {"notes/blob.py", "notes/photo.py"} <= set(skipped(service, workspace))
+
+
+async def test_a_watchers_run_drops_the_skipped_files_of_a_folder_moved_away(service, indexed):
+    workspace = indexed
+    (workspace / "assets").mkdir()
+    (workspace / "assets/logo.py").write_bytes(b"\x89PNG\x00")
+    await service.index(workspace)
+    assert skipped(service, workspace)["assets/logo.py"] == "binary file"
+    (workspace / "assets").rename(tmp := workspace.parent / "elsewhere")
+    watcher_run(service, workspace, "assets")
+    assert "assets/logo.py" not in skipped(service, workspace) and "notes/blob.py" in skipped(service, workspace)
+    assert tmp.is_dir()
+
+
+async def test_a_watchers_run_follows_an_edit_to_a_linked_files_target(service, tmp_path):
+    workspace = copy_sample(tmp_path / "workspace")
+    (workspace / "notes/alias.py").symlink_to(workspace / "notes/models.py")
+    (workspace / "notes/later.py").symlink_to(workspace / "notes/not_yet.py")
+    await service.index(workspace)
+    assert skipped(service, workspace)["notes/later.py"] == "broken symlink"
+    (workspace / "notes/models.py").write_text("def zephyr_quokka():\n    return 3\n")
+    (workspace / "notes/not_yet.py").write_text("def nimbus_marmot():\n    return 4\n")
+    watcher_run(service, workspace, "notes/models.py", "notes/not_yet.py")  # the watcher reports targets only
+    catalog = service._index(workspace).catalog()
+    assert "zephyr_quokka" in catalog.chunks(path="notes/alias.py")[0].content
+    assert "nimbus_marmot" in catalog.chunks(path="notes/later.py")[0].content
+    assert "notes/later.py" not in skipped(service, workspace)
+
+
+async def test_changes_kept_for_the_next_run_when_a_users_run_holds_the_workspace(service, indexed):
+    from services.engine.service import _Watch
+
+    workspace = indexed
+    watch = _Watch(service._index(workspace), True, lambda event: None)
+    watch.note({"a.py"})
+    watch.note({"b.py"})
+    service._user_runs[watch.index.root] = 1  # a user's run is under way: the automatic one stands back
+    service._auto_index(watch)
+    assert watch.take() == {"a.py", "b.py"} and watch.take() == set()
+    watch.note({"a.py"})
+    watch.note(None)
+    assert watch.take() is None  # anything may have changed: a whole scan
+
+
+async def test_with_auto_reindex_off_reported_paths_are_not_gathered(service, indexed):
+    from services.engine.service import _Watch
+
+    watch = _Watch(service._index(indexed), False, lambda event: None)
+    watch.take()
+    service._changed(watch, {"notes/store.py"})
+    assert watch.take() == set()
 
 
 async def test_a_watchers_run_after_an_ignore_file_changed_looks_at_everything(service, indexed):

@@ -32,7 +32,7 @@ from services.core.errors import KnowledgeError, QueryError, WorkspaceError
 from services.core.messages import DocumentRerankResponse
 from services.engine.protocol import ProgressCallback, WatchCallback
 from services.indexing.health import index_health, stale_files
-from services.indexing.indexer import Indexer, refresh_references
+from services.indexing.indexer import FAILURE_REASONS, Indexer, refresh_references
 from services.core.models import (
     FileAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
 )
@@ -475,7 +475,8 @@ class KnowledgeService:
         anything when None."""
         if watch.cancel.is_set():
             return
-        watch.note(paths)
+        if watch.auto_reindex:  # reporting stale files looks at everything; nothing to gather
+            watch.note(paths)
         try:
             if watch.auto_reindex:
                 self._index_pool.submit(self._auto_index, watch)
@@ -496,7 +497,8 @@ class KnowledgeService:
         watch.run_cancel = threading.Event()  # before the check below: a user's run starting now stops this one
         with self._lock:
             if self._user_runs.get(watch.index.root) or watch.cancel.is_set() or watch.missing:
-                return  # a user's run does the work (and reports it)
+                watch.note(paths)  # a user's run may have scanned before these changes: kept for the next run
+                return
         announced = threading.Event()
 
         def progress(event) -> None:  # a run that finds nothing to do is not shown as indexing
@@ -525,6 +527,8 @@ class KnowledgeService:
             watch.idle.set()
         if report.cancelled:  # stopped part-way: the next run looks at everything
             watch.note(None)
+        elif paths:  # a file that failed (unreadable, not embedded) is tried again by the next run, as F5 would
+            watch.note({s.path for s in report.skipped if s.category in FAILURE_REASONS} & paths)
         if report.files_indexed or report.files_removed or report.chunks_embedded or report.rebuilt_reason:
             self._invalidate(watch.index.root)  # a run that changed nothing keeps the cached answers
         self._errors.pop(watch.index.root, None)

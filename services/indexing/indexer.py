@@ -316,14 +316,15 @@ class Indexer:
         known = catalog.files()
         scan = scan_workspace(self.index.root, self.settings.max_file_bytes, self.settings.skip_machine_made,
                               known=None if self.everything else known)
-        catalog.set_meta(linked_folders="1" if scan.linked_folders else "0")
+        catalog.set_meta(symlinks="1" if scan.symlinks else "0")
         return self._plan_from(scan, known)
 
     def _plan_paths(self) -> Plan | None:
         """The plan for the paths a watcher reported, from them alone (no walk over the tree); None when
-        a whole scan is needed: no paths given, a rebuild, folders linked in, or scan_paths says so."""
+        a whole scan is needed: no paths given, a rebuild, symlinks in the tree (an edit to a link's target
+        is reported under the target's path only), or scan_paths says so."""
         catalog = self.index.catalog()
-        if self.paths is None or self.everything or catalog.get_meta("linked_folders") != "0":
+        if self.paths is None or self.everything or catalog.get_meta("symlinks") != "0":
             return None
         scan = scan_paths(self.index.root, self.paths, self.settings.max_file_bytes, self.settings.skip_machine_made)
         if scan is None:

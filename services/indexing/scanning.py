@@ -23,6 +23,8 @@ MIB = 1024 * 1024
 BINARY_SNIFF_BYTES = 8192
 PROJECT_IGNORE_FILE = ".knowledgeignore"
 IGNORE_FILES = frozenset({".gitignore", PROJECT_IGNORE_FILE})
+VENV_MARK = "pyvenv.cfg"  # a folder holding it is a virtual environment: never walked
+RULE_FILES = IGNORE_FILES | {VENV_MARK}  # files that change what else is listed
 
 SKIPPED_DIRS = frozenset({
     ".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox",
@@ -115,7 +117,7 @@ class SourceFile:
 class ScanResult:
     files: list[SourceFile] = field(default_factory=list)
     skipped: list[SkippedFile] = field(default_factory=list)
-    linked_folders: bool = False  # a folder was reached through a symlink (scan_paths cannot follow those)
+    symlinks: bool = False  # a symlink was met (scan_paths cannot tell when a link's target changes)
 
 
 def language_for(name: str, head: bytes = b"") -> str:
@@ -199,37 +201,46 @@ def scan_paths(root: Path, paths: Iterable[str], max_file_bytes: int = MIB,
                skip_machine_made: bool = True) -> ScanResult | None:
     """What scan_workspace says about these workspace-relative paths (the files a watcher saw change),
     without walking the tree: the same ignore rules, skipped folders and sniffing. A path that is not
-    there is in neither list. None when only a full scan can tell: a path is a folder (created or moved
-    in) or an ignore file (it changes what else is listed), or a file sits under a symlink."""
+    there is in neither list. None when only a whole scan can tell: a path is a folder (created or moved
+    in), a symlink, an ignore file or a virtual environment's mark (they change what else is listed), it
+    sits under a symlink, or it cannot be looked at."""
     root = _readable_root(root)
     result = ScanResult()
     limits = _Limits(max_file_bytes, skip_machine_made, {})
-    project = _Rules(_load_spec(root / PROJECT_IGNORE_FILE), [])
+    top = _Rules(_load_spec(root / PROJECT_IGNORE_FILE), [])
+    local = _load_spec(root / ".gitignore")
+    rules_by_folder: dict[str, _Rules | None] = {"": top if local is None else top.with_gitignore("", local)}
     for rel in sorted(set(paths)):
         path = root / rel
-        if path.name in IGNORE_FILES or path.is_dir() or os.path.realpath(path.parent) != str(path.parent):
+        try:
+            if path.name in SKIPPED_DIRS and path.is_dir():
+                continue  # a skipped folder made or moved in: never walked
+            if (path.name in RULE_FILES or path.is_symlink() or path.is_dir()
+                    or os.path.realpath(path.parent) != str(path.parent)):
+                return None
+        except OSError:  # e.g. a folder on the way without search permission: the whole scan reports it
             return None
-        rules = _rules_for(root, rel, project)
+        rules = _folder_rules(root, rel.rpartition("/")[0], rules_by_folder)
         if rules is not None and not rules.ignored(rel, False) and os.path.lexists(path):
-            _add_file(root, str(path), path.name, rel, path.is_symlink(), limits, result)
+            _add_file(root, str(path), path.name, rel, False, limits, result)
     return result
 
 
-def _rules_for(root: Path, rel: str, rules: "_Rules") -> "_Rules | None":
-    """The rules in force for a file, as _walk gathers them on its way down; None when _walk would not
-    reach it (a skipped, ignored or virtual-environment folder on the way)."""
-    parts = rel.split("/")[:-1]
-    folder = ""
-    while True:
+def _folder_rules(root: Path, folder: str, known: dict) -> "_Rules | None":
+    """The rules in force inside a folder, as _walk gathers them on its way down; None when _walk would
+    not enter it (a skipped, ignored or virtual-environment folder on the way). `known` caches them by
+    folder and holds the root's ("")."""
+    if folder in known:
+        return known[folder]
+    parent, _, name = folder.rpartition("/")
+    rules = _folder_rules(root, parent, known)
+    if rules is not None and (name in SKIPPED_DIRS or not rules.enter(folder) or (root / folder / VENV_MARK).exists()):
+        rules = None
+    if rules is not None:
         local = _load_spec(root / folder / ".gitignore")
-        if local is not None:
-            rules = rules.with_gitignore(folder, local)
-        if not parts:
-            return rules
-        name = parts.pop(0)
-        folder = f"{folder}/{name}" if folder else name
-        if name in SKIPPED_DIRS or not rules.enter(folder) or (root / folder / "pyvenv.cfg").exists():
-            return None
+        rules = rules if local is None else rules.with_gitignore(folder, local)
+    known[folder] = rules
+    return rules
 
 
 def _readable_root(root: Path) -> Path:
@@ -295,7 +306,7 @@ def _walk(root: Path, folder: Path, rel: str, rules: _Rules, limits: _Limits, re
         result.skipped.append(SkippedFile(rel or ".", f"unreadable: {_os_reason(exc)}"))
         return
     names = {e.name for e in entries}
-    if rel and "pyvenv.cfg" in names:
+    if rel and VENV_MARK in names:
         return  # a virtual environment
     local = _load_spec(folder / ".gitignore") if ".gitignore" in names else None
     if local is not None:
@@ -316,10 +327,10 @@ def _walk(root: Path, folder: Path, rel: str, rules: _Rules, limits: _Limits, re
 
 
 def _enter_dir(root, path: Path, rel, is_link, rules, limits, result, seen) -> None:
+    result.symlinks = result.symlinks or is_link
     if is_link and not _inside(root, path):
         result.skipped.append(SkippedFile(rel, "symlink outside the workspace"))
         return
-    result.linked_folders = result.linked_folders or is_link
     key = _dir_key(path)
     if key in seen:
         return  # symlink loop or a folder already scanned
@@ -328,6 +339,7 @@ def _enter_dir(root, path: Path, rel, is_link, rules, limits, result, seen) -> N
 
 def _add_file(root: Path, path: str, name: str, rel: str, is_link: bool, limits: _Limits,
               result: ScanResult) -> None:
+    result.symlinks = result.symlinks or is_link
     if is_link and not os.path.exists(path):
         result.skipped.append(SkippedFile(rel, "broken symlink"))
         return

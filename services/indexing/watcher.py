@@ -1,8 +1,9 @@
 """Watch a workspace folder (watchdog) and report changed paths after a quiet period (debounce).
 
 Bursts, such as a git checkout touching hundreds of files, coalesce into one report. The watcher
-only says *that* something changed; what to index is decided by the normal incremental scan,
-which applies every ignore rule (services.indexing.scanning), so the two can never disagree.
+says which paths changed; what to index is decided by the scan (services.indexing.scanning:
+scan_paths gives those paths the whole scan's verdicts, or asks for a whole scan), so the two
+can never disagree. Paths inside skipped folders are dropped here already.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ class _Collector(FileSystemEventHandler):
         if event.event_type in ("opened", "closed_no_write") or (event.is_directory and event.event_type == "modified"):
             return  # reads, and a folder's own mtime, change nothing
         paths = [event.src_path, getattr(event, "dest_path", "")]
-        relevant = [rel for rel in (self.watcher.relative(p) for p in paths if p) if rel]
+        relevant = [rel for rel in (self.watcher.relative(p) for p in paths if p)
+                    if rel and not (event.is_directory and rel.rpartition("/")[2] in SKIPPED_DIRS)]
         if relevant:
             self.watcher.touch(relevant)
 
@@ -98,7 +100,7 @@ class WorkspaceWatcher:
             rel = absolute.relative_to(self.root)
         except ValueError:
             return ""
-        if not rel.parts or any(part in SKIPPED_DIRS for part in rel.parts):
+        if not rel.parts or any(part in SKIPPED_DIRS for part in rel.parts[:-1]):  # a file may be named "build"
             return ""
         return rel.as_posix()
 

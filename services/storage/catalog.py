@@ -433,12 +433,14 @@ class Catalog:
 
     # --- skipped files ---
     def set_skipped(self, skipped: list[SkippedFile], only: set[str] | None = None) -> None:
-        """The skipped files a run found; `only`: it looked at these paths alone, the rest stay listed."""
+        """The skipped files a run found; `only`: it looked at these paths (and what lies under them) alone,
+        the rest stay listed."""
         with self._lock, self._transaction():
             if only is None:
                 self._db.execute("DELETE FROM skipped")
-            else:
-                self._db.executemany("DELETE FROM skipped WHERE path = ?", [(path,) for path in only])
+            else:  # "0" sorts just after "/": the range is what lay under a path that was a folder
+                self._db.executemany("DELETE FROM skipped WHERE path = ? OR (path > ? AND path < ?)",
+                                     [(path, path + "/", path + "0") for path in only])
             self._db.executemany("INSERT OR REPLACE INTO skipped VALUES (?, ?)",
                                  [(s.path, s.reason) for s in skipped])
 
