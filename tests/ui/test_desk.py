@@ -84,12 +84,15 @@ def ask(qtbot, win, text: str):
 
 
 def recorder(tmp_path: Path, name: str) -> tuple[Path, Path]:
-    """An executable script `name` that writes its arguments, one a line, to a file."""
+    """An executable script `name` that writes its arguments, one a line, to a file. The file appears
+    whole (written aside, then renamed): a test waiting for it never reads it half-written."""
     record = tmp_path / f"{name}.args"
     script = tmp_path / "bin" / name
     script.parent.mkdir(exist_ok=True)
-    script.write_text(f"#!{sys.executable}\nimport sys\n"
-                      f"open({str(record)!r}, 'w').write('\\n'.join(sys.argv[1:]))\n")
+    part = f"{record}.part"
+    script.write_text(f"#!{sys.executable}\nimport os, sys\n"
+                      f"with open({part!r}, 'w') as out:\n    out.write('\\n'.join(sys.argv[1:]))\n"
+                      f"os.replace({part!r}, {str(record)!r})\n")
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     return script, record
 
