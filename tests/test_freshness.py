@@ -20,6 +20,7 @@ from services.core.models import QueryOptions
 from services.storage.ownership import IndexBusyError, read_owner
 from services.indexing.watcher import REINDEX_FINISHED, STALE, WorkspaceWatcher
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
+from tests.helpers.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 NEW_FUNCTION = '''
@@ -41,20 +42,6 @@ print("owner", flush=True)
 sys.stdin.read()
 service.close()
 """
-
-
-async def wait_for(condition, timeout: float = 60.0, what: str = "condition"):
-    """Poll an async or plain condition until it is truthy; return its value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

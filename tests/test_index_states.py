@@ -15,7 +15,7 @@ from app.cli import health_text
 from services.core.models import state_label
 from services.engine.service import KnowledgeService
 from services.indexing.watcher import FOLDER_MISSING, PROGRESS, REINDEX_FINISHED, REINDEX_STARTED
-from tests.test_freshness import wait_for
+from tests.helpers.waiting import wait_for
 
 
 

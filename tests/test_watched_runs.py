@@ -13,6 +13,7 @@ import pytest
 from services.indexing.indexer import Indexer
 from services.indexing.scanning import RULE_FILES, scan_paths, scan_workspace
 from tests.conftest import copy_sample
+from tests.helpers.waiting import wait_for
 
 
 def tricky_tree(root: Path) -> Path:
@@ -35,6 +36,9 @@ def tricky_tree(root: Path) -> Path:
     (root / "lib/image.png").write_bytes(b"\x89PNG")
     (root / "lib/alias.py").symlink_to(root / "lib/code.py")
     (root / "lib/dangling.py").symlink_to(root / "lib/nowhere.py")
+    (root / "venv2").mkdir()
+    (root / "venv2/site.py").write_text("x = 4\n")
+    (root / "venv2/pyvenv.cfg").symlink_to(root / "venv2/nowhere.cfg")  # dangling, still a venv's mark
     return root
 
 
@@ -59,6 +63,7 @@ def test_scan_paths_gives_each_file_the_whole_scans_verdict(tmp_path):
         assert verdicts(scan_paths(root, [path], max_file_bytes=1024)) == {k: v for k, v in whole.items() if k == path}
     assert verdicts(scan_paths(root, paths, max_file_bytes=1024)) == {k: v for k, v in whole.items() if k in paths}
     assert "scratch/keep.py" not in whole and "lib/keep.tmp" in whole and "lib/a.tmp" not in whole
+    assert "venv2/site.py" not in whole and "env/lib/site.py" not in whole
     assert whole["lib/blob.py"] == ("skipped", "binary file") and whole["tools/run"] == ("file", "python")
 
 
@@ -168,10 +173,31 @@ async def test_a_watchers_run_drops_the_skipped_files_of_a_folder_moved_away(ser
     (workspace / "assets/logo.py").write_bytes(b"\x89PNG\x00")
     await service.index(workspace)
     assert skipped(service, workspace)["assets/logo.py"] == "binary file"
-    (workspace / "assets").rename(tmp := workspace.parent / "elsewhere")
+    (workspace / "assets").rename(workspace.parent / "elsewhere")
+    (workspace / "notes/unreported.py").write_text("x = 5\n")
     watcher_run(service, workspace, "assets")
     assert "assets/logo.py" not in skipped(service, workspace) and "notes/blob.py" in skipped(service, workspace)
-    assert tmp.is_dir()
+    assert "notes/unreported.py" not in indexed_paths(service, workspace)  # the run looked at its paths alone
+
+
+@pytest.mark.parametrize("targeted", [False, True], ids=["whole scan", "watcher's run"])
+async def test_a_file_that_is_still_there_but_no_longer_indexable_leaves_the_index(service, indexed, targeted):
+    workspace = indexed
+    (workspace / "README.md").write_text("word " * 300_000)  # too large
+    (workspace / "notes/models.py").write_bytes(b"\x00\x01binary now")
+    if targeted:
+        report = watcher_run(service, workspace, "README.md", "notes/models.py")
+    else:  # and what only a whole scan sees: a new ignore rule, a file replaced by a folder
+        (workspace / ".gitignore").write_text("scratch/\n*.log\ngo/\n")
+        (workspace / "notes/search.py").unlink()
+        (workspace / "notes/search.py").mkdir()
+        (workspace / "notes/search.py/inner.py").write_text("def inner():\n    return 6\n")
+        report = await service.index(workspace)
+        assert "notes/search.py/inner.py" in indexed_paths(service, workspace)
+    gone = {"README.md", "notes/models.py"} | (set() if targeted else {"go/index/index.go", "notes/search.py"})
+    assert not gone & indexed_paths(service, workspace) and report.files_removed == len(gone)
+    assert skipped(service, workspace)["README.md"].startswith("too large")
+    assert skipped(service, workspace)["notes/models.py"] == "binary file"
 
 
 async def test_a_watchers_run_follows_an_edit_to_a_linked_files_target(service, tmp_path):
@@ -221,3 +247,55 @@ async def test_a_watchers_run_after_an_ignore_file_changed_looks_at_everything(s
     (workspace / ".gitignore").write_text("*.log\n")
     watcher_run(service, workspace, ".gitignore")
     assert {"scratch/plan.py", "scratch/todo.txt"} <= indexed_paths(service, workspace)
+
+
+async def test_changes_an_automatic_run_left_to_a_users_run_are_indexed_after_it(service, indexed, monkeypatch):
+    from services.engine.service import _Watch
+    from services.indexing import indexer as indexer_module
+
+    workspace = indexed
+    index = service._index(workspace)
+    watch = _Watch(index, True, lambda event: None)
+    service._watches[index.root] = watch  # watched (without a watchdog observer: this test makes the reports)
+    real = indexer_module.Indexer._update_history
+    edited = []
+
+    def edit_after_the_scan(self):  # the user's run has scanned: a save now, reported at once
+        real(self)
+        if not edited:
+            edited.append(True)
+            (workspace / "notes/store.py").write_text("def lunar_abacus():\n    return 7\n")
+            service._changed(watch, {"notes/store.py"})  # queued behind the user's run, which still holds it
+
+    monkeypatch.setattr(indexer_module.Indexer, "_update_history", edit_after_the_scan)
+    await service.index(workspace)
+    await wait_for(lambda: "lunar_abacus" in " ".join(c.content for c in index.catalog().chunks(path="notes/store.py")),
+                   60, "the edit made during the user's run to be indexed")
+
+
+async def test_a_file_that_failed_is_tried_again_by_the_next_watchers_run(service, indexed, monkeypatch):
+    from services.encoders.embedder import Embedder
+    from services.engine.service import _Watch
+
+    workspace = indexed
+    index = service._index(workspace)
+    real = Embedder.encode_chunks
+    failing = {"notes/store.py"}
+
+    def encode(self, chunks):
+        if failing & {c.path for c in chunks}:
+            raise RuntimeError("injected: no real encoder failure can be made on demand here")
+        return real(self, chunks)
+
+    monkeypatch.setattr(Embedder, "encode_chunks", encode)
+    watch = _Watch(index, True, lambda event: None)
+    (workspace / "notes/store.py").write_text("def comet_ledger():\n    return 8\n")
+    watch.note({"notes/store.py"})
+    service._auto_index(watch)
+    assert skipped(service, workspace)["notes/store.py"].startswith("could not be embedded")
+    assert watch.take() == {"notes/store.py"}  # kept for the next run, as F5 would try it again
+    failing.clear()
+    watch.note({"README.md"})  # the next save elsewhere
+    watch.note({"notes/store.py"})
+    service._auto_index(watch)
+    assert "comet_ledger" in index.catalog().chunks(path="notes/store.py")[0].content

@@ -83,6 +83,10 @@ class _Watch:
         with self._changed_lock:
             self._changed = None if paths is None or self._changed is None else self._changed | paths
 
+    def has_changes(self) -> bool:
+        with self._changed_lock:
+            return self._changed is None or bool(self._changed)
+
     def take(self) -> set[str] | None:
         """What changed since the last call (None: look at everything), for the next automatic run."""
         with self._changed_lock:
@@ -200,7 +204,10 @@ class KnowledgeService:
         finally:
             with self._lock:
                 self._user_runs[index.root] -= 1
+                watch = self._watches.get(index.root)
             self._invalidate(index.root)
+            if watch is not None and watch.auto_reindex and watch.has_changes():
+                self._changed(watch, set())  # changes an automatic run left to this one, which may have scanned before them
         self._errors.pop(index.root, None)
         note.clear()
         return report

@@ -351,12 +351,23 @@ class Indexer:
         return plan
 
     def _gone(self, paths: list[str]) -> list[str]:
-        """The files positively gone: the workspace folder is there and the file is not. A folder renamed
-        away (or unmounted) during the scan is no evidence: nothing is removed then."""
+        """The files positively gone: the workspace folder is there and the file is not, or it is there and
+        no longer indexable. A folder renamed away (or unmounted) during the scan is no evidence: nothing
+        is removed then."""
         root = self.index.root
         if not paths or not root.is_dir():
             return []
-        return [path for path in paths if not os.path.lexists(root / path)]
+        return [path for path in paths if not os.path.lexists(root / path) or self._no_longer_indexable(path)]
+
+    def _no_longer_indexable(self, path: str) -> bool:
+        """A catalogued file still there that the scan did not list, asked again on its own: now a folder,
+        ignored, too large, binary or machine-made (kept when it cannot be read or only a whole scan
+        could tell)."""
+        if (self.index.root / path).is_dir():
+            return True  # replaced by a folder: the files inside are listed under their own paths
+        verdict = scan_paths(self.index.root, [path], self.settings.max_file_bytes, self.settings.skip_machine_made)
+        return (verdict is not None and not verdict.files
+                and not any(s.category in FAILURE_REASONS for s in verdict.skipped))
 
     def _remove(self, paths: list[str]) -> None:
         for path in paths:

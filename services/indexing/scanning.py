@@ -216,7 +216,8 @@ def scan_paths(root: Path, paths: Iterable[str], max_file_bytes: int = MIB,
             if path.name in SKIPPED_DIRS and path.is_dir():
                 continue  # a skipped folder made or moved in: never walked
             if (path.name in RULE_FILES or path.is_symlink() or path.is_dir()
-                    or os.path.realpath(path.parent) != str(path.parent)):
+                    or os.path.realpath(path.parent) != str(path.parent)
+                    or not os.access(path.parent, os.R_OK | os.X_OK)):  # the whole scan lists it unreadable
                 return None
         except OSError:  # e.g. a folder on the way without search permission: the whole scan reports it
             return None
@@ -234,7 +235,7 @@ def _folder_rules(root: Path, folder: str, known: dict) -> "_Rules | None":
         return known[folder]
     parent, _, name = folder.rpartition("/")
     rules = _folder_rules(root, parent, known)
-    if rules is not None and (name in SKIPPED_DIRS or not rules.enter(folder) or (root / folder / VENV_MARK).exists()):
+    if rules is not None and (name in SKIPPED_DIRS or not rules.enter(folder) or os.path.lexists(root / folder / VENV_MARK)):
         rules = None
     if rules is not None:
         local = _load_spec(root / folder / ".gitignore")
