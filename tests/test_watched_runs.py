@@ -299,3 +299,25 @@ async def test_a_file_that_failed_is_tried_again_by_the_next_watchers_run(servic
     watch.note({"notes/store.py"})
     service._auto_index(watch)
     assert "comet_ledger" in index.catalog().chunks(path="notes/store.py")[0].content
+
+
+async def test_a_cancelled_users_run_leaves_the_changes_it_was_left_for_the_next_change(service, indexed):
+    import asyncio
+    import threading
+
+    from services.engine.service import _Watch
+
+    workspace = indexed
+    index = service._index(workspace)
+    watch = _Watch(index, True, lambda event: None)
+    service._watches[index.root] = watch
+    (workspace / "notes/store.py").write_text("def tidal_gauge():\n    return 9\n")
+    service._user_runs[index.root] = 1  # an automatic run stands back for a user's run...
+    watch.note({"notes/store.py"})
+    service._auto_index(watch)
+    service._user_runs[index.root] = 0
+    cancel = threading.Event()
+    cancel.set()  # ...which the user cancels: no automatic run takes over the work they stopped
+    assert (await service.index(workspace, cancel=cancel)).cancelled
+    await asyncio.wrap_future(service._index_pool.submit(lambda: None))  # one thread: what was queued has run
+    assert watch.take() == {"notes/store.py"}

@@ -74,6 +74,7 @@ class _Watch:
         self.idle.set()
         self._changed: set[str] | None = set()  # paths changed since the last run took them; None: anything
         self._changed_lock = threading.Lock()
+        self.deferred = False  # an automatic run stood back for a user's run (under the service's lock)
 
     def stop_run(self) -> None:
         self.run_cancel.set()
@@ -82,10 +83,6 @@ class _Watch:
         """Paths the watcher saw change; None when anything may have (catching up, the folder back)."""
         with self._changed_lock:
             self._changed = None if paths is None or self._changed is None else self._changed | paths
-
-    def has_changes(self) -> bool:
-        with self._changed_lock:
-            return self._changed is None or bool(self._changed)
 
     def take(self) -> set[str] | None:
         """What changed since the last call (None: look at everything), for the next automatic run."""
@@ -205,11 +202,14 @@ class KnowledgeService:
             with self._lock:
                 self._user_runs[index.root] -= 1
                 watch = self._watches.get(index.root)
+                deferred = watch is not None and watch.deferred
+                if deferred:
+                    watch.deferred = False
             self._invalidate(index.root)
-            if watch is not None and watch.auto_reindex and watch.has_changes():
-                self._changed(watch, set())  # changes an automatic run left to this one, which may have scanned before them
         self._errors.pop(index.root, None)
         note.clear()
+        if deferred and not report.cancelled:  # changes an automatic run left to this run, which may have
+            self._changed(watch, set())  # scanned before them (a cancel leaves them for the next change)
         return report
 
     def _record_error(self, index: WorkspaceIndex, error: Exception, note: ErrorNote) -> None:
@@ -505,6 +505,7 @@ class KnowledgeService:
         with self._lock:
             if self._user_runs.get(watch.index.root) or watch.cancel.is_set() or watch.missing:
                 watch.note(paths)  # a user's run may have scanned before these changes: kept for the next run
+                watch.deferred = True
                 return
         announced = threading.Event()
 
