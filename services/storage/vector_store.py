@@ -210,6 +210,14 @@ class VectorStore:
             got = self.collection().get(ids=list(by_vid), include=["embeddings"])
         return {by_vid[v]: e for v, e in zip(got["ids"], got["embeddings"])}
 
+    def settle(self) -> None:
+        """Write one stored vector back unchanged: Chroma's first write after a bulk load waits on work
+        the load left, and this makes the run that loaded pay it rather than the next small write."""
+        with CHROMA_CALL:
+            got = self.collection().get(limit=1, include=["embeddings"])
+            if got["ids"]:
+                self.collection().upsert(ids=got["ids"], embeddings=got["embeddings"])
+
     def vector_ids(self) -> set[str]:
         """The ids of every stored vector."""
         with CHROMA_CALL:
