@@ -199,3 +199,24 @@ async def test_queries_keep_working_during_a_full_rebuild(service, workspace):
     assert rebuild.rebuilt_reason == "full rebuild requested"
     assert rebuild.chunks_embedded == first.chunks_total == rebuild.chunks_total
     assert answers and all(len(r.results) == 3 for r in results)
+
+
+async def test_a_big_run_settles_the_vector_store_at_its_end_and_changes_no_vector(service, workspace, monkeypatch):
+    from services.indexing import indexer as indexer_module
+
+    monkeypatch.setattr(indexer_module, "SETTLE_AFTER_VECTORS", 10)  # the sample holds far fewer than 1,000
+    events = []
+    await service.index(workspace, progress=events.append)
+    phases = [(e.phase, e.message) for e in events]
+    assert ("finalizing", "settling the vector store") in phases
+    assert phases.index(("finalizing", "settling the vector store")) < phases.index(("done", ""))
+    store = service._index(workspace).store()
+    ids = sorted(store.vector_ids())
+    before = store.collection().get(ids=ids, include=["embeddings"])
+    store.settle()
+    after = store.collection().get(ids=ids, include=["embeddings"])
+    assert before["ids"] == after["ids"] and (before["embeddings"] == after["embeddings"]).all()
+    events.clear()
+    (workspace / "README.md").write_text("# a small edit\n")
+    await service.index(workspace, progress=events.append)
+    assert ("finalizing", "settling the vector store") not in [(e.phase, e.message) for e in events]
