@@ -360,17 +360,25 @@ class Indexer:
         root = self.index.root
         if not paths or not root.is_dir():
             return []
-        return [path for path in paths if not os.path.lexists(root / path) or self._no_longer_indexable(path)]
+        there = [path for path in paths if os.path.lexists(root / path)]
+        if not there:
+            return paths
+        unindexable = self._no_longer_indexable(there)  # all at once (a new ignore rule may drop thousands)
+        if unindexable is None:
+            unindexable = {path for path in there if self._no_longer_indexable([path])}
+        return [path for path in paths if path not in there or path in unindexable]
 
-    def _no_longer_indexable(self, path: str) -> bool:
-        """A catalogued file still there that the scan did not list, asked again on its own: now a folder,
-        ignored, too large, binary or machine-made (kept when it cannot be read or only a whole scan
-        could tell)."""
-        if (self.index.root / path).is_dir():
-            return True  # replaced by a folder: the files inside are listed under their own paths
-        verdict = scan_paths(self.index.root, [path], self.settings.max_file_bytes, self.settings.skip_machine_made)
-        return (verdict is not None and not verdict.files
-                and not any(s.category in FAILURE_REASONS for s in verdict.skipped))
+    def _no_longer_indexable(self, paths: list[str]) -> set[str] | None:
+        """Of catalogued files still there that the scan did not list, asked again: those now a folder,
+        ignored, too large, binary or machine-made (one that cannot be read is kept). None when only a
+        whole scan could tell for one of them."""
+        folders = {path for path in paths if (self.index.root / path).is_dir()}  # the files inside count on their own
+        verdict = scan_paths(self.index.root, [path for path in paths if path not in folders],
+                             self.settings.max_file_bytes, self.settings.skip_machine_made)
+        if verdict is None:
+            return None if len(paths) > 1 else folders
+        kept = {f.path for f in verdict.files} | {s.path for s in verdict.skipped if s.category in FAILURE_REASONS}
+        return folders | (set(paths) - folders - kept)
 
     def _remove(self, paths: list[str]) -> None:
         for path in paths:
