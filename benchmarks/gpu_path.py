@@ -16,6 +16,8 @@ the bare model's. Records JSON with benchmarks/record.py.
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import sys
 import time
 from pathlib import Path
@@ -25,11 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from benchmarks.record import record  # noqa: E402
-from services.core.settings import Settings  # noqa: E402
 from services.encoders.device import choose_device  # noqa: E402
 from services.encoders.embedder import Embedder, bundled_model_path, chunk_text  # noqa: E402
 from services.encoders.torch_backend import encode_pipelined  # noqa: E402
-from services.indexing.chunking import chunk_file  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 WARM_UP = 64
@@ -37,6 +37,9 @@ WARM_UP = 64
 
 def code_texts(workspace: Path, limit: int) -> list[str]:
     """What the model sees for the workspace's chunks (Python, Markdown), up to `limit`."""
+    from services.core.settings import Settings
+    from services.indexing.chunking import chunk_file
+
     settings, texts = Settings(), []
     for path in sorted(workspace.rglob("*")):
         if path.suffix not in (".py", ".md") or ".venv" in path.parts or not path.is_file():
@@ -61,12 +64,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workspace", nargs="?", default=str(REPO))
     parser.add_argument("--limit", type=int, default=None, help="chunks to embed (default 1,000 on a CPU, 20,000 on a GPU)")
+    parser.add_argument("--texts", type=Path, help="the chunks' texts, a gzipped JSON list written by --save-texts "
+                                                   "(for a GPU machine without the chunker's packages)")
+    parser.add_argument("--save-texts", type=Path, help="write the workspace's chunk texts there and stop")
     args = parser.parse_args()
+    if args.save_texts:
+        args.save_texts.write_bytes(gzip.compress(json.dumps(code_texts(Path(args.workspace), args.limit or 20_000)).encode()))
+        return 0
     from sentence_transformers import SentenceTransformer
 
     device, _ = choose_device("auto")
     limit = args.limit or (1_000 if device == "cpu" else 20_000)
-    texts = code_texts(Path(args.workspace), limit)
+    texts = json.loads(gzip.decompress(args.texts.read_bytes()))[:limit] if args.texts else code_texts(Path(args.workspace), limit)
     model = SentenceTransformer(str(bundled_model_path()), device=device, local_files_only=True)
     model.max_seq_length = 256
     bare, reference = rate(lambda t: model.encode(t, normalize_embeddings=True, show_progress_bar=False), texts)
