@@ -31,7 +31,10 @@ def percentile(values: list[float], q: int) -> float:
 
 
 def commit() -> str:
-    """HEAD's hash, with "+changes" when the work tree differs from it; "unknown" outside git."""
+    """HEAD's hash, with "+changes" when the work tree differs from it; "unknown" outside git.
+    KE_RECORD_COMMIT names it where the tree travelled without its history (a GPU machine's copy)."""
+    if os.environ.get("KE_RECORD_COMMIT"):
+        return os.environ["KE_RECORD_COMMIT"]
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                               check=True).stdout.strip()
