@@ -482,10 +482,9 @@ class KnowledgeService:
         anything when None."""
         if watch.cancel.is_set():
             return
-        if watch.auto_reindex:  # reporting stale files looks at everything; nothing to gather
-            watch.note(paths)
         try:
             if watch.auto_reindex:
+                watch.note(paths)  # (reporting stale files looks at everything: nothing to gather then)
                 self._index_pool.submit(self._auto_index, watch)
             else:
                 self._query_pool.submit(self._report_stale, watch)

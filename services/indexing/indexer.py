@@ -364,7 +364,7 @@ class Indexer:
         if not there:
             return paths
         unindexable = self._no_longer_indexable(there)  # all at once (a new ignore rule may drop thousands)
-        if unindexable is None:
+        if unindexable is None:  # one needs a whole scan: ask path by path, keeping those (None)
             unindexable = {path for path in there if self._no_longer_indexable([path])}
         return [path for path in paths if path not in there or path in unindexable]
 
@@ -376,7 +376,7 @@ class Indexer:
         verdict = scan_paths(self.index.root, [path for path in paths if path not in folders],
                              self.settings.max_file_bytes, self.settings.skip_machine_made)
         if verdict is None:
-            return None if len(paths) > 1 else folders
+            return None
         kept = {f.path for f in verdict.files} | {s.path for s in verdict.skipped if s.category in FAILURE_REASONS}
         return folders | (set(paths) - folders - kept)
 

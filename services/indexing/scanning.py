@@ -207,9 +207,8 @@ def scan_paths(root: Path, paths: Iterable[str], max_file_bytes: int = MIB,
     root = _readable_root(root)
     result = ScanResult()
     limits = _Limits(max_file_bytes, skip_machine_made, {})
-    top = _Rules(_load_spec(root / PROJECT_IGNORE_FILE), [])
-    local = _load_spec(root / ".gitignore")
-    rules_by_folder: dict[str, _Rules | None] = {"": top if local is None else top.with_gitignore("", local)}
+    project = _Rules(_load_spec(root / PROJECT_IGNORE_FILE), [])
+    rules_by_folder: dict[str, _Rules | None] = {}
     for rel in sorted(set(paths)):
         path = root / rel
         try:
@@ -221,27 +220,29 @@ def scan_paths(root: Path, paths: Iterable[str], max_file_bytes: int = MIB,
                 return None
         except OSError:  # e.g. a folder on the way without search permission: the whole scan reports it
             return None
-        rules = _folder_rules(root, rel.rpartition("/")[0], rules_by_folder)
+        rules = _folder_rules(root, rel.rpartition("/")[0], project, rules_by_folder)
         if rules is not None and not rules.ignored(rel, False) and os.path.lexists(path):
             _add_file(root, str(path), path.name, rel, False, limits, result)
     return result
 
 
-def _folder_rules(root: Path, folder: str, known: dict) -> "_Rules | None":
-    """The rules in force inside a folder, as _walk gathers them on its way down; None when _walk would
-    not enter it (a skipped, ignored or virtual-environment folder on the way). `known` caches them by
-    folder and holds the root's ("")."""
-    if folder in known:
-        return known[folder]
-    parent, _, name = folder.rpartition("/")
-    rules = _folder_rules(root, parent, known)
-    if rules is not None and (name in SKIPPED_DIRS or not rules.enter(folder) or os.path.lexists(root / folder / VENV_MARK)):
-        rules = None
-    if rules is not None:
-        local = _load_spec(root / folder / ".gitignore")
-        rules = rules if local is None else rules.with_gitignore(folder, local)
-    known[folder] = rules
-    return rules
+def _folder_rules(root: Path, folder: str, project: "_Rules", known: dict) -> "_Rules | None":
+    """The rules in force inside a folder ("" the root), as _walk gathers them on its way down from the
+    project's; None when _walk would not enter it (a skipped, ignored or virtual-environment folder on
+    the way). `known` caches them by folder."""
+    if folder not in known:
+        rules: _Rules | None = project
+        if folder:
+            parent, _, name = folder.rpartition("/")
+            rules = _folder_rules(root, parent, project, known)
+            if rules is not None and (name in SKIPPED_DIRS or not rules.enter(folder)
+                                      or os.path.lexists(root / folder / VENV_MARK)):
+                rules = None
+        if rules is not None:
+            local = _load_spec(root / folder / ".gitignore")
+            rules = rules if local is None else rules.with_gitignore(folder, local)
+        known[folder] = rules
+    return known[folder]
 
 
 def _readable_root(root: Path) -> Path:

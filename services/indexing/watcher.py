@@ -52,8 +52,7 @@ class _Collector(FileSystemEventHandler):
         if event.event_type in ("opened", "closed_no_write") or (event.is_directory and event.event_type == "modified"):
             return  # reads, and a folder's own mtime, change nothing
         paths = [event.src_path, getattr(event, "dest_path", "")]
-        relevant = [rel for rel in (self.watcher.relative(p) for p in paths if p)
-                    if rel and not (event.is_directory and rel.rpartition("/")[2] in SKIPPED_DIRS)]
+        relevant = [rel for rel in (self.watcher.relative(p, event.is_directory) for p in paths if p) if rel]
         if relevant:
             self.watcher.touch(relevant)
 
@@ -91,8 +90,9 @@ class WorkspaceWatcher:
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
 
-    def relative(self, path: str) -> str:
-        """Workspace-relative POSIX path, or "" for paths never indexed (skipped folders, the data dir)."""
+    def relative(self, path: str, is_dir: bool = False) -> str:
+        """Workspace-relative POSIX path, or "" for paths never indexed (in or being a skipped folder, in
+        the data dir). A file may be named like a skipped folder ("build")."""
         absolute = Path(path)
         if any(absolute.is_relative_to(p) for p in self.exclude):
             return ""
@@ -100,7 +100,8 @@ class WorkspaceWatcher:
             rel = absolute.relative_to(self.root)
         except ValueError:
             return ""
-        if not rel.parts or any(part in SKIPPED_DIRS for part in rel.parts[:-1]):  # a file may be named "build"
+        folders = rel.parts if is_dir else rel.parts[:-1]
+        if not rel.parts or any(part in SKIPPED_DIRS for part in folders):
             return ""
         return rel.as_posix()
 

@@ -5,7 +5,6 @@ the same answers whichever way the call travels, and every error arrives as the 
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import pickle
 
@@ -25,6 +24,7 @@ from services.storage.ownership import read_owner
 from services.transport.engine_process import EngineProcess
 from services.transport.remote import RemoteEngine
 from tests.contract.conftest import KINDS, busy_engine
+from tests.helpers.waiting import wait_for
 from tests.helpers.workspaces import QUESTION, small_workspaces
 
 pytestmark = pytest.mark.slow
@@ -130,7 +130,7 @@ async def test_watch_and_unwatch(subject):
     events = []
     await engine.watch(workspace, auto_reindex=False, on_event=events.append)
     if subject.kind != "remote":  # a server watches on its machine and does not stream its events
-        await wait_for(lambda: any(e.kind == WATCHING for e in events))
+        await wait_for(lambda: any(e.kind == WATCHING for e in events), what="the engine to say it is watching")
     await engine.unwatch(workspace)
     assert (await engine.health(workspace)).indexed
 
@@ -237,11 +237,3 @@ async def test_the_same_index_gives_the_same_answers_on_every_engine(in_process,
     for subject, other in zip(subjects[1:], others):
         for key in first:
             assert other[key] == first[key], f"{subject.kind} differs from in-process on {key}"
-
-
-async def wait_for(condition, timeout: float = 60.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "timed out waiting for the engine"
-        await asyncio.sleep(0.05)
