@@ -458,6 +458,8 @@ def hit_name(result, workspace: str) -> str:
 def query_text(result) -> str:
     lines = [f"{result.question!r} with {result.strategy}"
              + (f" (fell back to the original ranking: {result.fallback_reason})" if result.fallback_reason else "")]
+    if result.reading_note:
+        lines.append(f"({result.reading_note})")
     for r in result.results:
         was = f"was {r.original_rank}" if r.original_rank else "new"
         original = f"{r.original_score:.3f}" if r.original_score is not None else "  -  "

@@ -33,6 +33,7 @@ OUTPUTS: dict[str, Any] = {
 # What MCP's tools return: fields of the JSON above (True: the whole value; "__all__": every list item).
 SEARCH_FIELDS = {
     "question": True, "strategy": True, "reranked": True, "fallback_reason": True,
+    "reading": True, "reading_note": True,
     "results": {"__all__": {
         "rank": True, "score": True, "original_rank": True, "original_score": True, "stale": True,
         "chunk": {"path": True, "start_line": True, "end_line": True, "symbol": True, "qualified_name": True,

@@ -2,7 +2,12 @@
 
     python benchmarks/app_eval.py cosqa   [--data-dir /tmp/ke-cosqa]   # CoSQA dev, chunk level
     python benchmarks/app_eval.py files   [--data-dir /tmp/ke-swe]     # pytest and Sphinx, file level
+    python benchmarks/app_eval.py names   [--data-dir /tmp/ke-swe]     # bare names (nav sets), chunk level
+    python benchmarks/app_eval.py chunks  [--data-dir /tmp/ke-swe]     # pytest and Sphinx bug reports, chunk level
 
+`names`: the 100 bare names of each nav set (../shared/benchmarks/nav), judged by their definition's chunk:
+"definition at #1" is the share of names whose definition is ranked first, "in the top 10" within ten.
+`chunks`: the SWE bug reports answered chunk by chunk, a chunk relevant when its file is.
 `cosqa`: the 500 dev questions over the 6,267 functions (each function a file of a corpus workspace), top_k
 100, chunk level. `files`: the SWE issues of pytest and Sphinx answered by `find_files` (each query's `before`
 cuts the history), over the snapshots at <root>/<repo> (`git clone -b snapshot …/history.bundle`, as
@@ -21,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.record import engine_settings, record  # noqa: E402
-from services.core.settings import Settings  # noqa: E402
+from services.core.settings import DEFAULT_STRATEGY, Settings  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
 from services.evaluation.metrics import (  # noqa: E402
     CorpusDocIds, WorkspaceDocIds, corpus_workspace, evaluate, load_corpus, load_qrels, load_queries,
@@ -34,6 +39,7 @@ BENCH = Path("/work/shared/benchmarks")
 def judged(queries, qrels):
     """The queries with a relevant document (as `eval` keeps them)."""
     return [q for q in queries if any(g > 0 for g in qrels.get(q.id, {}).values())]
+REPOS = ["pytest", "sphinx"]
 STRATEGIES = "none,keyword-boost,rrf,hybrid,heuristic,metadata,bug-report"
 
 
@@ -85,19 +91,71 @@ async def files(service: KnowledgeService, names: list[str], root: Path) -> list
     return out
 
 
+def snapshot(root: Path, repo: str) -> Path:
+    folder = root / repo
+    if not folder.exists():
+        subprocess.run(["git", "clone", "-q", "-b", "snapshot", str(BENCH / "swe" / repo / "history.bundle"),
+                        str(folder)], check=True)
+    return folder
+
+
+def name_rows(report, label: str) -> list[dict]:
+    """Per strategy: the share of names with the definition at #1 and within the top 10."""
+    out = []
+    for name, scores in report.per_query.items():
+        values = list(scores.values())
+        out.append({"set": label, "strategy": name,
+                    "definition at #1": f"{sum(v == 1.0 for v in values) / len(values):.3f}",
+                    "in the top 10": f"{sum(v > 0 for v in values) / len(values):.3f}",
+                    "MRR@10": f"{report.strategies[name].metrics['mrr@10']:.3f}",
+                    "default": "yes" if name == DEFAULT_STRATEGY else ""})
+    return out
+
+
+async def names_set(service: KnowledgeService, names: list[str], root: Path) -> list[dict]:
+    out = []
+    for repo in REPOS:
+        folder = snapshot(root, repo)
+        queries = load_queries(BENCH / "nav" / repo / "queries.jsonl")
+        qrels = load_qrels(BENCH / "nav" / repo / "qrels_chunks.tsv")
+        await service.index(folder)
+        report = await evaluate(service, judged(queries, qrels), qrels, names, folder, 10,
+                                doc_id_for=WorkspaceDocIds(qrels), documents=(await service.health(folder)).chunks)
+        out += name_rows(report, f"{repo} names ({report.queries})")
+    return out
+
+
+async def chunk_reports(service: KnowledgeService, names: list[str], root: Path) -> list[dict]:
+    out = []
+    for repo in REPOS:
+        folder = snapshot(root, repo)
+        queries = load_queries(BENCH / "swe" / repo / "queries.jsonl")
+        qrels = load_qrels(BENCH / "swe" / repo / "qrels.tsv")
+        await service.index(folder)
+        report = await evaluate(service, judged(queries, qrels), qrels, names, folder, 100,
+                                doc_id_for=WorkspaceDocIds(qrels), documents=(await service.health(folder)).chunks)
+        out += rows(report, f"{repo} ({report.queries}), chunk level")
+    return out
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("set", choices=("cosqa", "files"))
+    ap.add_argument("set", choices=("cosqa", "files", "names", "chunks"))
     ap.add_argument("--data-dir", type=Path)
     ap.add_argument("--root", type=Path, default=Path("/tmp/swe"), help="where the SWE snapshots are cloned")
     ap.add_argument("--strategies", default=STRATEGIES)
+    ap.add_argument("--repos", default=",".join(REPOS), help="names, chunks: which snapshots")
     args = ap.parse_args()
     data_dir = args.data_dir or Path("/tmp/ke-cosqa" if args.set == "cosqa" else "/tmp/ke-swe")
     settings = Settings()
     service = KnowledgeService(settings, data_dir=data_dir)
     names = args.strategies.split(",")
+    REPOS[:] = args.repos.split(",")
     try:
-        table = await (cosqa(service, names) if args.set == "cosqa" else files(service, names, args.root))
+        run = {"cosqa": lambda: cosqa(service, names), "files": lambda: files(service, names, args.root),
+               "names": lambda: names_set(service, names, args.root),
+               "chunks": lambda: chunk_reports(service, names, args.root)}[args.set]
+        table = await run()
     finally:
         service.close()
     for row in table:

@@ -247,6 +247,8 @@ class QueryResult:
     removed: dict[str, int] = field(default_factory=dict)
     below_threshold: ResultChunk | None = None
     chunks_with_vectors: int | None = None  # of total_chunks_searched, those with a vector (None: all)
+    reading: str = "question"  # how the question was read: "name", "dotted", "path" (navigation) or "question"
+    reading_note: str = ""  # e.g. "read as name `Store`: 2 definitions first", "no definition named `x` …"
 
 
 @dataclass(frozen=True)

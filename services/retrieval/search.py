@@ -20,6 +20,7 @@ from cachetools import LRUCache
 from services.core.models import Candidate, Chunk, QueryOptions, QueryResult
 from services.core.settings import Settings
 from services.evaluation.labels import default_labels_file
+from services.retrieval import names
 from services.retrieval import search_steps as steps
 from services.retrieval.query_adapter import ADAPTER_FILE
 from services.retrieval.strategies.base import SIMILARITY, RerankRequest, RerankStrategy
@@ -80,13 +81,17 @@ class Searcher:
         vector = self.index.project(self.encode([question]))[0]
         stages.mark("embed")
         semantic, keyword, total = self.candidates(question, vector, options, pool, strategy.uses_keyword_index)
+        reading, definitions, unseen = self.name_channel(question, vector, options, semantic)
         cosines = self.keyword_cosines(vector, keyword)
         stages.mark("search")
-        request = RerankRequest(question, semantic, keyword, options.top_k,
+        pooled = semantic + unseen if strategy.reranks else semantic
+        request = RerankRequest(question, pooled, keyword, options.top_k,
                                 IndexContext(self.index, self.encode, options.before), vector)
         ranked, was_reranked, fallback = steps.rerank(strategy, request)
         kept = steps.above_threshold(ranked, strategy.scale if was_reranked else SIMILARITY,
                                      options.min_relevance, strategy.score_threshold, cosines)
+        if strategy.reranks and reading.navigation:
+            kept = steps.names_first(kept, definitions, ranked + pooled, reading)
         original = [c for c in semantic if c.original_score >= options.min_relevance][:options.top_k]
         stages.mark("rerank")
         top = kept[:options.top_k]
@@ -95,6 +100,7 @@ class Searcher:
         result = steps.assemble(question, options, steps.to_results(top, contexts),
                                 steps.to_results(original, contexts), total, len(kept),
                                 was_reranked, fallback, stages, steps.pool_seen(request))
+        result = replace(result, reading=reading.kind, reading_note=steps.reading_note(reading, definitions))
         if total > self.index.catalog().counts()[1]:  # a run is embedding: only committed chunks have vectors
             result = replace(result, chunks_with_vectors=self.index.catalog().counts()[1])
         return self.mark_stale(result if top else self.explain_empty(result, vector, options, pool))
@@ -112,6 +118,25 @@ class Searcher:
         semantic = steps.semantic_candidates(hits, chunks, floor)
         keyword = steps.keyword_candidates(keyword_hits, chunks, semantic)
         return semantic, keyword, index.catalog().counts()[1] + len(index.pending)
+
+    def name_channel(self, question: str, vector, options: QueryOptions, semantic: list[Candidate]
+                     ) -> tuple[names.Reading, list[names.Definition], list[Candidate]]:
+        """How the question reads, the chunks defining what it names (within the filters), and those of
+        them the vector search did not find, as candidates with their cosine (every strategy sees them)."""
+        reading = names.read(question)
+        found = names.find(self.index.catalog(), reading) if reading.navigation else []
+        if not found and reading.kind == names.NAME and not names.is_code_name(reading.name):
+            return names.Reading(names.QUESTION), [], []  # a plain word ("logging") naming nothing: a search
+        if found and (options.languages or options.path_glob.strip()):
+            paths = steps.allowed_paths(self.index.paths(), options.path_glob) if options.path_glob.strip() else None
+            allowed = self.allowed_ids(paths, options)
+            found = [d for d in found if d.chunk.id in allowed]
+        seen = {c.chunk.id for c in semantic}
+        missing = [d.chunk for d in found if d.chunk.id not in seen]
+        cosines = steps.keyword_cosines(vector, self.index.store().embeddings([c.id for c in missing])) \
+            if missing else {}
+        unseen = [Candidate(c, cosines.get(c.id, 0.0), cosines.get(c.id, 0.0), None) for c in missing]
+        return reading, found, unseen
 
     def keyword_cosines(self, vector, keyword: list[Candidate]) -> dict[str, float]:
         """Cosines of keyword-only hits, from their stored vectors (the threshold rule needs them)."""

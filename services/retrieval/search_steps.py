@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from services.core.errors import StrategyUnavailable
-from services.core.models import Candidate, Chunk, QueryOptions, QueryResult, ResultChunk
+from services.core.models import Candidate, Chunk, QueryOptions, QueryResult, ResultChunk, Signal
 from services.retrieval.strategies.base import PROBABILITY, SIMILARITY, RerankRequest, RerankStrategy
 from services.retrieval.strategies._ranking import unchanged
 
@@ -207,3 +207,39 @@ def mark_stale(result: QueryResult, states: dict[str, str]) -> QueryResult:
         return [replace(r, stale=states.get(r.chunk.path, "")) for r in items]
 
     return replace(result, results=marked(result.results), original=marked(result.original))
+
+
+def names_first(kept: list[Candidate], definitions: list, scored: list[Candidate], reading) -> list[Candidate]:
+    """Navigation: the definitions of the name asked first (best match first, each labelled with the
+    strategy's own score and a row saying why it leads), then the rest in the strategy's order. A
+    definition below the threshold still leads: it is what was asked for."""
+    if not definitions:
+        return kept
+    by_id = {c.chunk.id: c for c in reversed(scored)}  # the strategy's scoring wins over the pool's
+    by_id.update((c.chunk.id, c) for c in kept)
+    found = [d for d in definitions if d.chunk.id in by_id]  # best match first, then the strategy's order
+    found.sort(key=lambda d: (d.rank, -by_id[d.chunk.id].score))
+    first = [labelled(by_id[d.chunk.id], d, n, len(found), reading) for n, d in enumerate(found, 1)]
+    ids = {c.chunk.id for c in first}
+    return first + [c for c in kept if c.chunk.id not in ids]
+
+
+def labelled(candidate: Candidate, definition, number: int, count: int, reading) -> Candidate:
+    what = {"path": f"the file `{reading.name}`", "line": f"line {reading.line} of `{reading.name}`"}.get(
+        definition.match, f"defines `{reading.name}`, the name asked")
+    where = f" ({number} of {count} definitions)" if count > 1 and definition.match not in ("path", "line") else ""
+    row = Signal(f"{what}{where}", 1.0, 0.0, "add",
+                 f"navigation: what the question names comes first ({definition.match} match)")
+    return replace(candidate, signals=(*candidate.signals, row))
+
+
+def reading_note(reading, definitions: list) -> str:
+    """What the result says about how the question was read."""
+    if not reading.navigation:
+        return ""
+    if not definitions:
+        kind = "file" if reading.kind == "path" else "definition"
+        return f"no {kind} named `{reading.name}` in this index; the usual search follows"
+    what = "file" if reading.kind == "path" else "definition"
+    count = len(definitions)
+    return f"read as {reading.kind} `{reading.name}`: {count} {what}{'s' if count > 1 else ''} first"

@@ -95,6 +95,7 @@ class Catalog:
         if "file" in {row[1] for row in self._db.execute("PRAGMA table_info(chunks)")}:
             self._db.execute("CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file)")
             self._db.execute("CREATE INDEX IF NOT EXISTS chunks_by_vid ON chunks(vid)")
+            self._db.execute("CREATE INDEX IF NOT EXISTS chunks_by_symbol ON chunks(symbol COLLATE NOCASE)")
 
     def _keep_keywords(self) -> int:
         """Create and fill the keyword table when the catalogue has none (an index from before it, whose
@@ -261,6 +262,22 @@ class Catalog:
         if path is not None:
             return self._read("WHERE f.path = ? ORDER BY c.start_line", (path,))
         return self._read("ORDER BY c.rowid")
+
+    def definitions(self, names: list[str]) -> list[Chunk]:
+        """Chunks that define one of `names` (their symbol, ignoring case; not module or text chunks)."""
+        found: list[Chunk] = []
+        for part in _parts(list(dict.fromkeys(names))):
+            found += self._read(f"WHERE c.symbol COLLATE NOCASE IN ({','.join('?' * len(part))}) "
+                                "AND c.kind NOT IN ('module', 'text') ORDER BY f.path, c.start_line", part)
+        return found
+
+    def paths_ending(self, path: str) -> list[str]:
+        """Catalogued paths equal to `path` or ending with `/path` (case-insensitive), shortest first."""
+        tail = path.strip("/").lower()
+        pattern = "%/" + tail.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = self._query("SELECT path FROM files WHERE lower(path) = ? OR lower(path) LIKE ? ESCAPE '\\' "
+                           "ORDER BY length(path), path", (tail, pattern))
+        return [r[0] for r in rows]
 
     def chunk_batches(self, files: int = 200):
         """Every chunk, a few hundred files' worth at a time (each batch one snapshot; a file committed

@@ -1,0 +1,180 @@
+"""Names first: what a question asks for, and the definitions it names (the name channel).
+
+`read(question)` tells navigation from a search: a bare name (`FixtureManager`), a dotted name
+(`Store.save`, `pkg.mod.func`, `a::b`), a path (`printing/latex.py`, `latex.py:120`) or a few words that spell
+one name (`fixture manager`) are navigation; anything else (a sentence, a bug report) is a question.
+`find(catalog, reading)` looks the name up in the catalogue: the chunks that define it, best match first
+(the qualified name as asked, then the symbol with the same case, then ignoring case, then spelled in words).
+The query flow adds them to the pool every strategy reranks and, for navigation, puts them first.
+Pure logic over the catalogue's `definitions` / `paths_ending` reads.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from services.core.models import Chunk
+from services.core.text import STOP_WORDS, split_identifier
+from services.retrieval.query_signals import looks_like_code
+
+NAME = "name"
+DOTTED = "dotted"
+PATH = "path"
+QUESTION = "question"
+
+_IDENT = r"[A-Za-z_$][\w$]*"
+_NAME = re.compile(rf"{_IDENT}")
+_DOTTED = re.compile(rf"{_IDENT}(?:(?:\.|::|#){_IDENT})+")
+_PATH = re.compile(r"(?P<path>[\w.$@+-]*(?:/[\w.$@+-]+)*\.[A-Za-z][\w]*|[\w.$@+-]+(?:/[\w.$@+-]+)+)"
+                   r"(?:(?::|#L|, line )(?P<line>\d+)(?::\d+)?)?")
+_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9]*(?: [A-Za-z][A-Za-z0-9]*){1,4}")
+_CODE_SUFFIXES = frozenset("""py pyi js jsx mjs cjs ts tsx java go rs rb php c h cc cpp hpp cs kt kts swift md rst
+txt cfg toml ini json yaml yml html css scss sh bash m mm scala lua sql xml vue svelte""".split())
+MAX_DEFINITIONS = 20  # a name defined more often than this is not one place to go
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a question was read: `kind` is NAME, DOTTED, PATH or QUESTION; `name` what it names."""
+
+    kind: str
+    name: str = ""  # the name, dotted name or path as asked
+    line: int | None = None  # a path's line (`latex.py:120`)
+
+    @property
+    def navigation(self) -> bool:
+        return self.kind != QUESTION
+
+
+@dataclass(frozen=True)
+class Definition:
+    chunk: Chunk
+    match: str  # how it matched: "qualified name", "name", "name, other case", "name in words", "path", "line"
+
+    @property
+    def rank(self) -> int:
+        """0 the best kind of match; definitions of one kind are ordered by the strategy."""
+        return _ORDER[self.match]
+
+
+def read(question: str) -> Reading:
+    """The question as navigation (a name, a dotted name, a path) or as a question."""
+    text = question.strip().strip("`'\"").strip()
+    if text.endswith("()"):
+        text = text[:-2]
+    if not text or len(text) > 300:
+        return Reading(QUESTION)
+    path = _PATH.fullmatch(text)
+    if path and _is_path(path.group("path")):
+        return Reading(PATH, path.group("path").lstrip("./") or path.group("path"),
+                       int(path.group("line")) if path.group("line") else None)
+    if _DOTTED.fullmatch(text):
+        return Reading(DOTTED, re.sub(r"::|#", ".", text))
+    if _NAME.fullmatch(text):
+        return Reading(NAME, text)
+    if _WORDS.fullmatch(text) and not any(w.lower() in STOP_WORDS for w in text.split()):
+        return Reading(NAME, text)  # "fixture manager": navigation only if a name is spelled so (see find)
+    return Reading(QUESTION)
+
+
+def _is_path(text: str) -> bool:
+    if "/" in text:
+        return True
+    suffix = text.rsplit(".", 1)[-1].lower() if "." in text else ""
+    return suffix in _CODE_SUFFIXES
+
+
+def spelled(name: str) -> list[str]:
+    """The identifiers a name may be written as: itself, and for words their CamelCase and snake_case."""
+    if " " not in name:
+        return [name]
+    words = name.split()
+    return ["".join(w[:1].upper() + w[1:] for w in words), "_".join(w.lower() for w in words)]
+
+
+def find(catalog, reading: Reading) -> list[Definition]:
+    """The chunks the reading names, best match first (empty for a question)."""
+    if reading.kind == PATH:
+        return _path_definitions(catalog, reading)
+    if reading.kind == QUESTION:
+        return []
+    if reading.kind == DOTTED:
+        return _dotted_definitions(catalog, reading.name)
+    return _name_definitions(catalog, reading.name)
+
+
+def _name_definitions(catalog, name: str) -> list[Definition]:
+    forms = spelled(name)
+    chunks = catalog.definitions(forms)
+    words = " " in name
+
+    def match(chunk: Chunk) -> str:
+        if words:
+            return "name in words"
+        if chunk.symbol == name and chunk.qualified_name in ("", name):
+            return "qualified name"
+        return "name" if chunk.symbol == name else "name, other case"
+
+    return _ranked([Definition(c, match(c)) for c in chunks])
+
+
+def _dotted_definitions(catalog, dotted: str) -> list[Definition]:
+    """`Class.method`: chunks named `method` whose qualified name ends with the dotted name (or with its
+    tail, for `module.Class` asked with the module); `pkg.mod` with nothing so named: the module's file."""
+    parts = dotted.split(".")
+    found = []
+    for chunk in catalog.definitions([parts[-1]]):
+        qualified = chunk.qualified_name.lower()
+        for size in range(len(parts), 0, -1):
+            tail = ".".join(parts[-size:]).lower()
+            if qualified == tail or qualified.endswith("." + tail):
+                module = ".".join(parts[:-size]).lower().replace(".", "/")
+                if size == len(parts) or (module and module in chunk.path.lower()):
+                    found.append(Definition(chunk, "qualified name" if chunk.symbol == parts[-1] else
+                                            "name, other case"))
+                break
+    if not found:  # `sphinx.ext.autodoc`: a module
+        found = _path_definitions(catalog, Reading(PATH, "/".join(parts) + ".py"))
+        found = found or _path_definitions(catalog, Reading(PATH, "/".join(parts) + "/__init__.py"))
+    return _ranked(found)
+
+
+def _path_definitions(catalog, reading: Reading) -> list[Definition]:
+    """The file's chunks: the one holding the line asked first, else the file's chunks in order."""
+    out = []
+    for path in catalog.paths_ending(reading.name)[:MAX_DEFINITIONS]:
+        chunks = catalog.chunks(path=path)
+        if reading.line is not None:
+            holding = [c for c in chunks if c.start_line <= reading.line <= c.end_line]
+            holding.sort(key=lambda c: c.end_line - c.start_line)  # the innermost chunk holding the line
+            out.extend(Definition(c, "line") for c in holding[:1])
+        elif chunks:
+            out.append(Definition(chunks[0], "path"))
+    return out
+
+
+_ORDER = {"qualified name": 0, "line": 0, "path": 0, "name": 1, "name, other case": 2, "name in words": 3}
+
+
+def _ranked(found: list[Definition]) -> list[Definition]:
+    """Best match first; of a definition cut into pieces (a long class), only its first piece."""
+    seen, out = set(), []
+    for d in sorted(found, key=lambda d: (d.rank, d.chunk.path, d.chunk.start_line)):
+        key = (d.chunk.path, d.chunk.qualified_name or d.chunk.symbol, d.chunk.kind)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out[:MAX_DEFINITIONS]
+
+
+def question_names(question: str) -> list[str]:
+    """Names a sentence or a report mentions that look like code (for the name channel of a question)."""
+    from services.retrieval.query_signals import extract  # a report's names, paths and frames
+    signals = extract(question)
+    return [n for n in signals.identifiers if looks_like_code(n) and len(n) > 3][:20]
+
+
+def is_code_name(name: str) -> bool:
+    """Whether an unknown name reads as code (`get_recordz`) rather than a word (`logging`)."""
+    return " " not in name and (looks_like_code(name) or len(split_identifier(name)) > 1)
