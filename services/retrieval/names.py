@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from services.core.models import Chunk
 from services.core.text import STOP_WORDS, split_identifier
-from services.retrieval.query_signals import looks_like_code
+from services.retrieval.query_signals import extract, looks_like_code
 
 NAME = "name"
 DOTTED = "dotted"
@@ -32,6 +32,8 @@ _WORDS = re.compile(r"[A-Za-z][A-Za-z0-9]*(?: [A-Za-z][A-Za-z0-9]*){1,4}")
 _CODE_SUFFIXES = frozenset("""py pyi js jsx mjs cjs ts tsx java go rs rb php c h cc cpp hpp cs kt kts swift md rst
 txt cfg toml ini json yaml yml html css scss sh bash m mm scala lua sql xml vue svelte""".split())
 MAX_DEFINITIONS = 20  # a name defined more often than this is not one place to go
+MENTIONED_NAMES = 20  # names of a sentence or a report looked up (the first ones)
+PER_MENTIONED_NAME = 3  # and definitions taken for each
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,8 @@ def _path_definitions(catalog, reading: Reading) -> list[Definition]:
     return out
 
 
-_ORDER = {"qualified name": 0, "line": 0, "path": 0, "name": 1, "name, other case": 2, "name in words": 3}
+_ORDER = {"qualified name": 0, "line": 0, "path": 0, "name": 1, "name, other case": 2, "name in words": 3,
+          "mentioned": 4}
 
 
 def _ranked(found: list[Definition]) -> list[Definition]:
@@ -168,11 +171,16 @@ def _ranked(found: list[Definition]) -> list[Definition]:
     return out[:MAX_DEFINITIONS]
 
 
-def question_names(question: str) -> list[str]:
-    """Names a sentence or a report mentions that look like code (for the name channel of a question)."""
-    from services.retrieval.query_signals import extract  # a report's names, paths and frames
-    signals = extract(question)
-    return [n for n in signals.identifiers if looks_like_code(n) and len(n) > 3][:20]
+def mentioned(catalog, question: str) -> list[Definition]:
+    """For a sentence or a report: the definitions of the names it mentions that look like code
+    (`get_records`, `LogCaptureFixture`), a few per name, the first names first."""
+    wanted = [n for n in extract(question).identifiers if looks_like_code(n) and len(n) > 3][:MENTIONED_NAMES]
+    if not wanted:
+        return []
+    by_name: dict[str, list[Chunk]] = {}
+    for chunk in catalog.definitions(wanted):
+        by_name.setdefault(chunk.symbol.lower(), []).append(chunk)
+    return [Definition(c, "mentioned") for n in wanted for c in by_name.get(n.lower(), [])[:PER_MENTIONED_NAME]]
 
 
 def is_code_name(name: str) -> bool:

@@ -121,10 +121,12 @@ class Searcher:
 
     def name_channel(self, question: str, vector, options: QueryOptions, semantic: list[Candidate]
                      ) -> tuple[names.Reading, list[names.Definition], list[Candidate]]:
-        """How the question reads, the chunks defining what it names (within the filters), and those of
-        them the vector search did not find, as candidates with their cosine (every strategy sees them)."""
+        """How the question reads, the chunks defining what it names (for a sentence or a report: the names
+        it mentions that look like code), within the filters, and those of them the vector search did not
+        find, as candidates with their cosine: every reranking strategy sees them."""
         reading = names.read(question)
-        found = names.find(self.index.catalog(), reading) if reading.navigation else []
+        catalog = self.index.catalog()
+        found = names.find(catalog, reading) if reading.navigation else names.mentioned(catalog, question)
         if not found and reading.kind == names.NAME and not names.is_code_name(reading.name):
             return names.Reading(names.QUESTION), [], []  # a plain word ("logging") naming nothing: a search
         if found and (options.languages or options.path_glob.strip()):
