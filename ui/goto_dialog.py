@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 from services.core.models import GotoHit, ResultChunk
 from ui.async_runner import AsyncRunner, describe_error
 from ui.code_view import CodeView
-from ui.viewmodels.goto import FILES, PLACEHOLDERS, SYMBOLS, GotoViewModel, empty_text, row_html
+from ui.viewmodels.goto import FILES, PLACEHOLDERS, SYMBOLS, GotoViewModel, count_text, empty_text, row_html
 
 HitRole = Qt.ItemDataRole.UserRole + 1
 OPEN_IN_EDITOR = QKeySequence("Ctrl+E")
@@ -103,8 +103,7 @@ class GotoDialog(QFrame):
             self.list.setItemWidget(item, label)
         answer = self.model.answer
         if hits:
-            more = answer.matched - len(hits) if answer else 0
-            self.status.setText(f"{answer.matched:,} matches" + (f", best {len(hits)} shown" if more > 0 else "")
+            self.status.setText(count_text(answer.matched if answer else len(hits), len(hits))
                                 + "   ·   Enter: code pane   Ctrl+E: editor   Esc: close")
             self.list.setCurrentRow(0)
         else:
@@ -121,7 +120,11 @@ class GotoDialog(QFrame):
     def shown_labels(self) -> list[str]:
         return [self.list.item(row).data(HitRole).label for row in range(self.list.count())]
 
-    def _selected(self, item, _previous) -> None:
+    def _selected(self, item, previous) -> None:
+        for row, selected in ((previous, False), (item, True)):
+            label = self.list.itemWidget(row) if row is not None else None
+            if label is not None:
+                label.setText(row_html(row.data(HitRole), selected))
         if item is None:
             return
         self.runner.run(self.model.preview(item.data(HitRole)), key="preview", context="Preview",

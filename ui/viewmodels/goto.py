@@ -48,6 +48,12 @@ class GotoViewModel:
         return await asyncio.to_thread(code_item, self.workspace, hit)
 
 
+def count_text(matched: int, shown: int) -> str:
+    """"8 matches", "1 match", "1,204 matches, best 50 shown"."""
+    text = f"{matched:,} match{'' if matched == 1 else 'es'}"
+    return text + (f", best {shown} shown" if matched > shown else "")
+
+
 def empty_text(target: str, workspace: str, answer: GotoAnswer | None, text: str) -> str:
     """What the list says when it has no rows."""
     if not workspace:
@@ -57,14 +63,14 @@ def empty_text(target: str, workspace: str, answer: GotoAnswer | None, text: str
     return "Type a name to find its definition." if target == SYMBOLS else "Type a file name or a path."
 
 
-def row_html(hit: GotoHit) -> str:
-    """One row: the matched characters in bold, then where it is (a symbol) or its folder (a file)."""
+def row_html(hit: GotoHit, selected: bool = False) -> str:
+    """One row: the matched characters in bold, then its kind, path:line and language (a file: its language),
+    quieter; white on the selection's colour when `selected`."""
     label = marked(hit.label, hit.positions)
-    if hit.kind == "file":
-        return f"{label}&nbsp;&nbsp;<span style='color:gray'>{hit.language}</span>"
-    where = f"{hit.path}:{hit.start_line}"
-    return (f"{label}&nbsp;&nbsp;<span style='color:gray'>{html.escape(hit.kind)} · {html.escape(where)} · "
-            f"{html.escape(hit.language)}</span>")
+    details = hit.language if hit.kind == "file" else f"{hit.kind} · {hit.path}:{hit.start_line} · {hit.language}"
+    color, quiet = ("white", "#e8eefc") if selected else ("", "gray")
+    text = f"{label}&nbsp;&nbsp;<span style='color:{quiet}'>{html.escape(details)}</span>"
+    return f"<span style='color:{color}'>{text}</span>" if color else text
 
 
 def marked(label: str, positions: tuple[int, ...]) -> str:
