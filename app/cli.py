@@ -17,8 +17,8 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-COMMANDS = ("index", "health", "query", "strategies", "eval", "gui", "serve", "mcp")
-WARM_COMMANDS = ("index", "health", "query", "strategies")  # go through a running server when there is one
+COMMANDS = ("index", "health", "query", "strategies", "eval", "gui", "serve", "mcp", "goto")
+WARM_COMMANDS = ("index", "health", "query", "strategies", "goto")  # go through a running server when there is one
 
 
 def common_options() -> argparse.ArgumentParser:
@@ -91,8 +91,61 @@ def build_parser() -> argparse.ArgumentParser:
                        help="answer requests for this Host name too (repeatable; '*': any), beside the loopback "
                             "names and --host (DNS rebinding protection)")
     sub.add_parser("mcp", parents=[common], help="serve the engine as an MCP server over stdio")
+    _add_goto(sub, common)
     _add_eval(sub, common)
     return parser
+
+
+# --- go to symbol / file (services/retrieval/goto.py) ---
+def _add_goto(sub, common) -> None:
+    goto = sub.add_parser("goto", parents=[common], help="go to a symbol's definition or a file by name (fuzzy)",
+                          description="Where NAME is defined: `goto FixtureManager`, `goto fm`, `goto Class.method`; "
+                                      "a path goes to a file: `goto printing/latex.py`, `goto latex.py:120`.")
+    goto.add_argument("where", nargs="+", metavar="[PATH] NAME",
+                      help="the workspace folder (default: the current folder), then the name or path")
+    goto.add_argument("--files", action="store_true", help="match file paths (automatic for a path-like NAME)")
+    goto.add_argument("--limit", type=int, default=10, help="matches to show, 1 to 500 (default 10)")
+    goto.add_argument("--json", action="store_true", help="print the REST API's JSON")
+
+
+async def cmd_goto(args, service) -> int:
+    """Exit 0 with matches, 1 with none (the message says so), as grep does."""
+    from app.render import goto_json  # here, not at the top: keeps the codec out of `gui`'s start-up
+
+    if len(args.where) > 2:
+        print("error: give the workspace folder and one name (quote a name with spaces)", file=sys.stderr)
+        return 2
+    path, name = (args.where if len(args.where) == 2 else (".", args.where[0]))
+    find = service.goto_files if args.files or looks_like_path(name) else service.goto_symbols
+    answer = await find(name, os.path.abspath(path), args.limit)
+    emit(args, answer, goto_json, goto_text)
+    return 0 if answer.hits else 1
+
+
+def looks_like_path(text: str) -> bool:
+    """A name meant for go to file: it has a folder, a line number or ends in a known file extension
+    (`printing/latex`, `store.py:40`, `latex.py`; not `Store.save`)."""
+    from services.indexing.scanning import LANGUAGE_BY_EXTENSION
+    from services.retrieval.goto import parse_target
+
+    name, line = parse_target(text)
+    extension = name[name.rfind("."):].lower() if "." in name else ""
+    return "/" in name or "\\" in name or line is not None or extension in LANGUAGE_BY_EXTENSION
+
+
+def goto_text(answer) -> str:
+    """One line per match: rank, kind and name, path:lines; a name defined in several places shows each."""
+    if not answer.hits:
+        return answer.message
+    lines = []
+    for rank, hit in enumerate(answer.hits, 1):
+        where = f"{hit.path}:{hit.start_line}" + (f"-{hit.end_line}" if hit.end_line > hit.start_line else "")
+        name = "" if hit.kind == "file" else f"{hit.kind} {hit.qualified_name or hit.symbol}  "
+        lines.append(f"{rank:>3}. {name}{where}  ({hit.language})")
+    more = answer.matched - len(answer.hits)
+    if more > 0:
+        lines.append(f"({more:,} more match{'es' if more > 1 else ''}; --limit shows more)")
+    return "\n".join(lines)
 
 
 def _add_eval(sub, common) -> None:
@@ -489,7 +542,7 @@ async def cmd_eval(args, service) -> int:
 
 
 COMMAND_HANDLERS = {"index": cmd_index, "health": cmd_health, "query": cmd_query,
-                    "strategies": cmd_strategies, "eval": cmd_eval}
+                    "strategies": cmd_strategies, "eval": cmd_eval, "goto": cmd_goto}
 
 if __name__ == "__main__":
     sys.exit(main())

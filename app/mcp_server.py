@@ -1,5 +1,5 @@
 """The engine as an MCP server (official `mcp` SDK): tools search, find_files, index_status, reindex,
-list_strategies.
+list_strategies, and find_symbol, find_file, open_file (go to a definition or a file by name).
 
 Over stdio (`knowledge-explorer mcp`: a warm server for the data dir when one runs, else the engine
 in-process) and over streamable HTTP at /mcp on `knowledge-explorer serve`. The tools call the
@@ -8,6 +8,7 @@ engine's own async API (KnowledgeService, or RemoteEngine with the same methods)
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -16,15 +17,16 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from app.limits import query_request
 from app.render import mcp_json
-from services.core.errors import ForbiddenWorkspace, KnowledgeError
+from services.core.errors import ForbiddenWorkspace, KnowledgeError, QueryError, WorkspaceError
 from services.core.settings import DEFAULT_STRATEGY
-from services.transport.paths import check_glob, check_path_text
+from services.transport.paths import check_glob, check_path_text, confined
 from services.transport.roots import refusal
 
 INSTRUCTIONS = ("Semantic code search over indexed workspaces. `search` answers a question with code "
                 "locations (path, lines, symbol, scores); `find_files` answers with ranked files and why they "
                 "rank there; `reindex` brings an index up to date; "
-                "`index_status` says whether it is fresh; `list_strategies` names the reranking strategies. "
+                "`index_status` says whether it is fresh; `list_strategies` names the reranking strategies; "
+                "`find_symbol` and `find_file` go to a definition or a file by name, `open_file` reads its lines. "
                 "Every tool returns fields of the REST API's JSON (`knowledge-explorer query --json` gives "
                 "the same JSON with every field).")
 
@@ -87,6 +89,8 @@ def build_mcp(engine, registry=None) -> MCPServer:
 
         return await reported(run())
 
+    add_goto_tools(server, engine, workspace_path)
+
     @server.tool(description="Index health of a workspace: files, chunks, stale files, whether it needs a reindex "
                              "(all of the REST health JSON: indexed, state, files, chunks, languages, stale_files, "
                              "needs_reindex, skipped, model, updated_at, message, ...).")
@@ -112,6 +116,64 @@ def build_mcp(engine, registry=None) -> MCPServer:
         return mcp_json("list_strategies", await engine.strategies())
 
     return server
+
+
+# --- go to symbol / file, and reading a definition (services/retrieval/goto.py) ---
+GOTO_HITS = ("{query, target, matched (how many names matched), line, message ('' or why nothing was found), "
+             "hits: [{path, start_line, end_line, symbol, qualified_name, kind, language, score}]}, fields of the "
+             "REST goto JSON")
+MAX_OPEN_LINES = 2000
+MAX_OPEN_BYTES = 2 * 1024 * 1024
+
+
+def add_goto_tools(server: MCPServer, engine, workspace_path) -> None:
+    """find_symbol, find_file and open_file: where a name is defined, which file a path means, and its text."""
+
+    @server.tool(description="Where is a symbol defined: the definitions whose names match `name` (exact names "
+                             "first, then fuzzy: `FixMan` or `fm` find FixtureManager; `Class.method` a method), "
+                             "every definition of a name defined in several places, each with its path and lines, "
+                             f"in any language of the workspace. Returns {GOTO_HITS}.")
+    async def find_symbol(name: str, workspace: str, limit: int = 10) -> dict[str, Any]:
+        async def run():
+            return mcp_json("find_symbol", await engine.goto_symbols(name, workspace_path(workspace), limit))
+
+        return await reported(run())
+
+    @server.tool(description="Which indexed file a path or file name means (fuzzy, file names count most: "
+                             "`latex.py`, `printing/latex`, `latex.py:120` for line 120). Returns "
+                             f"{GOTO_HITS}; start_line is the line asked for.")
+    async def find_file(path: str, workspace: str, limit: int = 10) -> dict[str, Any]:
+        async def run():
+            return mcp_json("find_file", await engine.goto_files(path, workspace_path(workspace), limit))
+
+        return await reported(run())
+
+    @server.tool(description="Read lines of a file of a workspace, e.g. a definition find_symbol found: "
+                             "{path, start_line, end_line, total_lines, text}. `path` is relative to the workspace "
+                             f"and must stay inside it; lines are 1-based and inclusive, at most {MAX_OPEN_LINES}.")
+    async def open_file(path: str, workspace: str, start_line: int = 1, end_line: int | None = None) -> dict[str, Any]:
+        async def run():
+            root = Path(workspace_path(workspace)).expanduser().resolve()
+            return await asyncio.to_thread(file_lines, confined(root, path), path, start_line, end_line)
+
+        return await reported(run())
+
+
+def file_lines(target: Path, path: str, start_line: int, end_line: int | None) -> dict[str, Any]:
+    """Lines start_line..end_line of a workspace file (clamped to the file), as open_file returns them."""
+    if start_line < 1 or (end_line is not None and end_line < start_line):
+        raise QueryError(f"Lines {start_line} to {end_line} are not a range of lines (1-based, start <= end).")
+    if not target.is_file():
+        raise WorkspaceError(f"No file {path!r} in the workspace.")
+    if target.stat().st_size > MAX_OPEN_BYTES:
+        raise WorkspaceError(f"The file {path!r} is too large to open ({target.stat().st_size:,} bytes).")
+    try:
+        lines = target.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise WorkspaceError(f"Cannot read {path!r}: {error}") from None
+    last = min(len(lines), end_line or len(lines), start_line + MAX_OPEN_LINES - 1)
+    return {"path": path, "start_line": start_line, "end_line": max(last, start_line - 1), "total_lines": len(lines),
+            "text": "\n".join(lines[start_line - 1:last])}
 
 
 async def reported(work):

@@ -15,6 +15,7 @@ from services.core.messages import DocumentRerankResponse, IndexStatus, SearchRe
 from services.core.models import (
     FileAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryResult, RelevantFile, StrategyInfo,
 )
+from services.core.models import GotoAnswer  # go to symbol / file
 
 # Every face's output type, by the name of its schema snapshot (tests/snapshots/NAME.json).
 OUTPUTS: dict[str, Any] = {
@@ -28,6 +29,7 @@ OUTPUTS: dict[str, Any] = {
     "document_rerank_response": DocumentRerankResponse,
     "file_answer": FileAnswer,
     "multi_query_result": MultiQueryResult,
+    "goto_answer": GotoAnswer,
 }
 
 # What MCP's tools return: fields of the JSON above (True: the whole value; "__all__": every list item).
@@ -55,6 +57,11 @@ SEARCH_MANY_FIELDS = {
         "result": SEARCH_FIELDS["results"]["__all__"],
     }},
 }
+GOTO_FIELDS = {
+    "query": True, "target": True, "matched": True, "line": True, "message": True,
+    "hits": {"__all__": {"path": True, "start_line": True, "end_line": True, "symbol": True, "qualified_name": True,
+                         "kind": True, "language": True, "score": True}},
+}
 STRATEGY_FIELDS = {"name": True, "available": True, "reason": True, "description": True}
 # MCP tool -> (output type, fields); list_strategies wraps its list as {"strategies": [...]}.
 MCP_FIELDS: dict[str, tuple[Any, Any]] = {
@@ -64,6 +71,8 @@ MCP_FIELDS: dict[str, tuple[Any, Any]] = {
     "index_status": (IndexHealth, True),
     "reindex": (IndexReport, True),
     "list_strategies": (list[StrategyInfo], {"__all__": STRATEGY_FIELDS}),
+    "find_symbol": (GotoAnswer, GOTO_FIELDS),
+    "find_file": (GotoAnswer, GOTO_FIELDS),
 }
 
 
@@ -90,6 +99,10 @@ def health_json(health: IndexHealth) -> dict:
 
 def index_report_json(report: IndexReport) -> dict:
     return to_json(report, IndexReport)
+
+
+def goto_json(answer: GotoAnswer) -> dict:
+    return to_json(answer, GotoAnswer)
 
 
 def strategies_json(infos) -> list[dict]:

@@ -43,6 +43,7 @@ from services.core.errors import (
     QueryError, Unauthorized, WorkspaceError,
 )
 from services.core.models import FileAnswer, IndexHealth, MultiQueryResult, QueryOptions, QueryResult, StrategyInfo
+from services.core.models import GotoAnswer  # go to symbol / file
 
 log = logging.getLogger(__name__)
 
@@ -394,6 +395,17 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
     @app.get("/v1/workspaces/{workspace_id}/symbols", response_model=list[str])
     async def symbols(workspace_id: str):
         return await service.symbol_names(workspace(workspace_id))
+
+    # --- go to symbol / file (services/retrieval/goto.py) ---
+    @app.get("/v1/workspaces/{workspace_id}/goto/symbols", response_model=GotoAnswer,
+             summary="Go to symbol: definitions whose names fuzzily match q (`fm`, `Class.method`)")
+    async def goto_symbols(workspace_id: str, q: str, limit: int = 20):
+        return respond(await service.goto_symbols(q, workspace(workspace_id), limit))
+
+    @app.get("/v1/workspaces/{workspace_id}/goto/files", response_model=GotoAnswer,
+             summary="Go to file: indexed files whose paths fuzzily match q (`latex.py:120` asks for line 120)")
+    async def goto_files(workspace_id: str, q: str, limit: int = 20):
+        return respond(await service.goto_files(q, workspace(workspace_id), limit))
 
     @app.get("/v1/workspaces/{workspace_id}/file", summary="A file of the workspace as text")
     async def read_file(workspace_id: str, path: str):

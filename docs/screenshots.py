@@ -54,6 +54,7 @@ async def scenes(app, window, workspace: str, out: Path) -> None:
     await settle(app)
     shot("palette.png")
     window.palette.hide()
+    await goto_scenes(app, window, out)
 
     before = window.last_result
     window.query_bar.set_filters(["java"], "swift/*")
@@ -74,6 +75,30 @@ async def scenes(app, window, workspace: str, out: Path) -> None:
     shot("minimum-size.png")
 
 
+async def only_goto(app, window, workspace: str, out: Path) -> None:
+    from app.gui import take_screenshot
+
+    await take_screenshot(window, workspace, str(Path(tempfile.mkdtemp(prefix="ke-warm-")) / "warm.png"),
+                          "save a note to disk", "hybrid")  # opens (and indexes) the workspace
+    await goto_scenes(app, window, out)
+
+
+async def goto_scenes(app, window, out: Path) -> None:
+    """The go to symbol (Ctrl+T) and go to file (Ctrl+P) finder, over an open, indexed workspace."""
+    from ui.goto_dialog import FILES, SYMBOLS
+
+    finder = window.finder
+    for target, text, name in ((SYMBOLS, "store", "goto-symbol.png"), (FILES, "store.py:40", "goto-file.png")):
+        finder.open(target)
+        finder.filter.setText(text)
+        await wait_for(lambda: finder.model.answer is not None and finder.model.answer.query == text
+                       and finder.previewed is not None)
+        await settle(app)
+        window.grab().save(str(out / name))
+        print(f"saved {out / name}")
+        finder.hide()
+
+
 def main() -> int:
     import qasync
     from PySide6.QtCore import QSettings
@@ -87,6 +112,7 @@ def main() -> int:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--workspace", default=str(ROOT / "tests" / "sample_workspace"))
     parser.add_argument("--out", default=str(ROOT / "docs"))
+    parser.add_argument("--only-goto", action="store_true", help="only the go to finder's pictures")
     args = parser.parse_args()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     apply_theme(app)
@@ -100,7 +126,8 @@ def main() -> int:
     window.show()
     try:
         with loop:
-            loop.run_until_complete(scenes(app, window, args.workspace, Path(args.out)))
+            chosen = only_goto if args.only_goto else scenes
+            loop.run_until_complete(chosen(app, window, args.workspace, Path(args.out)))
     finally:
         window.shutdown()
         service.close()

@@ -199,7 +199,8 @@ async def test_mcp_over_stdio_calls_every_tool(served_workspace, tmp_path):
 async def call_every_tool(client, workspace: str) -> None:
     async with client as mcp:
         assert {t.name for t in (await mcp.list_tools()).tools} == {"search", "find_files", "index_status",
-                                                                   "reindex", "list_strategies"}
+                                                                   "reindex", "list_strategies", "find_symbol",
+                                                                   "find_file", "open_file"}
         found = await mcp.call_tool("search", {"question": "save a note", "workspace": workspace, "top_k": 3,
                                                "strategy": "hybrid"})
         assert not found.is_error
@@ -213,6 +214,12 @@ async def call_every_tool(client, workspace: str) -> None:
         assert report.structured_content["files_unchanged"] == status.structured_content["files"]
         names = (await mcp.call_tool("list_strategies", {})).structured_content["strategies"]
         assert {"none", "hybrid", "cross-encoder"} <= {s["name"] for s in names}
+        symbol = (await mcp.call_tool("find_symbol", {"name": "NoteStore.save", "workspace": workspace}))
+        assert symbol.structured_content["hits"][0]["path"] == "notes/store.py"
+        file = (await mcp.call_tool("find_file", {"path": "store.py:20", "workspace": workspace})).structured_content
+        opened = await mcp.call_tool("open_file", {"path": file["hits"][0]["path"], "workspace": workspace,
+                                                   "start_line": 19, "end_line": 21})
+        assert "def save(self, note: Note)" in opened.structured_content["text"]
         escape = await mcp.call_tool("search", {"question": "x", "workspace": workspace, "path_glob": "../*"})
         assert escape.is_error and "outside the workspace" in escape.content[0].text
 

@@ -49,6 +49,7 @@ class AsyncRunner(QObject):
             self._keyed[key] = task
             self.busy_changed.emit(key, True)
         task.add_done_callback(lambda t: self._finished(t, key))
+        task.add_done_callback(lambda t: t.cancelled() and hasattr(coro, "close") and coro.close())  # never started
         return task
 
     async def _handled(self, coro: Awaitable[Any], context: str,

@@ -20,6 +20,8 @@ from services.indexing.watcher import WatchEvent
 from services.storage.ownership import IndexBusyError
 from ui.async_runner import AsyncRunner
 from ui.code_view import CodeView, preload_lexers
+from ui.goto_dialog import FILES, SYMBOLS, GotoDialog
+from ui.viewmodels.goto import GotoViewModel
 from ui.compare import CompareView
 from ui.editor import AUTO, CUSTOM, PRESETS
 from ui.files_view import FilesView
@@ -95,6 +97,7 @@ class MainWindow(QMainWindow):
         self._connect()
         self.strategy_actions: list[QAction] = []  # "Use strategy: …", offered by the palette
         self.palette = CommandPalette(self, self.commands(), lambda: self.strategy_actions)
+        self.finder = GotoDialog(self, GotoViewModel(service), lambda: self.workspace, self.open_definition)
         self.strategies_loaded = self._load_strategies()  # done once the engine has listed them
         self._restore_settings()
 
@@ -240,10 +243,15 @@ class MainWindow(QMainWindow):
                                       lambda: self.show_tab(self.workspace_set))
         self.compare_action = a("Compare strategies tab", "Ctrl+Shift+C", lambda: self.show_tab(self.compare_view))
         self.palette_action = a("Command palette…", "Ctrl+K", lambda: self.palette.open())
+        self.goto_file_action = a("Go to file…", "Ctrl+P", lambda: self.finder.open(FILES),
+                                  "Go to file: find an indexed file by name (latex.py:120 for a line)")
+        self.goto_symbol_action = a("Go to symbol…", "Ctrl+T", lambda: self.finder.open(SYMBOLS),
+                                    "Go to symbol: find a definition by name (fm: FixtureManager, Class.method)")
         menus = self.menuBar()
         for title, actions in (
                 ("&File", [self.open_action, self.quit_action]),
-                ("&Search", [self.focus_action, self.run_action, self.history_action, self.pin_action, None,
+                ("&Search", [self.goto_file_action, self.goto_symbol_action, None,
+                             self.focus_action, self.run_action, self.history_action, self.pin_action, None,
                              self.next_strategy_action, self.previous_strategy_action, self.clear_filters_action]),
                 ("&Results", [self.vector_action, self.reranked_action, self.editor_action]),
                 ("&Index", [self.reindex_action, self.rebuild_action, self.cancel_action]),
@@ -745,6 +753,13 @@ class MainWindow(QMainWindow):
         if item is not None and self.code.item is not item:
             self.code.show_chunk(item)
         self.code.open_in_editor()
+
+    def open_definition(self, item, in_editor: bool) -> None:
+        """A match of go to file / symbol: shown in the code pane at its line; Ctrl+E opens the editor too."""
+        self.show_tab(self.explore)
+        self.code.show_chunk(item)
+        if in_editor:
+            self.code.open_in_editor()
 
     def open_selected(self) -> None:
         if self.code.item is None:

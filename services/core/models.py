@@ -333,3 +333,36 @@ class MultiQueryResult:
     searched: dict[str, int]  # workspace -> results it returned (above its threshold)
     fallback_reasons: dict[str, str] = field(default_factory=dict)  # workspace -> why not reranked, when so
     timings_ms: dict[str, float] = field(default_factory=dict)  # "total", and each workspace's total
+
+
+# --- go to file / go to symbol (services/retrieval/goto.py) ---
+@dataclass(frozen=True)
+class GotoHit:
+    """A symbol's definition or a file matched by name. `label` is the text matched (the symbol's name,
+    its qualified name for a dotted question, or the file's path) and `positions` the indexes of its
+    matched characters, for highlighting."""
+
+    path: str
+    start_line: int  # where to open (a file: 1, or the line asked for with `path:120`)
+    end_line: int
+    symbol: str
+    qualified_name: str
+    kind: str  # a chunk kind, or "file"
+    language: str
+    score: float  # higher is better; only the order within one answer means anything
+    label: str
+    positions: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class GotoAnswer:
+    """Go to symbol or go to file: the best matches first, and `message` when there is none
+    ("No symbol named 'Frobnicate'.")."""
+
+    query: str
+    target: str  # "symbols" or "files"
+    hits: list[GotoHit]
+    matched: int  # how many names or paths matched, before the cut to `limit`
+    line: int | None = None  # the line asked for (`latex.py:120`), if any
+    message: str = ""
+    timings_ms: dict[str, float] = field(default_factory=dict)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from services.core.messages import DocumentRerankResponse
 from services.core.models import (
-    FileAnswer, IndexHealth, IndexReport, MultiQueryResult, ProgressEvent, QueryOptions, QueryResult, RelevantFile,
+    FileAnswer, GotoAnswer, IndexHealth, IndexReport, MultiQueryResult, ProgressEvent, QueryOptions, QueryResult, RelevantFile,
     StrategyInfo,
 )
 
@@ -65,6 +65,14 @@ class Engine(Protocol):
 
     async def symbol_names(self, workspace: str | Path) -> list[str]:
         """Every symbol name in the workspace's index."""
+
+    async def goto_symbols(self, query: str, workspace: str | Path, limit: int = 20) -> GotoAnswer:
+        """Go to symbol: the definitions whose names fuzzily match `query` (`fm` finds FixtureManager,
+        `Class.method` a method), best first (services.retrieval.goto)."""
+
+    async def goto_files(self, query: str, workspace: str | Path, limit: int = 20) -> GotoAnswer:
+        """Go to file: the indexed files whose paths fuzzily match `query`, best first; `latex.py:120`
+        opens at line 120."""
 
     async def watch(self, workspace: str | Path, *, auto_reindex: bool = True,
                     on_event: WatchCallback | None = None) -> None:

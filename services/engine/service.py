@@ -21,7 +21,7 @@ from cachetools import TTLCache
 
 from services.evaluation import labels
 from services.storage.history_store import CommitIndex
-from services.retrieval import context, search_steps
+from services.retrieval import context, goto, search_steps
 from services.retrieval.file_answer import POOL, PROSE, FileRanker
 from services.retrieval.file_ranking import FileIndex
 from services.storage.file_words import CatalogFileWords
@@ -34,7 +34,8 @@ from services.engine.protocol import ProgressCallback, WatchCallback
 from services.indexing.health import index_health, stale_files
 from services.indexing.indexer import FAILURE_REASONS, Indexer, refresh_references
 from services.core.models import (
-    FileAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
+    FileAnswer, GotoAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult, RelevantFile,
+    StrategyInfo,
 )
 from services.storage.ownership import Owner, OwnerLock, read_owner
 from services.retrieval.strategies import create_strategy, strategy_info, strategy_names
@@ -145,6 +146,8 @@ class KnowledgeService:
         self._watches: dict[Path, _Watch] = {}
         self._user_runs: dict[Path, int] = {}  # index() calls waiting or under way, by root
         self._file_rankers: dict[Path, tuple[tuple, FileRanker]] = {}  # root -> (index state, ranker)
+        self._goto_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-goto")  # keystrokes never wait on a query
+        self._finders = goto.Finders()  # each catalogue's names, kept until its next write
 
     # --- plumbing ---
     def _embedder(self, role: str, threads: int) -> Embedder:
@@ -365,6 +368,30 @@ class KnowledgeService:
             if index is None:
                 raise
         return await self._run(self._query_pool, lambda: index.catalog().symbols() if index.exists() else [])
+
+    # --- go to symbol / file (services/retrieval/goto.py) ---
+    async def goto_symbols(self, query: str, workspace: str | Path, limit: int = 20) -> GotoAnswer:
+        index = self._readable_index(workspace)
+        return await self._run(self._goto_pool, self._goto, goto.goto_symbols, index, query, limit)
+
+    async def goto_files(self, query: str, workspace: str | Path, limit: int = 20) -> GotoAnswer:
+        index = self._readable_index(workspace)
+        return await self._run(self._goto_pool, self._goto, goto.goto_files, index, query, limit)
+
+    def _goto(self, find, index: WorkspaceIndex, query: str, limit: int) -> GotoAnswer:
+        goto.check_query(query, limit)  # bad input first, then whether there is an index
+        index.require()
+        return find(self._finders, index.catalog(), query, limit)
+
+    def _readable_index(self, workspace: str | Path) -> WorkspaceIndex:
+        """The workspace's index; a folder that is gone but indexed is still read (as symbol_names does)."""
+        try:
+            return self._index(workspace)
+        except WorkspaceError:
+            index = self._known_index(workspace)
+            if index is None:
+                raise
+            return index
 
     # --- standalone reranking and reranker configuration (the service API) ---
     async def rerank_documents(self, query: str, documents: list[str], strategy: str = "cross-encoder",
@@ -618,6 +645,7 @@ class KnowledgeService:
         self._query_pool.shutdown(wait=True, cancel_futures=True)
         self._reference_pool.shutdown(wait=True, cancel_futures=True)
         self._rerank_pool.shutdown(wait=True, cancel_futures=True)
+        self._goto_pool.shutdown(wait=True, cancel_futures=True)
         for index in self._indexes.values():
             index.close()
         if self.vector_cache is not None:

@@ -83,6 +83,7 @@ class Catalog:
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._text_cache: dict[tuple[int, str], str] = {}  # (file number, file hash) -> its chunks' text
         self._listing: list[tuple[str, str, str]] | None = None  # id_paths_languages() until a write
+        self.generation = 0  # counts writes: what is kept of the listing (go to symbol) is of one generation
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
@@ -244,10 +245,12 @@ class Catalog:
                 file_words.remove_all(self._db)
             self._text_cache.clear()
             self._listing = None
+            self.generation += 1
 
     def _file_changed(self, number: int | None) -> None:
         """Drop what is kept of a file about to be written (its text) and the chunk listing."""
         self._listing = None
+        self.generation += 1
         for key in [k for k in self._text_cache if k[0] == number]:
             del self._text_cache[key]
 
@@ -434,6 +437,19 @@ class Catalog:
         rows = self._query("SELECT DISTINCT symbol FROM chunks WHERE symbol != '' AND kind NOT IN ('module', 'text')"
                            " ORDER BY symbol")
         return [r[0] for r in rows]
+
+    # --- go to symbol / file (services/retrieval/goto.py) ---
+    def definitions(self) -> list[tuple]:
+        """(path, language, start_line, end_line, symbol, qualified_name, kind) of every named definition
+        (no module or text chunks), by path and line; no chunk text is read."""
+        return self._query(f"SELECT f.path, c.language, c.start_line, c.end_line, c.symbol, c.qualified_name, c.kind "
+                           f"FROM {CHUNKS} WHERE c.symbol != '' AND c.kind NOT IN ('module', 'text') "
+                           "ORDER BY f.path, c.start_line, c.end_line")
+
+    def file_spans(self) -> list[tuple[str, str, int]]:
+        """(path, language, last indexed line) of every file."""
+        return self._query(f"SELECT f.path, f.language, COALESCE(MAX(c.end_line), 1) FROM files f "
+                           "LEFT JOIN chunks c ON c.file = f.rowid GROUP BY f.rowid ORDER BY f.path")
 
     def compact(self) -> None:
         """Fold the write-ahead log into the database; VACUUM when over a quarter of it is free pages

@@ -19,7 +19,7 @@ from services.core.errors import EngineStopped, KnowledgeError
 from services.core.messages import DocumentRerankResponse
 from services.core.settings import default_data_dir
 from services.core.models import (
-    FileAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
+    FileAnswer, GotoAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
 )
 from services.engine.protocol import ProgressCallback, WatchCallback
 
@@ -170,6 +170,12 @@ class EngineProcess:
 
     async def symbol_names(self, workspace: str | Path) -> list[str]:
         return await self._call("symbol_names", str(workspace))
+
+    async def goto_symbols(self, query: str, workspace: str | Path, limit: int = 20) -> GotoAnswer:
+        return await self._call("goto_symbols", query, str(workspace), limit)
+
+    async def goto_files(self, query: str, workspace: str | Path, limit: int = 20) -> GotoAnswer:
+        return await self._call("goto_files", query, str(workspace), limit)
 
     async def watch(self, workspace: str | Path, *, auto_reindex: bool = True,
                     on_event: WatchCallback | None = None) -> None:

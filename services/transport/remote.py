@@ -17,7 +17,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from services.retrieval import context
 from services.retrieval.multi import check_workspaces
@@ -27,7 +27,7 @@ from services.core.errors import (  # noqa: F401 (EngineUnreachable re-exported)
     EngineUnreachable, IndexRunning, KnowledgeError, Unauthorized, WorkspaceError, error_from,
 )
 from services.core.models import (
-    FileAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
+    FileAnswer, GotoAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
 )
 from services.engine.protocol import ProgressCallback, WatchCallback
 from services.transport.roots import record_owner_folder
@@ -160,6 +160,17 @@ class RemoteEngine:
     async def symbol_names(self, workspace: str | Path) -> list[str]:
         key = await self._workspace(workspace)
         return await self._call("GET", f"/v1/workspaces/{key}/symbols")
+
+    async def goto_symbols(self, query: str, workspace: str | Path, limit: int = 20) -> GotoAnswer:
+        return await self._goto("symbols", query, workspace, limit)
+
+    async def goto_files(self, query: str, workspace: str | Path, limit: int = 20) -> GotoAnswer:
+        return await self._goto("files", query, workspace, limit)
+
+    async def _goto(self, target: str, query: str, workspace, limit: int) -> GotoAnswer:
+        key = await self._workspace(workspace)
+        return await self._call("GET", f"/v1/workspaces/{key}/goto/{target}?{urlencode({'q': query, 'limit': limit})}",
+                                kind=GotoAnswer)
 
     async def watch(self, workspace: str | Path, *, auto_reindex: bool = True,
                     on_event: WatchCallback | None = None) -> None:

@@ -36,7 +36,7 @@ QUESTIONS = [("what implements ChunkStore", "metadata"), ("save a note", "hybrid
 # --- the protocol itself ---
 @pytest.mark.parametrize("cls", [KnowledgeService, EngineProcess, RemoteEngine], ids=lambda c: c.__name__)
 def test_each_engine_class_has_every_protocol_method_with_the_same_signature(cls):
-    assert len(PROTOCOL) == 19
+    assert len(PROTOCOL) == 21
     for name in PROTOCOL:
         expected, actual = getattr(Engine, name), getattr(cls, name)
         assert inspect.signature(actual) == inspect.signature(expected), f"{cls.__name__}.{name}"
@@ -92,6 +92,30 @@ async def test_query_and_what_is_built_on_it(subject):
     assert "ChunkStore" in await engine.symbol_names(workspace)
     suggested = await engine.suggestions("chunk", workspace, limit=50)
     assert "ChunkStore" in suggested and all("chunk" in s.lower() for s in suggested[:3])
+
+
+async def test_go_to_symbol_and_file(subject):
+    """Issue 30's cases: a name defined twice, a dotted method, a path with a line, a name that does not
+    exist, names in other languages than Python."""
+    engine, workspace = subject.engine, subject.workspace
+    twice = await engine.goto_symbols("Note", workspace)
+    assert [(h.path, h.kind) for h in twice.hits[:2]] == [("notes/models.py", "class"),
+                                                         ("java/src/main/java/notes/Note.java", "class")]
+    assert {h.language for h in twice.hits[:2]} == {"python", "java"} and twice.hits[0].start_line == 12
+    dotted = await engine.goto_symbols("NoteStore.save", workspace)
+    assert (dotted.hits[0].path, dotted.hits[0].start_line, dotted.hits[0].end_line) == ("notes/store.py", 19, 21)
+    assert dotted.hits[0].label == "NoteStore.save" and dotted.hits[0].positions == tuple(range(14))
+    go = (await engine.goto_symbols("InvertedIndex", workspace, limit=1)).hits
+    assert [(h.path, h.kind, h.language) for h in go] == [("go/index/index.go", "struct", "go")]
+    humps = await engine.goto_symbols("rsp", workspace)
+    assert (humps.hits[0].qualified_name, humps.hits[0].language) == ("RemoteSearchProvider", "typescript")
+    missing = await engine.goto_symbols("Frobnicate", workspace)
+    assert not missing.hits and missing.message == "No symbol named 'Frobnicate'."
+    opened = await engine.goto_files("store.py:40", workspace)
+    assert opened.line == 40 and (opened.hits[0].path, opened.hits[0].start_line) == ("notes/store.py", 40)
+    files = await engine.goto_files("search", workspace)
+    assert {h.path for h in files.hits[:2]} == {"notes/search.py", "web/src/search.ts"}
+    assert all(h.kind == "file" for h in files.hits)
 
 
 async def test_one_question_over_three_workspaces_gives_one_labelled_merged_ranking(subject):
@@ -174,6 +198,9 @@ ERROR_CASES = {
     "one unindexed of several": (IndexMissingError, lambda e, ws, tmp: e.query_many(
         "x", [ws, str(unindexed(tmp))], QueryOptions(workspace=ws))),
     "not indexed": (IndexMissingError, lambda e, ws, tmp: e.query("x", QueryOptions(workspace=str(unindexed(tmp))))),
+    "go to an empty name": (QueryError, lambda e, ws, tmp: e.goto_symbols("  ", ws)),
+    "go to file, limit 0": (QueryError, lambda e, ws, tmp: e.goto_files("a.py", ws, 0)),
+    "go to in an unindexed folder": (IndexMissingError, lambda e, ws, tmp: e.goto_symbols("a", str(unindexed(tmp)))),
 }
 
 
@@ -229,6 +256,8 @@ async def test_the_same_index_gives_the_same_answers_on_every_engine(in_process,
         out["file answer"] = comparable(await engine.find_files(
             "save a note to disk", QueryOptions(workspace=str(ws), strategy="metadata"), max_files=4))
         out["symbols"] = sorted(await engine.symbol_names(ws))
+        out["goto symbols"] = comparable(await engine.goto_symbols("store", ws))
+        out["goto files"] = comparable(await engine.goto_files("notes/s.py:3", ws))
         out["strategies"] = [codec.encode(s) for s in await engine.strategies()]
         out["health"] = comparable(await engine.health(ws))
         return out

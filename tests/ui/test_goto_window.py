@@ -1,0 +1,145 @@
+"""Go to file (Ctrl+P) and go to symbol (Ctrl+T) in the real window, over the real engine and an indexed copy
+of tests/sample_workspace (offscreen). The view-model's rows and previews without Qt: tests/ui/test_viewmodels
+style, at the end."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from services.core.models import GotoHit
+from services.engine.service import KnowledgeService
+from tests.ui.test_main_window import ensure_indexed, wait_task
+from ui.main_window import MainWindow
+from ui.viewmodels.goto import code_item, marked
+
+pytestmark = pytest.mark.slow
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("ke-goto-data")
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    target = tmp_path_factory.mktemp("goto-ws") / "sample"
+    shutil.copytree(SAMPLE, target)
+    return str(target)
+
+
+@pytest.fixture(scope="module")
+def service(data_dir):
+    svc = KnowledgeService(data_dir=data_dir)
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
+def window(loop, qtbot, service, qsettings, workspace):
+    win = MainWindow(service, qsettings)
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitUntil(win.strategies_loaded.done)
+    ensure_indexed(qtbot, win, workspace)
+    yield win
+    win.shutdown()
+
+
+def type_in(qtbot, finder, text: str) -> None:
+    """Type `text` key by key, as a user does, then wait for the answer to the whole of it."""
+    qtbot.keyClicks(finder.filter, text)
+    qtbot.waitUntil(lambda: finder.model.answer is not None and finder.model.answer.query == text.strip()
+                    and not finder.runner.is_running("goto"), timeout=30_000)
+
+
+def test_ctrl_t_finds_a_name_defined_twice_each_labelled_with_its_path(qtbot, window):
+    finder = window.finder
+    qtbot.keyClick(window, Qt.Key.Key_T, Qt.KeyboardModifier.ControlModifier)
+    assert finder.isVisible() and finder.filter.hasFocus() and "symbol" in finder.filter.placeholderText()
+    type_in(qtbot, finder, "Note")
+    assert finder.shown_labels()[:3] == ["Note", "Note", "Note"]
+    rows = [finder.list.itemWidget(finder.list.item(r)).text() for r in range(2)]
+    assert "notes/models.py:12" in rows[0] and "python" in rows[0]
+    assert "java/src/main/java/notes/Note.java:3" in rows[1] and "java" in rows[1]
+    assert "<b><u>N</u></b>" in rows[0]  # matched characters are highlighted
+    # the preview shows the selected definition, its lines marked
+    qtbot.waitUntil(lambda: finder.previewed is not None and finder.previewed.chunk.path == "notes/models.py")
+    assert "class Note" in finder.preview.editor.toPlainText()
+    qtbot.keyClick(finder.filter, Qt.Key.Key_Down)
+    qtbot.waitUntil(lambda: finder.previewed.chunk.path.endswith("Note.java"))
+    qtbot.keyClick(finder.filter, Qt.Key.Key_Return)  # Enter: the code pane, at the Java class
+    qtbot.waitUntil(lambda: window.code.item is not None and window.code.item.chunk.path.endswith("Note.java"))
+    assert not finder.isVisible() and window.code.item.chunk.start_line == 3
+    assert window.code.subtitle.text().startswith("java/src/main/java/notes/Note.java:3-10")
+
+
+def test_camel_humps_and_a_dotted_method_open_at_the_definition(qtbot, window):
+    finder = window.finder
+    qtbot.keyClick(window, Qt.Key.Key_T, Qt.KeyboardModifier.ControlModifier)
+    type_in(qtbot, finder, "rsp")  # in TypeScript
+    assert finder.shown_labels()[0] == "RemoteSearchProvider"
+    finder.filter.clear()
+    type_in(qtbot, finder, "NoteStore.save")
+    assert finder.current_hit().path == "notes/store.py" and finder.current_hit().start_line == 19
+    qtbot.keyClick(finder.filter, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: window.code.item is not None and window.code.item.chunk.qualified_name == "NoteStore.save")
+    assert window.code.editor.marked == (19, 21)
+    assert window.code.editor.line_text(20).strip() == "def save(self, note: Note) -> None:"
+
+
+def test_ctrl_p_opens_a_path_at_the_line_asked(qtbot, window):
+    finder = window.finder
+    qtbot.keyClick(window, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier)
+    assert finder.isVisible() and "file" in finder.filter.placeholderText()
+    type_in(qtbot, finder, "store.py:40")
+    assert finder.shown_labels()[0] == "notes/store.py"
+    qtbot.keyClick(finder.filter, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: window.code.item is not None and window.code.item.chunk.path == "notes/store.py")
+    assert window.code.item.chunk.start_line == 40 and window.code.editor.marked == (40, 40)
+    assert window.code.editor.textCursor().blockNumber() + window.code.editor.first_line == 40
+
+
+def test_a_name_that_does_not_exist_says_so_and_escape_closes(qtbot, window):
+    finder = window.finder
+    qtbot.keyClick(window, Qt.Key.Key_T, Qt.KeyboardModifier.ControlModifier)
+    type_in(qtbot, finder, "Frobnicate")
+    assert finder.list.count() == 0 and finder.status.text() == "No symbol named 'Frobnicate'."
+    qtbot.keyClick(finder.filter, Qt.Key.Key_Escape)
+    assert not finder.isVisible()
+
+
+def test_ctrl_e_in_the_finder_opens_the_match_in_the_editor(qtbot, window, tmp_path):
+    # the editor is a real program: a shell script that writes the file and line it was asked to open
+    opened = tmp_path / "opened.txt"
+    editor = tmp_path / "fake-editor"
+    editor.write_text(f"#!/bin/sh\necho \"$@\" > {opened}\n")
+    editor.chmod(0o755)
+    window.settings.setValue("editor/command", f"{editor} {{path}} {{line}}")
+    window.set_editor("custom")
+    finder = window.finder
+    qtbot.keyClick(window, Qt.Key.Key_T, Qt.KeyboardModifier.ControlModifier)
+    type_in(qtbot, finder, "InvertedIndex")  # in Go
+    qtbot.keyClick(finder.filter, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(opened.exists, timeout=30_000)
+    qtbot.waitUntil(lambda: opened.read_text().strip() != "", timeout=10_000)
+    path, line = opened.read_text().split()
+    assert path.endswith("go/index/index.go") and line == "14"
+    assert window.code.item.chunk.qualified_name == "InvertedIndex"
+
+
+# --- the view-model alone (no Qt) ---
+def test_rows_mark_matched_characters_and_previews_mark_the_definition(workspace):
+    assert marked("FixtureManager", (0, 1, 2, 7)) == ("<b><u>F</u></b><b><u>i</u></b><b><u>x</u></b>ture"
+                                                     "<b><u>M</u></b>anager")
+    assert marked("a<b", (1,)) == "a<b><u>&lt;</u></b>b"
+    hit = GotoHit("notes/store.py", 19, 21, "save", "NoteStore.save", "method", "python", 1.0, "NoteStore.save")
+    item = code_item(workspace, hit)
+    assert (item.chunk.start_line, item.chunk.end_line, item.context_start_line) == (19, 21, 1)
+    assert item.chunk.content.splitlines()[1].strip() == "def save(self, note: Note) -> None:"
+    gone = code_item(workspace, GotoHit("gone.py", 3, 3, "", "", "file", "python", 1.0, "gone.py"))
+    assert gone.context.startswith("(cannot read gone.py")

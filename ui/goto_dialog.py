@@ -1,0 +1,181 @@
+"""The go to file (Ctrl+P) / go to symbol (Ctrl+T) finder: floats over the window like the command palette.
+
+A text box, the matches updated as you type (asked of the engine in a task: typing never waits on it),
+matched characters in bold, a preview of the selected match. Enter opens it in the window's code pane at
+the definition, Ctrl+E in the editor, Escape closes. The logic is ui/viewmodels/goto.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import (
+    QApplication, QFrame, QLabel, QLineEdit, QListWidget, QListWidgetItem, QSplitter, QVBoxLayout, QWidget,
+)
+
+from services.core.models import GotoHit, ResultChunk
+from ui.async_runner import AsyncRunner, describe_error
+from ui.code_view import CodeView
+from ui.viewmodels.goto import FILES, PLACEHOLDERS, SYMBOLS, GotoViewModel, count_text, empty_text, row_html
+
+HitRole = Qt.ItemDataRole.UserRole + 1
+OPEN_IN_EDITOR = QKeySequence("Ctrl+E")
+
+
+class GotoDialog(QFrame):
+    """`workspace()` names the open workspace; `on_open(item, in_editor)` opens a match (a ResultChunk)."""
+
+    def __init__(self, parent: QWidget, model: GotoViewModel, workspace: Callable[[], str],
+                 on_open: Callable[[ResultChunk, bool], None]) -> None:
+        super().__init__(parent)
+        self.setObjectName("gotoFinder")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setAutoFillBackground(True)
+        self.model, self.workspace, self.on_open = model, workspace, on_open
+        self.runner = AsyncRunner(self)
+        self.previewed: ResultChunk | None = None
+        self.filter = QLineEdit()
+        self.filter.textChanged.connect(self.ask)
+        self.filter.installEventFilter(self)
+        self.list = QListWidget()
+        self.list.currentItemChanged.connect(self._selected)
+        self.list.itemActivated.connect(lambda _item: self.open_current(False))
+        self.status = QLabel()
+        self.status.setObjectName("gotoStatus")
+        self.preview = CodeView()
+        self.preview.open_button.hide()  # Enter and Ctrl+E open it
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(self.list)
+        split.addWidget(self.preview)
+        split.setStretchFactor(0, 2)
+        split.setStretchFactor(1, 3)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addWidget(self.filter)
+        layout.addWidget(split, 1)
+        layout.addWidget(self.status)
+        self.hide()
+
+    # --- opening and asking ---
+    def open(self, target: str) -> None:
+        host = self.parentWidget()
+        width, height = min(1100, host.width() - 40), min(560, host.height() - 60)
+        self.setGeometry((host.width() - width) // 2, 30, width, height)
+        self.model.start(target, self.workspace())
+        self.preview.set_workspace(self.model.workspace)
+        self.filter.setPlaceholderText(PLACEHOLDERS[target])
+        self.filter.blockSignals(True)
+        self.filter.clear()
+        self.filter.blockSignals(False)
+        self.ask("")
+        self.show()
+        self.raise_()
+        self.filter.setFocus()
+
+    def ask(self, text: str) -> None:
+        """Ask the engine for `text` in a task; a newer keystroke cancels the one still waiting."""
+        if not self.model.workspace or not text.strip():
+            self.runner.cancel("goto")
+            self._show_rows([])
+            return
+        self.runner.run(self.model.search(text), key="goto", context="Go to",
+                        on_result=self._answered, on_error=self._failed)
+
+    def _answered(self, answer) -> None:
+        if answer is not None:
+            self._show_rows(answer.hits)
+
+    def _failed(self, error: BaseException) -> None:
+        self._show_rows([], describe_error(error))
+
+    def _show_rows(self, hits: list[GotoHit], problem: str = "") -> None:
+        self.list.clear()
+        for hit in hits:
+            item = QListWidgetItem()
+            item.setData(HitRole, hit)
+            item.setToolTip(f"{hit.path}:{hit.start_line}")
+            self.list.addItem(item)
+            label = QLabel(row_html(hit))
+            label.setTextFormat(Qt.TextFormat.RichText)
+            label.setContentsMargins(4, 1, 4, 1)
+            self.list.setItemWidget(item, label)
+        answer = self.model.answer
+        if hits:
+            self.status.setText(count_text(answer.matched if answer else len(hits), len(hits))
+                                + "   ·   Enter: code pane   Ctrl+E: editor   Esc: close")
+            self.list.setCurrentRow(0)
+        else:
+            self.status.setText(problem or empty_text(self.model.target, self.model.workspace, answer,
+                                                      self.filter.text()))
+            self.previewed = None
+            self.preview.show_chunk(None)
+
+    # --- the selected match ---
+    def current_hit(self) -> GotoHit | None:
+        item = self.list.currentItem()
+        return item.data(HitRole) if item is not None else None
+
+    def shown_labels(self) -> list[str]:
+        return [self.list.item(row).data(HitRole).label for row in range(self.list.count())]
+
+    def _selected(self, item, previous) -> None:
+        for row, selected in ((previous, False), (item, True)):
+            label = self.list.itemWidget(row) if row is not None else None
+            if label is not None:
+                label.setText(row_html(row.data(HitRole), selected))
+        if item is None:
+            return
+        self.runner.run(self.model.preview(item.data(HitRole)), key="preview", context="Preview",
+                        on_result=self._show_preview)
+
+    def _show_preview(self, item: ResultChunk) -> None:
+        self.previewed = item
+        self.preview.show_chunk(item)
+
+    def open_current(self, in_editor: bool) -> None:
+        """Open the selected match (Enter: the code pane; Ctrl+E: the editor too), once its code is read."""
+        hit = self.current_hit()
+        if hit is None:
+            return
+        self.hide()
+        item = self.previewed
+        if item is not None and (item.chunk.path, item.chunk.start_line) == (hit.path, max(hit.start_line, 1)):
+            self.on_open(item, in_editor)
+            return
+        self.runner.run(self.model.preview(hit), key="open", context="Go to",
+                        on_result=lambda chosen: self.on_open(chosen, in_editor))
+
+    # --- keys ---
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt API)
+        if watched is not self.filter:
+            return False
+        if event.type() == QEvent.Type.ShortcutOverride and event.keyCombination() == OPEN_IN_EDITOR[0]:
+            event.accept()  # Ctrl+E here opens the match, not the window's selected result
+            return True
+        if event.type() == QEvent.Type.KeyPress:
+            return self._key(event)
+        if event.type() == QEvent.Type.FocusOut:
+            focused = QApplication.focusWidget()
+            if focused is None or not self.isAncestorOf(focused):
+                self.hide()
+        return False
+
+    def _key(self, event) -> bool:
+        key = event.key()
+        if key == Qt.Key.Key_Escape:
+            self.hide()
+        elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            self.open_current(False)
+        elif event.keyCombination() == OPEN_IN_EDITOR[0]:
+            self.open_current(True)
+        elif key in (Qt.Key.Key_Down, Qt.Key.Key_Up, Qt.Key.Key_PageDown, Qt.Key.Key_PageUp):
+            step = {Qt.Key.Key_Down: 1, Qt.Key.Key_Up: -1, Qt.Key.Key_PageDown: 10, Qt.Key.Key_PageUp: -10}[key]
+            self.list.setCurrentRow(max(0, min(self.list.currentRow() + step, self.list.count() - 1)))
+        else:
+            return False
+        return True
+
+
+__all__ = ["FILES", "SYMBOLS", "GotoDialog"]

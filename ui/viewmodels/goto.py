@@ -1,0 +1,102 @@
+"""Go to file (Ctrl+P) and go to symbol (Ctrl+T), Qt-free: what the finder asks the engine, the rows it
+shows (matched characters marked) and the code it previews and opens (a ResultChunk for the code pane)."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+from pathlib import Path
+
+from services.core.models import Chunk, GotoAnswer, GotoHit, ResultChunk
+
+SYMBOLS, FILES = "symbols", "files"
+LIMIT = 50
+CONTEXT_LINES = 300  # shown around a definition in the code pane (a whole file up to about this size)
+PLACEHOLDERS = {SYMBOLS: "Go to symbol: a name, camel humps (fm: FixtureManager) or Class.method",
+                FILES: "Go to file: a file name or path, latex.py:120 for a line"}
+
+
+class GotoViewModel:
+    """One finder: asks the engine as the user types; only the newest question's answer counts."""
+
+    def __init__(self, engine) -> None:
+        self.engine = engine
+        self.target = SYMBOLS
+        self.workspace = ""
+        self.answer: GotoAnswer | None = None
+        self._asked = 0  # numbers the questions: an older answer arriving late is dropped
+
+    def start(self, target: str, workspace: str) -> None:
+        self.target, self.workspace, self.answer = target, workspace, None
+
+    async def search(self, text: str) -> GotoAnswer | None:
+        """The engine's answer for `text`, or None when a newer question was asked meanwhile (or none)."""
+        self._asked += 1
+        asked = self._asked
+        if not text.strip():
+            self.answer = None
+            return None
+        find = self.engine.goto_files if self.target == FILES else self.engine.goto_symbols
+        answer = await find(text, self.workspace, LIMIT)
+        if asked != self._asked:
+            return None
+        self.answer = answer
+        return answer
+
+    async def preview(self, hit: GotoHit) -> ResultChunk:
+        """The hit as the code pane shows a result: its lines marked, with the lines around them."""
+        return await asyncio.to_thread(code_item, self.workspace, hit)
+
+
+def count_text(matched: int, shown: int) -> str:
+    """"8 matches", "1 match", "1,204 matches, best 50 shown"."""
+    text = f"{matched:,} match{'' if matched == 1 else 'es'}"
+    return text + (f", best {shown} shown" if matched > shown else "")
+
+
+def empty_text(target: str, workspace: str, answer: GotoAnswer | None, text: str) -> str:
+    """What the list says when it has no rows."""
+    if not workspace:
+        return "Open a workspace first."
+    if answer is not None and answer.message:
+        return answer.message
+    return "Type a name to find its definition." if target == SYMBOLS else "Type a file name or a path."
+
+
+def row_html(hit: GotoHit, selected: bool = False) -> str:
+    """One row: the matched characters in bold, then its kind, path:line and language (a file: its language),
+    quieter; white on the selection's colour when `selected`."""
+    label = marked(hit.label, hit.positions)
+    details = hit.language if hit.kind == "file" else f"{hit.kind} · {hit.path}:{hit.start_line} · {hit.language}"
+    color, quiet = ("white", "#e8eefc") if selected else ("", "gray")
+    text = f"{label}&nbsp;&nbsp;<span style='color:{quiet}'>{html.escape(details)}</span>"
+    return f"<span style='color:{color}'>{text}</span>" if color else text
+
+
+def marked(label: str, positions: tuple[int, ...]) -> str:
+    """`label` as HTML with the characters at `positions` in bold."""
+    wanted = set(positions)
+    out = []
+    for i, char in enumerate(label):
+        escaped = html.escape(char)
+        out.append(f"<b><u>{escaped}</u></b>" if i in wanted else escaped)
+    return "".join(out)
+
+
+def code_item(workspace: str, hit: GotoHit) -> ResultChunk:
+    """A ResultChunk for the code pane: the definition's lines marked (a file: the line asked for, or its
+    start) with up to CONTEXT_LINES around them; an unreadable file shows a line saying why."""
+    path = Path(workspace) / hit.path
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError) as error:
+        lines = [f"(cannot read {hit.path}: {getattr(error, 'strerror', None) or error})"]
+    start = min(max(hit.start_line, 1), len(lines))
+    end = start if hit.kind == "file" else min(max(hit.end_line, start), len(lines))  # a file: its line alone
+    first = max(1, start - CONTEXT_LINES // 2)
+    last = min(len(lines), max(end, start + CONTEXT_LINES // 2))
+    context = "\n".join(lines[first - 1:last])
+    chunk = Chunk(path=hit.path, language=hit.language, start_line=start, end_line=end,
+                  content="\n".join(lines[start - 1:end]), symbol=hit.symbol, qualified_name=hit.qualified_name,
+                  kind=hit.kind)
+    return ResultChunk(chunk, 1, hit.score, None, None, context, first)
