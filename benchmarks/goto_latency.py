@@ -86,7 +86,7 @@ def typed(text: str) -> list[str]:
 
 def questions(catalog: Catalog, count: int, seed: int) -> tuple[list[str], list[str]]:
     rng = random.Random(seed + 1)
-    definitions = catalog.definitions()
+    definitions = catalog.definition_rows()
     symbols = []
     for row in rng.sample(definitions, count):
         symbol, qualified = row[4], row[5]

@@ -439,7 +439,7 @@ class Catalog:
         return [r[0] for r in rows]
 
     # --- go to symbol / file (services/retrieval/goto.py) ---
-    def definitions(self) -> list[tuple]:
+    def definition_rows(self) -> list[tuple]:
         """(path, language, start_line, end_line, symbol, qualified_name, kind) of every named definition
         (no module or text chunks), by path and line; no chunk text is read."""
         return self._query(f"SELECT f.path, c.language, c.start_line, c.end_line, c.symbol, c.qualified_name, c.kind "
