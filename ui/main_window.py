@@ -473,6 +473,7 @@ class MainWindow(QMainWindow):
         if reaction.auto_run:
             self.health_panel.auto_started()
             self._show_run_status("Indexing changed files…", None)
+            self._hide_health_offer()
         elif reaction.auto_run is False:
             self.health_panel.auto_finished()
             self._show_run_status("", None)
@@ -510,12 +511,18 @@ class MainWindow(QMainWindow):
             self.runner.run(work, key="lexers", context="Loading syntax highlighters")
         self.health_panel.set_health(health)
         self.query_bar.set_languages(list(health.languages))
-        offer = health_offer(health)
+        # while a run is under way its progress is the news: no offer to index what it is indexing
+        offer = None if self.health_panel.running else health_offer(health, self.session.paused)
         if offer is not None:
             self._show_offer(offer)
             self.session.health_message = self.messages.text()
         elif self.messages.isVisible() and self.messages.text() == self.session.health_message:
             self.messages.hide()  # only the health's own offer; a query's banner stays
+
+    def _hide_health_offer(self) -> None:
+        """A run started: the health's banner (e.g. "stopped at … · Resume indexing") no longer holds."""
+        if self.messages.isVisible() and self.messages.text() == self.session.health_message:
+            self.messages.hide()
 
     def _show_offer(self, offer: Offer) -> None:
         full = offer.action == REBUILD  # a full rebuild asks first, from the banner as from Ctrl+Shift+R
@@ -584,13 +591,13 @@ class MainWindow(QMainWindow):
             self.health_panel.progress_label.setText("Cancelling…")
             self.health_panel.show_cancelling()
             self._show_run_status("Cancelling: stops after the files being embedded…", None)
-            self.runner.run(self.session.stop_automatic_runs(), key="stop-auto", context="Cancelling indexing",
+            self.runner.run(self.session.pause_automatic_runs(), key="stop-auto", context="Cancelling indexing",
                             on_result=lambda _none: self._automatic_runs_stopped())
 
     def _automatic_runs_stopped(self) -> None:
         self.health_panel.auto_finished()
-        self.health_panel.progress_label.setText("Cancelled; the index keeps what was finished. Changes are "
-                                                 "indexed again after the next Reindex (F5).")
+        self.health_panel.progress_label.setText("Cancelled; the index keeps what was finished. Automatic "
+                                                 "indexing is paused until Resume or Reindex (F5).")
         self._show_run_status("", None)
         self.refresh_health()
 

@@ -19,14 +19,16 @@ import pytest
 from services.core.models import IndexHealth, IndexReport
 from services.core.settings import DEFAULT_STRATEGY
 from services.engine.service import KnowledgeService
-from services.indexing.watcher import REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WatchEvent
+from services.indexing.watcher import (
+    PAUSED, REINDEX_FINISHED, REINDEX_STARTED, RESUMED, STALE, WATCH_ERROR, WatchEvent,
+)
 from tests.ui.factories import STALE as STALE_FILES, sample_health, sample_result
 from ui.viewmodels.labels import LabelsViewModel
 from ui.viewmodels.preferences import MAX_RECENT, Preferences, recent_workspaces, remember_workspace
 from ui.viewmodels.results import empty_result_text, summary_text, timings_text
 from ui.viewmodels.strategies import fallback_strategies, step_strategy
 from ui.viewmodels.workspace import (
-    ERROR, INDEX, INFO, WARNING, WorkspaceViewModel, health_offer, index_report_text, watch_reaction,
+    ERROR, INDEX, INFO, WARNING, WatchReaction, WorkspaceViewModel, health_offer, index_report_text, watch_reaction,
 )
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"
@@ -149,6 +151,19 @@ def test_each_engine_state_gets_its_own_banner():
     gone = health_offer(sample_health(state="folder-missing"))
     assert gone.level == WARNING and gone.action == "" and "missing" in gone.text
     assert health_offer(sample_health(state="resuming")) is None  # the run shows itself
+
+
+def test_paused_automatic_indexing_says_how_many_files_changed_and_offers_resume():
+    paused = health_offer(sample_health(stale_files=STALE_FILES), paused=True)
+    assert (paused.action, paused.action_text) == (INDEX, "Resume")
+    assert paused.text.startswith("Automatic indexing paused — 2 files changed")
+    stopped = health_offer(sample_health(state="interrupted", run_chunks_done=1200, run_chunks_total=7206,
+                                         stale_files=STALE_FILES[:1]), paused=True)
+    assert "stopped at 1,200 of 7,206 chunks done, 1 file changed" in stopped.text
+    assert health_offer(sample_health(state="indexing"), paused=True) is None  # a run shows itself
+    assert health_offer(sample_health(state="failed", last_error="disk full"), paused=True).level == ERROR
+    assert watch_reaction(WatchEvent(PAUSED, "/w"), False).paused is True
+    assert watch_reaction(WatchEvent(RESUMED, "/w"), False) == WatchReaction(reload_health=True, paused=False)
 
 
 def test_a_damaged_or_failed_index_says_so_and_offers_the_repair():
