@@ -23,7 +23,7 @@ from ui.code_view import CodeView, preload_lexers
 from ui.compare import CompareView
 from ui.editor import AUTO, CUSTOM, PRESETS
 from ui.files_view import FilesView
-from ui.health_panel import HealthPanel, progress_fraction, progress_text
+from ui.health_panel import HealthPanel
 from ui.message_bar import ERROR, INFO, WARNING, MessageBar
 from ui.palette import CommandPalette
 from ui.query_bar import QueryBar
@@ -31,6 +31,7 @@ from ui.results_view import ResultsView
 from ui.viewmodels.files import FilesViewModel
 from ui.viewmodels.labels import LabelsViewModel
 from ui.viewmodels.preferences import Preferences, recent_workspaces
+from ui.viewmodels.progress import progress_percent, progress_text
 from ui.viewmodels.results import empty_result_text, is_empty, one_line, summary_text, timings_text
 from ui.viewmodels.strategies import fallback_strategies, step_strategy
 from ui.viewmodels.workspace import INDEX, REBUILD, Offer, WorkspaceViewModel, health_offer
@@ -606,13 +607,12 @@ class MainWindow(QMainWindow):
         self.health_panel.show_progress(event)
         if event.phase in ("done", "cancelled"):
             return
-        value, maximum = progress_fraction(event)
-        device = event.message if event.phase == "embedding" and " on " in event.message else ""
-        self._show_run_status(progress_text(event), 100 * value // maximum if maximum else None, device)
+        self._show_run_status(progress_text(event), progress_percent(event))
 
-    def _show_run_status(self, text: str, percent: int | None, device: str = "") -> None:
-        """A run's progress in the status bar (with the device) and the window title; "" when none."""
-        self.index_status.setText(text + (f" · {device}" if device else ""))
+    def _show_run_status(self, text: str, percent: int | None) -> None:
+        """A run's progress in the status bar (its text names the device once) and the window title, with
+        the same percentage as the panel's bar; "" when none."""
+        self.index_status.setText(text)
         name = Path(self.workspace).name if self.workspace else ""
         title = f"Knowledge Explorer — {name}" if name else "Knowledge Explorer"
         if text:

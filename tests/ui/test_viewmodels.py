@@ -181,6 +181,9 @@ def test_watch_events_refresh_health_results_and_the_indexing_line():
     finished = watch_reaction(WatchEvent(REINDEX_FINISHED, "/w", report=report), indexing=False)
     assert finished.reload_health and finished.refresh_results
     assert finished.progress_text == "Changed files indexed: 2 updated, 1 removed"
+    added = IndexReport(166, 5, 0, 800, 900, 1.0, files_added=166)  # a copied folder: new, not "updated"
+    assert watch_reaction(WatchEvent(REINDEX_FINISHED, "/w", report=added), False).progress_text == \
+        "Changed files indexed: 166 new"
     assert watch_reaction(WatchEvent(REINDEX_FINISHED, "/w", report=report), indexing=True).progress_text is None
     stale = watch_reaction(WatchEvent(STALE, "/w"), indexing=False)
     assert stale.reload_health and not stale.refresh_results
@@ -272,12 +275,14 @@ def test_indexing_sums_up_its_report_and_a_cancelled_run_sets_the_cancel_event(t
     assert cancel.is_set()
 
 
-def test_rebuild_question_names_the_chunks_to_embed_again(tmp_path):
+def test_rebuild_question_says_what_a_rebuild_really_costs(tmp_path):
     session = session_on(FakeEngine(sample_health(chunks=4321)), tmp_path)
     assert "every chunk" in session.rebuild_question()
     load(session, [])
-    assert f"Rebuild the whole index of {Path(session.workspace).name}? This embeds all 4,321 chunks" \
-        in session.rebuild_question()
+    question = session.rebuild_question()
+    assert f"Rebuild the whole index of {Path(session.workspace).name}?" in question and "4,321 chunks" in question
+    # a rebuild takes the vectors of unchanged text from the shared cache: it does not embed everything again
+    assert "vector cache are reused" in question and "embeds all" not in question
 
 
 def test_the_question_on_screen_is_answered_again_only_while_it_is_in_the_box(tmp_path):

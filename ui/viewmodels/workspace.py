@@ -106,9 +106,7 @@ def watch_reaction(event: WatchEvent, indexing: bool) -> WatchReaction:
         report = event.report if event.kind == REINDEX_FINISHED else None
         text = None
         if report is not None and not indexing:
-            changed = report.files_indexed or report.files_removed
-            text = (f"Changed files indexed: {report.files_indexed} updated, {report.files_removed} removed"
-                    if changed else "")
+            text = changed_files_text(report)
         if report is not None and report.cancelled and not indexing:
             text = "Indexing changed files was cancelled; what was done is kept"
         changed = report is not None and bool(report.files_indexed or report.files_removed)
@@ -121,11 +119,19 @@ def watch_reaction(event: WatchEvent, indexing: bool) -> WatchReaction:
     return WatchReaction()
 
 
+def changed_files_text(report: IndexReport) -> str:
+    """"Changed files indexed: 166 new, 2 updated, 1 removed" (only the counts that are not 0); "" when none."""
+    updated = report.files_indexed - report.files_added
+    counts = [(report.files_added, "new"), (updated, "updated"), (report.files_removed, "removed")]
+    parts = [f"{count:,} {what}" for count, what in counts if count]
+    return f"Changed files indexed: {', '.join(parts)}" if parts else ""
+
+
 def index_report_text(report: IndexReport, seconds: float) -> str:
     if report.cancelled:
         return f"Cancelled after {seconds:.1f} s; the index keeps what was finished."
-    text = (f"Done in {seconds:.1f} s: {report.files_indexed} files indexed, "
-            f"{report.chunks_embedded} chunks embedded, {report.chunks_total:,} in total")
+    files = f"{report.files_indexed:,} files indexed" + (f" ({report.files_added:,} new)" if report.files_added else "")
+    text = f"Done in {seconds:.1f} s: {files}, {report.chunks_embedded:,} chunks embedded, {report.chunks_total:,} in total"
     if report.rebuilt_reason:
         text += f" (full rebuild: {report.rebuilt_reason})"
     if report.vectors_reused:
@@ -215,9 +221,12 @@ class WorkspaceViewModel:
 
     # --- indexing ---
     def rebuild_question(self) -> str:
-        chunks = f"all {self.health.chunks:,} chunks" if self.health and self.health.chunks else "every chunk"
-        return (f"Rebuild the whole index of {Path(self.workspace).name}? This embeds {chunks} again; "
-                f"a plain Reindex (F5) only embeds what changed.")
+        """What a full rebuild really costs: every file is read, chunked and stored again, but a chunk whose
+        text is in the data dir's vector cache takes its vector from there instead of the model."""
+        chunks = f"its {self.health.chunks:,} chunks" if self.health and self.health.chunks else "every chunk"
+        return (f"Rebuild the whole index of {Path(self.workspace).name}? Every file is read and {chunks} "
+                "stored again; vectors already in the shared vector cache are reused, so only chunks whose text "
+                "it lacks are embedded. A plain Reindex (F5) only looks at what changed.")
 
     def begin_index(self) -> threading.Event:
         self.cancel_event = threading.Event()
