@@ -286,9 +286,10 @@ class MainWindow(QMainWindow):
             self.set_editor(CUSTOM)
 
     def set_editor(self, preset: str) -> None:
-        self.code.editor_preset = preset
-        self.code.jetbrains_launcher = str(self.settings.value("editor/jetbrains", "idea") or "idea")
-        self.code.custom_command = str(self.settings.value("editor/command", "") or "")
+        for view in self.code_views():
+            view.editor_preset = preset
+            view.jetbrains_launcher = str(self.settings.value("editor/jetbrains", "idea") or "idea")
+            view.custom_command = str(self.settings.value("editor/command", "") or "")
         self.editor_presets[preset].setChecked(True)
         self.settings.setValue("editor/preset", preset)
 
@@ -326,7 +327,10 @@ class MainWindow(QMainWindow):
         for table in (self.results.original_table, self.results.reranked_table):
             table.activated.connect(lambda index, t=table: self.open_row(t, index.row()))
         self.results.label_requested.connect(self.label_result)
-        self.code.open_failed.connect(lambda text: self.messages.show_message(text, WARNING, timeout_ms=8000))
+        for view in self.code_views():
+            view.open_failed.connect(lambda text: self.messages.show_message(text, WARNING, timeout_ms=8000))
+        self.files_view.open_requested.connect(self.open_selected)  # Enter or double-click on a file
+        self.workspace_set.open_requested.connect(self.open_selected)
         self.health_panel.reindex_requested.connect(self.request_index)
         self.health_panel.cancel_requested.connect(self.cancel_index)
         self.progress_received.connect(self._on_progress)
@@ -418,6 +422,7 @@ class MainWindow(QMainWindow):
         path = self.session.open(path)
         self.query_bar.query.setText(self.questions.get(path, ""))  # each workspace keeps its own question
         self.code.set_workspace(path)
+        self.files_view.code.set_workspace(path)
         self.workspace_label.setText(path)
         self.setWindowTitle(f"Knowledge Explorer — {Path(path).name}")
         self._fill_recent_menu()
@@ -753,11 +758,22 @@ class MainWindow(QMainWindow):
             self.code.show_chunk(item)
         self.code.open_in_editor()
 
+    def code_views(self) -> list[CodeView]:
+        """The previews: Explore's, Files', Several workspaces'."""
+        return [self.code, self.files_view.code, self.workspace_set.code]
+
+    def shown_code_view(self) -> CodeView:
+        """The preview of the tab on screen (Explore's when that tab has none)."""
+        return {id(self.files_view): self.files_view.code, id(self.workspace_set): self.workspace_set.code}.get(
+            id(self.tabs.currentWidget()), self.code)
+
     def open_selected(self) -> None:
-        if self.code.item is None:
+        """Ctrl+E (and Enter or double-click on a file or a hit): open the row you see in the editor."""
+        view = self.shown_code_view()
+        if view.item is None:
             self.messages.show_message("Select a result first.", INFO, timeout_ms=4000)
             return
-        self.code.open_in_editor()
+        view.open_in_editor()
 
     # ------------------------------------------------------------------ misc
     def _tell_compare(self, method: str, *args) -> None:
