@@ -89,6 +89,7 @@ def test_ctrl_period_during_an_automatic_run_pauses_automatic_indexing_until_f5(
     assert service.scheduler.paused(root) and not service.scheduler.running(root)
     assert len(calls) == encoded and window.health_panel.running == ""  # nothing was embedded since
     assert "indexing" not in window.windowTitle()
+    window.grab().save(str(tmp_path / "paused.png"))
 
     qtbot.keyClick(window, Qt.Key.Key_F5)  # F5 finishes the work and resumes automatic indexing
     qtbot.waitUntil(lambda: not window.runner.is_running("index"), timeout=INDEX_TIMEOUT)
