@@ -344,6 +344,12 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
         await service.unwatch(workspace(workspace_id))
         return {"watching": False}
 
+    @app.post("/v1/workspaces/{workspace_id}/watch/pause",
+              summary="Cancel the automatic run under way; index changes again after the next user's run")
+    async def pause_watch(workspace_id: str):
+        await service.pause_watch(workspace(workspace_id))
+        return {"paused": True}
+
     @app.post("/v1/workspaces/{workspace_id}/query", response_model=QueryResult,
               summary="Ask a question: both rankings, signals and stale flags")
     async def query(workspace_id: str, request: QueryRequest):

@@ -51,12 +51,18 @@ async def test_an_interrupted_first_index_reopened_says_so_and_resumes(workspace
         assert "model" not in health.message and "model" not in health_text(health).split("\n")[0]
         first_updated = health.updated_at
 
-        seen = []  # the health while the resumed run embeds
+        seen, events = [], []  # the health while the resumed run embeds, and its progress
         def progress(event):
+            events.append(event)
             if event.phase == "embedding" and not seen:
                 seen.append(asyncio.ensure_future(service.health(workspace)))
         report = await service.index(workspace, progress=progress)
         during = await seen[0]
+        # progress is of the whole index, not of the remainder: it starts where the first run stopped
+        embedding = [e for e in events if e.phase == "embedding" and e.chunks_total]
+        assert (embedding[0].index_done, embedding[0].index_total) == (done, planned)
+        assert (embedding[-1].index_done, embedding[-1].index_total) == (planned, planned)
+        assert report.files_added == report.files_indexed > 0  # files the index did not hold: new
         assert during.state == "resuming" and during.message.startswith("resuming: ")
         assert "chunks done" in during.message and f"of {planned:,}" in during.message
         assert not report.rebuilt_reason and report.chunks_embedded == planned - done  # only what was left

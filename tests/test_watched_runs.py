@@ -215,28 +215,17 @@ async def test_a_watchers_run_follows_an_edit_to_a_linked_files_target(service, 
     assert "notes/later.py" not in skipped(service, workspace)
 
 
-async def test_changes_kept_for_the_next_run_when_a_users_run_holds_the_workspace(service, indexed):
+def watched(service, workspace):
+    """The workspace watched, without a watchdog observer (the test makes the reports)."""
     from services.engine.service import _Watch
 
-    workspace = indexed
-    watch = _Watch(service._index(workspace), True, lambda event: None)
-    watch.note({"a.py"})
-    watch.note({"b.py"})
-    service._user_runs[watch.index.root] = 1  # a user's run is under way: the automatic one stands back
-    service._auto_index(watch)
-    assert watch.take() == {"a.py", "b.py"} and watch.take() == set()
-    watch.note({"a.py"})
-    watch.note(None)
-    assert watch.take() is None  # anything may have changed: a whole scan
-
-
-async def test_with_auto_reindex_off_reported_paths_are_not_gathered(service, indexed):
-    from services.engine.service import _Watch
-
-    watch = _Watch(service._index(indexed), False, lambda event: None)
-    watch.take()
-    service._changed(watch, {"notes/store.py"})
-    assert watch.take() == set()
+    index = service._index(workspace)
+    watch = _Watch(index, lambda event: None)
+    service._watches[index.root] = watch
+    service.scheduler.watch(index.root, auto_reindex=True)
+    service.scheduler.start_auto(index.root)  # no catch-up run
+    service.scheduler.finish_auto(index.root, complete=True)
+    return watch
 
 
 async def test_a_watchers_run_after_an_ignore_file_changed_looks_at_everything(service, indexed):
@@ -250,13 +239,11 @@ async def test_a_watchers_run_after_an_ignore_file_changed_looks_at_everything(s
 
 
 async def test_changes_an_automatic_run_left_to_a_users_run_are_indexed_after_it(service, indexed, monkeypatch):
-    from services.engine.service import _Watch
     from services.indexing import indexer as indexer_module
 
     workspace = indexed
     index = service._index(workspace)
-    watch = _Watch(index, True, lambda event: None)
-    service._watches[index.root] = watch  # watched (without a watchdog observer: this test makes the reports)
+    watch = watched(service, workspace)
     real = indexer_module.Indexer._update_history
     edited = []
 
@@ -275,7 +262,6 @@ async def test_changes_an_automatic_run_left_to_a_users_run_are_indexed_after_it
 
 async def test_a_file_that_failed_is_tried_again_by_the_next_watchers_run(service, indexed, monkeypatch):
     from services.encoders.embedder import Embedder
-    from services.engine.service import _Watch
 
     workspace = indexed
     index = service._index(workspace)
@@ -288,15 +274,14 @@ async def test_a_file_that_failed_is_tried_again_by_the_next_watchers_run(servic
         return real(self, chunks)
 
     monkeypatch.setattr(Embedder, "encode_chunks", encode)
-    watch = _Watch(index, True, lambda event: None)
+    watch = watched(service, workspace)
     (workspace / "notes/store.py").write_text("def comet_ledger():\n    return 8\n")
-    watch.note({"notes/store.py"})
+    service.scheduler.changed(index.root, {"notes/store.py"})
     service._auto_index(watch)
     assert skipped(service, workspace)["notes/store.py"].startswith("could not be embedded")
-    assert watch.take() == {"notes/store.py"}  # kept for the next run, as F5 would try it again
+    assert service.scheduler.pending(index.root) == {"notes/store.py"}  # kept for the next run, as F5 would
     failing.clear()
-    watch.note({"README.md"})  # the next save elsewhere
-    watch.note({"notes/store.py"})
+    service.scheduler.changed(index.root, {"README.md"})  # the next save elsewhere
     service._auto_index(watch)
     assert "comet_ledger" in index.catalog().chunks(path="notes/store.py")[0].content
 
@@ -305,19 +290,16 @@ async def test_a_cancelled_users_run_leaves_the_changes_it_was_left_for_the_next
     import asyncio
     import threading
 
-    from services.engine.service import _Watch
-
     workspace = indexed
     index = service._index(workspace)
-    watch = _Watch(index, True, lambda event: None)
-    service._watches[index.root] = watch
+    watch = watched(service, workspace)
     (workspace / "notes/store.py").write_text("def tidal_gauge():\n    return 9\n")
-    service._user_runs[index.root] = 1  # an automatic run stands back for a user's run...
-    watch.note({"notes/store.py"})
+    service.scheduler.begin_user(index.root)  # an automatic run stands back for a user's run (the one below)...
+    service.scheduler.changed(index.root, {"notes/store.py"})
     service._auto_index(watch)
-    service._user_runs[index.root] = 0
     cancel = threading.Event()
     cancel.set()  # ...which the user cancels: no automatic run takes over the work they stopped
     assert (await service.index(workspace, cancel=cancel)).cancelled
     await asyncio.wrap_future(service._index_pool.submit(lambda: None))  # one thread: what was queued has run
-    assert watch.take() == {"notes/store.py"}
+    assert service.scheduler.pending(index.root) == {"notes/store.py"}
+    service.scheduler.end_user(index.root, complete=False)

@@ -319,7 +319,8 @@ class CodeView(QWidget):
         chunk = item.chunk
         name = chunk.qualified_name or chunk.symbol or chunk.path.rsplit("/", 1)[-1]
         self.title.setText(f"{name}  ·  {chunk.kind}")
-        self.subtitle.setText(f"{chunk.path}:{chunk.start_line}-{chunk.end_line}   ({chunk.language})")
+        language = f"   ({chunk.language})" if chunk.language else ""
+        self.subtitle.setText(f"{chunk.path}:{chunk.start_line}-{chunk.end_line}{language}")
         self.open_button.setEnabled(bool(self.workspace))
         if item.context:
             text, first = item.context, item.context_start_line or chunk.start_line

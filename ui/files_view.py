@@ -3,14 +3,15 @@ left, its best chunks), and for the selected file the signals that put it there.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView, QHeaderView, QLabel, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
 from services.core.models import FileAnswer, RankedFile
+from ui.code_view import CodeView
 from ui.results_view import ElideDelegate
-from ui.viewmodels.files import chunks_text, heading_text, movement_text, summary_text
+from ui.viewmodels.files import chunks_text, file_preview, heading_text, movement_text, summary_text
 from ui.why_view import BarDelegate, BarRole
 
 EMPTY = "Ask a question: the files that answer it show here, best first."
@@ -28,7 +29,10 @@ def _table(columns: list[str]) -> QTableWidget:
 
 
 class FilesView(QWidget):
-    """set_answer(answer) shows a FileAnswer; selecting a file shows why it ranks there."""
+    """set_answer(answer) shows a FileAnswer; selecting a file shows why it ranks there and previews it
+    (its best chunk marked); Enter or double-click opens it (`open_requested`)."""
+
+    open_requested = Signal()
 
     COLUMNS = ["#", "Δ", "Score", "File", "Best chunks"]
     WHY_COLUMNS = ["Signal", "Adds", "", "Why"]
@@ -58,11 +62,18 @@ class FilesView(QWidget):
                                        QHeaderView.ResizeMode.Interactive, QHeaderView.ResizeMode.Stretch)):
             why_header.setSectionResizeMode(column, mode)
         self.why.setColumnWidth(2, 200)
-        lower = QWidget()
-        lower_layout = QVBoxLayout(lower)
-        lower_layout.setContentsMargins(0, 0, 0, 0)
-        lower_layout.addWidget(self.heading)
-        lower_layout.addWidget(self.why, 1)
+        why = QWidget()
+        why_layout = QVBoxLayout(why)
+        why_layout.setContentsMargins(0, 0, 0, 0)
+        why_layout.addWidget(self.heading)
+        why_layout.addWidget(self.why, 1)
+        self.code = CodeView()  # the selected file, its best chunk marked
+        lower = QSplitter(Qt.Orientation.Horizontal)
+        lower.addWidget(why)
+        lower.addWidget(self.code)
+        lower.setStretchFactor(0, 2)
+        lower.setStretchFactor(1, 3)
+        lower.setChildrenCollapsible(False)
         self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.splitter.addWidget(self.table)
         self.splitter.addWidget(lower)
@@ -73,6 +84,8 @@ class FilesView(QWidget):
         layout.addWidget(self.title)
         layout.addWidget(self.splitter, 1)
         self.table.itemSelectionChanged.connect(self._selection_changed)
+        self.table.activated.connect(lambda _index: self.open_requested.emit())
+        self.table.setToolTip("Enter or double-click opens the file in your editor (Ctrl+E)")
 
     def set_answer(self, answer: FileAnswer | None) -> None:
         self.answer = answer
@@ -97,7 +110,9 @@ class FilesView(QWidget):
         return self.answer.files[rows[0].row()] if self.answer and rows else None
 
     def _selection_changed(self) -> None:
-        self.show_why(self.selected())
+        file = self.selected()
+        self.show_why(file)
+        self.code.show_chunk(file_preview(self.code.workspace, file) if file and self.code.workspace else None)
 
     def show_why(self, file: RankedFile | None) -> None:
         self.why.setRowCount(0)

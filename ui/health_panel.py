@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (
 )
 
 from services.core.models import RUNNING_STATES, IndexHealth, ProgressEvent, state_label, vectors_reused_text
+from ui.viewmodels.progress import health_fraction, progress_fraction, progress_text  # noqa: F401 (re-exported)
 
 # badge state -> (css state name)
 UP_TO_DATE, STALE, NEEDS_REINDEX, NOT_INDEXED, UNKNOWN, FAILED = (
@@ -98,33 +99,6 @@ def encoder_text(health: IndexHealth) -> str:
         return "—"
     text = f"{health.backend} on {health.device}"
     return f"{text} — {health.encoder_note}" if health.encoder_note else text
-
-
-def progress_text(event: ProgressEvent) -> str:
-    parts = [event.phase.capitalize()]
-    if event.phase == "preparing" and event.message:
-        return f"Preparing the model: {event.message.removeprefix('preparing the embedding model ')}"
-    if event.files_total:
-        parts.append(f"files {event.files_done}/{event.files_total}")
-    if event.chunks_total:
-        parts.append(f"chunks {event.chunks_done}/{event.chunks_total}")
-    if event.rate:
-        parts.append(f"{event.rate:.0f}/s")
-    if event.phase == "embedding" and " on " in event.message:  # where it runs: "torch on cuda, fp16, batch 512"
-        parts.append(event.message)
-    if event.eta_seconds is not None and event.phase not in ("done", "cancelled"):
-        eta = int(round(event.eta_seconds))
-        parts.append(f"ETA {eta // 60}:{eta % 60:02d}")
-    return " · ".join(parts)
-
-
-def progress_fraction(event: ProgressEvent) -> tuple[int, int]:
-    """(value, maximum) for a progress bar: chunks when known, else files."""
-    if event.chunks_total:
-        return event.chunks_done, event.chunks_total
-    if event.files_total:
-        return event.files_done, event.files_total
-    return 0, 0  # busy indicator
 
 
 class HealthPanel(QWidget):
@@ -252,6 +226,10 @@ class HealthPanel(QWidget):
         self.values["Last error"].setText(h.last_error or "none")
         self.values["Last error"].setProperty("error", bool(h.last_error))
         self._fill_files(h)
+        if not self.running:  # between runs the bar shows the index, never 0 % under "up to date"
+            value, maximum = health_fraction(health)
+            self.progress.setRange(0, maximum)
+            self.progress.setValue(value)
         usable = health is not None and health.state != "folder-missing"
         self.reindex_button.setEnabled(usable and not self.is_indexing())
         self.rebuild_button.setEnabled(usable and not self.is_indexing())
@@ -305,9 +283,6 @@ class HealthPanel(QWidget):
         self.running = ""
         self.cancel_button.setEnabled(False)
         self._checking_after_run()
-        if self.progress.maximum() == 0:
-            self.progress.setRange(0, 1)
-            self.progress.setValue(0)
 
     def _checking_after_run(self) -> None:
         """The badge leaves "indexing…" for "checking…": the health from before the run is out of date,
@@ -347,7 +322,4 @@ class HealthPanel(QWidget):
         self.running = ""
         self.cancel_button.setEnabled(False)
         self._checking_after_run()
-        if self.progress.maximum() == 0:
-            self.progress.setRange(0, 1)
-            self.progress.setValue(0)
         self.progress_label.setText(message)

@@ -25,7 +25,7 @@ from ui.viewmodels.goto import GotoViewModel
 from ui.compare import CompareView
 from ui.editor import AUTO, CUSTOM, PRESETS
 from ui.files_view import FilesView
-from ui.health_panel import HealthPanel, progress_fraction, progress_text
+from ui.health_panel import HealthPanel
 from ui.message_bar import ERROR, INFO, WARNING, MessageBar
 from ui.palette import CommandPalette
 from ui.query_bar import QueryBar
@@ -33,6 +33,7 @@ from ui.results_view import ResultsView
 from ui.viewmodels.files import FilesViewModel
 from ui.viewmodels.labels import LabelsViewModel
 from ui.viewmodels.preferences import Preferences, recent_workspaces
+from ui.viewmodels.progress import progress_percent, progress_text
 from ui.viewmodels.results import empty_result_text, is_empty, one_line, summary_text, timings_text
 from ui.viewmodels.strategies import fallback_strategies, step_strategy
 from ui.viewmodels.workspace import INDEX, REBUILD, Offer, WorkspaceViewModel, health_offer
@@ -293,9 +294,10 @@ class MainWindow(QMainWindow):
             self.set_editor(CUSTOM)
 
     def set_editor(self, preset: str) -> None:
-        self.code.editor_preset = preset
-        self.code.jetbrains_launcher = str(self.settings.value("editor/jetbrains", "idea") or "idea")
-        self.code.custom_command = str(self.settings.value("editor/command", "") or "")
+        for view in self.code_views():
+            view.editor_preset = preset
+            view.jetbrains_launcher = str(self.settings.value("editor/jetbrains", "idea") or "idea")
+            view.custom_command = str(self.settings.value("editor/command", "") or "")
         self.editor_presets[preset].setChecked(True)
         self.settings.setValue("editor/preset", preset)
 
@@ -333,7 +335,10 @@ class MainWindow(QMainWindow):
         for table in (self.results.original_table, self.results.reranked_table):
             table.activated.connect(lambda index, t=table: self.open_row(t, index.row()))
         self.results.label_requested.connect(self.label_result)
-        self.code.open_failed.connect(lambda text: self.messages.show_message(text, WARNING, timeout_ms=8000))
+        for view in self.code_views():
+            view.open_failed.connect(lambda text: self.messages.show_message(text, WARNING, timeout_ms=8000))
+        self.files_view.open_requested.connect(self.open_selected)  # Enter or double-click on a file
+        self.workspace_set.open_requested.connect(self.open_selected)
         self.health_panel.reindex_requested.connect(self.request_index)
         self.health_panel.cancel_requested.connect(self.cancel_index)
         self.progress_received.connect(self._on_progress)
@@ -425,6 +430,7 @@ class MainWindow(QMainWindow):
         path = self.session.open(path)
         self.query_bar.query.setText(self.questions.get(path, ""))  # each workspace keeps its own question
         self.code.set_workspace(path)
+        self.files_view.code.set_workspace(path)
         self.workspace_label.setText(path)
         self.setWindowTitle(f"Knowledge Explorer — {Path(path).name}")
         self._fill_recent_menu()
@@ -481,6 +487,7 @@ class MainWindow(QMainWindow):
         if reaction.auto_run:
             self.health_panel.auto_started()
             self._show_run_status("Indexing changed files…", None)
+            self._hide_health_offer()
         elif reaction.auto_run is False:
             self.health_panel.auto_finished()
             self._show_run_status("", None)
@@ -518,12 +525,18 @@ class MainWindow(QMainWindow):
             self.runner.run(work, key="lexers", context="Loading syntax highlighters")
         self.health_panel.set_health(health)
         self.query_bar.set_languages(list(health.languages))
-        offer = health_offer(health)
+        # while a run is under way its progress is the news: no offer to index what it is indexing
+        offer = None if self.health_panel.running else health_offer(health, self.session.paused)
         if offer is not None:
             self._show_offer(offer)
             self.session.health_message = self.messages.text()
         elif self.messages.isVisible() and self.messages.text() == self.session.health_message:
             self.messages.hide()  # only the health's own offer; a query's banner stays
+
+    def _hide_health_offer(self) -> None:
+        """A run started: the health's banner (e.g. "stopped at … · Resume indexing") no longer holds."""
+        if self.messages.isVisible() and self.messages.text() == self.session.health_message:
+            self.messages.hide()
 
     def _show_offer(self, offer: Offer) -> None:
         full = offer.action == REBUILD  # a full rebuild asks first, from the banner as from Ctrl+Shift+R
@@ -592,13 +605,13 @@ class MainWindow(QMainWindow):
             self.health_panel.progress_label.setText("Cancelling…")
             self.health_panel.show_cancelling()
             self._show_run_status("Cancelling: stops after the files being embedded…", None)
-            self.runner.run(self.session.stop_automatic_runs(), key="stop-auto", context="Cancelling indexing",
+            self.runner.run(self.session.pause_automatic_runs(), key="stop-auto", context="Cancelling indexing",
                             on_result=lambda _none: self._automatic_runs_stopped())
 
     def _automatic_runs_stopped(self) -> None:
         self.health_panel.auto_finished()
-        self.health_panel.progress_label.setText("Cancelled; the index keeps what was finished. Changes are "
-                                                 "indexed again after the next Reindex (F5).")
+        self.health_panel.progress_label.setText("Cancelled; the index keeps what was finished. Automatic "
+                                                 "indexing is paused until Resume or Reindex (F5).")
         self._show_run_status("", None)
         self.refresh_health()
 
@@ -607,13 +620,12 @@ class MainWindow(QMainWindow):
         self.health_panel.show_progress(event)
         if event.phase in ("done", "cancelled"):
             return
-        value, maximum = progress_fraction(event)
-        device = event.message if event.phase == "embedding" and " on " in event.message else ""
-        self._show_run_status(progress_text(event), 100 * value // maximum if maximum else None, device)
+        self._show_run_status(progress_text(event), progress_percent(event))
 
-    def _show_run_status(self, text: str, percent: int | None, device: str = "") -> None:
-        """A run's progress in the status bar (with the device) and the window title; "" when none."""
-        self.index_status.setText(text + (f" · {device}" if device else ""))
+    def _show_run_status(self, text: str, percent: int | None) -> None:
+        """A run's progress in the status bar (its text names the device once) and the window title, with
+        the same percentage as the panel's bar; "" when none."""
+        self.index_status.setText(text)
         name = Path(self.workspace).name if self.workspace else ""
         title = f"Knowledge Explorer — {name}" if name else "Knowledge Explorer"
         if text:
@@ -761,11 +773,22 @@ class MainWindow(QMainWindow):
         if in_editor:
             self.code.open_in_editor()
 
+    def code_views(self) -> list[CodeView]:
+        """The previews: Explore's, Files', Several workspaces'."""
+        return [self.code, self.files_view.code, self.workspace_set.code]
+
+    def shown_code_view(self) -> CodeView:
+        """The preview of the tab on screen (Explore's when that tab has none)."""
+        return {id(self.files_view): self.files_view.code, id(self.workspace_set): self.workspace_set.code}.get(
+            id(self.tabs.currentWidget()), self.code)
+
     def open_selected(self) -> None:
-        if self.code.item is None:
+        """Ctrl+E (and Enter or double-click on a file or a hit): open the row you see in the editor."""
+        view = self.shown_code_view()
+        if view.item is None:
             self.messages.show_message("Select a result first.", INFO, timeout_ms=4000)
             return
-        self.code.open_in_editor()
+        view.open_in_editor()
 
     # ------------------------------------------------------------------ misc
     def _tell_compare(self, method: str, *args) -> None:

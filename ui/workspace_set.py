@@ -8,10 +8,11 @@ from pathlib import Path
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QListWidget, QListWidgetItem, QPushButton,
-    QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
+    QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
-from services.core.models import MultiQueryResult
+from services.core.models import MultiQueryResult, WorkspaceHit
+from ui.code_view import CodeView
 from ui.viewmodels.workspace_set import hit_row, others, summary_text
 
 EMPTY = "Tick workspaces to search with the open one, then ask a question: one ranking over all of them."
@@ -19,9 +20,11 @@ EMPTY = "Tick workspaces to search with the open one, then ask a question: one r
 
 class WorkspaceSetView(QWidget):
     """set_candidates(current, known) lists the workspaces to tick; also() the ticked ones;
-    set_result(result) shows a MultiQueryResult. `changed` fires when the set changes."""
+    set_result(result) shows a MultiQueryResult; the selected hit is previewed, and Enter or double-click
+    opens it (`open_requested`). `changed` fires when the set changes."""
 
     changed = Signal()
+    open_requested = Signal()
     COLUMNS = ["#", "Workspace", "Score", "Location", "Symbol"]
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -42,6 +45,8 @@ class WorkspaceSetView(QWidget):
         self.table.setHorizontalHeaderLabels(self.COLUMNS)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setToolTip("Enter or double-click opens the result in your editor (Ctrl+E)")
         self.table.verticalHeader().hide()
         self.table.setShowGrid(False)
         header = self.table.horizontalHeader()
@@ -57,7 +62,16 @@ class WorkspaceSetView(QWidget):
         layout.setContentsMargins(6, 4, 6, 4)
         layout.addLayout(top)
         layout.addWidget(self.title)
-        layout.addWidget(self.table, 1)
+        self.code = CodeView()  # the selected hit, in its own workspace
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter.addWidget(self.table)
+        self.splitter.addWidget(self.code)
+        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(1, 2)
+        self.splitter.setChildrenCollapsible(False)
+        layout.addWidget(self.splitter, 1)
+        self.table.itemSelectionChanged.connect(self._selection_changed)
+        self.table.activated.connect(lambda _index: self.open_requested.emit())
 
     def set_candidates(self, current: str, known: list[str]) -> None:
         """List `known` workspaces but the open one, keeping what was ticked."""
@@ -104,6 +118,20 @@ class WorkspaceSetView(QWidget):
                 item = QTableWidgetItem(text)
                 item.setToolTip(hit.workspace if column == 1 else text)
                 self.table.setItem(row, column, item)
+        if result.results:
+            self.table.selectRow(0)
+        else:
+            self.code.show_chunk(None)
+
+    def selected(self) -> WorkspaceHit | None:
+        rows = self.table.selectionModel().selectedRows()
+        return self.result.results[rows[0].row()] if self.result and rows else None
+
+    def _selection_changed(self) -> None:
+        hit = self.selected()
+        if hit is not None:
+            self.code.set_workspace(hit.workspace)
+        self.code.show_chunk(hit.result if hit else None)
 
     def rows(self) -> list[tuple[str, ...]]:
         return [tuple(self.table.item(r, c).text() for c in range(self.table.columnCount()))

@@ -115,6 +115,10 @@ class ProgressEvent:
     rate: float  # chunks per second
     eta_seconds: float | None
     message: str = ""
+    # the whole job, of the index and not of this run's remainder: chunks with their vectors committed
+    # (kept from before, or by this run) and the chunks the index holds once the run is done (0: unknown)
+    index_done: int = 0
+    index_total: int = 0
 
 
 @dataclass(frozen=True)
@@ -133,6 +137,7 @@ class IndexReport:
     # of chunks_embedded, vectors taken from the data dir's shared vector cache (another checkout, an
     # earlier version) instead of the encoder
     vectors_reused: int = 0
+    files_added: int = 0  # of files_indexed, files the index did not hold before (the others were updated)
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,10 @@ class Engine(Protocol):
     async def unwatch(self, workspace: str | Path) -> None:
         """Stop watching the folder."""
 
+    async def pause_watch(self, workspace: str | Path) -> None:
+        """Cancel the automatic run under way and start none until a user's index() run finishes;
+        changes meanwhile are reported as stale, never lost."""
+
     async def rerank_documents(self, query: str, documents: list[str], strategy: str = "cross-encoder",
                                top_k: int | None = None) -> DocumentRerankResponse:
         """Score arbitrary documents for a query with a strategy."""

@@ -31,6 +31,7 @@ from services.encoders.embedder import Embedder
 from services.core.errors import KnowledgeError, QueryError, WorkspaceError
 from services.core.messages import DocumentRerankResponse
 from services.engine.protocol import ProgressCallback, WatchCallback
+from services.engine.scheduler import RUN, STALE as REPORT_STALE, IndexScheduler
 from services.indexing.health import index_health, stale_files
 from services.indexing.indexer import FAILURE_REASONS, Indexer, refresh_references
 from services.core.models import (
@@ -42,15 +43,14 @@ from services.retrieval.strategies import create_strategy, strategy_info, strate
 from services.core.settings import Settings, default_data_dir  # noqa: F401 (re-exported)
 from services.indexing.health import folder_missing
 from services.indexing.watcher import (
-    FOLDER_MISSING, PROGRESS, REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WATCHING, WatchEvent,
-    WorkspaceWatcher,
+    FOLDER_MISSING, PAUSED, PROGRESS, REINDEX_FINISHED, REINDEX_STARTED, RESUMED, STALE, WATCH_ERROR, WATCHING,
+    WatchEvent, WorkspaceWatcher,
 )
 from services.storage.error_note import ErrorNote
 from services.storage.workspace_index import CATALOG_FILE, WorkspaceIndex, workspace_root
 from services.storage.vector_cache import CACHE_FILE, VectorCache
 
 log = logging.getLogger(__name__)
-REFERENCE_REFRESH_DELAY = 3.0  # seconds without automatic runs before references are recounted
 FOLDER_POLL_SECONDS = 1.0  # how often a watched workspace folder is checked for being there
 
 
@@ -61,35 +61,21 @@ def encoder_cache_dir(data_dir: Path) -> Path:
 
 
 class _Watch:
-    """One watched workspace: its watcher, whether changes are indexed, where events go."""
+    """One watched workspace's threads and wiring: its watcher, where events go, the run to stop. When
+    runs start and what they cover is the scheduler's (services.engine.scheduler)."""
 
-    def __init__(self, index: WorkspaceIndex, auto_reindex: bool, emit: Callable[[WatchEvent], None]) -> None:
+    def __init__(self, index: WorkspaceIndex, emit: Callable[[WatchEvent], None]) -> None:
         self.index = index
-        self.auto_reindex = auto_reindex
         self.emit = emit
         self.cancel = threading.Event()  # set by unwatch(): stops a run in progress
-        self.run_cancel = threading.Event()  # stops the automatic run under way (unwatch, or a user's run)
+        self.run_cancel = threading.Event()  # stops the automatic run under way (unwatch, pause, a user's run)
         self.watcher: WorkspaceWatcher | None = None
         self.missing = False  # the folder is gone: no run starts until it is back
         self.idle = threading.Event()  # set while no automatic run is under way
         self.idle.set()
-        self._changed: set[str] | None = set()  # paths changed since the last run took them; None: anything
-        self._changed_lock = threading.Lock()
-        self.deferred = False  # an automatic run stood back for a user's run (under the service's lock)
 
     def stop_run(self) -> None:
         self.run_cancel.set()
-
-    def note(self, paths: set[str] | None) -> None:
-        """Paths the watcher saw change; None when anything may have (catching up, the folder back)."""
-        with self._changed_lock:
-            self._changed = None if paths is None or self._changed is None else self._changed | paths
-
-    def take(self) -> set[str] | None:
-        """What changed since the last call (None: look at everything), for the next automatic run."""
-        with self._changed_lock:
-            changed, self._changed = self._changed, set()
-            return changed
 
 
 def _history(index: WorkspaceIndex) -> tuple[CommitIndex | None, str]:
@@ -142,9 +128,11 @@ class KnowledgeService:
         self._query_pool = ThreadPoolExecutor(2, thread_name_prefix="ke-query")
         self._reference_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-references")
         self._rerank_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-rerank")  # rerank requests queue here
-        self._reference_timers: dict[Path, threading.Timer] = {}
+        self.scheduler = IndexScheduler()  # when automatic runs start, what they cover, pauses, recounts
+        self._timer_wake = threading.Event()  # a new reference recount is due: the timer thread looks again
+        self._closing = threading.Event()
+        threading.Thread(target=self._timer_loop, daemon=True, name="ke-scheduler-timer").start()
         self._watches: dict[Path, _Watch] = {}
-        self._user_runs: dict[Path, int] = {}  # index() calls waiting or under way, by root
         self._file_rankers: dict[Path, tuple[tuple, FileRanker]] = {}  # root -> (index state, ranker)
         self._goto_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-goto")  # keystrokes never wait on a query
         self._finders = goto.Finders()  # each catalogue's names, kept until its next write
@@ -189,30 +177,30 @@ class KnowledgeService:
         loop = asyncio.get_running_loop()
         deliver = (lambda event: loop.call_soon_threadsafe(progress, event)) if progress else None
         with self._lock:
-            self._user_runs[index.root] = self._user_runs.get(index.root, 0) + 1
             watch = self._watches.get(index.root)
-        if watch is not None:  # an automatic run under way stops after its batch: this run does its work
-            watch.stop_run()
+        if self.scheduler.begin_user(index.root) and watch is not None:
+            watch.stop_run()  # the automatic run under way stops after its batch: this run does its work
         indexer = Indexer(index, self.index_embedder, self.settings, deliver, cancel, self.vector_cache)
         note = ErrorNote(index.folder)
         note.reserve()  # room for the error while there is room: a full disk cannot take a new one
+        report = None
+        paused = self.scheduler.paused(index.root)
         try:
             report = await self._run(self._index_pool, indexer.run, full)
         except Exception as error:
             self._record_error(index, error, note)
             raise
         finally:
-            with self._lock:
-                self._user_runs[index.root] -= 1
-                watch = self._watches.get(index.root)
-                deferred = watch is not None and watch.deferred
-                if deferred:
-                    watch.deferred = False
+            look_again = self.scheduler.end_user(index.root, complete=report is not None and not report.cancelled)
             self._invalidate(index.root)
         self._errors.pop(index.root, None)
         note.clear()
-        if deferred and not report.cancelled:  # changes an automatic run left to this run, which may have
-            self._changed(watch, set())  # scanned before them (a cancel leaves them for the next change)
+        with self._lock:
+            watch = self._watches.get(index.root)
+        if watch is not None and paused and not self.scheduler.paused(index.root):
+            watch.emit(WatchEvent(RESUMED, str(index.root)))
+        if watch is not None and look_again:  # changes an automatic run left to this run, which may have
+            self._changed(watch, set())  # scanned before them
         return report
 
     def _record_error(self, index: WorkspaceIndex, error: Exception, note: ErrorNote) -> None:
@@ -437,8 +425,9 @@ class KnowledgeService:
     async def watch(self, workspace: str | Path, *, auto_reindex: bool = True,
                     on_event: WatchCallback | None = None) -> None:
         """Watch the workspace folder until unwatch()/close(). Changes are indexed in the background
-        (auto_reindex) or reported as stale files; either way it first catches up with what changed
-        while nobody watched. Events (services.indexing.watcher.WatchEvent) go to `on_event` on this loop."""
+        (auto_reindex, unless pause_watch() paused it) or reported as stale files; either way it first
+        catches up with what changed while nobody watched. Events (services.indexing.watcher.WatchEvent)
+        go to `on_event` on this loop."""
         try:
             index = self._index(workspace)
         except WorkspaceError:  # a folder that is gone but indexed: watched for its return
@@ -448,15 +437,33 @@ class KnowledgeService:
         await self.unwatch(index.root)
         loop = asyncio.get_running_loop()
         emit = (lambda event: loop.call_soon_threadsafe(on_event, event)) if on_event else (lambda event: None)
-        watch = _Watch(index, auto_reindex, emit)
+        watch = _Watch(index, emit)
         if index.root.is_dir():
             await self._run(self._query_pool, self._start_watcher, watch)
         with self._lock:
             self._watches[index.root] = watch
+        self.scheduler.watch(index.root, auto_reindex)
         emit(WatchEvent(WATCHING, str(index.root)))
+        if auto_reindex and self.scheduler.paused(index.root):
+            emit(WatchEvent(PAUSED, str(index.root)))
         threading.Thread(target=self._watch_folder, args=(watch,), daemon=True,
                          name=f"ke-folder-{index.root.name}").start()
         self._changed(watch)
+
+    async def pause_watch(self, workspace: str | Path) -> None:
+        """Stop the automatic run under way and start no automatic run until a user's index() run
+        finishes (F5, "Resume"): changes meanwhile are reported as stale (STALE events), never lost."""
+        root = Path(workspace).expanduser().resolve()
+        running = self.scheduler.pause(root)
+        with self._lock:
+            watch = self._watches.get(root)
+        if watch is None:
+            return
+        if running:
+            watch.stop_run()
+            await self._run(self._query_pool, watch.idle.wait, 60)  # it stops after its batch
+        watch.emit(WatchEvent(PAUSED, str(root)))
+        self._changed(watch)  # what changed so far is listed as stale
 
     def _start_watcher(self, watch: _Watch) -> None:
         watch.watcher = WorkspaceWatcher(watch.index.root, lambda paths: self._changed(watch, paths),
@@ -477,16 +484,18 @@ class KnowledgeService:
             there = root.is_dir()
             if not there and not watch.missing:
                 watch.missing = True
+                self.scheduler.set_missing(root, True)
                 watch.stop_run()
                 self._stop_watcher(watch)
                 watch.emit(WatchEvent(FOLDER_MISSING, str(root), message=folder_missing(root)))
             elif there and watch.missing:
-                watch.missing = False
                 try:
                     self._start_watcher(watch)
                 except Exception as error:  # e.g. the folder went again at once: the next poll sees it
                     log.warning("watching %s again failed: %s", root, error)
                     continue
+                watch.missing = False
+                self.scheduler.set_missing(root, False)
                 self._changed(watch)
 
     async def unwatch(self, workspace: str | Path) -> None:
@@ -494,6 +503,7 @@ class KnowledgeService:
         with self._lock:
             watch = self._watches.pop(root, None)
         if watch is not None:
+            self.scheduler.unwatch(root)
             watch.cancel.set()
             watch.stop_run()
             await self._run(self._query_pool, self._stop_watcher, watch)
@@ -506,33 +516,27 @@ class KnowledgeService:
 
     def _changed(self, watch: _Watch, paths: set[str] | None = None) -> None:
         """Something changed under a watched folder (called from the watcher's thread): `paths`, or
-        anything when None."""
+        anything when None. The scheduler says whether an automatic run or a stale report follows."""
         if watch.cancel.is_set():
             return
         try:
-            if watch.auto_reindex:
-                watch.note(paths)  # (reporting stale files looks at everything: nothing to gather then)
+            action = self.scheduler.changed(watch.index.root, paths)
+            if action == RUN:
                 self._index_pool.submit(self._auto_index, watch)
-            else:
+            elif action == REPORT_STALE:
                 self._query_pool.submit(self._report_stale, watch)
         except RuntimeError:  # the service is closing
             pass
 
     def _auto_index(self, watch: _Watch) -> None:
-        if watch.cancel.is_set() or not watch.index.exists():
-            return  # never indexed: building a first index is the user's call
-        root = str(watch.index.root)
-        if not watch.index.root.is_dir():  # gone: _watch_folder says so, and catches up when it is back
+        root_path = watch.index.root
+        if watch.cancel.is_set() or not watch.index.exists() or not root_path.is_dir():
+            return  # never indexed (a first index is the user's call), or gone (_watch_folder says so)
+        watch.run_cancel = threading.Event()  # before the scheduler's say: a user's run starting now stops this one
+        starts, paths = self.scheduler.start_auto(root_path)
+        if not starts:
             return
-        paths = watch.take()
-        if paths is not None and not paths:
-            return  # an earlier run took these changes
-        watch.run_cancel = threading.Event()  # before the check below: a user's run starting now stops this one
-        with self._lock:
-            if self._user_runs.get(watch.index.root) or watch.cancel.is_set() or watch.missing:
-                watch.note(paths)  # a user's run may have scanned before these changes: kept for the next run
-                watch.deferred = True
-                return
+        root = str(root_path)
         announced = threading.Event()
 
         def progress(event) -> None:  # a run that finds nothing to do is not shown as indexing
@@ -549,26 +553,26 @@ class KnowledgeService:
         try:
             report = indexer.run(quick=True, paths=paths)
         except Exception as error:
-            watch.note(None)  # what it did not get to is looked for by the next run
-            self._invalidate(watch.index.root)
-            if not watch.index.root.is_dir():  # it went away under the run: nothing was deleted, no error
-                watch.emit(WatchEvent(FOLDER_MISSING, root, message=folder_missing(root)))
+            self.scheduler.finish_auto(root_path, complete=False)  # the next run looks at everything
+            self._invalidate(root_path)
+            if not root_path.is_dir():  # it went away under the run: nothing was deleted, no error
+                watch.emit(WatchEvent(FOLDER_MISSING, root, message=folder_missing(root_path)))
                 return
             self._record_error(watch.index, error, note)
-            watch.emit(WatchEvent(WATCH_ERROR, root, message=self._errors[watch.index.root]))
+            watch.emit(WatchEvent(WATCH_ERROR, root, message=self._errors[root_path]))
             return
         finally:
             watch.idle.set()
-        if report.cancelled:  # stopped part-way: the next run looks at everything
-            watch.note(None)
-        elif paths:  # a file that failed (unreadable, not embedded) is tried again by the next run, as F5 would
-            watch.note({s.path for s in report.skipped if s.category in FAILURE_REASONS} & paths)
-        if report.files_indexed or report.files_removed or report.chunks_embedded or report.rebuilt_reason:
-            self._invalidate(watch.index.root)  # a run that changed nothing keeps the cached answers
-        self._errors.pop(watch.index.root, None)
-        note.clear()
+        # a file that failed (unreadable, not embedded) is tried again by the next run, as F5 would
+        retry = {s.path for s in report.skipped if s.category in FAILURE_REASONS} & (paths or set())
+        self.scheduler.finish_auto(root_path, complete=not report.cancelled, retry=retry,
+                                   recount_references=indexer.references_deferred)
         if indexer.references_deferred:
-            self._queue_reference_refresh(watch.index)
+            self._timer_wake.set()
+        if report.files_indexed or report.files_removed or report.chunks_embedded or report.rebuilt_reason:
+            self._invalidate(root_path)  # a run that changed nothing keeps the cached answers
+        self._errors.pop(root_path, None)
+        note.clear()
         watch.emit(WatchEvent(REINDEX_FINISHED, root, report=report))
 
     def _report_stale(self, watch: _Watch) -> None:
@@ -577,26 +581,26 @@ class KnowledgeService:
         stale = tuple(stale_files(watch.index, self.settings))
         watch.emit(WatchEvent(STALE, str(watch.index.root), stale_files=stale))
 
-    def _queue_reference_refresh(self, index: WorkspaceIndex) -> None:
-        """Recount references once edits pause for REFERENCE_REFRESH_DELAY seconds: the count covers
-        every chunk (seconds on a large tree) and would slow the next quick run. (The keyword index is
-        not part of it: each file's commit updates it.)"""
-        def refresh() -> None:
-            refresh_references(index)
-            self._invalidate(index.root)
+    def _timer_loop(self) -> None:
+        """Recount references once automatic runs pause for a while (the scheduler says when): the count
+        covers every chunk (seconds on a large tree) and would slow the next quick run. (The keyword index
+        is not part of it: each file's commit updates it.)"""
+        while not self._closing.is_set():
+            deadline = self.scheduler.next_deadline()
+            self._timer_wake.wait(None if deadline is None else max(0.0, deadline - self.scheduler.clock()))
+            self._timer_wake.clear()
+            for root in self.scheduler.references_due():
+                index = self._indexes.get(root)
+                if index is None or self._closing.is_set():
+                    continue
+                try:
+                    self._reference_pool.submit(self._refresh_references, index)
+                except RuntimeError:  # closing: the catalogue's references_stale makes the next run recount
+                    return
 
-        def submit() -> None:
-            try:
-                self._reference_pool.submit(refresh)
-            except RuntimeError:  # closing: the catalogue's references_stale makes the next run recount
-                pass
-
-        with self._lock:
-            if index.root in self._reference_timers:
-                self._reference_timers[index.root].cancel()
-            timer = self._reference_timers[index.root] = threading.Timer(REFERENCE_REFRESH_DELAY, submit)
-            timer.daemon = True
-            timer.start()
+    def _refresh_references(self, index: WorkspaceIndex) -> None:
+        refresh_references(index)
+        self._invalidate(index.root)
 
     # --- ownership ---
     def owner(self) -> Owner | None:
@@ -639,8 +643,8 @@ class KnowledgeService:
             watch.cancel.set()
             watch.stop_run()
             self._stop_watcher(watch)
-        for timer in list(self._reference_timers.values()):
-            timer.cancel()
+        self._closing.set()
+        self._timer_wake.set()
         self._index_pool.shutdown(wait=True, cancel_futures=True)
         self._query_pool.shutdown(wait=True, cancel_futures=True)
         self._reference_pool.shutdown(wait=True, cancel_futures=True)

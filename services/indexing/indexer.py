@@ -130,6 +130,9 @@ class Indexer:
         self.reused = 0  # of `embedded`, vectors taken from the shared cache instead of the encoder
         self.window_reused = 0
         self.total_chunks = self.files_total = self.files_committed = 0
+        self.kept_chunks = 0  # chunks of the index this run keeps as they are (whole-job progress counts them done)
+        self.new_paths: set[str] = set()  # pending files the index did not hold
+        self.files_added = 0
         self.failed: list[SkippedFile] = []  # files whose embedding or storing failed
         self.references_deferred = False  # a quick run leaves the reference counts to refresh_references()
         self.presampled: dict[str, np.ndarray] = {}  # encoder vectors of the projection's sample, by chunk id
@@ -203,7 +206,7 @@ class Indexer:
         self._note_repairs()
         return IndexReport(
             files_indexed=done, files_unchanged=len(plan.unchanged), files_removed=len(plan.removed),
-            chunks_embedded=self.embedded, chunks_total=chunks, vectors_reused=self.reused,
+            chunks_embedded=self.embedded, chunks_total=chunks, vectors_reused=self.reused, files_added=self.files_added,
             seconds=round(time.monotonic() - self.started, 3), cancelled=self.cancel.is_set(),
             rebuilt_reason=rebuilt_reason, skipped=tuple(plan.skipped),
             failed=count_by_reason(s for s in plan.skipped if s.category in FAILURE_REASONS),
@@ -454,8 +457,10 @@ class Indexer:
         (kept in the catalogue, so an interrupted run reopened still says it)."""
         catalog = self.index.catalog()
         known = catalog.files([p.record.path for p in pending])
+        self.new_paths = {p.record.path for p in pending} - set(known)
         replaced = sum(len(catalog.chunks(path=p.record.path)) for p in pending if p.record.path in known)
-        catalog.set_meta(run_chunks_total=str(catalog.counts()[1] - replaced + self.total_chunks))
+        self.kept_chunks = catalog.counts()[1] - replaced
+        catalog.set_meta(run_chunks_total=str(self.kept_chunks + self.total_chunks))
 
     def _embed_batch(self, batch: list[Pending]) -> bool:
         """Embed, store and commit a window; when that fails, retry its files one by one to find the
@@ -535,6 +540,7 @@ class Indexer:
             for chunk in item.chunks:
                 self.index.pending.pop(chunk.id, None)
         self.files_committed += len(complete)
+        self.files_added += sum(item.record.path in self.new_paths for item, _ in complete)
         self.embedded += self.window_embedded
         self.reused += self.window_reused
 
@@ -657,7 +663,9 @@ class Indexer:
         eta = remaining / rate if rate > 0 and chunks_total else None
         if phase == "embedding" and not message:  # where the vectors are computed, for the status bar
             message = self._encoder_line()
-        event = ProgressEvent(phase, files_done, files_total, chunks_done, chunks_total, round(rate, 2), eta, message)
+        job = (self.kept_chunks + chunks_done, self.kept_chunks + chunks_total) if chunks_total else (0, 0)
+        event = ProgressEvent(phase, files_done, files_total, chunks_done, chunks_total, round(rate, 2), eta, message,
+                              *job)
         self.last_event = event
         self.progress(event)
 

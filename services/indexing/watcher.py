@@ -30,6 +30,9 @@ MAX_DELAY_SECONDS = 10.0  # a change is reported at the latest this long after i
 WATCHING, STALE, REINDEX_STARTED, REINDEX_FINISHED, WATCH_ERROR = (
     "watching", "stale", "reindex_started", "reindex_finished", "error")
 PROGRESS, FOLDER_MISSING = "progress", "folder_missing"  # an automatic run's progress; the folder went away
+# automatic indexing paused (an automatic run was cancelled: changes are reported as stale until a user's
+# run finishes), and resumed by that run
+PAUSED, RESUMED = "paused", "resumed"
 
 
 @dataclass(frozen=True)

@@ -194,6 +194,9 @@ class EngineProcess:
             self._watchers.pop(str(workspace), None)
         await self._call("unwatch", str(workspace))
 
+    async def pause_watch(self, workspace: str | Path) -> None:
+        await self._call("pause_watch", str(workspace))
+
     async def rerank_documents(self, query: str, documents: list[str], strategy: str = "cross-encoder",
                                top_k: int | None = None) -> DocumentRerankResponse:
         return await self._call("rerank_documents", query, list(documents), strategy, top_k)

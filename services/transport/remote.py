@@ -183,6 +183,10 @@ class RemoteEngine:
         key = await self._workspace(workspace)
         await self._call("DELETE", f"/v1/workspaces/{key}/watch")
 
+    async def pause_watch(self, workspace: str | Path) -> None:
+        key = await self._workspace(workspace)
+        await self._call("POST", f"/v1/workspaces/{key}/watch/pause")
+
     async def rerank_documents(self, query: str, documents: list[str], strategy: str = "cross-encoder",
                                top_k: int | None = None) -> DocumentRerankResponse:
         body = {"query": query, "documents": list(documents), "strategy": strategy, "top_k": top_k}

@@ -19,7 +19,7 @@ from services.core.models import QueryOptions
 from services.engine.protocol import Engine
 from services.engine.service import KnowledgeService
 from services.evaluation import labels
-from services.indexing.watcher import WATCHING
+from services.indexing.watcher import PAUSED, RESUMED, WATCHING
 from services.storage.ownership import read_owner
 from services.transport.engine_process import EngineProcess
 from services.transport.remote import RemoteEngine
@@ -36,7 +36,7 @@ QUESTIONS = [("what implements ChunkStore", "metadata"), ("save a note", "hybrid
 # --- the protocol itself ---
 @pytest.mark.parametrize("cls", [KnowledgeService, EngineProcess, RemoteEngine], ids=lambda c: c.__name__)
 def test_each_engine_class_has_every_protocol_method_with_the_same_signature(cls):
-    assert len(PROTOCOL) == 21
+    assert len(PROTOCOL) == 22
     for name in PROTOCOL:
         expected, actual = getattr(Engine, name), getattr(cls, name)
         assert inspect.signature(actual) == inspect.signature(expected), f"{cls.__name__}.{name}"
@@ -149,12 +149,19 @@ async def test_strategies_warm_up_and_rerank_documents(subject):
     assert not fallback.reranked and fallback.fallback_reason
 
 
-async def test_watch_and_unwatch(subject):
+async def test_watch_pause_and_unwatch(subject):
     engine, workspace = subject.engine, subject.workspace
     events = []
-    await engine.watch(workspace, auto_reindex=False, on_event=events.append)
-    if subject.kind != "remote":  # a server watches on its machine and does not stream its events
+    await engine.watch(workspace, auto_reindex=True, on_event=events.append)
+    streams = subject.kind != "remote"  # a server watches on its machine and does not stream its events
+    if streams:
         await wait_for(lambda: any(e.kind == WATCHING for e in events), what="the engine to say it is watching")
+    await engine.pause_watch(workspace)  # Ctrl+. on an automatic run: none starts until a user's run
+    if streams:
+        await wait_for(lambda: any(e.kind == PAUSED for e in events), what="the engine to say it paused")
+    await engine.index(workspace)  # which resumes automatic indexing
+    if streams:
+        await wait_for(lambda: any(e.kind == RESUMED for e in events), what="the engine to say it resumed")
     await engine.unwatch(workspace)
     assert (await engine.health(workspace)).indexed
 

@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from PySide6.QtCore import Qt
+
 from services.core.models import RankedFile
 from services.engine.service import KnowledgeService
+from tests.helpers.editor import opened, recording_editor
 from ui.main_window import MainWindow
 from ui.viewmodels.files import movement_text
 
@@ -49,6 +52,24 @@ def test_the_files_tab_answers_the_question_with_files_and_says_why(loop, qtbot,
     assert why["bm25"].startswith("whole-file keywords:") and "save" in why["bm25"]
     view.table.selectRow(1)
     assert view.heading.text().startswith(f"Why {rows[1]} is #2")
+    # the list opens: a preview of the selected file with its best chunk marked; Ctrl+E, Enter and
+    # double-click open the row on screen (never the Explore tab's hidden selection)
+    qtbot.waitUntil(lambda: window.code.item is not None, timeout=60_000)  # Explore's (hidden) selection
+    row = next(r for r in range(1, len(rows)) if rows[r] != window.code.item.chunk.path)
+    view.table.selectRow(row)
+    best = view.answer.files[row].chunks[0]
+    assert view.code.item.chunk.path == rows[row] and view.code.editor.marked == (best.start_line, best.end_line)
+    assert view.code.editor.toPlainText() == (workspace / rows[row]).read_text().rstrip("\n")
+    record = recording_editor(window, tmp_path / "opened.txt")
+    qtbot.keyClick(window, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: opened(record) is not None, timeout=30_000)
+    assert opened(record) == (str(workspace / rows[row]), best.start_line)
+    record.unlink()
+    view.table.setFocus()
+    view.table.selectRow(0)
+    qtbot.keyClick(view.table, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: opened(record) is not None, timeout=30_000)
+    assert opened(record)[0] == str(workspace / rows[0])
     qtbot.waitUntil(window.run_query().done, timeout=60_000)  # the same question again: no second file answer
     assert window.refresh_files() is None and view.answer is not None
     view.grab().save(str(tmp_path / "files.png"))

@@ -19,14 +19,16 @@ import pytest
 from services.core.models import IndexHealth, IndexReport
 from services.core.settings import DEFAULT_STRATEGY
 from services.engine.service import KnowledgeService
-from services.indexing.watcher import REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WatchEvent
+from services.indexing.watcher import (
+    PAUSED, REINDEX_FINISHED, REINDEX_STARTED, RESUMED, STALE, WATCH_ERROR, WatchEvent,
+)
 from tests.ui.factories import STALE as STALE_FILES, sample_health, sample_result
 from ui.viewmodels.labels import LabelsViewModel
 from ui.viewmodels.preferences import MAX_RECENT, Preferences, recent_workspaces, remember_workspace
 from ui.viewmodels.results import empty_result_text, summary_text, timings_text
 from ui.viewmodels.strategies import fallback_strategies, step_strategy
 from ui.viewmodels.workspace import (
-    ERROR, INDEX, INFO, WARNING, WorkspaceViewModel, health_offer, index_report_text, watch_reaction,
+    ERROR, INDEX, INFO, WARNING, WatchReaction, WorkspaceViewModel, health_offer, index_report_text, watch_reaction,
 )
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"
@@ -151,6 +153,19 @@ def test_each_engine_state_gets_its_own_banner():
     assert health_offer(sample_health(state="resuming")) is None  # the run shows itself
 
 
+def test_paused_automatic_indexing_says_how_many_files_changed_and_offers_resume():
+    paused = health_offer(sample_health(stale_files=STALE_FILES), paused=True)
+    assert (paused.action, paused.action_text) == (INDEX, "Resume")
+    assert paused.text.startswith("Automatic indexing paused — 2 files changed")
+    stopped = health_offer(sample_health(state="interrupted", run_chunks_done=1200, run_chunks_total=7206,
+                                         stale_files=STALE_FILES[:1]), paused=True)
+    assert "stopped at 1,200 of 7,206 chunks done, 1 file changed" in stopped.text
+    assert health_offer(sample_health(state="indexing"), paused=True) is None  # a run shows itself
+    assert health_offer(sample_health(state="failed", last_error="disk full"), paused=True).level == ERROR
+    assert watch_reaction(WatchEvent(PAUSED, "/w"), False).paused is True
+    assert watch_reaction(WatchEvent(RESUMED, "/w"), False) == WatchReaction(reload_health=True, paused=False)
+
+
 def test_a_damaged_or_failed_index_says_so_and_offers_the_repair():
     """Never "up to date" over a damaged index: the banner shows what is wrong and its button runs `index`."""
     message = "damaged: 9 chunks without vectors. Run `knowledge-explorer index` to repair it"
@@ -166,6 +181,9 @@ def test_watch_events_refresh_health_results_and_the_indexing_line():
     finished = watch_reaction(WatchEvent(REINDEX_FINISHED, "/w", report=report), indexing=False)
     assert finished.reload_health and finished.refresh_results
     assert finished.progress_text == "Changed files indexed: 2 updated, 1 removed"
+    added = IndexReport(166, 5, 0, 800, 900, 1.0, files_added=166)  # a copied folder: new, not "updated"
+    assert watch_reaction(WatchEvent(REINDEX_FINISHED, "/w", report=added), False).progress_text == \
+        "Changed files indexed: 166 new"
     assert watch_reaction(WatchEvent(REINDEX_FINISHED, "/w", report=report), indexing=True).progress_text is None
     stale = watch_reaction(WatchEvent(STALE, "/w"), indexing=False)
     assert stale.reload_health and not stale.refresh_results
@@ -257,12 +275,14 @@ def test_indexing_sums_up_its_report_and_a_cancelled_run_sets_the_cancel_event(t
     assert cancel.is_set()
 
 
-def test_rebuild_question_names_the_chunks_to_embed_again(tmp_path):
+def test_rebuild_question_says_what_a_rebuild_really_costs(tmp_path):
     session = session_on(FakeEngine(sample_health(chunks=4321)), tmp_path)
     assert "every chunk" in session.rebuild_question()
     load(session, [])
-    assert f"Rebuild the whole index of {Path(session.workspace).name}? This embeds all 4,321 chunks" \
-        in session.rebuild_question()
+    question = session.rebuild_question()
+    assert f"Rebuild the whole index of {Path(session.workspace).name}?" in question and "4,321 chunks" in question
+    # a rebuild takes the vectors of unchanged text from the shared cache: it does not embed everything again
+    assert "vector cache are reused" in question and "embeds all" not in question
 
 
 def test_the_question_on_screen_is_answered_again_only_while_it_is_in_the_box(tmp_path):

@@ -8,7 +8,8 @@ from PySide6.QtGui import QColor
 from services.core.models import ProgressEvent, StrategyInfo
 from tests.ui.factories import SKIPPED, STALE, sample_health, sample_result
 from ui.code_view import CodeView
-from ui.health_panel import HealthPanel, badge_for, progress_text
+from ui.health_panel import HealthPanel, badge_for
+from ui.viewmodels.progress import progress_percent, progress_text
 from ui.query_bar import QueryBar, StrategyNameRole, strategy_model
 from ui.ranking_model import DOWN_COLOR, NEW_COLOR, ORIGINAL, RERANKED, UP_COLOR, RankingModel
 from ui.results_view import ResultsView
@@ -164,6 +165,24 @@ def test_progress_shows_counts_and_eta(qtbot):
     assert progress_text(event) == "Embedding · files 3/10 · chunks 40/160 · 55/s · ETA 2:05"
     panel.indexing_finished("done")
     assert not panel.cancel_button.isEnabled() and panel.reindex_button.isEnabled()
+
+
+def test_progress_is_of_the_whole_index_and_the_bar_follows_the_index_between_runs(qtbot):
+    panel = HealthPanel()
+    qtbot.addWidget(panel)
+    # a run resuming an index interrupted at 25 %: 1,800 of 7,200 chunks were kept, 5,400 are this run's
+    panel.set_health(sample_health(state="interrupted", chunks=1800, run_chunks_done=1800, run_chunks_total=7200))
+    assert (panel.progress.value(), panel.progress.maximum()) == (1800, 7200)  # not 0 % under "1,800 of 7,200"
+    panel.auto_started()
+    event = ProgressEvent("embedding", 0, 40, 0, 5400, 0.0, None, "", index_done=1800, index_total=7200)
+    panel.show_progress(event)
+    assert (panel.progress.value(), panel.progress.maximum()) == (1800, 7200)
+    assert progress_percent(event) == 25 and "1,800 of 7,200 chunks (25 %)" in progress_text(event)
+    panel.auto_finished()
+    panel.set_health(sample_health())  # up to date: a full bar, never 0 %
+    assert panel.progress.value() == panel.progress.maximum() > 0
+    panel.set_health(sample_health(chunks=100, chunks_embedded=40))  # vectors still on the way
+    assert (panel.progress.value(), panel.progress.maximum()) == (40, 100)
 
 
 def test_languages_line_stays_short_with_the_full_list_in_the_tooltip(qtbot):

@@ -115,11 +115,15 @@ def test_an_interrupted_first_index_reopened_resumes_and_its_catch_up_can_be_can
         qtbot.waitUntil(lambda: win.health_panel.running == "auto" and "Embedding" in win.index_status.text(),
                         timeout=INDEX_TIMEOUT)
         assert win.health_panel.badge.text() == "resuming…" and win.health_panel.cancel_button.isEnabled()
+        # the banner follows the state: no "stopped at … · Resume indexing" while the run goes on
+        assert not (win.messages.isVisible() and "stopped at" in win.messages.text())
+        assert "indexing 0 %" not in win.windowTitle()  # of the whole index: it starts where it stopped
         qtbot.keyClick(win, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)
         qtbot.waitUntil(lambda: win.health_panel.running == "" and win.health_panel.badge.text() == "interrupted",
                         timeout=60_000)
-        assert win.health.state == "interrupted"
-        assert win.messages.action_button.text() == "Resume indexing"
+        assert win.health.state == "interrupted"  # and no catch-up run starts again: automatic indexing is paused
+        qtbot.waitUntil(lambda: "Automatic indexing paused — stopped at" in win.messages.text(), timeout=30_000)
+        assert win.messages.action_button.text() == "Resume" and win.health_panel.running == ""
         qtbot.mouseClick(win.messages.action_button, Qt.MouseButton.LeftButton)  # a normal run: no question
         qtbot.waitUntil(lambda: not win.runner.is_running("index"), timeout=INDEX_TIMEOUT)
         qtbot.waitUntil(lambda: win.health_panel.badge.text() == "up to date", timeout=60_000)

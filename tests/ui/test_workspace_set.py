@@ -8,9 +8,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt
 
 from services.core.models import Chunk, MultiQueryResult, ResultChunk, WorkspaceHit
 from services.engine.service import KnowledgeService
+from tests.helpers.editor import opened, recording_editor
 from tests.helpers.workspaces import QUESTION, small_workspaces
 from ui.main_window import MainWindow
 from ui.viewmodels.workspace_set import hit_row, others
@@ -62,5 +64,15 @@ def test_one_question_over_three_workspaces_in_the_window(loop, qtbot, service, 
     assert ("frontend", "notes.js:1-4") in {(row[1], row[3]) for row in rows}
     assert "over 3 workspaces" in view.title.text()
     assert isinstance(view.result, MultiQueryResult) and view.result.workspaces[0] == str(workspace.resolve())
+    # the list opens: the selected hit previewed from its own workspace; Ctrl+E opens the row on screen
+    row = next(r for r, hit in enumerate(view.result.results) if hit.name == "frontend")
+    view.table.selectRow(row)
+    hit = view.result.results[row]
+    assert view.code.item is hit.result and view.code.workspace == hit.workspace
+    assert hit.result.chunk.content.strip().splitlines()[0] in view.code.editor.toPlainText()
+    record = recording_editor(window, tmp_path / "opened.txt")
+    qtbot.keyClick(window, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: opened(record) is not None, timeout=30_000)
+    assert opened(record) == (str(Path(hit.workspace) / hit.result.chunk.path), hit.result.chunk.start_line)
     view.grab().save(str(tmp_path / "workspace-set.png"))
     window.shutdown()

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from services.core.models import FileAnswer, QueryOptions, RankedFile
+from services.core.models import Chunk, FileAnswer, QueryOptions, RankedFile, ResultChunk
 from ui.viewmodels.results import one_line
 
 if TYPE_CHECKING:
@@ -48,3 +49,21 @@ def heading_text(answer: FileAnswer, file: RankedFile) -> str:
 def summary_text(answer: FileAnswer) -> str:
     files = f"{len(answer.files)} file{'s' if len(answer.files) != 1 else ''}"
     return f"{files} for “{one_line(answer.question)}” with {answer.strategy} · history: {answer.history}"
+
+
+def file_preview(workspace: str, file: RankedFile) -> ResultChunk:
+    """The file to preview for a ranked file: its text with its best chunk marked (the chunk's lines; the
+    whole file as context). A file that cannot be read shows why instead."""
+    best = file.chunks[0] if file.chunks else None
+    start, end = (best.start_line, best.end_line) if best else (1, 1)
+    try:
+        text = (Path(workspace) / file.path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        text = f"{file.path} cannot be read now: {getattr(error, 'strerror', None) or error}"
+        start = end = 1
+    lines = text.split("\n")
+    content = "\n".join(lines[start - 1:end])
+    chunk = Chunk(path=file.path, language="", start_line=start, end_line=end, content=content,
+                  symbol=best.symbol if best else "", qualified_name=best.symbol if best else "",
+                  kind="file")
+    return ResultChunk(chunk, file.rank, file.score, file.original_rank, None, context=text, context_start_line=1)

@@ -16,7 +16,7 @@ from services.core.models import (
     vectors_reused_text,
 )
 from services.indexing.watcher import (
-    FOLDER_MISSING, PROGRESS, REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WatchEvent,
+    FOLDER_MISSING, PAUSED, PROGRESS, REINDEX_FINISHED, REINDEX_STARTED, RESUMED, STALE, WATCH_ERROR, WatchEvent,
 )
 from ui.viewmodels.preferences import Preferences, remember_workspace
 
@@ -47,18 +47,22 @@ class WatchReaction:
     error: str = ""
     progress: ProgressEvent | None = None  # an automatic run's progress, to show like a user's run
     auto_run: bool | None = None  # an automatic run started (True) or ended (False); None: no change
+    paused: bool | None = None  # automatic indexing paused (True) or resumed (False); None: no change
 
 
-def health_offer(health: IndexHealth) -> Offer | None:
+def health_offer(health: IndexHealth, paused: bool = False) -> Offer | None:
     """The banner for a workspace's health (its engine state): an error, or an offer of a normal index
     run (first index, resume, catch up, repair). None while a run is under way or all is well. A full
-    rebuild is never offered here: the engine rebuilds by itself when it must, and says why."""
+    rebuild is never offered here: the engine rebuilds by itself when it must, and says why. `paused`:
+    the engine's automatic indexing of it is paused (an automatic run was cancelled)."""
     name = Path(health.workspace).name
     if health.state == "folder-missing":
         return Offer(WARNING, f"The folder of {name} is missing (moved, renamed or deleted). Its index is kept "
                               "as it is; nothing is indexed or deleted until the folder is back.")
     if health.state in RUNNING_STATES:
         return None
+    if paused and health.indexed and health.state not in ("damaged", "failed", "error"):
+        return Offer(INFO, paused_text(health), INDEX, "Resume")
     if not health.indexed and health.last_error:
         return Offer(ERROR, health.last_error)
     if not health.indexed:
@@ -79,6 +83,15 @@ def health_offer(health: IndexHealth) -> Offer | None:
     return None
 
 
+def paused_text(health: IndexHealth) -> str:
+    """"Automatic indexing paused — 3 files changed" (and where an interrupted run stopped)."""
+    changed = len(health.stale_files)
+    parts = [f"{changed:,} file{'' if changed == 1 else 's'} changed" if changed else "nothing changed yet"]
+    if health.state == "interrupted":
+        parts.insert(0, f"stopped at {run_progress_text(health.run_chunks_done, health.run_chunks_total)}")
+    return f"Automatic indexing paused — {', '.join(parts)}. Changes are listed as stale until you resume."
+
+
 def watch_reaction(event: WatchEvent, indexing: bool) -> WatchReaction:
     """Auto-reindex runs and stale reports refresh the health; a finished run also the results.
     The indexing line is left to a run the user started (`indexing`)."""
@@ -93,9 +106,7 @@ def watch_reaction(event: WatchEvent, indexing: bool) -> WatchReaction:
         report = event.report if event.kind == REINDEX_FINISHED else None
         text = None
         if report is not None and not indexing:
-            changed = report.files_indexed or report.files_removed
-            text = (f"Changed files indexed: {report.files_indexed} updated, {report.files_removed} removed"
-                    if changed else "")
+            text = changed_files_text(report)
         if report is not None and report.cancelled and not indexing:
             text = "Indexing changed files was cancelled; what was done is kept"
         changed = report is not None and bool(report.files_indexed or report.files_removed)
@@ -103,14 +114,24 @@ def watch_reaction(event: WatchEvent, indexing: bool) -> WatchReaction:
                              auto_run=False if event.kind == REINDEX_FINISHED and not indexing else None)
     if event.kind == WATCH_ERROR:
         return WatchReaction(error=f"Indexing changed files failed: {event.message}", auto_run=False)
+    if event.kind in (PAUSED, RESUMED):
+        return WatchReaction(reload_health=True, paused=event.kind == PAUSED)
     return WatchReaction()
+
+
+def changed_files_text(report: IndexReport) -> str:
+    """"Changed files indexed: 166 new, 2 updated, 1 removed" (only the counts that are not 0); "" when none."""
+    updated = report.files_indexed - report.files_added
+    counts = [(report.files_added, "new"), (updated, "updated"), (report.files_removed, "removed")]
+    parts = [f"{count:,} {what}" for count, what in counts if count]
+    return f"Changed files indexed: {', '.join(parts)}" if parts else ""
 
 
 def index_report_text(report: IndexReport, seconds: float) -> str:
     if report.cancelled:
         return f"Cancelled after {seconds:.1f} s; the index keeps what was finished."
-    text = (f"Done in {seconds:.1f} s: {report.files_indexed} files indexed, "
-            f"{report.chunks_embedded} chunks embedded, {report.chunks_total:,} in total")
+    files = f"{report.files_indexed:,} files indexed" + (f" ({report.files_added:,} new)" if report.files_added else "")
+    text = f"Done in {seconds:.1f} s: {files}, {report.chunks_embedded:,} chunks embedded, {report.chunks_total:,} in total"
     if report.rebuilt_reason:
         text += f" (full rebuild: {report.rebuilt_reason})"
     if report.vectors_reused:
@@ -133,6 +154,7 @@ class WorkspaceViewModel:
         self.cancel_event: threading.Event | None = None
         self.progress_events: list[ProgressEvent] = []
         self.runs_ended = 0  # the window's index runs ended so far: a health read before one ended is stale
+        self.paused = False  # the engine paused automatic indexing of the open workspace (its PAUSED event)
         self.closed = False
 
     # --- workspace ---
@@ -141,6 +163,7 @@ class WorkspaceViewModel:
         path = str(Path(path).expanduser().resolve())
         self.workspace = path
         self.watched = ""
+        self.paused = False  # the engine says so again when it watches it
         self.last_result = None
         remember_workspace(self.preferences.store, path)
         return path
@@ -185,7 +208,10 @@ class WorkspaceViewModel:
         """What to do on a watch event; None for another workspace's, or after the window closed."""
         if event.workspace != self.workspace or self.closed:
             return None
-        return watch_reaction(event, indexing)
+        reaction = watch_reaction(event, indexing)
+        if reaction.paused is not None:
+            self.paused = reaction.paused
+        return reaction
 
     def failed_health(self, exc: BaseException) -> IndexHealth | None:
         """The health to show when reading it failed, so the badge does not stay on "checking…"."""
@@ -195,9 +221,12 @@ class WorkspaceViewModel:
 
     # --- indexing ---
     def rebuild_question(self) -> str:
-        chunks = f"all {self.health.chunks:,} chunks" if self.health and self.health.chunks else "every chunk"
-        return (f"Rebuild the whole index of {Path(self.workspace).name}? This embeds {chunks} again; "
-                f"a plain Reindex (F5) only embeds what changed.")
+        """What a full rebuild really costs: every file is read, chunked and stored again, but a chunk whose
+        text is in the data dir's vector cache takes its vector from there instead of the model."""
+        chunks = f"its {self.health.chunks:,} chunks" if self.health and self.health.chunks else "every chunk"
+        return (f"Rebuild the whole index of {Path(self.workspace).name}? Every file is read and {chunks} "
+                "stored again; vectors already in the shared vector cache are reused, so only chunks whose text "
+                "it lacks are embedded. A plain Reindex (F5) only looks at what changed.")
 
     def begin_index(self) -> threading.Event:
         self.cancel_event = threading.Event()
@@ -226,12 +255,11 @@ class WorkspaceViewModel:
         self.cancel_event.set()
         return True
 
-    async def stop_automatic_runs(self) -> None:
-        """Cancel the automatic (catch-up or watcher) run under way: the engine stops watching, and the
-        run stops after its batch. The next Reindex (F5) catches up, and watching resumes after it."""
-        path = self.workspace
-        self.watched = ""
-        await self.engine.unwatch(path)
+    async def pause_automatic_runs(self) -> None:
+        """Cancel the automatic (catch-up or watcher) run under way: it stops after its batch, and the
+        engine starts no automatic run of this workspace until the next Reindex (F5, "Resume") finishes;
+        changes meanwhile are listed as stale."""
+        await self.engine.pause_watch(self.workspace)
 
     # --- the question ---
     def options(self, top_k: int, strategy: str, languages: Sequence[str], path_glob: str) -> QueryOptions:
