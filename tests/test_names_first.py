@@ -111,3 +111,17 @@ async def test_a_language_filter_keeps_definitions_in_that_language(indexed):
     result = await service.query("Export", options(workspace, languages=("kotlin",)))
     assert result.results and {r.chunk.language for r in result.results} == {"kotlin"}
     assert result.results[0].chunk.qualified_name.endswith("export")
+
+
+async def test_a_sentence_naming_code_brings_its_definition_into_every_reranking_pool(indexed):
+    """The vector search's two candidates (heuristic's pool for one result) miss NewInvertedIndex; the name
+    channel adds it, and heuristic's name boost ranks it first. `none` keeps the vector ranking."""
+    service, workspace = indexed
+    question = "where does the go code use NewInvertedIndex for notes"
+    one = QueryOptions(workspace=str(workspace), strategy="heuristic", top_k=1, use_cache=False, min_relevance=0.0)
+    result = await service.query(question, one)
+    top = result.results[0]
+    assert (top.chunk.qualified_name, top.original_rank) == ("NewInvertedIndex", None)
+    assert result.reading == "question"
+    plain = await service.query(question, options(workspace, "none", min_relevance=0.0))
+    assert "NewInvertedIndex" not in [r.chunk.qualified_name for r in plain.results[:1]]
