@@ -28,7 +28,7 @@ from services.storage.file_words import CatalogFileWords
 from services.retrieval.multi import check_workspaces, merge
 from services.retrieval.search import Searcher
 from services.encoders.embedder import Embedder
-from services.core.errors import KnowledgeError, QueryError, WorkspaceError
+from services.core.errors import IndexUnavailable, KnowledgeError, QueryError, WorkspaceError
 from services.core.messages import DocumentRerankResponse
 from services.engine.protocol import ProgressCallback, WatchCallback
 from services.indexing.health import index_health, stale_files
@@ -195,6 +195,9 @@ class KnowledgeService:
         note.reserve()  # room for the error while there is room: a full disk cannot take a new one
         try:
             report = await self._run(self._index_pool, indexer.run, full)
+        except IndexUnavailable:  # nothing was changed, and health sees it for itself while it lasts
+            index.integrity = None
+            raise
         except Exception as error:
             self._record_error(index, error, note)
             raise

@@ -28,7 +28,7 @@ from services.indexing.chunking import chunk_file
 from services.indexing.chunking.references import reference_counts
 from services.indexing.history import update_history
 from services.encoders.embedder import Embedder, chunk_text
-from services.core.errors import IndexStoreError, KnowledgeError, WorkspaceError
+from services.core.errors import IndexStoreError, IndexUnavailable, KnowledgeError, WorkspaceError
 from services.indexing import integrity
 from services.core.models import Chunk, IndexReport, ProgressEvent, SkippedFile, count_by_reason, nothing_to_index
 from services.storage.projection import Projection, sample_positions
@@ -138,6 +138,7 @@ class Indexer:
         self.repaired: list[str] = []  # what the run repaired, to tell the user
         self.resuming = False  # the last run stopped before its end: this one continues it
         self.last_event: ProgressEvent | None = None  # what health says while the run is under way
+        self.moved_aside = False  # this run moved the old index aside to rebuild (put back if it fails)
 
     # --- the run ---
     def run(self, full: bool = False, quick: bool = False, paths: Iterable[str] | None = None) -> IndexReport:
@@ -151,11 +152,16 @@ class Indexer:
             self.index.run = self
             self.paths = None if paths is None else set(paths)
             return self._run(full, quick)
-        except KnowledgeError:
+        except KnowledgeError as error:
+            if self._put_back():
+                raise type(error)(_put_back_text(str(error))) from error
             raise
         except Exception as error:
             log.warning("indexing %s stopped", self.index.root, exc_info=True)  # the caller reports it
-            raise IndexStoreError(f"indexing stopped: {short_reason(error)}. Files indexed so far are kept; "
+            kept = "Files indexed so far are kept"
+            if self._put_back():
+                kept = "The rebuild is undone: the old index is back as it was"
+            raise IndexStoreError(f"indexing stopped: {short_reason(error)}. {kept}; "
                                   "run it again once this is fixed.") from error
         finally:
             self.index.running = False
@@ -171,16 +177,16 @@ class Indexer:
             self._emit("cancelled", 0, 0)
             files, chunks = self.index.catalog().counts() if self.index.exists() else (0, 0)
             return IndexReport(0, 0, 0, 0, chunks, round(time.monotonic() - self.started, 3), cancelled=True)
-        rebuilt_reason = "" if quick else self._unreadable_reason()  # the watcher's runs trust the last check
+        rebuilt_reason = "" if quick else self._unreadable_reason(full)  # the watcher's runs trust the last check
         self.index.running = True
-        if rebuilt_reason:  # a part is gone or unreadable: start from nothing
-            self.index.wipe()
+        if rebuilt_reason:  # a part is gone or proven corrupt: start from nothing, the old index moved aside
+            self._set_aside()
             self.found = integrity.SOUND
         old_format = self.index.exists() and self.index.catalog().get_meta("index_format", "1") != INDEX_FORMAT
         rebuilt_reason = rebuilt_reason or self._rebuild_reason(full)
         self.everything = bool(rebuilt_reason)
         if rebuilt_reason and (not full or old_format) and self.index.exists():  # an incompatible index
-            self.index.wipe()
+            self._set_aside()
         self._start_catalog()
         if self.found.keywords:  # the keyword table disagrees with the catalogue: fill it again from it
             self.index.catalog().refill_keywords()
@@ -201,6 +207,7 @@ class Indexer:
         self._finish(plan, bool(plan.removed) or done > 0 or bool(rebuilt_reason), quick)
         files, chunks = self.index.catalog().counts()
         self._note_repairs()
+        self._drop_aside()
         return IndexReport(
             files_indexed=done, files_unchanged=len(plan.unchanged), files_removed=len(plan.removed),
             chunks_embedded=self.embedded, chunks_total=chunks, vectors_reused=self.reused,
@@ -226,15 +233,54 @@ class Indexer:
             raise WorkspaceError(f"the workspace folder {self.index.root} cannot be read "
                                  f"({(error.strerror or str(error)).lower()}); its index is left as it is.") from error
 
-    def _unreadable_reason(self) -> str:
+    def _unreadable_reason(self, full: bool) -> str:
         """Check the index's parts against each other (in full); a reason to rebuild when one is gone or
-        unreadable. What a run can mend in place (missing vectors, keyword index) is kept in self.found."""
+        proven corrupt. What a run can mend in place (missing vectors, keyword index) is kept in self.found.
+        A part that cannot be read now stops the run here, before anything is touched (IndexUnavailable),
+        unless a full rebuild was asked for (the old index is then moved aside, and put back if it fails)."""
         if not (self.index.folder / "manifest.sqlite").exists():
             return ""
         self.found = integrity.check(self.index, full=True)
+        if self.found.unavailable:
+            log.warning("the index of %s: %s", self.index.root, self.found.unavailable)
+            if not full:
+                raise IndexUnavailable(self.found.unavailable)
+            return f"full rebuild requested ({self.found.unavailable})"
         if self.found.damaged:
             log.warning("the index of %s is %s", self.index.root, self.found.message())
         return "; ".join(self.found.problems()) if self.found.unreadable else ""
+
+    def _set_aside(self) -> None:
+        """Rebuild from nothing, the old index kept aside until the new one is complete and verified."""
+        if self.index.set_aside():
+            self.moved_aside = True
+            log.warning("the index of %s is rebuilt; the old one is kept at %s until then", self.index.root,
+                        self.index.aside)
+
+    def _put_back(self) -> bool:
+        """A rebuild that failed leaves what was there: the old index goes back in place. True when it did."""
+        if not self.moved_aside or not self.index.aside.exists():
+            return False
+        try:
+            self.index.restore_aside()
+        except OSError:
+            log.warning("the old index of %s could not be put back; it is kept at %s", self.index.root,
+                        self.index.aside, exc_info=True)
+            return False
+        log.warning("the rebuild of %s failed: the old index is back in place", self.index.root)
+        return True
+
+    def _drop_aside(self) -> None:
+        """A rebuild that reached its end, verified sound: the old index kept aside is removed."""
+        if self.cancel.is_set() or not self.index.aside.exists():
+            return
+        found = integrity.check(self.index, full=True)
+        if found.damaged or found.unavailable:
+            log.warning("the rebuilt index of %s is %s; the old one stays at %s", self.index.root,
+                        found.message(), self.index.aside)
+            return
+        self.index.drop_aside()
+        self.moved_aside = False
 
     def _note_repairs(self) -> None:
         if self.found.missing_vectors:
@@ -668,6 +714,11 @@ class Indexer:
             return describe() if describe else ""
         except Exception:  # the encoder failed to load: the run reports that itself
             return ""
+
+
+def _put_back_text(message: str) -> str:
+    """An error's message, once the failed rebuild was undone."""
+    return message.replace("Files indexed so far are kept", "The rebuild is undone: the old index is back as it was")
 
 
 def refresh_references(index: WorkspaceIndex) -> None:
