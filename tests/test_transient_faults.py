@@ -194,3 +194,38 @@ def test_proven_damage_is_moved_aside_while_the_rebuild_runs(tmp_path):
     assert not aside.exists()
     assert_whole(workspace, data, files, chunks)
     shutil.rmtree(data / "aside", ignore_errors=True)
+
+
+HOLDER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+sys.stdin.read()  # holds the lock until the test closes its stdin
+"""
+
+
+@pytest.mark.parametrize("name", ["chroma/chroma.sqlite3", "manifest.sqlite"])
+def test_a_lock_another_process_holds_is_busy_naming_it_not_a_hang(tmp_path, name):
+    """Another process keeps a write lock on a store's SQLite file: `health` and `index` answer "busy: …
+    (held by pid N)" and change nothing, instead of waiting on it (the subprocess timeout is the bound);
+    once it lets go, everything is there."""
+    workspace, data = copy_sample(tmp_path / "workspace"), tmp_path / "data"
+    files, chunks = indexed(workspace, data)
+    folder = next((data / "workspaces").iterdir())
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(folder / name)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        health = cli("health", str(workspace), "--data-dir", str(data))
+        index = cli("index", str(workspace), "--data-dir", str(data))
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    held = f"(held by pid {holder.pid})"
+    assert health.returncode == 0 and "busy: " in health.stdout and held in health.stdout, health.stdout
+    assert "damaged" not in health.stdout
+    lines = index.stderr.strip().splitlines()
+    assert index.returncode == 1 and len(lines) == 1 and lines[0].startswith("error: busy: "), index.stderr
+    assert held in lines[0]
+    assert_whole(workspace, data, files, chunks)

@@ -87,7 +87,7 @@ def check(index: WorkspaceIndex, full: bool = False) -> Integrity:
     except (sqlite3.Error, OSError) as error:
         proof = _proof(error, [index.folder / CATALOG_FILE])
         if proof is None:
-            return Integrity(unavailable=unavailable_text("the manifest", error))
+            return Integrity(unavailable=unavailable_text("the manifest", error, index.folder / CATALOG_FILE))
         return Integrity(catalog_unreadable=proof)
     if not index.chroma_url and not index.chroma_path.exists():
         return Integrity(store_missing=bool(vids))
@@ -106,7 +106,7 @@ def check(index: WorkspaceIndex, full: bool = False) -> Integrity:
         files = [] if index.chroma_url else [index.chroma_path / "chroma.sqlite3"]
         proof = _proof(error, files)
         if proof is None:
-            return Integrity(unavailable=unavailable_text("the vector store", error))
+            return Integrity(unavailable=unavailable_text("the vector store", error, files[0] if files else None))
         return Integrity(store_unreadable=proof)
     paths = frozenset(catalog.paths_of_vectors(missing)) if missing and not sampled else frozenset()
     keywords = _keyword_problem(index, full or len(vids) <= FULL_ID_CHECK)
@@ -153,5 +153,5 @@ def _keyword_problem(index: WorkspaceIndex, verify: bool) -> str:
     except sqlite3.DatabaseError as error:
         log.warning("the keyword index of %s cannot be read", index.root, exc_info=True)
         if faults.transient(error) and not faults.names_damage(error):
-            return unavailable_text("the keyword index", error)
+            return unavailable_text("the manifest's keyword index", error, index.folder / CATALOG_FILE)
         return f"the keyword index cannot be read ({one_line(error)})"

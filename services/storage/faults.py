@@ -10,14 +10,16 @@ FTS5's integrity check. Nothing is deleted or rebuilt on anything less (services
 from __future__ import annotations
 
 import errno
+import os
 import re
 import sqlite3
 from pathlib import Path
 
-from services.core.errors import IndexStoreError
+from services.core.errors import IndexStoreError, IndexUnavailable
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 PROOF_TIMEOUT = 2.0  # seconds the structure check waits on a lock before it says "cannot tell"
+LOCK_WAIT = 3.0  # seconds a store waits on another process's lock before it answers "busy"
 
 TRANSIENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EMFILE, errno.ENFILE, errno.EACCES, errno.EPERM,
                     errno.EROFS, errno.EAGAIN, errno.EBUSY, errno.ETIMEDOUT, errno.ENOMEM, errno.EIO,
@@ -97,3 +99,62 @@ def proven_problem(paths: list[Path]) -> str | None:
 
 class ProvenDamage(IndexStoreError):
     """A part of the index failed a structure check: damage, proven (a rebuild may move it aside)."""
+
+
+def lock_holders(path: Path) -> list[int] | None:
+    """The other processes holding a lock on an SQLite file or its -wal/-shm files (Linux's /proc/locks);
+    None when that cannot be told here."""
+    files = set()
+    for candidate in (path, path.with_name(path.name + "-shm"), path.with_name(path.name + "-wal")):
+        try:
+            stat = os.stat(candidate)
+        except OSError:
+            continue
+        files.add((os.major(stat.st_dev), os.minor(stat.st_dev), stat.st_ino))
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return None
+    pids = []
+    for line in lines:
+        fields = line.split()
+        if "->" in fields or len(fields) < 6:  # a waiter, not a holder
+            continue
+        try:
+            major, minor, inode = fields[5].split(":")
+            key, pid = (int(major, 16), int(minor, 16), int(inode)), int(fields[4])
+        except ValueError:
+            continue
+        if key in files and pid != os.getpid() and pid not in pids:
+            pids.append(pid)
+    return pids
+
+
+def held_by(path: Path) -> str:
+    """" (held by pid 4242)" when another process holds a lock on `path`; "" when none is known."""
+    pids = lock_holders(path)
+    return f" (held by pid {', '.join(map(str, pids))})" if pids else ""
+
+
+def require_unlocked(path: Path, part: str, wait: float = LOCK_WAIT) -> None:
+    """Raise IndexUnavailable ("busy: ... (held by pid N)") when another process keeps a write lock on the
+    SQLite file `path` for `wait` seconds: its readers and writers would otherwise wait on it without end.
+    A lock this process holds (another of its threads writing) is not waited on here."""
+    if not path.exists():
+        return
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=wait, isolation_level=None)
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("ROLLBACK")
+        finally:
+            db.close()
+    except sqlite3.Error as error:
+        if not busy(error):
+            return  # (a read-only or unreadable file: the read that follows says so)
+        pids = lock_holders(path)
+        if pids == []:  # the lock is this process's own
+            return
+        held = f" (held by pid {', '.join(map(str, pids))})" if pids else ""
+        raise IndexUnavailable(f"busy: {part} is locked by another process{held}; nothing was changed: try "
+                               "again once it lets go") from error

@@ -70,12 +70,15 @@ def unreadable(error: Exception) -> IndexStoreError:
                            "index` to repair it (it rebuilds the store when it must).")
 
 
-def unavailable_text(part: str, error: BaseException) -> str:
-    """"unavailable: the manifest cannot be read now (disk I/O error); ..." or "busy: ..." for a lock."""
+def unavailable_text(part: str, error: BaseException, path: Path | None = None) -> str:
+    """"unavailable: the manifest cannot be read now (disk I/O error); ..." or "busy: ... (held by pid N)"
+    for a lock another process holds on `path`."""
     if isinstance(error, IndexUnavailable):  # said already
         return str(error)
     if faults.busy(error):
-        return f"busy: {part} is locked by another process ({one_line(error)}); nothing was changed: try again"
+        held = faults.held_by(path) if path else ""
+        return (f"busy: {part} is locked by another process{held} ({one_line(error)}); nothing was changed: "
+                "try again once it lets go")
     return (f"unavailable: {part} cannot be read now ({one_line(error)}); nothing was changed: try again once "
             "that is fixed (disk space, open-file limit, permissions)")
 

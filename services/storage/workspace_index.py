@@ -13,7 +13,7 @@ import numpy as np
 
 from services.storage.catalog import FORMAT_CHANGES, INDEX_FORMAT, Catalog
 from services.core.errors import IndexMissingError, IndexStoreError, WorkspaceError
-from services.storage.faults import ProvenDamage
+from services.storage.faults import ProvenDamage, require_unlocked
 from services.storage.history_store import HISTORY_FILE, CommitIndex, HistoryState, HistoryStore
 from services.storage.keyword_index import KeywordIndex
 from services.core.models import Chunk
@@ -85,6 +85,8 @@ class WorkspaceIndex:
 
     def store(self) -> VectorStore:
         if self._store is None:
+            if not self.chroma_url:  # Chroma would wait on another process's lock without end
+                require_unlocked(self.chroma_path / "chroma.sqlite3", "the vector store (chroma.sqlite3)")
             try:
                 problem = "" if self.chroma_url else hnsw_problem(self.chroma_path)
             except OSError as error:  # cannot be read now (e.g. no file handle left)
