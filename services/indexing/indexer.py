@@ -43,6 +43,10 @@ FIRST_WINDOW_CHUNKS = 32
 # Chroma's first write after a bulk load waits on work the load left (1.06 s at 38k chunks, measured): a
 # run that stored this many vectors pays it at its end, not the user's next edit (benchmarks/README.md).
 SETTLE_AFTER_VECTORS = 1000
+CACHE_CHECK_SAMPLE = 8  # cached vectors a rebuild embeds again to check the shared cache
+# the int8 backend's vector of a text moves with its batch mates (cosine 0.97-1.0, tests/test_vector_cache.py);
+# a vector of another text is far below
+CACHE_CHECK_COSINE = 0.9
 # Reasons that mean a file failed (as opposed to being skipped by policy, like "binary file").
 FAILURE_REASONS = ("unreadable", "could not be read", "could not be chunked", "could not be embedded",
                    "could not be stored")
@@ -139,6 +143,9 @@ class Indexer:
         self.resuming = False  # the last run stopped before its end: this one continues it
         self.last_event: ProgressEvent | None = None  # what health says while the run is under way
         self.moved_aside = False  # this run moved the old index aside to rebuild (put back if it fails)
+        self.cache_checked = False  # a rebuild checked a sample of the shared cache against the encoder
+        self.cache_distrusted = False  # ... and found it wrong: not used for the rest of the run
+        self.cache_dropped = cache.dropped if cache is not None else 0  # rows failing their check before the run
 
     # --- the run ---
     def run(self, full: bool = False, quick: bool = False, paths: Iterable[str] | None = None) -> IndexReport:
@@ -283,6 +290,12 @@ class Indexer:
         self.moved_aside = False
 
     def _note_repairs(self) -> None:
+        dropped = (self.cache.dropped - self.cache_dropped) if self.cache is not None else 0
+        if dropped or self.cache_distrusted:
+            self.repaired.append("repaired: the shared vector cache " + (
+                f"held {dropped} vectors that failed their check (dropped, embedded again)" if dropped else "")
+                + (" and " if dropped and self.cache_distrusted else "")
+                + ("disagreed with the encoder (not used by this rebuild)" if self.cache_distrusted else ""))
         if self.found.missing_vectors:
             self.repaired.append(f"repaired: re-embedded {self.found.missing_vectors} chunks that had no vector")
         if self.found.keywords:
@@ -635,10 +648,29 @@ class Indexer:
         return done | set(fresh)
 
     def _cached(self, chunks: list[Chunk]) -> dict[int, np.ndarray]:
-        """The shared cache's (full, unprojected) vectors of `chunks`, by position; none without a cache."""
-        if self.cache is None or not chunks:
+        """The shared cache's (full, unprojected) vectors of `chunks`, by position; none without a cache
+        (or once a rebuild found it disagreeing with the encoder). Every row is checked against its checksum
+        by the cache; a rebuild also checks a sample of the first hits against the encoder itself."""
+        if self.cache is None or not chunks or self.cache_distrusted:
             return {}
-        return self.cache.get(self.space, self.embedder.dimension, [chunk_text(c) for c in chunks])
+        texts = [chunk_text(c) for c in chunks]
+        found = self.cache.get(self.space, self.embedder.dimension, texts)
+        if found and self.everything and not self.cache_checked:
+            self.cache_checked = True
+            self._check_cache(found, texts)
+        return {} if self.cache_distrusted else found
+
+    def _check_cache(self, found: dict[int, np.ndarray], texts: list[str]) -> None:
+        """A rebuild never trusts the cache blindly: a sample of its hits is embedded again and compared;
+        any that disagrees drops those rows, and the run embeds everything else itself."""
+        sample = sorted(found)[:CACHE_CHECK_SAMPLE]
+        fresh = self.embedder.encode([texts[i] for i in sample])
+        wrong = [i for i, vector in zip(sample, fresh) if _cosine(found[i], vector) < CACHE_CHECK_COSINE]
+        if wrong:
+            log.warning("the shared vector cache disagrees with the encoder on %d of %d sampled vectors: "
+                        "not used by this rebuild", len(wrong), len(sample))
+            self.cache.forget(self.space, [texts[i] for i in wrong])
+            self.cache_distrusted = True
 
     def _encode_and_cache(self, chunks: list[Chunk]) -> np.ndarray:
         """Encode (full vectors) and commit them to the shared cache at once, before any store sees them."""
@@ -714,6 +746,12 @@ class Indexer:
             return describe() if describe else ""
         except Exception:  # the encoder failed to load: the run reports that itself
             return ""
+
+
+def _cosine(a, b) -> float:
+    a, b = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
+    norm = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return float(a @ b) / norm if norm else 0.0
 
 
 def _put_back_text(message: str) -> str:
