@@ -428,6 +428,8 @@ def health_text(health) -> str:
     if not health.indexed:
         hint = "" if health.state != "missing" else f"\nRun: knowledge-explorer index {health.workspace}"
         return first + hint + (f"\nLast error: {health.last_error}" if health.last_error and health.last_error not in first else "")
+    if health.state == "unavailable":  # it cannot be read now: its one line says why
+        return f"{health.workspace}: {health.message}" + (f"\nLast error: {health.last_error}" if health.last_error else "")
     if health.state == "damaged" and not health.model:  # nothing of it can be read
         return first
     languages = ", ".join(f"{k} {v}" for k, v in health.languages.items())

@@ -335,3 +335,78 @@ def test_two_processes_writing_the_cache_at_once_leave_it_whole(tmp_path):
         assert all(np.array_equal(got[i], np.arange(8, dtype=np.float32) + len(t)) for i, t in enumerate(texts))
     finally:
         cache.close()
+
+
+def rewrite_rows(cache: Path, rows: int | None, forge: bool, among: set[str] | None = None) -> int:
+    """Rewrite vectors inside the cache file behind its back (SQLite's own check stays "ok"): each chosen row
+    gets the next chosen row's vector; `forge` also recomputes the checksums, as a writer with a bug would.
+    `rows`: how many (None: all), of the rows of the texts `among` (None: any). Returns how many."""
+    from services.storage.vector_cache import checksum, text_hash
+
+    keys = None if among is None else {text_hash(t) for t in among}
+    db = sqlite3.connect(cache)
+    try:
+        found = db.execute("SELECT id, space, text_hash, vector FROM vectors ORDER BY id").fetchall()
+        chosen = [row for row in found if keys is None or row[2] in keys]
+        chosen = chosen if rows is None else chosen[:rows]
+        for (rowid, space, key, _), (_, _, _, other) in zip(chosen, chosen[1:] + chosen[:1]):
+            sums = checksum(space, key, other) if forge else None
+            db.execute("UPDATE vectors SET vector = ?, checksum = coalesce(?, checksum) WHERE id = ?",
+                       (other, sums, rowid))
+        db.commit()
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        db.close()
+    return len(chosen)
+
+
+def chunked(folder: Path):
+    """The chunks an index of `folder` will hold (chunked here, nothing stored)."""
+    from services.indexing.chunking import chunk_file
+    from services.indexing.scanning import read_source, scan_workspace
+
+    settings = Settings()
+    for source in scan_workspace(folder, settings.max_file_bytes, settings.skip_machine_made).files:
+        text, digest = read_source(source, settings.skip_machine_made)
+        yield from chunk_file(source.path, text, source.language, digest, settings)
+
+
+def test_rows_rewritten_in_the_cache_are_dropped_and_embedded_again(checkouts, fresh, tmp_path):
+    """32 rows rewritten inside the cache (issue 31: a clone reused them and answered 0 results, health "up to
+    date"): each row's checksum no longer matches, so the clone embeds those chunks itself, says it
+    repaired the cache, and answers like a fresh index."""
+    first, second = checkouts
+    data = tmp_path / "data"
+    service = KnowledgeService(EXACT, data_dir=data)
+    try:
+        asyncio.run(service.index(first))
+        service.vector_cache.close()
+        shared = texts_of(data, first) & {chunk_text(c) for c in chunked(second)}
+        assert rewrite_rows(data / CACHE_FILE, 32, forge=False, among=shared) == 32
+        embedded = counting(service)
+        report = asyncio.run(service.index(second))
+        differing = texts_of(data, second) - texts_of(data, first)
+        assert len(embedded) == len(differing) + 32 and report.vectors_reused == report.chunks_total - len(embedded)
+        assert "repaired: the shared vector cache held 32 vectors that failed their check" in report.message
+        assert answers(service, second) == fresh
+    finally:
+        service.close()
+
+
+def test_index_full_never_trusts_the_cache_blindly(checkouts, tmp_path):
+    """Every row rewritten with a valid checksum (a writer with a bug): `index --full` checks a sample of its
+    hits against the encoder, finds them wrong, and embeds everything itself."""
+    first, _ = checkouts
+    data = tmp_path / "data"
+    service = KnowledgeService(EXACT, data_dir=data)
+    try:
+        asyncio.run(service.index(first))
+        expected = answers(service, first)
+        service.vector_cache.close()
+        rewrite_rows(data / CACHE_FILE, None, forge=True)
+        report = asyncio.run(service.index(first, full=True))
+        assert report.vectors_reused == 0 and report.chunks_embedded == report.chunks_total
+        assert "the shared vector cache disagreed with the encoder" in report.message
+        assert answers(service, first) == expected
+    finally:
+        service.close()

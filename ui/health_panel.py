@@ -21,8 +21,8 @@ UP_TO_DATE, STALE, NEEDS_REINDEX, NOT_INDEXED, UNKNOWN, FAILED = (
 BUSY = "busy"
 # the engine's state (IndexHealth.state) -> the badge's css state; the text is state_label's
 BADGE_STATES = {"missing": NOT_INDEXED, "empty": NOT_INDEXED, "folder-missing": NEEDS_REINDEX,
-                "interrupted": STALE, "stale": STALE, "ready": UP_TO_DATE, "damaged": FAILED, "failed": FAILED,
-                "error": FAILED, **{state: BUSY for state in RUNNING_STATES}}
+                "interrupted": STALE, "stale": STALE, "ready": UP_TO_DATE, "damaged": FAILED,
+                "unavailable": FAILED, "failed": FAILED, "error": FAILED, **{state: BUSY for state in RUNNING_STATES}}
 
 
 def badge_for(health: IndexHealth | None) -> tuple[str, str]:

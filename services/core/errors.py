@@ -76,6 +76,14 @@ class IndexStoreError(KnowledgeError):
     code, status = "index_store_failed", 500
 
 
+class IndexUnavailable(IndexStoreError):
+    """A part of the index cannot be read or written now (a full disk, too many open files, a permission,
+    a lock another process holds, a timeout): nothing was changed, and it is whole once that passes.
+    Never treated as damage (services/storage/faults.py). The message starts "unavailable: " or "busy: "."""
+
+    code, status = "index_unavailable", 503
+
+
 class UnknownWorkspace(WorkspaceError):
     """No workspace with that id is registered (on a server)."""
 
@@ -152,8 +160,9 @@ class InternalError(KnowledgeError):
 
 ERRORS: dict[str, type[KnowledgeError]] = {cls.code: cls for cls in (
     KnowledgeError, WorkspaceError, ModelLoadError, IndexMissingError, QueryError, InvalidRequest, MalformedJson,
-    BodyTooLarge, StrategyUnavailable, Cancelled, IndexStoreError, UnknownWorkspace, ForbiddenWorkspace, PathEscape,
-    IndexRunning, IndexBusyError, EngineStopped, EngineUnreachable, Unauthorized, NotFound, HttpError, InternalError,
+    BodyTooLarge, StrategyUnavailable, Cancelled, IndexStoreError, IndexUnavailable, UnknownWorkspace,
+    ForbiddenWorkspace, PathEscape, IndexRunning, IndexBusyError, EngineStopped, EngineUnreachable, Unauthorized,
+    NotFound, HttpError, InternalError,
 )}
 
 

@@ -172,7 +172,9 @@ class IndexHealth:
     # "missing" (no index), "folder-missing" (the workspace folder is gone: nothing runs, nothing is deleted),
     # "empty" (nothing to index), "indexing", "resuming" (a run continuing an interrupted one), "cancelling",
     # "interrupted" (a run stopped before the end: the next run resumes it), "stale", "ready",
-    # "damaged" (its parts disagree or cannot be read: `index` repairs it), "failed" (the last run stopped:
+    # "damaged" (a part is proven corrupt, or parts disagree: `index` repairs it), "unavailable" (a part
+    # cannot be read now: a full disk, no file handle left, a lock; nothing is repaired or deleted, it is whole
+    # once that passes; "busy: ..." for a lock), "failed" (the last run stopped:
     # `last_error`), "error" (the workspace cannot be used: `last_error`)
     state: str = "missing"
     message: str = ""  # one line a UI can show, e.g. "nothing to index (12 files skipped)"
@@ -189,7 +191,7 @@ class IndexHealth:
 
 
 STATES = ("missing", "folder-missing", "empty", "indexing", "resuming", "cancelling", "interrupted", "stale",
-          "ready", "damaged", "failed", "error")
+          "ready", "damaged", "unavailable", "failed", "error")
 RUNNING_STATES = ("indexing", "resuming", "cancelling")
 
 

@@ -28,7 +28,7 @@ from services.storage.file_words import CatalogFileWords
 from services.retrieval.multi import check_workspaces, merge
 from services.retrieval.search import Searcher
 from services.encoders.embedder import Embedder
-from services.core.errors import KnowledgeError, QueryError, WorkspaceError
+from services.core.errors import IndexUnavailable, KnowledgeError, QueryError, WorkspaceError
 from services.core.messages import DocumentRerankResponse
 from services.engine.protocol import ProgressCallback, WatchCallback
 from services.engine.scheduler import RUN, STALE as REPORT_STALE, IndexScheduler
@@ -187,6 +187,9 @@ class KnowledgeService:
         paused = self.scheduler.paused(index.root)
         try:
             report = await self._run(self._index_pool, indexer.run, full)
+        except IndexUnavailable:  # nothing was changed, and health sees it for itself while it lasts
+            index.integrity = None
+            raise
         except Exception as error:
             self._record_error(index, error, note)
             raise

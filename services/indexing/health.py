@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+import sqlite3
+
 from services.core.models import IndexHealth, StaleFile, nothing_to_index, run_progress_text
 from services.indexing import integrity
 from services.indexing.scanning import UnreadableRoot, file_hash, scan_workspace
 from services.core.settings import Settings
+from services.storage import faults
+from services.storage.vector_store import unavailable_text
 from services.storage.workspace_index import WorkspaceIndex
+
+log = logging.getLogger(__name__)
 
 
 def stale_files(index: WorkspaceIndex, settings: Settings) -> list[StaleFile]:
@@ -39,10 +46,19 @@ def _hash(source) -> str:
 
 
 def checked(index: WorkspaceIndex) -> integrity.Integrity:
-    """The index's integrity, checked when it is first opened and again after each run or store error."""
-    if index.integrity is None:
-        index.integrity = integrity.check(index)
+    """The index's integrity, checked when it is first opened and again after each run or store error
+    (and on every look while it cannot be read: that passes)."""
+    if index.integrity is None or index.integrity.unavailable:
+        found = integrity.check(index)
+        index.integrity = found
     return index.integrity
+
+
+def unavailable(index: WorkspaceIndex, message: str, last_error: str = "") -> IndexHealth:
+    """An index that cannot be read now (a full disk, no file handle, a lock): not damaged, nothing to
+    repair; it is whole again once that passes."""
+    return IndexHealth(workspace=str(index.root), indexed=True, state="unavailable", message=message,
+                       last_error=last_error if last_error != message else "")
 
 
 def folder_missing(root) -> str:
@@ -51,6 +67,16 @@ def folder_missing(root) -> str:
 
 
 def index_health(index: WorkspaceIndex, settings: Settings, last_error: str = "") -> IndexHealth:
+    try:
+        return _index_health(index, settings, last_error)
+    except (sqlite3.Error, OSError) as error:
+        if not faults.transient(error):
+            raise
+        log.warning("the index of %s cannot be read now", index.root, exc_info=True)
+        return unavailable(index, unavailable_text("the index", error), last_error)
+
+
+def _index_health(index: WorkspaceIndex, settings: Settings, last_error: str) -> IndexHealth:
     if not index.exists():
         if not index.root.is_dir():
             return IndexHealth(workspace=str(index.root), indexed=False, last_error=last_error,
@@ -63,6 +89,8 @@ def index_health(index: WorkspaceIndex, settings: Settings, last_error: str = ""
                            state="error" if last_error else "missing",
                            message=last_error or "not indexed: index it to search it")
     found = checked(index)
+    if found.unavailable:
+        return unavailable(index, found.unavailable, last_error)
     if found.catalog_unreadable:
         return IndexHealth(workspace=str(index.root), indexed=True, needs_reindex=True, state="damaged",
                            message=found.message(), last_error=last_error, size_bytes=index.size_bytes())

@@ -28,7 +28,7 @@ from services.indexing.chunking import chunk_file
 from services.indexing.chunking.references import reference_counts
 from services.indexing.history import update_history
 from services.encoders.embedder import Embedder, chunk_text
-from services.core.errors import IndexStoreError, KnowledgeError, WorkspaceError
+from services.core.errors import IndexStoreError, IndexUnavailable, KnowledgeError, WorkspaceError
 from services.indexing import integrity
 from services.core.models import Chunk, IndexReport, ProgressEvent, SkippedFile, count_by_reason, nothing_to_index
 from services.storage.projection import Projection, sample_positions
@@ -43,6 +43,10 @@ FIRST_WINDOW_CHUNKS = 32
 # Chroma's first write after a bulk load waits on work the load left (1.06 s at 38k chunks, measured): a
 # run that stored this many vectors pays it at its end, not the user's next edit (benchmarks/README.md).
 SETTLE_AFTER_VECTORS = 1000
+CACHE_CHECK_SAMPLE = 8  # cached vectors a rebuild embeds again to check the shared cache
+# the int8 backend's vector of a text moves with its batch mates (cosine 0.97-1.0, tests/test_vector_cache.py);
+# a vector of another text is far below
+CACHE_CHECK_COSINE = 0.9
 # Reasons that mean a file failed (as opposed to being skipped by policy, like "binary file").
 FAILURE_REASONS = ("unreadable", "could not be read", "could not be chunked", "could not be embedded",
                    "could not be stored")
@@ -141,6 +145,10 @@ class Indexer:
         self.repaired: list[str] = []  # what the run repaired, to tell the user
         self.resuming = False  # the last run stopped before its end: this one continues it
         self.last_event: ProgressEvent | None = None  # what health says while the run is under way
+        self.moved_aside = False  # this run moved the old index aside to rebuild (put back if it fails)
+        self.cache_checked = False  # a rebuild checked a sample of the shared cache against the encoder
+        self.cache_distrusted = False  # ... and found it wrong: not used for the rest of the run
+        self.cache_dropped = cache.dropped if cache is not None else 0  # rows failing their check before the run
 
     # --- the run ---
     def run(self, full: bool = False, quick: bool = False, paths: Iterable[str] | None = None) -> IndexReport:
@@ -154,11 +162,16 @@ class Indexer:
             self.index.run = self
             self.paths = None if paths is None else set(paths)
             return self._run(full, quick)
-        except KnowledgeError:
+        except KnowledgeError as error:
+            if self._put_back():
+                raise type(error)(_put_back_text(str(error))) from error
             raise
         except Exception as error:
             log.warning("indexing %s stopped", self.index.root, exc_info=True)  # the caller reports it
-            raise IndexStoreError(f"indexing stopped: {short_reason(error)}. Files indexed so far are kept; "
+            kept = "Files indexed so far are kept"
+            if self._put_back():
+                kept = "The rebuild is undone: the old index is back as it was"
+            raise IndexStoreError(f"indexing stopped: {short_reason(error)}. {kept}; "
                                   "run it again once this is fixed.") from error
         finally:
             self.index.running = False
@@ -174,16 +187,16 @@ class Indexer:
             self._emit("cancelled", 0, 0)
             files, chunks = self.index.catalog().counts() if self.index.exists() else (0, 0)
             return IndexReport(0, 0, 0, 0, chunks, round(time.monotonic() - self.started, 3), cancelled=True)
-        rebuilt_reason = "" if quick else self._unreadable_reason()  # the watcher's runs trust the last check
+        rebuilt_reason = "" if quick else self._unreadable_reason(full)  # the watcher's runs trust the last check
         self.index.running = True
-        if rebuilt_reason:  # a part is gone or unreadable: start from nothing
-            self.index.wipe()
+        if rebuilt_reason:  # a part is gone or proven corrupt: start from nothing, the old index moved aside
+            self._set_aside()
             self.found = integrity.SOUND
         old_format = self.index.exists() and self.index.catalog().get_meta("index_format", "1") != INDEX_FORMAT
         rebuilt_reason = rebuilt_reason or self._rebuild_reason(full)
         self.everything = bool(rebuilt_reason)
         if rebuilt_reason and (not full or old_format) and self.index.exists():  # an incompatible index
-            self.index.wipe()
+            self._set_aside()
         self._start_catalog()
         if self.found.keywords:  # the keyword table disagrees with the catalogue: fill it again from it
             self.index.catalog().refill_keywords()
@@ -204,6 +217,7 @@ class Indexer:
         self._finish(plan, bool(plan.removed) or done > 0 or bool(rebuilt_reason), quick)
         files, chunks = self.index.catalog().counts()
         self._note_repairs()
+        self._drop_aside()
         return IndexReport(
             files_indexed=done, files_unchanged=len(plan.unchanged), files_removed=len(plan.removed),
             chunks_embedded=self.embedded, chunks_total=chunks, vectors_reused=self.reused, files_added=self.files_added,
@@ -229,17 +243,62 @@ class Indexer:
             raise WorkspaceError(f"the workspace folder {self.index.root} cannot be read "
                                  f"({(error.strerror or str(error)).lower()}); its index is left as it is.") from error
 
-    def _unreadable_reason(self) -> str:
+    def _unreadable_reason(self, full: bool) -> str:
         """Check the index's parts against each other (in full); a reason to rebuild when one is gone or
-        unreadable. What a run can mend in place (missing vectors, keyword index) is kept in self.found."""
+        proven corrupt. What a run can mend in place (missing vectors, keyword index) is kept in self.found.
+        A part that cannot be read now stops the run here, before anything is touched (IndexUnavailable),
+        unless a full rebuild was asked for (the old index is then moved aside, and put back if it fails)."""
         if not (self.index.folder / "manifest.sqlite").exists():
             return ""
         self.found = integrity.check(self.index, full=True)
+        if self.found.unavailable:
+            log.warning("the index of %s: %s", self.index.root, self.found.unavailable)
+            if not full:
+                raise IndexUnavailable(self.found.unavailable)
+            return f"full rebuild requested ({self.found.unavailable})"
         if self.found.damaged:
             log.warning("the index of %s is %s", self.index.root, self.found.message())
         return "; ".join(self.found.problems()) if self.found.unreadable else ""
 
+    def _set_aside(self) -> None:
+        """Rebuild from nothing, the old index kept aside until the new one is complete and verified."""
+        if self.index.set_aside():
+            self.moved_aside = True
+            log.warning("the index of %s is rebuilt; the old one is kept at %s until then", self.index.root,
+                        self.index.aside)
+
+    def _put_back(self) -> bool:
+        """A rebuild that failed leaves what was there: the old index goes back in place. True when it did."""
+        if not self.moved_aside or not self.index.aside.exists():
+            return False
+        try:
+            self.index.restore_aside()
+        except OSError:
+            log.warning("the old index of %s could not be put back; it is kept at %s", self.index.root,
+                        self.index.aside, exc_info=True)
+            return False
+        log.warning("the rebuild of %s failed: the old index is back in place", self.index.root)
+        return True
+
+    def _drop_aside(self) -> None:
+        """A rebuild that reached its end, verified sound: the old index kept aside is removed."""
+        if self.cancel.is_set() or not self.index.aside.exists():
+            return
+        found = integrity.check(self.index, full=True)
+        if found.damaged or found.unavailable:
+            log.warning("the rebuilt index of %s is %s; the old one stays at %s", self.index.root,
+                        found.message(), self.index.aside)
+            return
+        self.index.drop_aside()
+        self.moved_aside = False
+
     def _note_repairs(self) -> None:
+        dropped = (self.cache.dropped - self.cache_dropped) if self.cache is not None else 0
+        if dropped or self.cache_distrusted:
+            self.repaired.append("repaired: the shared vector cache " + (
+                f"held {dropped} vectors that failed their check (dropped, embedded again)" if dropped else "")
+                + (" and " if dropped and self.cache_distrusted else "")
+                + ("disagreed with the encoder (not used by this rebuild)" if self.cache_distrusted else ""))
         if self.found.missing_vectors:
             self.repaired.append(f"repaired: re-embedded {self.found.missing_vectors} chunks that had no vector")
         if self.found.keywords:
@@ -595,10 +654,29 @@ class Indexer:
         return done | set(fresh)
 
     def _cached(self, chunks: list[Chunk]) -> dict[int, np.ndarray]:
-        """The shared cache's (full, unprojected) vectors of `chunks`, by position; none without a cache."""
-        if self.cache is None or not chunks:
+        """The shared cache's (full, unprojected) vectors of `chunks`, by position; none without a cache
+        (or once a rebuild found it disagreeing with the encoder). Every row is checked against its checksum
+        by the cache; a rebuild also checks a sample of the first hits against the encoder itself."""
+        if self.cache is None or not chunks or self.cache_distrusted:
             return {}
-        return self.cache.get(self.space, self.embedder.dimension, [chunk_text(c) for c in chunks])
+        texts = [chunk_text(c) for c in chunks]
+        found = self.cache.get(self.space, self.embedder.dimension, texts)
+        if found and self.everything and not self.cache_checked:
+            self.cache_checked = True
+            self._check_cache(found, texts)
+        return {} if self.cache_distrusted else found
+
+    def _check_cache(self, found: dict[int, np.ndarray], texts: list[str]) -> None:
+        """A rebuild never trusts the cache blindly: a sample of its hits is embedded again and compared;
+        any that disagrees drops those rows, and the run embeds everything else itself."""
+        sample = sorted(found)[:CACHE_CHECK_SAMPLE]
+        fresh = self.embedder.encode([texts[i] for i in sample])
+        wrong = [i for i, vector in zip(sample, fresh) if _cosine(found[i], vector) < CACHE_CHECK_COSINE]
+        if wrong:
+            log.warning("the shared vector cache disagrees with the encoder on %d of %d sampled vectors: "
+                        "not used by this rebuild", len(wrong), len(sample))
+            self.cache.forget(self.space, [texts[i] for i in wrong])
+            self.cache_distrusted = True
 
     def _encode_and_cache(self, chunks: list[Chunk]) -> np.ndarray:
         """Encode (full vectors) and commit them to the shared cache at once, before any store sees them."""
@@ -676,6 +754,17 @@ class Indexer:
             return describe() if describe else ""
         except Exception:  # the encoder failed to load: the run reports that itself
             return ""
+
+
+def _cosine(a, b) -> float:
+    a, b = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
+    norm = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return float(a @ b) / norm if norm else 0.0
+
+
+def _put_back_text(message: str) -> str:
+    """An error's message, once the failed rebuild was undone."""
+    return message.replace("Files indexed so far are kept", "The rebuild is undone: the old index is back as it was")
 
 
 def refresh_references(index: WorkspaceIndex) -> None:

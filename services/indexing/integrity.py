@@ -4,6 +4,11 @@ a sample), the keyword table (in the catalogue) over exactly the catalogued chun
 
 Run when an index is first opened, after a store error, and at the start of every indexing run,
 which repairs what it finds (services/indexing/indexer.py).
+
+Damage needs proof (services/storage/faults.py): a part that fails to read is damaged only when its files
+fail a structure check (SQLite's quick_check, a header that is not SQLite's, the HNSW check, FTS5's
+integrity check). A part that cannot be read *now* (a full disk, no file handle left, a lock, a
+permission) is `unavailable`: health says so, and an indexing run stops before it touches anything.
 """
 
 from __future__ import annotations
@@ -13,9 +18,10 @@ import random
 import sqlite3
 from dataclasses import dataclass
 
+from services.storage import faults
 from services.storage.catalog import INDEX_FORMAT
-from services.storage.vector_store import one_line
-from services.storage.workspace_index import WorkspaceIndex
+from services.storage.vector_store import one_line, unavailable_text
+from services.storage.workspace_index import CATALOG_FILE, WorkspaceIndex
 
 FULL_ID_CHECK = 50_000  # up to this many chunks every vector id is compared; above, a sample
 SAMPLE = 2_000
@@ -32,10 +38,11 @@ class Integrity:
     sampled: bool = False
     repair_paths: frozenset[str] = frozenset()  # files whose chunks lack vectors
     keywords: str = ""  # what is wrong with the keyword index, if anything
+    unavailable: str = ""  # a part cannot be read now (no proof of damage): the one line to show
 
     @property
     def unreadable(self) -> bool:
-        """Parts that cannot be read or are gone: only a rebuild repairs them."""
+        """Parts proven corrupt or gone: only a rebuild repairs them."""
         return bool(self.catalog_unreadable or self.store_missing or self.store_unreadable)
 
     @property
@@ -57,7 +64,10 @@ class Integrity:
         return found
 
     def message(self) -> str:
-        """"damaged: 9 chunks without vectors; run `index` to repair it" ("" when sound)."""
+        """"damaged: 9 chunks without vectors; run `index` to repair it", or the `unavailable` line ("" when
+        sound)."""
+        if self.unavailable:
+            return self.unavailable
         if not self.damaged:
             return ""
         return "damaged: " + "; ".join(self.problems()) + ". Run `knowledge-explorer index` to repair it"
@@ -74,22 +84,49 @@ def check(index: WorkspaceIndex, full: bool = False) -> Integrity:
         if catalog.get_meta("index_format", "1") != INDEX_FORMAT:
             return SOUND  # an older layout, not damage: health reads what it can, `index` rebuilds it
         vids = catalog.vector_ids()
-    except sqlite3.DatabaseError as error:
-        return Integrity(catalog_unreadable=one_line(error))
+    except (sqlite3.Error, OSError) as error:
+        proof = _proof(error, [index.folder / CATALOG_FILE])
+        if proof is None:
+            return Integrity(unavailable=unavailable_text("the manifest", error, index.folder / CATALOG_FILE))
+        return Integrity(catalog_unreadable=proof)
     if not index.chroma_url and not index.chroma_path.exists():
         return Integrity(store_missing=bool(vids))
     try:
         index.projection()
+    except OSError as error:  # cannot be read now
+        return Integrity(unavailable=unavailable_text("the vector projection", error))
     except Exception as error:  # a garbled projection.npy: the stored vectors cannot be matched
         return Integrity(store_unreadable=f"{index.projection_path.name}: {one_line(error)}")
     try:
         missing, sampled = _missing_vectors(index, vids, full)
-    except Exception as error:  # a garbled chroma.sqlite3 or HNSW file, or a server gone
-        log.warning("the vector store of %s cannot be read", index.root, exc_info=True)
+    except faults.ProvenDamage as error:  # the HNSW files fail their structure check
         return Integrity(store_unreadable=one_line(error))
+    except Exception as error:  # a garbled chroma.sqlite3, a full disk, no file handle, a lock, a server gone
+        log.warning("the vector store of %s cannot be read", index.root, exc_info=True)
+        files = [] if index.chroma_url else [index.chroma_path / "chroma.sqlite3"]
+        proof = _proof(error, files)
+        if proof is None:
+            return Integrity(unavailable=unavailable_text("the vector store", error, files[0] if files else None))
+        return Integrity(store_unreadable=proof)
     paths = frozenset(catalog.paths_of_vectors(missing)) if missing and not sampled else frozenset()
-    return Integrity(missing_vectors=len(missing), sampled=sampled, repair_paths=paths,
-                     keywords=_keyword_problem(index, full or len(vids) <= FULL_ID_CHECK))
+    keywords = _keyword_problem(index, full or len(vids) <= FULL_ID_CHECK)
+    if keywords.startswith(("unavailable: ", "busy: ")):
+        return Integrity(unavailable=keywords)
+    return Integrity(missing_vectors=len(missing), sampled=sampled, repair_paths=paths, keywords=keywords)
+
+
+def _proof(error: BaseException, files: list) -> str | None:
+    """Why a part that failed to read is damaged, proven: SQLite itself calls it corrupt, or one of its
+    files fails the structure check. None when nothing is proven (it cannot be read now, or it reads whole
+    and the failure was something else): then it is unavailable, never damaged."""
+    if faults.transient(error) and not faults.names_damage(error):
+        return None
+    found = faults.proven_problem(files)
+    if found:
+        return one_line(error) if faults.names_damage(error) else found
+    if faults.names_damage(error):  # SQLite says so itself, and the check could not run or passed
+        return one_line(error) if found == "" else None
+    return None
 
 
 def _missing_vectors(index: WorkspaceIndex, vids: list[str], full: bool) -> tuple[list[str], bool]:
@@ -115,4 +152,6 @@ def _keyword_problem(index: WorkspaceIndex, verify: bool) -> str:
         return index.catalog().keyword_problem(verify)
     except sqlite3.DatabaseError as error:
         log.warning("the keyword index of %s cannot be read", index.root, exc_info=True)
+        if faults.transient(error) and not faults.names_damage(error):
+            return unavailable_text("the manifest's keyword index", error, index.folder / CATALOG_FILE)
         return f"the keyword index cannot be read ({one_line(error)})"

@@ -19,6 +19,10 @@ never leave a half-written row that is served (SQLite rolls an unfinished transa
 blob is not `dimensions` float32s is ignored all the same). Vectors are committed here before they are
 written to a workspace's vector store. The cache is an accelerator only: when it cannot be read or
 written, the run embeds as it would without it and the log says why.
+
+Nothing shared is trusted blindly: each row carries a checksum of its space, key and vector, checked on
+every read (so `index --full` too). A row that fails it (rewritten behind the cache's back, or a row from
+before checksums) is never served: it is dropped, and its text embedded and stored again.
 """
 
 from __future__ import annotations
@@ -40,12 +44,20 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS spaces (
     id INTEGER PRIMARY KEY, identity TEXT NOT NULL UNIQUE, dimensions INTEGER NOT NULL, created_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS vectors (
-    id INTEGER PRIMARY KEY, space INTEGER NOT NULL, text_hash BLOB NOT NULL, vector BLOB NOT NULL);
+    id INTEGER PRIMARY KEY, space INTEGER NOT NULL, text_hash BLOB NOT NULL, vector BLOB NOT NULL,
+    checksum BLOB);
 CREATE UNIQUE INDEX IF NOT EXISTS vectors_key ON vectors (space, text_hash);
 """
+CHECKSUM_BYTES = 8
 # A rowid table (not WITHOUT ROWID, whose rows over ~1 KB spill to overflow pages) on 16 KiB pages: a
 # 384-dimension vector (1,536 bytes) then takes about 1.6 KB on disk instead of 4.7 KB.
 PAGE_SIZE = 16384
+
+
+def checksum(space: int, key: bytes, vector: bytes) -> bytes:
+    """A row's checksum: BLAKE2b-64 over its space, its text's hash and its vector's bytes. A row whose
+    vector (or key) was rewritten behind the cache's back no longer matches it, and is never served."""
+    return hashlib.blake2b(space.to_bytes(8, "little") + key + vector, digest_size=CHECKSUM_BYTES).digest()
 
 
 def text_hash(text: str) -> bytes:
@@ -61,6 +73,7 @@ class VectorCache:
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self.problem = ""  # why the cache is not used (it could not be opened); "" when it is fine
+        self.dropped = 0  # rows that failed their checksum, dropped (and embedded again) by this process
 
     def _connect(self) -> sqlite3.Connection:
         if self._db is None:
@@ -71,6 +84,8 @@ class VectorCache:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")  # WAL: a crash loses at most the last commits, never consistency
                 db.executescript(SCHEMA)
+                if "checksum" not in {row[1] for row in db.execute("PRAGMA table_info(vectors)")}:
+                    db.execute("ALTER TABLE vectors ADD COLUMN checksum BLOB")  # a cache from before checksums
             except sqlite3.DatabaseError:
                 db.close()
                 raise
@@ -98,23 +113,44 @@ class VectorCache:
 
         def read(db: sqlite3.Connection) -> dict[int, np.ndarray]:
             found: dict[bytes, np.ndarray] = {}
+            bad: list[bytes] = []
             unique = list(dict.fromkeys(hashes))
             for start in range(0, len(unique), LOOKUP_BATCH):
                 part = unique[start:start + LOOKUP_BATCH]
-                rows = db.execute(f"SELECT text_hash, vector FROM vectors WHERE space = ? AND text_hash IN "
-                                  f"({','.join('?' * len(part))})", (space, *part)).fetchall()
-                for key, blob in rows:
-                    if len(blob) == 4 * dimensions:  # anything else is not a vector of this space
+                rows = db.execute(f"SELECT text_hash, vector, checksum FROM vectors WHERE space = ? AND text_hash "
+                                  f"IN ({','.join('?' * len(part))})", (space, *part)).fetchall()
+                for key, blob, stored in rows:
+                    if len(blob) == 4 * dimensions and stored == checksum(space, key, blob):
                         found[key] = np.frombuffer(blob, dtype=np.float32)
+                    else:  # not a vector of this space, or not the one written: dropped, embedded again
+                        bad.append(key)
+            if bad:
+                log.warning("the shared vector cache %s: %d rows failed their checksum; dropped, embedded again",
+                            self.path, len(bad))
+                self._drop(db, space, bad)
+                self.dropped += len(bad)
             return {i: found[h] for i, h in enumerate(hashes) if h in found}
 
         return self._guarded("read", read, {})
+
+    def _drop(self, db: sqlite3.Connection, space: int, keys: list[bytes]) -> None:
+        """Delete rows that failed a check (the caller embeds their texts again and stores them anew)."""
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany("DELETE FROM vectors WHERE space = ? AND text_hash = ?", [(space, k) for k in keys])
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
 
     def put(self, space: int | None, texts: list[str], vectors: np.ndarray) -> None:
         """Store the encoder's vectors of `texts`, all in one transaction."""
         if space is None or not texts:
             return
-        rows = [(space, text_hash(t), np.asarray(v, dtype=np.float32).tobytes()) for t, v in zip(texts, vectors)]
+        rows = []
+        for text, vector in zip(texts, vectors):
+            key, blob = text_hash(text), np.asarray(vector, dtype=np.float32).tobytes()
+            rows.append((space, key, blob, checksum(space, key, blob)))
 
         def write(db: sqlite3.Connection) -> None:
             db.execute("BEGIN IMMEDIATE")
@@ -127,8 +163,15 @@ class VectorCache:
 
         self._guarded("write", write, None)
 
+    def forget(self, space: int | None, texts: list[str]) -> None:
+        """Drop the rows of `texts` (they failed a check against the encoder)."""
+        if space is None or not texts:
+            return
+        self._guarded("write", lambda db: self._drop(db, space, [text_hash(t) for t in texts]), None)
+
     def _insert(self, db: sqlite3.Connection, rows: list[tuple]) -> None:
-        db.executemany("INSERT OR IGNORE INTO vectors (space, text_hash, vector) VALUES (?, ?, ?)", rows)
+        db.executemany("INSERT OR IGNORE INTO vectors (space, text_hash, vector, checksum) VALUES (?, ?, ?, ?)",
+                       rows)
 
     def count(self, space: int | None = None) -> int:
         """Vectors held (in one space, or in all)."""

@@ -21,8 +21,9 @@ import numpy as np
 from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.config import Settings as ChromaSettings
 
+from services.storage import faults
 from services.storage.catalog import vector_id
-from services.core.errors import IndexStoreError, KnowledgeError
+from services.core.errors import IndexStoreError, IndexUnavailable, KnowledgeError
 from services.core.models import Chunk
 
 
@@ -59,11 +60,27 @@ def one_line(error: BaseException, limit: int = 160) -> str:
 
 
 def unreadable(error: Exception) -> IndexStoreError:
-    """A failed read of the vector store, as one line that says what to do."""
+    """A failed read of the vector store, as one line that says what to do: a passing fault (a full disk,
+    no file handle left, a lock) is "unavailable", and says that nothing was changed."""
     if isinstance(error, KnowledgeError):
         return error
+    if faults.transient(error):
+        return IndexUnavailable(unavailable_text("the vector store", error))
     return IndexStoreError(f"the vector store cannot be read ({one_line(error)}). Run `knowledge-explorer "
                            "index` to repair it (it rebuilds the store when it must).")
+
+
+def unavailable_text(part: str, error: BaseException, path: Path | None = None) -> str:
+    """"unavailable: the manifest cannot be read now (disk I/O error); ..." or "busy: ... (held by pid N)"
+    for a lock another process holds on `path`."""
+    if isinstance(error, IndexUnavailable):  # said already
+        return str(error)
+    if faults.busy(error):
+        held = faults.held_by(path) if path else ""
+        return (f"busy: {part} is locked by another process{held} ({one_line(error)}); nothing was changed: "
+                "try again once it lets go")
+    return (f"unavailable: {part} cannot be read now ({one_line(error)}); nothing was changed: try again once "
+            "that is fixed (disk space, open-file limit, permissions)")
 
 
 HNSW_HEADER = struct.Struct("<i6QiI3QdQ")  # chroma-hnswlib's header.bin: version, then hnswlib's header
@@ -72,11 +89,16 @@ HNSW_HEADER = struct.Struct("<i6QiI3QdQ")  # chroma-hnswlib's header.bin: versio
 def hnsw_problem(chroma_path: Path) -> str:
     """What is wrong with the HNSW files of an embedded store, "" when they hold together. Chroma's
     native code trusts these files and crashes the process (SIGSEGV) on a garbled one, so they are
-    checked before Chroma opens them: the header against the file sizes, every level-0 link in range."""
+    checked before Chroma opens them: the header against the file sizes, every level-0 link in range.
+    Raises OSError when they cannot be read now (a full disk, no file handle left)."""
     for header in sorted(chroma_path.glob("*/header.bin")):
         try:
             problem = _hnsw_segment_problem(header.parent)
-        except (OSError, ValueError, struct.error) as error:
+        except OSError as error:
+            if faults.transient(error):  # it cannot be read now: no proof of anything
+                raise
+            problem = one_line(error)
+        except (ValueError, struct.error) as error:
             problem = one_line(error)
         if problem:
             return f"{header.parent.name}: {problem}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import sqlite3
 import threading
@@ -12,6 +13,7 @@ import numpy as np
 
 from services.storage.catalog import FORMAT_CHANGES, INDEX_FORMAT, Catalog
 from services.core.errors import IndexMissingError, IndexStoreError, WorkspaceError
+from services.storage.faults import ProvenDamage, require_unlocked
 from services.storage.history_store import HISTORY_FILE, CommitIndex, HistoryState, HistoryStore
 from services.storage.keyword_index import KeywordIndex
 from services.core.models import Chunk
@@ -21,6 +23,7 @@ from services.storage.vector_store import VectorStore, forget_client, hnsw_probl
 CATALOG_FILE = "manifest.sqlite"
 OLD_KEYWORD_FOLDERS = ("bm25", "bm25.new")  # the BM25 files (bm25s) before the keyword table in the catalogue
 PROJECTION_FILE = "projection.npy"
+ASIDE_FOLDER = "aside"  # in the data dir: old indexes a rebuild keeps until the new one is verified
 
 
 def workspace_root(workspace: str | Path) -> Path:
@@ -82,10 +85,15 @@ class WorkspaceIndex:
 
     def store(self) -> VectorStore:
         if self._store is None:
-            problem = "" if self.chroma_url else hnsw_problem(self.chroma_path)
+            if not self.chroma_url:  # Chroma would wait on another process's lock without end
+                require_unlocked(self.chroma_path / "chroma.sqlite3", "the vector store (chroma.sqlite3)")
+            try:
+                problem = "" if self.chroma_url else hnsw_problem(self.chroma_path)
+            except OSError as error:  # cannot be read now (e.g. no file handle left)
+                raise unreadable(error) from error
             if problem:  # Chroma would crash the process on it
-                raise IndexStoreError(f"the vector store's search index cannot be read ({problem}). Run "
-                                      "`knowledge-explorer index` to rebuild it.")
+                raise ProvenDamage(f"the vector store's search index cannot be read ({problem}). Run "
+                                   "`knowledge-explorer index` to rebuild it.")
             try:
                 client = make_client(None if self.chroma_url else self.chroma_path, self.chroma_url)
             except Exception as error:  # a garbled chroma.sqlite3 fails here
@@ -201,12 +209,38 @@ class WorkspaceIndex:
         if not self.chroma_url:
             forget_client(self.chroma_path)
 
-    def wipe(self) -> None:
-        """Delete everything of this workspace's index (for a full rebuild)."""
-        if self.chroma_url:
+    @property
+    def aside(self) -> Path:
+        """Where a rebuild keeps the old index until the new one is complete and verified."""
+        return self.folder.parent.parent / ASIDE_FOLDER / self.key
+
+    def set_aside(self) -> bool:
+        """Start a rebuild from nothing, the old index moved aside (never deleted in place: a rebuild that
+        fails puts it back, one that completes removes it). True when this call moved it; False when an
+        earlier rebuild's old index is aside already (the folder then holds that rebuild's unfinished
+        output, which is removed: the original stays aside)."""
+        if self.chroma_url:  # a server's collection cannot be moved: it is dropped, as before
             self.store().drop()
         self.reset_handles()
+        if self.aside.exists():
+            shutil.rmtree(self.folder, ignore_errors=True)
+            return False
+        if not self.folder.exists():
+            return False
+        self.aside.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(self.folder, self.aside)
+        return True
+
+    def restore_aside(self) -> None:
+        """Put the old index back in place of an unfinished rebuild (the rebuild failed)."""
+        self.reset_handles()
         shutil.rmtree(self.folder, ignore_errors=True)
+        os.replace(self.aside, self.folder)
+        self.reset_handles()
+
+    def drop_aside(self) -> None:
+        """The rebuilt index is complete and verified: the old one goes."""
+        shutil.rmtree(self.aside, ignore_errors=True)
 
     def size_bytes(self) -> int:
         if not self.folder.exists():

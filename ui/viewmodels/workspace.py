@@ -71,6 +71,8 @@ def health_offer(health: IndexHealth, paused: bool = False) -> Offer | None:
         return Offer(INFO, f"Empty folder: {health.message}.")
     if health.state == "damaged":  # `index` repairs it: re-embeds what lacks vectors, rebuilds what is unreadable
         return Offer(ERROR, health.message or "The index is damaged.", INDEX, "Repair index")
+    if health.state == "unavailable":  # it cannot be read now: nothing to repair, it passes
+        return Offer(ERROR, health.message)
     if health.state == "failed":
         return Offer(ERROR, f"The last index run failed: {health.last_error}", INDEX, "Index again")
     if health.state == "interrupted":
