@@ -499,6 +499,7 @@ def multi_query_text(result) -> str:
                      f"{r.chunk.path}:{r.chunk.start_line}-{r.chunk.end_line}  {r.chunk.kind} "
                      f"{r.chunk.qualified_name or r.chunk.symbol}" + (f"  [{r.stale}]" if r.stale else ""))
     lines.extend(f"(not reranked in {hit_name(result, w)}: {why})" for w, why in result.fallback_reasons.items())
+    lines.extend(f"warning, {hit_name(result, w)}: {why}" for w, why in result.warnings.items())
     lines.append(f"(total {result.timings_ms.get('total', 0.0):.1f} ms)")
     return "\n".join(lines)
 
@@ -513,6 +514,8 @@ def hit_name(result, workspace: str) -> str:
 def query_text(result) -> str:
     lines = [f"{result.question!r} with {result.strategy}"
              + (f" (fell back to the original ranking: {result.fallback_reason})" if result.fallback_reason else "")]
+    if result.warning:
+        lines.append(f"warning: {result.warning}")
     if result.reading_note:
         lines.append(f"({result.reading_note})")
     for r in result.results:

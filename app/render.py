@@ -35,7 +35,7 @@ OUTPUTS: dict[str, Any] = {
 # What MCP's tools return: fields of the JSON above (True: the whole value; "__all__": every list item).
 SEARCH_FIELDS = {
     "question": True, "strategy": True, "reranked": True, "fallback_reason": True,
-    "reading": True, "reading_note": True,
+    "reading": True, "reading_note": True, "warning": True,
     "results": {"__all__": {
         "rank": True, "score": True, "original_rank": True, "original_score": True, "stale": True,
         "chunk": {"path": True, "start_line": True, "end_line": True, "symbol": True, "qualified_name": True,
@@ -51,7 +51,7 @@ FILES_FIELDS = {
     }},
 }
 SEARCH_MANY_FIELDS = {
-    "question": True, "strategy": True, "workspaces": True, "searched": True, "fallback_reasons": True,
+    "question": True, "strategy": True, "workspaces": True, "searched": True, "fallback_reasons": True, "warnings": True,
     "results": {"__all__": {
         "workspace": True, "name": True, "rank": True, "fused_score": True,
         "result": SEARCH_FIELDS["results"]["__all__"],

@@ -256,6 +256,7 @@ class QueryResult:
     chunks_with_vectors: int | None = None  # of total_chunks_searched, those with a vector (None: all)
     reading: str = "question"  # how the question was read: "name", "dotted", "path" (navigation) or "question"
     reading_note: str = ""  # e.g. "read as name `Store`: 2 definitions first", "no definition named `x` …"
+    warning: str = ""  # what makes this answer untrustworthy, e.g. a vector store that lost its vectors
 
 
 @dataclass(frozen=True)
@@ -339,6 +340,7 @@ class MultiQueryResult:
     results: list[WorkspaceHit]  # merged, cut to top_k
     searched: dict[str, int]  # workspace -> results it returned (above its threshold)
     fallback_reasons: dict[str, str] = field(default_factory=dict)  # workspace -> why not reranked, when so
+    warnings: dict[str, str] = field(default_factory=dict)  # workspace -> its answer's warning, when it has one
     timings_ms: dict[str, float] = field(default_factory=dict)  # "total", and each workspace's total
 
 

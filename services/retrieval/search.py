@@ -103,6 +103,8 @@ class Searcher:
         result = replace(result, reading=reading.kind, reading_note=steps.reading_note(reading, definitions))
         if total > self.index.catalog().counts()[1]:  # a run is embedding: only committed chunks have vectors
             result = replace(result, chunks_with_vectors=self.index.catalog().counts()[1])
+        if not semantic and not self.index.running:
+            result = self.check_vectors(result)
         return self.mark_stale(result if top else self.explain_empty(result, vector, options, pool))
 
     def candidates(self, question: str, vector, options: QueryOptions, pool: int,
@@ -139,6 +141,18 @@ class Searcher:
             if missing else {}
         unseen = [Candidate(c, cosines.get(c.id, 0.0), cosines.get(c.id, 0.0), None) for c in missing]
         return reading, found, unseen
+
+    def check_vectors(self, result: QueryResult) -> QueryResult:
+        """No vector candidate at all: when the store holds fewer vectors than the catalogue has chunks
+        (a store emptied or lost), the answer says so instead of passing for an empty one."""
+        catalogued = self.index.catalog().counts()[1]
+        stored = self.index.store().count()
+        if stored >= catalogued:
+            return result
+        return replace(result, chunks_with_vectors=stored,
+                       warning=f"the vector store holds {stored:,} vectors for {catalogued:,} indexed chunks: "
+                               "its vectors are missing, so only keyword and name matches can answer; "
+                               "a full rebuild (`index --full`) restores them")
 
     def keyword_cosines(self, vector, keyword: list[Candidate]) -> dict[str, float]:
         """Cosines of keyword-only hits, from their stored vectors (the threshold rule needs them)."""

@@ -41,6 +41,8 @@ def summary_text(result: QueryResult, filters: str) -> str:
         summary += f"{result.chunks_above_threshold} above threshold of {result.total_chunks_searched:,} chunks"
     else:
         summary += f"{result.chunks_above_threshold} above threshold · {searched_text(result)}"
+    if result.warning:
+        summary = f"Warning: {result.warning} · " + summary
     if result.fallback_reason:
         summary += f" · not reranked: {result.fallback_reason}"
     if filters:
@@ -62,6 +64,8 @@ def empty_result_text(result: QueryResult, filters: str) -> str:
     if removed.get("threshold"):
         parts.append(f"{removed['threshold']} candidates scored below the relevance threshold")
     text = "No results: " + ("; ".join(parts) if parts else "nothing in the index matched") + "."
+    if result.warning:
+        text = f"No results: {result.warning}."
     closest = result.below_threshold
     if closest is not None:
         name = closest.chunk.qualified_name or closest.chunk.path
