@@ -166,7 +166,11 @@ async def main() -> None:
         note += ("; file answers (find_files) over every file the app indexes in the snapshot (Python there), "
                  "each query's `before` cutting the history; the file-level weights are the mean of both "
                  "repositories' tunings, so these figures are not out of sample (benchmarks/file_level.py's are)")
-    record(f"app_eval_{args.set}", table, settings={"strategies": args.strategies, "top_k": 100,
+    if args.set == "names":
+        note = ("the app's own pipeline and defaults (KnowledgeService, real model, onnx-int8), top_k 10; each name "
+                "judged by its definition's chunk (path::name); cross-encoder has no weights here and falls back")
+    record(f"app_eval_{args.set}", table, settings={"strategies": args.strategies,
+                                                    "top_k": 10 if args.set == "names" else 100,
                                                     "engine": engine_settings(settings)}, note=note)
 
 
