@@ -86,6 +86,18 @@ def assert_readable(window, whole_names: bool = True) -> None:
 
 
 @pytest.mark.slow
+def test_the_window_draws_with_the_fonts_the_project_ships(window):
+    """Text, code and paths use DejaVu from resources/fonts, whatever fonts fontconfig would pick on
+    this machine (Noto or URW where installed), so the window's size is the same everywhere."""
+    from PySide6.QtGui import QFontInfo
+
+    from ui.theme import MONO, SANS
+
+    assert QFontInfo(window.query_bar.font()).family() == SANS
+    assert QFontInfo(window.code.editor.font()).family() == MONO
+    assert QFontInfo(window.code.editor.font()).fixedPitch()
+
+
 def test_at_1024x700_and_at_the_minimum_size_names_and_why_rows_stay_readable(qtbot, window):
     window.resize(1024, 700)
     ask(qtbot, window, "save a note to disk", "hybrid")
