@@ -247,6 +247,7 @@ class QueryResult:
     removed: dict[str, int] = field(default_factory=dict)
     below_threshold: ResultChunk | None = None
     chunks_with_vectors: int | None = None  # of total_chunks_searched, those with a vector (None: all)
+    question_note: str = ""  # a long question: its length against the limit, and how it was reduced
 
 
 @dataclass(frozen=True)
@@ -306,6 +307,7 @@ class FileAnswer:
     history: str = ""  # "12 commits" used, or why none ("not a git repository")
     before: int | None = None  # commits at or after this unix time were ignored
     timings_ms: dict[str, float] = field(default_factory=dict)
+    question_note: str = ""  # as QueryResult's
 
 
 @dataclass(frozen=True)
@@ -331,3 +333,4 @@ class MultiQueryResult:
     searched: dict[str, int]  # workspace -> results it returned (above its threshold)
     fallback_reasons: dict[str, str] = field(default_factory=dict)  # workspace -> why not reranked, when so
     timings_ms: dict[str, float] = field(default_factory=dict)  # "total", and each workspace's total
+    question_note: str = ""  # as QueryResult's

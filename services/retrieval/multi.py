@@ -51,4 +51,5 @@ def merge(question: str, strategy: str, answers: list[tuple[str, QueryResult]], 
     timings = {"total": round(total_ms, 1)} | {w: r.timings_ms.get("total", 0.0) for w, r in answers}
     return MultiQueryResult(question, strategy, [w for w, _ in answers], merged,
                             {w: len(r.results) for w, r in answers},
-                            {w: r.fallback_reason for w, r in answers if r.fallback_reason}, timings)
+                            {w: r.fallback_reason for w, r in answers if r.fallback_reason}, timings,
+                            next((r.question_note for _, r in answers if r.question_note), ""))

@@ -95,6 +95,7 @@ class Searcher:
         result = steps.assemble(question, options, steps.to_results(top, contexts),
                                 steps.to_results(original, contexts), total, len(kept),
                                 was_reranked, fallback, stages, steps.pool_seen(request))
+        result = replace(result, question_note=steps.reduction_note(question, options.strategy, self.settings))
         if total > self.index.catalog().counts()[1]:  # a run is embedding: only committed chunks have vectors
             result = replace(result, chunks_with_vectors=self.index.catalog().counts()[1])
         return self.mark_stale(result if top else self.explain_empty(result, vector, options, pool))

@@ -32,9 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
+from services.core.batching import batches, marks
+
 log = logging.getLogger(__name__)
 CACHE_FILE = "vector-cache.sqlite"
-LOOKUP_BATCH = 500  # hashes per SELECT (SQLite's variable limit is 32,766; this keeps statements small)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS spaces (
@@ -99,10 +100,9 @@ class VectorCache:
         def read(db: sqlite3.Connection) -> dict[int, np.ndarray]:
             found: dict[bytes, np.ndarray] = {}
             unique = list(dict.fromkeys(hashes))
-            for start in range(0, len(unique), LOOKUP_BATCH):
-                part = unique[start:start + LOOKUP_BATCH]
+            for part in batches(unique):
                 rows = db.execute(f"SELECT text_hash, vector FROM vectors WHERE space = ? AND text_hash IN "
-                                  f"({','.join('?' * len(part))})", (space, *part)).fetchall()
+                                  f"({marks(len(part))})", (space, *part)).fetchall()
                 for key, blob in rows:
                     if len(blob) == 4 * dimensions:  # anything else is not a vector of this space
                         found[key] = np.frombuffer(blob, dtype=np.float32)
