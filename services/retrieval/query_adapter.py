@@ -331,7 +331,7 @@ def read_vectors(context: StrategyContext, chunks, positives: list[np.ndarray], 
     """(docs, groups, positives renumbered into docs): the stored vectors of every positive chunk and of
     other chunks drawn at random, `budget` in all (every chunk when the index holds no more), each chunk's
     file number, and each positive set cut to the chunks that have a vector. Reads at most `budget`
-    vectors, whatever the size of the index."""
+    vectors (or the positives alone, when they are more), whatever the size of the index."""
     wanted = set(np.concatenate(positives).tolist()) if positives else set()
     room = max(0, budget - len(wanted))
     if len(chunks) - len(wanted) <= room:
