@@ -38,7 +38,8 @@ def add_eval_parser(subparsers, parents: list[argparse.ArgumentParser] | None = 
     parser.add_argument("--level", choices=("chunk", "file"), default="chunk",
                         help="rank chunks (default) or files (find_files: judged by path; a query's optional "
                              "'before', a unix time, makes history ignore commits at or after it)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table (a strategy that "
+                        "fails is reported under 'failed' with its error, the others are measured; exit status 1)")
     return parser
 
 
@@ -129,4 +130,6 @@ async def run_eval_command(args, service) -> int:
         print(json.dumps(report.to_json(), indent=2))
     else:
         print(format_table(report))
-    return 0
+    for name, error in report.failed.items():
+        _say(f"eval: strategy {name} failed: {error}")
+    return 1 if report.failed else 0  # the report is whole; 1 says a strategy in it failed

@@ -39,6 +39,16 @@ def indexed_sample(root: Path):
     service.close()
 
 
+@pytest.fixture(scope="session")
+def qapp(qapp):
+    """pytest-qt's QApplication with the app's theme and the fonts the project ships (resources/fonts),
+    so window sizes and layouts are the same whatever fonts this machine has."""
+    from ui.theme import apply_theme
+
+    apply_theme(qapp)
+    return qapp
+
+
 @pytest.fixture
 def workspace(tmp_path) -> Path:
     return copy_sample(tmp_path / "workspace")

@@ -282,6 +282,40 @@ async def test_eval_on_a_workspace_with_labelled_symbols(service, tmp_path, caps
     assert data["strategies"]["none"]["mrr@10"] == 1.0
 
 
+@pytest.mark.slow
+async def test_eval_reports_a_failing_strategy_as_failed_and_measures_the_others(service, tmp_path, capsys,
+                                                                                 monkeypatch):
+    """A strategy whose code raises (as `tuned` did on sympy: "too many SQL variables") is reported with its
+    error; `none` and `rrf` are still measured, in the table and in JSON, and the exit status says so."""
+    from app.eval_command import run_eval_command
+    from services.retrieval.strategies import base
+
+    class Crashing(base.BaseStrategy):  # a real strategy in the real engine, whose reranking raises
+        name, label, description = "crashing", "Crashing", "raises on every question"
+
+        def rerank(self, request):
+            raise RuntimeError("too many SQL variables")
+
+    monkeypatch.setitem(base._REGISTRY, "crashing", Crashing)  # registered for this test only
+    corpus, queries, qrels = tmp_path / "corpus.jsonl", tmp_path / "queries.jsonl", tmp_path / "qrels.tsv"
+    corpus.write_text("".join(json.dumps({"id": i, "code": c, "language": "python"}) + "\n" for i, c in CORPUS))
+    queries.write_text("".join(json.dumps({"id": q, "text": t}) + "\n" for q, t, _ in QUERIES))
+    qrels.write_text("query_id\tdoc_id\trelevance\n" + "".join(f"{q}\t{d}\t1\n" for q, _, d in QUERIES))
+    args = ("--queries", str(queries), "--qrels", str(qrels), "--corpus", str(corpus), "--strategies", "crashing,rrf")
+
+    assert await run_eval_command(_eval_args(*args, "--json"), service) == 1
+    out = capsys.readouterr()
+    data = json.loads(out.out)
+    assert set(data["strategies"]) == {"none", "rrf"} and data["queries"] == 4
+    assert data["strategies"]["rrf"]["mrr@10"] > 0 and data["recommended"]["strategy"] in ("none", "rrf")
+    assert data["failed"] == {"crashing": "RuntimeError: too many SQL variables"}
+    assert "eval: strategy crashing failed: RuntimeError: too many SQL variables" in out.err
+
+    assert await run_eval_command(_eval_args(*args), service) == 1
+    table = capsys.readouterr().out
+    assert "| rrf |" in table and "crashing: FAILED (RuntimeError: too many SQL variables)" in table
+
+
 async def test_eval_explains_bad_input(service, tmp_path, capsys):
     from app.eval_command import run_eval_command
     queries = tmp_path / "queries.jsonl"

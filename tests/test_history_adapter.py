@@ -58,6 +58,29 @@ def test_history_pairs_use_only_commits_before_the_cut_off_and_skip_mass_edits(h
     assert [chunks[r].path for r in rows] == ["parser.py"]
 
 
+def test_history_training_reads_a_bounded_number_of_vectors_whatever_the_index_s_size():
+    """The newest commits' chunks fill at most half the budget, random other chunks the rest."""
+    import numpy as np
+
+    pairs = [(f"commit {n}", np.arange(n * 100, n * 100 + 100)) for n in range(400)]  # 100 chunks a commit
+    kept = adapters.within_budget(pairs, budget=1_000)
+    assert [m for m, _ in kept] == [f"commit {n}" for n in range(5)]
+
+    class Index:  # stands in for the StrategyContext's vector read (the real one: tests/test_scale.py)
+        asked: list[str] = []
+
+        def embeddings(self, ids):
+            self.asked.extend(ids)
+            return {i: [1.0, 0.0] for i in ids}
+
+    chunks = [_Chunk(f"c{n}", f"f{n // 100}.py") for n in range(40_000)]
+    index = Index()
+    docs, groups, positives = adapters.read_vectors(index, chunks, [rows for _, rows in kept], budget=1_000)
+    assert len(index.asked) == len(docs) == 1_000 and {f"c{n}" for n in range(500)} <= set(index.asked)
+    assert positives[0].tolist() == list(range(100)) and index.asked[:100] == [f"c{n}" for n in range(100)]
+    assert len(set(groups.tolist())) > 5  # other files' chunks too
+
+
 @pytest.mark.slow
 async def test_tuned_learns_from_the_history_and_respects_each_question_s_cut_off(history_repo, tmp_path):
     service = KnowledgeService(data_dir=tmp_path / "data")

@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from app.server import build_app
+from services.core.messages import MAX_QUESTION_CHARS
 from services.engine.service import KnowledgeService
 from services.transport.remote import RemoteEngine
 from services.transport.roots import record_owner_folder
@@ -111,7 +112,7 @@ async def test_mcp_refuses_unregistered_and_system_folders_and_applies_rest_limi
                                     ("index_status", {"workspace": "/etc"})]:
                 refused = await mcp.call_tool(tool, arguments)
                 assert refused.is_error and "registered on this server" in refused.content[0].text, tool
-            for arguments, words in [({"question": "x" * 120_000}, "at most 2000 characters"),
+            for arguments, words in [({"question": "x" * 120_000}, f"at most {MAX_QUESTION_CHARS} characters"),
                                      ({"question": "x", "top_k": 1000}, "top_k"),
                                      ({"question": "x", "languages": ["klingon"]}, "Unknown language 'klingon'")]:
                 refused = await mcp.call_tool("search", {"workspace": str(workspace), **arguments})

@@ -12,7 +12,7 @@ from pygments.token import Token
 from pygments.util import ClassNotFound
 from PySide6.QtCore import QRect, QSize, Qt, Signal
 from PySide6.QtGui import (
-    QColor, QFont, QFontDatabase, QPainter, QSyntaxHighlighter, QTextCharFormat,
+    QColor, QFont, QPainter, QSyntaxHighlighter, QTextCharFormat,
     QTextCursor, QTextFormat,
 )
 from PySide6.QtWidgets import (
@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 
 from services.core.models import ResultChunk
 from ui.editor import AUTO, EditorError, open_at_line
+from ui.theme import mono_font
 
 PYGMENTS_STYLE = "default"
 CHUNK_BACKGROUND = QColor("#fff6d5")
@@ -162,9 +163,7 @@ class CodeEditor(QPlainTextEdit):
         super().__init__(parent)
         self.setReadOnly(True)
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
-        font.setPointSizeF(max(font.pointSizeF(), 10.0))
-        self.setFont(font)
+        self.setFont(mono_font())
         self.first_line = 1
         self.marked: tuple[int, int] | None = None  # absolute line numbers, inclusive
         self._gutter = _Gutter(self)

@@ -454,10 +454,12 @@ class CompareView(QWidget):
         table = self.metrics
         table.clear()
         table.clearSpans()
-        table.setRowCount(len(names) + len(report.skipped))
+        notes = {**{n: f"not run: {r}" for n, r in report.skipped.items()},
+                 **{n: f"failed: {e}" for n, e in report.failed.items()}}
+        table.setRowCount(len(names) + len(notes))
         table.setColumnCount(len(head))
         table.setHorizontalHeaderLabels(head)
-        table.setVerticalHeaderLabels([f"★ {n}" if n == best else n for n in names] + list(report.skipped))
+        table.setVerticalHeaderLabels([f"★ {n}" if n == best else n for n in names] + list(notes))
         bold = QFont(table.font())
         bold.setBold(True)
         for row, name in enumerate(names):
@@ -473,8 +475,8 @@ class CompareView(QWidget):
                     cell.setFont(bold)
                 table.setItem(row, col, cell)
         table.resizeColumnsToContents()  # before the spanned "not run" rows, which must not widen a column
-        for row, (name, reason) in enumerate(report.skipped.items(), len(names)):
-            table.setItem(row, 0, QTableWidgetItem(f"not run: {reason}"))
+        for row, note in enumerate(notes.values(), len(names)):
+            table.setItem(row, 0, QTableWidgetItem(note))
             table.setSpan(row, 0, 1, len(head))  # a long reason must not widen the first column
         rows = table.verticalHeader().defaultSectionSize() * min(table.rowCount(), 9)  # 8 strategies and a note
         table.setMinimumHeight(rows + table.horizontalHeader().sizeHint().height() + 2 * table.frameWidth() + 2)

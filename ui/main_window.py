@@ -718,6 +718,8 @@ class MainWindow(QMainWindow):
             clear = "Clear filters" if filters else ""
             self.messages.show_message(empty_result_text(result, filters), INFO,
                                        action_text=clear, action=self.query_bar.clear_filters if clear else None)
+        elif result.question_note:  # a long question: its length against the limit, and how it was read
+            self.messages.show_message(result.question_note[:1].upper() + result.question_note[1:] + ".", INFO)
 
     def _select_first(self) -> None:
         """Select the top result without taking the keyboard focus (it stays where the user is)."""

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
-from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtGui import QBrush, QColor
 
 from services.core.models import QueryResult, ResultChunk
+from ui.theme import mono_font
 from ui.viewmodels.ranking import format_score, location_text, movement, rank_text, symbol_text, why_summary
 
 ORIGINAL = "original"
@@ -66,8 +67,7 @@ class RankingModel(QAbstractTableModel):
         self.legend = ""  # what the reranked scores mean (the strategy's legend), for tooltips
         self.columns = (["#", "Δ"] if side == RERANKED else ["#"]) + [
             "Symbol", "Kind", "Location", "Vector", "Reranked"]
-        self._mono = QFont("monospace")
-        self._mono.setStyleHint(QFont.StyleHint.Monospace)
+        self._mono = mono_font()
 
     # --- data in ---
     def set_result(self, result: QueryResult | None) -> None:

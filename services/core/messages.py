@@ -19,7 +19,15 @@ from services.core.settings import DEFAULT_STRATEGY
 MAX_TOP_K = 100
 MAX_DOCUMENTS = 200
 MAX_DOCUMENT_CHARS = 20_000
-MAX_QUESTION_CHARS = 2_000
+# One limit on a question for every face (CLI, REST, MCP and the window, checked by the engine too): room for a
+# real bug report with its traceback. A long question is reduced to keep answers fast, and its result says how
+# (services.retrieval.query_signals.reduction_note).
+MAX_QUESTION_CHARS = 20_000
+
+
+def question_too_long(length: int) -> str:
+    return (f"The question has {length:,} characters; the limit is {MAX_QUESTION_CHARS:,} "
+            "(enough for a bug report with its traceback). Shorten it.")
 
 TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K)]
 Question = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS)]

@@ -257,6 +257,7 @@ class QueryResult:
     reading: str = "question"  # how the question was read: "name", "dotted", "path" (navigation) or "question"
     reading_note: str = ""  # e.g. "read as name `Store`: 2 definitions first", "no definition named `x` …"
     warning: str = ""  # what makes this answer untrustworthy, e.g. a vector store that lost its vectors
+    question_note: str = ""  # a long question: its length against the limit, and how it was reduced
 
 
 @dataclass(frozen=True)
@@ -316,6 +317,7 @@ class FileAnswer:
     history: str = ""  # "12 commits" used, or why none ("not a git repository")
     before: int | None = None  # commits at or after this unix time were ignored
     timings_ms: dict[str, float] = field(default_factory=dict)
+    question_note: str = ""  # as QueryResult's
 
 
 @dataclass(frozen=True)
@@ -342,6 +344,7 @@ class MultiQueryResult:
     fallback_reasons: dict[str, str] = field(default_factory=dict)  # workspace -> why not reranked, when so
     warnings: dict[str, str] = field(default_factory=dict)  # workspace -> its answer's warning, when it has one
     timings_ms: dict[str, float] = field(default_factory=dict)  # "total", and each workspace's total
+    question_note: str = ""  # as QueryResult's
 
 
 # --- go to file / go to symbol (services/retrieval/goto.py) ---

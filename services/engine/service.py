@@ -29,7 +29,7 @@ from services.retrieval.multi import check_workspaces, merge
 from services.retrieval.search import Searcher
 from services.encoders.embedder import Embedder
 from services.core.errors import IndexUnavailable, KnowledgeError, QueryError, WorkspaceError
-from services.core.messages import DocumentRerankResponse
+from services.core.messages import MAX_QUESTION_CHARS, DocumentRerankResponse, question_too_long
 from services.engine.protocol import ProgressCallback, WatchCallback
 from services.engine.scheduler import RUN, STALE as REPORT_STALE, IndexScheduler
 from services.indexing.health import index_health, stale_files
@@ -289,6 +289,8 @@ class KnowledgeService:
     def _validate(self, question: str, options: QueryOptions) -> None:
         if not isinstance(question, str) or not question.strip():
             raise QueryError("Type a question first: the question is empty.")
+        if len(question) > MAX_QUESTION_CHARS:  # the faces check it first; the window asks the engine directly
+            raise QueryError(question_too_long(len(question)))
         if options.top_k < 1:
             raise QueryError(f"The result count must be at least 1 (got {options.top_k}).")
         self._strategy(options.strategy)

@@ -14,6 +14,7 @@ import asyncio
 import csv
 import hashlib
 import json
+import logging
 import math
 import re
 import time
@@ -21,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from services.core.errors import KnowledgeError
 from services.core.models import Chunk, QueryOptions, QueryResult
 from services.core.settings import DEFAULT_STRATEGY
 
@@ -32,6 +34,7 @@ METRICS: dict[str, str] = {
     "r@10": "recall@10",
     "r@100": "recall@100",
 }
+log = logging.getLogger(__name__)
 BASELINE = "none"
 PRIMARY = "mrr@10"  # the metric a recommendation is based on
 SIGNIFICANCE = 0.05  # a strategy is recommended over `none` only when its gain has p below this
@@ -355,6 +358,7 @@ class EvalReport:
     top_k: int = 100
     level: str = "chunk"  # "chunk": chunks ranked (doc ids from chunks); "file": files ranked (find_files)
     skipped: dict[str, str] = field(default_factory=dict)  # strategy -> why it was not run
+    failed: dict[str, str] = field(default_factory=dict)  # strategy -> the error that stopped it (others went on)
     rankings: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # strategy -> query -> doc ids
     per_query: dict[str, dict[str, float]] = field(default_factory=dict)  # strategy -> query id -> MRR@10
     query_texts: dict[str, str] = field(default_factory=dict)  # query id -> question
@@ -390,6 +394,8 @@ class EvalReport:
                 strat["wins"], strat["ties"], strat["losses"] = self.wins_losses(name)
         if self.skipped:
             data["skipped"] = dict(self.skipped)
+        if self.failed:
+            data["failed"] = dict(self.failed)
         if self.strategies:
             best = self.recommend()
             data["recommended"] = {"strategy": best.strategy, "significant": best.significant,
@@ -488,6 +494,7 @@ async def evaluate(service, queries: Sequence[LabelledQuery], qrels: Qrels, stra
 
     Queries are interleaved across strategies so load changes on the machine hit all of them alike.
     The query cache is bypassed (use_cache=False) so latencies are real. Cancel by cancelling the task.
+    A strategy that raises is left out from then on and reported in `failed` with its error; the others go on.
     """
     if level not in ("chunk", "file"):
         raise ValueError(f"level must be 'chunk' or 'file' (got {level!r})")
@@ -499,24 +506,35 @@ async def evaluate(service, queries: Sequence[LabelledQuery], qrels: Qrels, stra
         raise ValueError("none of the queries has a relevant document in the judgements")
     options = {name: QueryOptions(workspace=str(workspace), top_k=top_k, strategy=name, min_relevance=0.0,
                                   expand_context=False, use_cache=False) for name in strategies}
+    failed: dict[str, str] = {}
     for name in strategies:  # warm-up (model loading), not timed
-        await service.query(judged[0].text, options[name])
+        await _attempt(failed, name, service.query(judged[0].text, options[name]))
     rankings: dict[str, dict[str, list[str]]] = {name: {} for name in strategies}
     reports = {name: StrategyReport(name, {}) for name in strategies}
     total, done = len(judged) * len(strategies), 0
+
+    async def ask(query: LabelledQuery, name: str) -> None:
+        if level == "file":
+            answer = await _attempt(failed, name, _timed_files(service, query, options[name]))
+            ranked, ms, result = (*answer, None) if answer else (None, 0.0, None)
+        else:
+            answer = await _attempt(failed, name, _timed_query(service, query.text,
+                                                               replace(options[name], before=query.before)))
+            result, ms = answer or (None, 0.0)
+            ranked = None if result is None else ranked_doc_ids(query.id, result, doc_id_for)
+        if ranked is None:
+            return
+        rankings[name][query.id] = ranked
+        report = reports[name]
+        report.latencies_ms.append(ms)
+        if result is not None and result.fallback_reason:
+            report.fallbacks += 1
+            report.fallback_reason = result.fallback_reason
+
     for query in judged:
         for name in strategies:
-            if level == "file":
-                rankings[name][query.id], ms = await _timed_files(service, query, options[name])
-                result = None
-            else:
-                result, ms = await _timed_query(service, query.text, replace(options[name], before=query.before))
-                rankings[name][query.id] = ranked_doc_ids(query.id, result, doc_id_for)
-            report = reports[name]
-            report.latencies_ms.append(ms)
-            if result is not None and result.fallback_reason:
-                report.fallbacks += 1
-                report.fallback_reason = result.fallback_reason
+            if name not in failed:
+                await ask(query, name)
             done += 1
             if progress:
                 progress(EvalProgress(done, total, name, query.text))
@@ -524,11 +542,32 @@ async def evaluate(service, queries: Sequence[LabelledQuery], qrels: Qrels, stra
     judged_qrels = {q.id: qrels[q.id] for q in judged}
     if progress:
         progress(EvalProgress(done, total, "", "", "computing"))
+    ran = {name: ranked for name, ranked in rankings.items() if name not in failed}
     # in a thread: ranx's first call compiles with numba and takes seconds
-    report = await asyncio.to_thread(score_rankings, judged_qrels, rankings, reports)
+    report = (await asyncio.to_thread(score_rankings, judged_qrels, ran, {n: reports[n] for n in ran}) if ran
+              else EvalReport({}, len(judged), documents))
     report.documents, report.top_k, report.query_texts = documents, top_k, {q.id: q.text for q in judged}
-    report.level = level
+    report.level, report.failed = level, failed
     return report
+
+
+async def _attempt(failed: dict[str, str], name: str, call):
+    """The awaited `call`, or None with its error noted under `name` in `failed`: one strategy's failure
+    (a crash in its code, a store refusing its request) stops that strategy only; the evaluation goes on."""
+    try:
+        return await call
+    except Exception as error:  # any failure of one strategy; cancelling (BaseException) still stops it all
+        log.warning("eval: strategy %s failed", name, exc_info=True)
+        failed[name] = one_line(error)
+        return None
+
+
+def one_line(error: BaseException) -> str:
+    """The error in one line: its message (with its type unless it is one of the engine's own errors)."""
+    text = " ".join(str(error).split())
+    if not isinstance(error, KnowledgeError):
+        text = f"{type(error).__name__}: {text}" if text else type(error).__name__
+    return text if len(text) <= 300 else text[:299] + "…"
 
 
 def score_rankings(qrels: Qrels, rankings: dict[str, dict[str, list[str]]],
@@ -577,6 +616,8 @@ def format_table(report: EvalReport) -> str:
                          f"({strat.fallback_reason})")
     for name, reason in report.skipped.items():
         lines.append(f"{name}: not run ({reason})")
+    for name, error in report.failed.items():
+        lines.append(f"{name}: FAILED ({error}); the other strategies were measured")
     return "\n".join(lines)
 
 

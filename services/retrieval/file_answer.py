@@ -80,7 +80,8 @@ class FileRanker:
             chunks = tuple(FileChunk(r.chunk.id, r.chunk.start_line, r.chunk.end_line, r.chunk.symbol, r.rank,
                                      r.score) for r in by_path.get(path, [])[:BEST_CHUNKS])
             files.append(RankedFile(path, rank, float(total[i]), original_rank.get(path), chunks, signals))
-        return FileAnswer(result.question, result.strategy, files, original[:max_files], self.history, before)
+        return FileAnswer(result.question, result.strategy, files, original[:max_files], self.history, before,
+                          question_note=result.question_note)
 
 
 def _found(feats: dict[str, np.ndarray], allowed: set[str] | None, paths: list[str]) -> np.ndarray:

@@ -52,4 +52,5 @@ def merge(question: str, strategy: str, answers: list[tuple[str, QueryResult]], 
     return MultiQueryResult(question, strategy, [w for w, _ in answers], merged,
                             {w: len(r.results) for w, r in answers},
                             {w: r.fallback_reason for w, r in answers if r.fallback_reason},
-                            warnings={w: r.warning for w, r in answers if r.warning}, timings_ms=timings)
+                            warnings={w: r.warning for w, r in answers if r.warning}, timings_ms=timings,
+                            question_note=next((r.question_note for _, r in answers if r.question_note), ""))

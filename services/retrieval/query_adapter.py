@@ -2,8 +2,9 @@
 
 The adapter is a d x d matrix W (started at the identity) applied to the question's vector,
 q' = normalise(W q); chunk vectors are untouched, so nothing is re-indexed. It is trained in
-seconds with torch on the labelled questions: a softmax over every chunk of the index (temperature
-`TEMPERATURE`) should put the labelled chunks first, with a penalty on ||W - I||^2 to stay close to
+seconds with torch on the labelled questions: a softmax over the index's chunks (temperature
+`TEMPERATURE`; every chunk up to MAX_VECTORS, else the labelled ones and a random sample: the vectors read
+are bounded whatever the index's size) should put the labelled chunks first, with a penalty on ||W - I||^2 to stay close to
 the plain vector search. Its worth is measured by k-fold cross-validation (each fold scored by an
 adapter trained without it) and stored beside it; the `tuned` strategy is only used when that
 held-out MRR@10 is above the plain vector ranking's on the same questions.
@@ -19,6 +20,8 @@ HISTORY_HELD_OUT of them are held out (a split in time: it learns from older com
 and the adapter is used only when it ranks their files better than the plain vector search (MRR@10). Such
 adapters are kept in memory per (workspace state, cut-off); one trained for an earlier cut-off serves a later
 question up to HISTORY_REUSE_DAYS after it (every commit it learnt from is still before the question).
+On a big repository the commits' chunks fill at most half of MAX_VECTORS (newest commits first) and random
+other chunks the rest, so training reads a bounded number of vectors in bounded time.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ HISTORY_HELD_OUT = 0.2  # the newest share, held out
 HISTORY_NEGATIVES = 3000  # chunks sampled (beside the positives) as the softmax's other candidates
 HISTORY_EPOCHS = 100
 HISTORY_REUSE_DAYS = 90
+MAX_VECTORS = 20_000  # stored vectors read to train and judge an adapter (~30 MB at 384 dimensions), any index size
 
 
 @dataclass(frozen=True)
@@ -218,16 +222,10 @@ def _from_labels(context: StrategyContext) -> tuple[Adapter | None, int]:
         texts, positives = label_positives(load_queries(labels), chunks)
         if len(texts) < MIN_QUERIES:
             return None, len(texts)
-        stored = context.embeddings([c.id for c in chunks])
-        keep = [n for n, c in enumerate(chunks) if c.id in stored]
-        docs = np.asarray([stored[chunks[n].id] for n in keep], dtype=np.float32)
-        renumber = {old: new for new, old in enumerate(keep)}
-        pairs = [(t, np.array([renumber[r] for r in rows if r in renumber])) for t, rows in zip(texts, positives)]
-        texts, positives = [t for t, p in pairs if len(p)], [p for _, p in pairs if len(p)]
+        docs, groups, positives = read_vectors(context, chunks, positives)
+        texts, positives = [t for t, p in zip(texts, positives) if len(p)], [p for p in positives if len(p)]
         if len(texts) < MIN_QUERIES:
             return None, len(texts)
-        paths = {p: n for n, p in enumerate(dict.fromkeys(chunks[n].path for n in keep))}
-        groups = np.array([paths[chunks[n].path] for n in keep])
         adapter = fit(np.asarray(context.encode(texts), dtype=np.float32), positives, docs, groups, stamp)
         adapter.save(path)
         return adapter, len(texts)
@@ -257,7 +255,7 @@ def history_pairs(commits, chunks, before: int | None) -> list[tuple[str, np.nda
 def fit_history(pairs: list[tuple[str, np.ndarray]], queries: np.ndarray, docs: np.ndarray, groups: np.ndarray,
                 stamp: str = "", seed: int = 0) -> Adapter:
     """Train on the older pairs, judge on the newest HISTORY_HELD_OUT (pairs newest first, `queries` their
-    messages' vectors) over every chunk; the softmax sees the positives and HISTORY_NEGATIVES other chunks."""
+    messages' vectors) over the chunks read (read_vectors); the softmax sees the positives and HISTORY_NEGATIVES other chunks."""
     held = max(1, int(len(pairs) * HISTORY_HELD_OUT))
     positives = [rows for _, rows in pairs]
     train_rows = np.unique(np.concatenate(positives[held:]))
@@ -299,17 +297,53 @@ def from_history(context: StrategyContext) -> Adapter | None:
 
 def _train_history(context: StrategyContext, commits, before: int | None) -> Adapter | None:
     chunks = context.chunks()
-    stored = context.embeddings([c.id for c in chunks])
-    chunks = [c for c in chunks if c.id in stored]
-    pairs = history_pairs(commits, chunks, before)
+    pairs = within_budget(history_pairs(commits, chunks, before))
     if len(pairs) < HISTORY_MIN_COMMITS:
         return None
-    docs = np.asarray([stored[c.id] for c in chunks], dtype=np.float32)
-    paths = {p: n for n, p in enumerate(dict.fromkeys(c.path for c in chunks))}
-    groups = np.array([paths[c.path] for c in chunks])
+    docs, groups, positives = read_vectors(context, chunks, [rows for _, rows in pairs])
+    pairs = [(m, rows) for (m, _), rows in zip(pairs, positives) if len(rows)]  # chunks with a stored vector
+    if len(pairs) < HISTORY_MIN_COMMITS:
+        return None
     new = [m for m, _ in pairs if (context.key, m) not in _MESSAGES]
     if new:
         for message, vector in zip(new, np.asarray(context.encode(new), dtype=np.float32)):
             _MESSAGES[(context.key, message)] = vector
     queries = np.stack([_MESSAGES[(context.key, m)] for m, _ in pairs])
     return fit_history(pairs, queries, docs, groups, stamp=f"history<{before}")
+
+
+# --------------------------------------------------------------------------- a memory and time budget
+
+def within_budget(pairs: list[tuple[str, np.ndarray]], budget: int = MAX_VECTORS) -> list[tuple[str, np.ndarray]]:
+    """The newest pairs whose positive chunks fill at most half the budget (the rest is for other chunks)."""
+    kept, positive = [], set()
+    for message, rows in pairs:
+        grown = positive | set(rows.tolist())
+        if kept and len(grown) > budget // 2:
+            break
+        kept.append((message, rows))
+        positive = grown
+    return kept
+
+
+def read_vectors(context: StrategyContext, chunks, positives: list[np.ndarray], budget: int = MAX_VECTORS,
+                 seed: int = 0) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """(docs, groups, positives renumbered into docs): the stored vectors of every positive chunk and of
+    other chunks drawn at random, `budget` in all (every chunk when the index holds no more), each chunk's
+    file number, and each positive set cut to the chunks that have a vector. Reads at most `budget`
+    vectors (or the positives alone, when they are more), whatever the size of the index."""
+    wanted = set(np.concatenate(positives).tolist()) if positives else set()
+    room = max(0, budget - len(wanted))
+    if len(chunks) - len(wanted) <= room:
+        rows = range(len(chunks))
+    else:
+        draw = np.random.default_rng(seed).permutation(len(chunks)).tolist()
+        rows = sorted(wanted | set([r for r in draw if r not in wanted][:room]))
+    stored = context.embeddings([chunks[r].id for r in rows])
+    rows = [r for r in rows if chunks[r].id in stored]
+    renumber = {r: n for n, r in enumerate(rows)}
+    docs = np.asarray([stored[chunks[r].id] for r in rows], dtype=np.float32).reshape(len(rows), -1)
+    paths = {p: n for n, p in enumerate(dict.fromkeys(chunks[r].path for r in rows))}
+    groups = np.array([paths[chunks[r].path] for r in rows], dtype=np.int64)
+    return docs, groups, [np.array([renumber[int(r)] for r in p if int(r) in renumber], dtype=np.int64)
+                          for p in positives]

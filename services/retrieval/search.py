@@ -100,7 +100,8 @@ class Searcher:
         result = steps.assemble(question, options, steps.to_results(top, contexts),
                                 steps.to_results(original, contexts), total, len(kept),
                                 was_reranked, fallback, stages, steps.pool_seen(request))
-        result = replace(result, reading=reading.kind, reading_note=steps.reading_note(reading, definitions))
+        result = replace(result, reading=reading.kind, reading_note=steps.reading_note(reading, definitions),
+                         question_note=steps.reduction_note(question, options.strategy, self.settings))
         if total > self.index.catalog().counts()[1]:  # a run is embedding: only committed chunks have vectors
             result = replace(result, chunks_with_vectors=self.index.catalog().counts()[1])
         if not semantic and not self.index.running:

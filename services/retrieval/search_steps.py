@@ -31,9 +31,13 @@ from pathlib import Path
 import numpy as np
 
 from services.core.errors import StrategyUnavailable
+from services.core.messages import MAX_QUESTION_CHARS
 from services.core.models import Candidate, Chunk, QueryOptions, QueryResult, ResultChunk, Signal
 from services.retrieval.strategies.base import PROBABILITY, SIMILARITY, RerankRequest, RerankStrategy
 from services.retrieval.strategies._ranking import unchanged
+from services.storage.keyword_index import MAX_WORDS
+
+NOTE_CHARS = 1_000  # a longer question's result says how it was reduced (about where the model stops reading)
 
 
 class Stages:
@@ -176,6 +180,21 @@ def assemble(question: str, options: QueryOptions, reranked: list[ResultChunk], 
                        relevant_files=files, total_chunks_searched=total, chunks_above_threshold=above,
                        reranked=was_reranked, fallback_reason=fallback, cache_hit=False,
                        timings_ms=stages.total(), pool_size=pool)
+
+
+def reduction_note(question: str, strategy: str, settings) -> str:
+    """For a question over NOTE_CHARS: its length against the one limit, and what of it each search reads
+    (what keeps a 20,000-character bug report as fast to answer as a short one). "" for a shorter one."""
+    if len(question) <= NOTE_CHARS:
+        return ""
+    note = (f"long question: {len(question):,} characters (the limit is {MAX_QUESTION_CHARS:,}); the vector "
+            f"search reads its first {settings.max_seq_length} tokens, the keyword search its {MAX_WORDS} most "
+            "telling words at most")
+    if strategy == "bug-report":
+        note += (f"; bug-report adds the paths, traceback frames and names it cites, its "
+                 f"{settings.bugreport_max_terms} most telling terms and its first {settings.bugreport_max_parts} "
+                 "parts (title, paragraphs, code blocks)")
+    return note
 
 
 def mark_cached(result: QueryResult) -> QueryResult:

@@ -19,6 +19,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from services.core.batching import batches, marks
 from services.core.models import Chunk, SkippedFile, chunk_id, count_by_reason
 from services.storage import file_words
 from services.storage import keyword_index as words
@@ -179,8 +180,8 @@ class Catalog:
         sql = "SELECT path, file_hash, size, mtime_ns, language FROM files"
         if paths is None:
             return {r[0]: FileRecord(*r) for r in self._query(sql)}
-        rows = [r for part in _parts(sorted(set(paths)))
-                for r in self._query(sql + f" WHERE path IN ({','.join('?' * len(part))})", part)]
+        rows = [r for part in batches(sorted(set(paths)))
+                for r in self._query(sql + f" WHERE path IN ({marks(len(part))})", part)]
         return {r[0]: FileRecord(*r) for r in rows}
 
     def files_under(self, folder: str) -> dict[str, FileRecord]:
@@ -258,8 +259,8 @@ class Catalog:
         if ids is not None:
             wanted = set(ids)
             found = {}
-            for part in _parts([vector_id(i) for i in wanted]):
-                chunks = self._read(f"WHERE c.vid IN ({','.join('?' * len(part))})", part)
+            for part in batches([vector_id(i) for i in wanted]):
+                chunks = self._read(f"WHERE c.vid IN ({marks(len(part))})", part)
                 found.update((c.id, c) for c in chunks if c.id in wanted)
             return [found[i] for i in ids if i in found]
         if path is not None:
@@ -269,8 +270,8 @@ class Catalog:
     def definitions(self, names: list[str]) -> list[Chunk]:
         """Chunks that define one of `names` (their symbol, ignoring case; not module or text chunks)."""
         found: list[Chunk] = []
-        for part in _parts(list(dict.fromkeys(names))):
-            found += self._read(f"WHERE c.symbol COLLATE NOCASE IN ({','.join('?' * len(part))}) "
+        for part in batches(list(dict.fromkeys(names))):
+            found += self._read(f"WHERE c.symbol COLLATE NOCASE IN ({marks(len(part))}) "
                                 "AND c.kind NOT IN ('module', 'text') ORDER BY f.path, c.start_line", part)
         return found
 
@@ -317,8 +318,8 @@ class Catalog:
                 found[key[0]] = self._text_cache[key] = self._text_cache.pop(key)  # now the most recent
         missing = sorted(number for number, _ in files if number not in found)
         hashes = dict(files)
-        for part in _parts(missing):
-            rows = self._db.execute(f"SELECT file, text FROM texts WHERE file IN ({','.join('?' * len(part))})", part)
+        for part in batches(missing):
+            rows = self._db.execute(f"SELECT file, text FROM texts WHERE file IN ({marks(len(part))})", part)
             for number, blob in rows:
                 found[number] = zlib.decompress(blob).decode("utf-8")
                 self._text_cache[(number, hashes[number])] = found[number]
@@ -337,8 +338,8 @@ class Catalog:
     def ids_for_vectors(self, vids: list[str]) -> dict[str, str]:
         """Chunk ids by vector id (store.vector_id), for the vectors the catalogue lists."""
         found = {}
-        for part in _parts(vids):
-            rows = self._query(f"SELECT c.vid, {ID_PARTS} FROM {CHUNKS} WHERE c.vid IN ({','.join('?' * len(part))})",
+        for part in batches(vids):
+            rows = self._query(f"SELECT c.vid, {ID_PARTS} FROM {CHUNKS} WHERE c.vid IN ({marks(len(part))})",
                                part)
             found.update((row[0], chunk_id(*row[1:])) for row in rows)
         return found
@@ -353,8 +354,8 @@ class Catalog:
     def paths_of_vectors(self, vids: list[str]) -> set[str]:
         """The files holding these vector ids' chunks."""
         found = set()
-        for part in _parts(vids):
-            rows = self._query(f"SELECT DISTINCT f.path FROM {CHUNKS} WHERE c.vid IN ({','.join('?' * len(part))})",
+        for part in batches(vids):
+            rows = self._query(f"SELECT DISTINCT f.path FROM {CHUNKS} WHERE c.vid IN ({marks(len(part))})",
                                part)
             found.update(row[0] for row in rows)
         return found
@@ -386,8 +387,8 @@ class Catalog:
     def refs(self, rowids: list[int]) -> dict[int, tuple[str, str]]:
         """(chunk id, path) by chunk row."""
         found = {}
-        for part in _parts(rowids):
-            rows = self._query(f"SELECT c.rowid, {ID_PARTS} FROM {CHUNKS} WHERE c.rowid IN ({','.join('?' * len(part))})",
+        for part in batches(rowids):
+            rows = self._query(f"SELECT c.rowid, {ID_PARTS} FROM {CHUNKS} WHERE c.rowid IN ({marks(len(part))})",
                                part)
             found.update((row[0], (chunk_id(*row[1:]), row[1])) for row in rows)
         return found
@@ -519,11 +520,6 @@ def _layout(chunks: list[Chunk]) -> tuple[str, list[tuple[int, int, int]]]:
         spans.append((at, len(piece), len(c.docstring)))
         at += len(piece)
     return "".join(parts), spans
-
-
-def _parts(values: list[str], size: int = 500):
-    for start in range(0, len(values), size):
-        yield values[start:start + size]
 
 
 def _chunk_row(c: Chunk, file_number: int, span: tuple[int, int, int]) -> tuple:

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 
+from services.core.batching import batches, marks
 from services.core.models import Chunk
 from services.core.text import code_tokens
 
@@ -85,8 +86,8 @@ def telling(db: sqlite3.Connection, weights: dict[str, float]) -> list[str]:
     if not weights:
         return []
     db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {VOCAB} USING fts5vocab(main, {TABLE}, row)")
-    rows = dict(db.execute(f"SELECT term, doc FROM {VOCAB} WHERE term IN ({','.join('?' * len(weights))})",
-                           list(weights)).fetchall())
+    rows = {term: doc for part in batches(list(weights))
+            for term, doc in db.execute(f"SELECT term, doc FROM {VOCAB} WHERE term IN ({marks(len(part))})", part)}
     if sum(rows.values()) <= MAX_ROWS and len(rows) <= MAX_WORDS:
         return [t for t in weights if t in rows]
     total = row_count(db)

@@ -36,9 +36,10 @@ from pathlib import Path
 
 import numpy as np
 
+from services.core.batching import batches, marks
+
 log = logging.getLogger(__name__)
 CACHE_FILE = "vector-cache.sqlite"
-LOOKUP_BATCH = 500  # hashes per SELECT (SQLite's variable limit is 32,766; this keeps statements small)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS spaces (
@@ -115,10 +116,9 @@ class VectorCache:
             found: dict[bytes, np.ndarray] = {}
             bad: list[bytes] = []
             unique = list(dict.fromkeys(hashes))
-            for start in range(0, len(unique), LOOKUP_BATCH):
-                part = unique[start:start + LOOKUP_BATCH]
+            for part in batches(unique):
                 rows = db.execute(f"SELECT text_hash, vector, checksum FROM vectors WHERE space = ? AND text_hash "
-                                  f"IN ({','.join('?' * len(part))})", (space, *part)).fetchall()
+                                  f"IN ({marks(len(part))})", (space, *part)).fetchall()
                 for key, blob, stored in rows:
                     if len(blob) == 4 * dimensions and stored == checksum(space, key, blob):
                         found[key] = np.frombuffer(blob, dtype=np.float32)

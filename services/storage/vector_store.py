@@ -21,6 +21,7 @@ import numpy as np
 from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.config import Settings as ChromaSettings
 
+from services.core.batching import CHROMA_IDS, batches
 from services.storage import faults
 from services.storage.catalog import vector_id
 from services.core.errors import IndexStoreError, IndexUnavailable, KnowledgeError
@@ -199,7 +200,7 @@ class VectorStore:
                 pass
 
     def upsert(self, chunks: list[Chunk], embeddings) -> None:
-        for start in range(0, len(chunks), WRITE_SLICE):
+        for start in range(0, len(chunks), WRITE_SLICE):  # WRITE_SLICE is under Chroma's max batch size
             part = chunks[start:start + WRITE_SLICE]
             with CHROMA_CALL:
                 self.collection().upsert(ids=[vector_id(c.id) for c in part],
@@ -210,9 +211,9 @@ class VectorStore:
         self._delete_vectors([vector_id(i) for i in ids])
 
     def _delete_vectors(self, vids: list[str]) -> None:
-        for start in range(0, len(vids), WRITE_SLICE):
+        for part in batches(vids, WRITE_SLICE):
             with CHROMA_CALL:
-                self.collection().delete(ids=vids[start:start + WRITE_SLICE])
+                self.collection().delete(ids=part)
             time.sleep(0)
 
     def sweep(self, keep: set[str]) -> int:
@@ -228,9 +229,12 @@ class VectorStore:
         if not ids:
             return {}
         by_vid = {vector_id(i): i for i in ids}
-        with CHROMA_CALL:
-            got = self.collection().get(ids=list(by_vid), include=["embeddings"])
-        return {by_vid[v]: e for v, e in zip(got["ids"], got["embeddings"])}
+        found = {}
+        for part in batches(list(by_vid), CHROMA_IDS):
+            with CHROMA_CALL:
+                got = self.collection().get(ids=part, include=["embeddings"])
+            found.update((by_vid[v], e) for v, e in zip(got["ids"], got["embeddings"]))
+        return found
 
     def settle(self) -> None:
         """Write one stored vector back unchanged: Chroma's first write after a bulk load waits on work
@@ -248,9 +252,9 @@ class VectorStore:
     def present(self, vids: list[str]) -> set[str]:
         """Which of these vector ids the store holds."""
         found = set()
-        for start in range(0, len(vids), 500):
+        for part in batches(vids, CHROMA_IDS):
             with CHROMA_CALL:
-                found.update(self.collection().get(ids=vids[start:start + 500], include=[])["ids"])
+                found.update(self.collection().get(ids=part, include=[])["ids"])
         return found
 
     def probe(self) -> None:

@@ -15,13 +15,11 @@ import qasync  # noqa: E402
 from PySide6.QtCore import QSettings  # noqa: E402
 from pyqtgraph.util.garbage_collector import GarbageCollector  # noqa: E402
 
-from ui.theme import apply_theme  # noqa: E402
-
 
 @pytest.fixture(scope="session")
 def qasync_loop(qapp):
-    """ONE loop for the whole session. Never stopped between tests (stop() would quit the app)."""
-    apply_theme(qapp)
+    """ONE loop for the whole session. Never stopped between tests (stop() would quit the app).
+    `qapp` has the app's theme and shipped fonts (tests/conftest.py)."""
     loop = qasync.QEventLoop(qapp, already_running=True)
     executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ui-tests-default")
     loop.set_default_executor(executor)  # instead of qasync's QThreadExecutor, so it can be shut down

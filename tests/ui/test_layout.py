@@ -86,6 +86,18 @@ def assert_readable(window, whole_names: bool = True) -> None:
 
 
 @pytest.mark.slow
+def test_the_window_draws_with_the_fonts_the_project_ships(window):
+    """Text, code and paths use DejaVu from resources/fonts, whatever fonts fontconfig would pick on
+    this machine (Noto or URW where installed), so the window's size is the same everywhere."""
+    from PySide6.QtGui import QFontInfo
+
+    from ui.theme import MONO, SANS
+
+    assert QFontInfo(window.query_bar.font()).family() == SANS
+    assert QFontInfo(window.code.editor.font()).family() == MONO
+    assert QFontInfo(window.code.editor.font()).fixedPitch()
+
+
 def test_at_1024x700_and_at_the_minimum_size_names_and_why_rows_stay_readable(qtbot, window):
     window.resize(1024, 700)
     ask(qtbot, window, "save a note to disk", "hybrid")
@@ -113,6 +125,18 @@ def test_a_pasted_traceback_keeps_the_status_bar_one_line(qtbot, window):
 
 
 @pytest.mark.slow
+def test_a_12000_character_bug_report_is_answered_and_one_over_the_limit_is_refused(qtbot, window):
+    """The window applies the limit every face applies, and says how a long question was read."""
+    from tests.test_long_questions import bug_report
+
+    ask(qtbot, window, bug_report(12_000), "bug-report")
+    assert window.last_result.results[0].chunk.path == "notes/search.py"
+    note = window.messages.text()
+    assert "12,000 characters" in note and "the limit is 20,000" in note and "most telling words" in note
+    window.run_query("x" * 20_001)
+    qtbot.waitUntil(lambda: "20,001 characters; the limit is 20,000" in window.messages.text(), timeout=30_000)
+
+
 def test_the_palette_finds_history_and_strategies(qtbot, window):
     window.palette.open()
     qtbot.keyClicks(window.palette.filter, "history")
