@@ -200,7 +200,8 @@ async def call_every_tool(client, workspace: str) -> None:
     async with client as mcp:
         assert {t.name for t in (await mcp.list_tools()).tools} == {"search", "find_files", "index_status",
                                                                    "reindex", "list_strategies", "find_symbol",
-                                                                   "find_file", "open_file"}
+                                                                   "find_file", "open_file", "find_references",
+                                                                   "find_uses"}
         found = await mcp.call_tool("search", {"question": "save a note", "workspace": workspace, "top_k": 3,
                                                "strategy": "hybrid"})
         assert not found.is_error
