@@ -170,3 +170,9 @@ def test_the_kinds_of_use_in_python():
     assert {name: [(u.line, u.kind, u.module) for u in found] for name, found in uses.items()} == {
         "thing": [(1, "i", "a.b"), (4, "c", "")], "Parent": [(2, "b", "")], "value": [(4, "a", "")],
         "method": [(4, "c", "")], "arg": [(4, "n", "")]}
+
+
+def test_a_quoted_annotation_is_a_type_use():
+    uses = file_uses('def run(session: "Session", hook: "Callable[[Config], None]") -> "main.Session":\n'
+                     '    """Session is not used here."""\n', "python")
+    assert [(u.line, u.kind) for u in uses["Session"]] == [(1, "t")] and "Config" not in uses

@@ -13,7 +13,7 @@ import sqlite3
 from dataclasses import dataclass
 
 TABLE = "refs"
-GRAPH_VERSION = "1"  # change with what services/indexing/chunking/graph.py finds: the index refills the table
+GRAPH_VERSION = "2"  # change with what services/indexing/chunking/graph.py finds: the index refills the table
 # How a name is used, as one letter in the catalogue.
 KINDS = {"c": "call", "a": "attribute", "i": "import", "b": "base", "t": "type", "n": "name"}
 

@@ -11,6 +11,7 @@ language (its identifier node types) and a look at each identifier's parents, sh
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from services.indexing.chunking.languages import BASE_CLAUSES, CONTAINER_NODES, FUNCTION_NODES, GRAMMARS
@@ -37,6 +38,7 @@ NAMED_PARAMETERS = {"default_parameter", "typed_default_parameter", "keyword_arg
                     "parameter", "parameter_declaration", "required_parameter", "optional_parameter",
                     "typed_parameter"}
 UNCOUNTED = frozenset({"self", "cls", "this", "super", "_"})
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 MAX_CLIMB = 6  # parents looked at for an import or a base clause around a name
 
 
@@ -57,7 +59,31 @@ def file_uses(text: str, language: str) -> dict[str, list[Use]]:
             use = _use(node, language)
             if use is not None:
                 found.setdefault(name, {}).setdefault((use.line, use.kind), use)
+    if language == "python":
+        _forward_references(tree.root_node, found)
     return {name: sorted(uses.values(), key=lambda u: (u.line, u.kind)) for name, uses in sorted(found.items())}
+
+
+def _forward_references(root, found: dict[str, dict[tuple[int, str], Use]]) -> None:
+    """Python's quoted annotations (`session: "Session"`, `Callable[["Config"], None]`) are type uses."""
+    from tree_sitter import QueryCursor
+
+    for nodes in QueryCursor(_string_query()).captures(root).values():
+        for node in nodes:
+            text = node.text.decode("utf-8", "replace")
+            if _DOTTED.fullmatch(text) and _ancestor(node, {"type"}) is not None:
+                name = text.rsplit(".", 1)[-1]
+                if len(name) >= 2 and name not in UNCOUNTED:
+                    line = node.start_point[0] + 1
+                    found.setdefault(name, {}).setdefault((line, "t"), Use(line, "t"))
+
+
+@lru_cache(maxsize=None)
+def _string_query():
+    from tree_sitter import Query
+    from tree_sitter_language_pack import get_language
+
+    return Query(get_language("python"), "(string (string_content) @text)")
 
 
 @lru_cache(maxsize=None)
