@@ -17,8 +17,8 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-COMMANDS = ("index", "health", "query", "strategies", "eval", "gui", "serve", "mcp", "goto")
-WARM_COMMANDS = ("index", "health", "query", "strategies", "goto")  # go through a running server when there is one
+COMMANDS = ("index", "health", "query", "strategies", "eval", "gui", "serve", "mcp", "goto", "refs", "uses")
+WARM_COMMANDS = ("index", "health", "query", "strategies", "goto", "refs", "uses")  # go through a running server when there is one
 
 
 def common_options() -> argparse.ArgumentParser:
@@ -92,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "names and --host (DNS rebinding protection)")
     sub.add_parser("mcp", parents=[common], help="serve the engine as an MCP server over stdio")
     _add_goto(sub, common)
+    _add_graph(sub, common)
     _add_eval(sub, common)
     return parser
 
@@ -145,6 +146,53 @@ def goto_text(answer) -> str:
     more = answer.matched - len(answer.hits)
     if more > 0:
         lines.append(f"({more:,} more match{'es' if more > 1 else ''}; --limit shows more)")
+    return "\n".join(lines)
+
+
+# --- the code graph: find references, uses (services/retrieval/graph.py) ---
+def _add_graph(sub, common) -> None:
+    helps = {"refs": ("who uses a definition (find references)",
+                      "Every use of NAME (`parse`, `Class.method`, or a chunk id), grouped by file, with the line "
+                      "and the function or class that uses it."),
+             "uses": ("what a definition uses (its calls, imports, bases)",
+                      "The definitions NAME's code uses, grouped by the file defining them, with the lines.")}
+    for command, (short, long) in helps.items():
+        parser = sub.add_parser(command, parents=[common], help=short, description=long)
+        parser.add_argument("where", nargs="+", metavar="[PATH] NAME",
+                            help="the workspace folder (default: the current folder), then the name or chunk id")
+        parser.add_argument("--json", action="store_true", help="print the REST API's JSON")
+
+
+async def cmd_graph(args, service) -> int:
+    """Exit 0 with links, 1 with none (the message says so), as grep does."""
+    from app.render import graph_json  # here, not at the top: keeps the codec out of `gui`'s start-up
+
+    if len(args.where) > 2:
+        print("error: give the workspace folder and one name (quote a name with spaces)", file=sys.stderr)
+        return 2
+    path, name = (args.where if len(args.where) == 2 else (".", args.where[0]))
+    find = service.references if args.command == "refs" else service.uses
+    answer = await find(name, os.path.abspath(path))
+    emit(args, answer, graph_json, graph_text)
+    return 0 if answer.total else 1
+
+
+def graph_text(answer) -> str:
+    """The definitions asked about, then per file one line per use (refs) or definition used (uses)."""
+    lines = [f"{hit.kind} {hit.qualified_name} ({hit.path}:{hit.start_line})" for hit in answer.targets]
+    if answer.message:
+        lines.append(answer.message)
+    for group in answer.files:
+        lines.append(group.path)
+        for link in group.links:
+            if answer.direction == "uses":
+                at = ", ".join(map(str, link.lines))
+                lines.append(f"  {link.line:>6}  {link.kind} {link.qualified_name}  ({link.how}, line {at})")
+            else:
+                lines.append(f"  {link.line:>6}  {link.how:<9} in {link.qualified_name or '(file)'}")
+    if answer.total:
+        noun = "definitions" if answer.direction == "uses" else "uses"
+        lines.append(f"({answer.total:,} {noun} in {len(answer.files):,} files)")
     return "\n".join(lines)
 
 
@@ -547,7 +595,8 @@ async def cmd_eval(args, service) -> int:
 
 
 COMMAND_HANDLERS = {"index": cmd_index, "health": cmd_health, "query": cmd_query,
-                    "strategies": cmd_strategies, "eval": cmd_eval, "goto": cmd_goto}
+                    "strategies": cmd_strategies, "eval": cmd_eval, "goto": cmd_goto,
+                    "refs": cmd_graph, "uses": cmd_graph}
 
 if __name__ == "__main__":
     sys.exit(main())

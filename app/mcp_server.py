@@ -122,6 +122,9 @@ def build_mcp(engine, registry=None) -> MCPServer:
 GOTO_HITS = ("{query, target, matched (how many names matched), line, message ('' or why nothing was found), "
              "hits: [{path, start_line, end_line, symbol, qualified_name, kind, language, score}]}, fields of the "
              "REST goto JSON")
+GRAPH_LINKS = ("{query, direction, total, message ('' or why nothing was found), targets: [{path, start_line, "
+               "end_line, qualified_name, kind}], files: [{path, links: [{line, name, how, qualified_name, kind, "
+               "lines}]}]}, fields of the REST graph JSON")
 MAX_OPEN_LINES = 2000
 MAX_OPEN_BYTES = 2 * 1024 * 1024
 
@@ -145,6 +148,26 @@ def add_goto_tools(server: MCPServer, engine, workspace_path) -> None:
     async def find_file(path: str, workspace: str, limit: int = 10) -> dict[str, Any]:
         async def run():
             return mcp_json("find_file", await engine.goto_files(path, workspace_path(workspace), limit))
+
+        return await reported(run())
+
+    @server.tool(description="Find references, who uses this: every use of a definition (`name`: a name, "
+                             "`Class.method` or a chunk id) in the workspace's code, calls, attribute uses, imports, "
+                             "base classes, grouped by file, each with its line and the function or class using it. "
+                             f"Returns {GRAPH_LINKS}.")
+    async def find_references(name: str, workspace: str) -> dict[str, Any]:
+        async def run():
+            return mcp_json("find_references", await engine.references(name, workspace_path(workspace)))
+
+        return await reported(run())
+
+    @server.tool(description="What a definition uses (its callees): the functions, classes and methods of the "
+                             "workspace that `name`'s code (a name, `Class.method` or a chunk id) calls, imports or "
+                             "extends, grouped by the file defining them, `lines` where it uses each. "
+                             f"Returns {GRAPH_LINKS}.")
+    async def find_uses(name: str, workspace: str) -> dict[str, Any]:
+        async def run():
+            return mcp_json("find_uses", await engine.uses(name, workspace_path(workspace)))
 
         return await reported(run())
 

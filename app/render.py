@@ -16,6 +16,7 @@ from services.core.models import (
     FileAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryResult, RelevantFile, StrategyInfo,
 )
 from services.core.models import GotoAnswer  # go to symbol / file
+from services.core.models import GraphAnswer  # find references, uses
 
 # Every face's output type, by the name of its schema snapshot (tests/snapshots/NAME.json).
 OUTPUTS: dict[str, Any] = {
@@ -30,6 +31,7 @@ OUTPUTS: dict[str, Any] = {
     "file_answer": FileAnswer,
     "multi_query_result": MultiQueryResult,
     "goto_answer": GotoAnswer,
+    "graph_answer": GraphAnswer,
 }
 
 # What MCP's tools return: fields of the JSON above (True: the whole value; "__all__": every list item).
@@ -63,6 +65,12 @@ GOTO_FIELDS = {
     "hits": {"__all__": {"path": True, "start_line": True, "end_line": True, "symbol": True, "qualified_name": True,
                          "kind": True, "language": True, "score": True}},
 }
+GRAPH_FIELDS = {
+    "query": True, "direction": True, "total": True, "message": True,
+    "targets": {"__all__": {"path": True, "start_line": True, "end_line": True, "qualified_name": True, "kind": True}},
+    "files": {"__all__": {"path": True, "links": {"__all__": {"line": True, "name": True, "how": True,
+                                                              "qualified_name": True, "kind": True, "lines": True}}}},
+}
 STRATEGY_FIELDS = {"name": True, "available": True, "reason": True, "description": True}
 # MCP tool -> (output type, fields); list_strategies wraps its list as {"strategies": [...]}.
 MCP_FIELDS: dict[str, tuple[Any, Any]] = {
@@ -74,6 +82,8 @@ MCP_FIELDS: dict[str, tuple[Any, Any]] = {
     "list_strategies": (list[StrategyInfo], {"__all__": STRATEGY_FIELDS}),
     "find_symbol": (GotoAnswer, GOTO_FIELDS),
     "find_file": (GotoAnswer, GOTO_FIELDS),
+    "find_references": (GraphAnswer, GRAPH_FIELDS),
+    "find_uses": (GraphAnswer, GRAPH_FIELDS),
 }
 
 
@@ -104,6 +114,10 @@ def index_report_json(report: IndexReport) -> dict:
 
 def goto_json(answer: GotoAnswer) -> dict:
     return to_json(answer, GotoAnswer)
+
+
+def graph_json(answer: GraphAnswer) -> dict:
+    return to_json(answer, GraphAnswer)
 
 
 def strategies_json(infos) -> list[dict]:

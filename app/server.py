@@ -44,6 +44,7 @@ from services.core.errors import (
 )
 from services.core.models import FileAnswer, IndexHealth, MultiQueryResult, QueryOptions, QueryResult, StrategyInfo
 from services.core.models import GotoAnswer  # go to symbol / file
+from services.core.models import GraphAnswer  # find references, uses
 
 log = logging.getLogger(__name__)
 
@@ -412,6 +413,17 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
              summary="Go to file: indexed files whose paths fuzzily match q (`latex.py:120` asks for line 120)")
     async def goto_files(workspace_id: str, q: str, limit: int = 20):
         return respond(await service.goto_files(q, workspace(workspace_id), limit))
+
+    # --- the code graph (services/retrieval/graph.py) ---
+    @app.get("/v1/workspaces/{workspace_id}/graph/references", response_model=GraphAnswer,
+             summary="Find references: who uses q (a name, `Class.method` or a chunk id), grouped by file")
+    async def graph_references(workspace_id: str, q: str):
+        return respond(await service.references(q, workspace(workspace_id)))
+
+    @app.get("/v1/workspaces/{workspace_id}/graph/uses", response_model=GraphAnswer,
+             summary="What q (a chunk id or a definition's name) uses: the definitions, grouped by file")
+    async def graph_uses(workspace_id: str, q: str):
+        return respond(await service.uses(q, workspace(workspace_id)))
 
     @app.get("/v1/workspaces/{workspace_id}/file", summary="A file of the workspace as text")
     async def read_file(workspace_id: str, path: str):

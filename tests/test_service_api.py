@@ -200,7 +200,8 @@ async def call_every_tool(client, workspace: str) -> None:
     async with client as mcp:
         assert {t.name for t in (await mcp.list_tools()).tools} == {"search", "find_files", "index_status",
                                                                    "reindex", "list_strategies", "find_symbol",
-                                                                   "find_file", "open_file"}
+                                                                   "find_file", "open_file", "find_references",
+                                                                   "find_uses"}
         found = await mcp.call_tool("search", {"question": "save a note", "workspace": workspace, "top_k": 3,
                                                "strategy": "hybrid"})
         assert not found.is_error
@@ -220,6 +221,11 @@ async def call_every_tool(client, workspace: str) -> None:
         opened = await mcp.call_tool("open_file", {"path": file["hits"][0]["path"], "workspace": workspace,
                                                    "start_line": 19, "end_line": 21})
         assert "def save(self, note: Note)" in opened.structured_content["text"]
+        callers = (await mcp.call_tool("find_references", {"name": "tokenize_query", "workspace": workspace}))
+        assert [g["path"] for g in callers.structured_content["files"]] == ["notes/__init__.py", "notes/search.py"]
+        callees = (await mcp.call_tool("find_uses", {"name": "SearchEngine.search", "workspace": workspace}))
+        assert "tokenize_query" in {link["qualified_name"] for g in callees.structured_content["files"]
+                                    for link in g["links"]}
         escape = await mcp.call_tool("search", {"question": "x", "workspace": workspace, "path_glob": "../*"})
         assert escape.is_error and "outside the workspace" in escape.content[0].text
 

@@ -21,7 +21,9 @@ from services.storage.ownership import IndexBusyError
 from ui.async_runner import AsyncRunner
 from ui.code_view import CodeView, preload_lexers
 from ui.goto_dialog import FILES, SYMBOLS, GotoDialog
+from ui.graph_view import GraphPanel
 from ui.viewmodels.goto import GotoViewModel
+from ui.viewmodels.graph import USED_BY, USES, GraphViewModel
 from ui.compare import CompareView
 from ui.editor import AUTO, CUSTOM, PRESETS
 from ui.files_view import FilesView
@@ -83,6 +85,7 @@ class MainWindow(QMainWindow):
         self.query_bar = QueryBar()
         self.results = ResultsView()
         self.code = CodeView()
+        self.graph = GraphPanel(GraphViewModel(service), lambda: self.workspace)  # Used by / Uses
         self.health_panel = HealthPanel()
         self.files_view = FilesView()
         self.workspace_set = WorkspaceSetView()  # "also search in": the question over several workspaces
@@ -127,6 +130,7 @@ class MainWindow(QMainWindow):
     def _build_layout(self) -> None:
         self.bottom = QSplitter(Qt.Orientation.Horizontal)
         self.bottom.addWidget(self.code)
+        self.bottom.addWidget(self.graph)
         self.health_scroll = QScrollArea()
         self.health_scroll.setObjectName("healthScroll")
         self.health_scroll.setWidget(self.health_panel)
@@ -136,6 +140,7 @@ class MainWindow(QMainWindow):
         self.bottom.addWidget(self.health_scroll)
         self.bottom.setStretchFactor(0, 1)
         self.bottom.setStretchFactor(1, 0)
+        self.bottom.setStretchFactor(2, 0)
         self.bottom.setChildrenCollapsible(False)
         self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.splitter.addWidget(self.results)
@@ -248,13 +253,17 @@ class MainWindow(QMainWindow):
                                   "Go to file: find an indexed file by name (latex.py:120 for a line)")
         self.goto_symbol_action = a("Go to symbol…", "Ctrl+T", lambda: self.finder.open(SYMBOLS),
                                     "Go to symbol: find a definition by name (fm: FixtureManager, Class.method)")
+        self.used_by_action = a("Used by: who uses the selected result", "Alt+F7", lambda: self.graph.show_list(USED_BY))
+        self.used_by_action.setShortcuts([QKeySequence("Alt+F7"), QKeySequence("Shift+F12")])
+        self.uses_action = a("Uses: what the selected result uses", "Ctrl+Alt+F7", lambda: self.graph.show_list(USES))
         menus = self.menuBar()
         for title, actions in (
                 ("&File", [self.open_action, self.quit_action]),
                 ("&Search", [self.goto_file_action, self.goto_symbol_action, None,
                              self.focus_action, self.run_action, self.history_action, self.pin_action, None,
                              self.next_strategy_action, self.previous_strategy_action, self.clear_filters_action]),
-                ("&Results", [self.vector_action, self.reranked_action, self.editor_action]),
+                ("&Results", [self.vector_action, self.reranked_action, self.editor_action, None,
+                              self.used_by_action, self.uses_action]),
                 ("&Index", [self.reindex_action, self.rebuild_action, self.cancel_action]),
                 ("&View", [self.explore_action, self.files_action, self.workspace_set_action, self.compare_action, self.health_action, self.palette_action])):
             menu = menus.addMenu(title)
@@ -332,6 +341,8 @@ class MainWindow(QMainWindow):
         self.query_bar.query.leave_down.connect(lambda: self.focus_ranking(self.results.reranked_table))
         self.results.chunk_selected.connect(self.code.show_chunk)
         self.results.chunk_selected.connect(self._warn_if_deleted)
+        self.results.chunk_selected.connect(self.graph.show_for)
+        self.graph.open_requested.connect(lambda item: self.open_definition(item, False))
         for table in (self.results.original_table, self.results.reranked_table):
             table.activated.connect(lambda index, t=table: self.open_row(t, index.row()))
         self.results.label_requested.connect(self.label_result)

@@ -378,3 +378,41 @@ class GotoAnswer:
     line: int | None = None  # the line asked for (`latex.py:120`), if any
     message: str = ""
     timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+# --- the code graph: who uses this, what it uses (services/retrieval/graph.py) ---
+@dataclass(frozen=True)
+class GraphLink:
+    """One row of a "Used by" or "Uses" list: where to open (path, line) and what is there.
+    references: a use of the name, in the chunk `qualified_name` (the user); uses: a definition the asked
+    chunk uses, `lines` where it does."""
+
+    path: str
+    line: int
+    name: str  # the name used
+    how: str  # call, attribute, import, base, type or name
+    qualified_name: str  # the enclosing chunk (references) or the definition (uses)
+    kind: str  # that chunk's kind: function, method, class, module...
+    chunk_id: str
+    lines: tuple[int, ...] = ()  # uses: the lines of the asked chunk that use it
+
+
+@dataclass(frozen=True)
+class GraphFile:
+    path: str
+    links: list[GraphLink]
+
+
+@dataclass(frozen=True)
+class GraphAnswer:
+    """Find references ("references": who uses the target) or what a chunk uses ("uses"), grouped by
+    file; `targets` are the definitions the query resolved to, and `message` says why a list is empty
+    ("No definition named 'Frobnicate' in the index.")."""
+
+    query: str
+    direction: str  # "references" or "uses"
+    targets: list[GotoHit]
+    files: list[GraphFile]
+    total: int  # links in all files
+    message: str = ""
+    timings_ms: dict[str, float] = field(default_factory=dict)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from services.core.messages import DocumentRerankResponse
 from services.core.models import (
-    FileAnswer, GotoAnswer, IndexHealth, IndexReport, MultiQueryResult, ProgressEvent, QueryOptions, QueryResult, RelevantFile,
+    FileAnswer, GotoAnswer, GraphAnswer, IndexHealth, IndexReport, MultiQueryResult, ProgressEvent, QueryOptions, QueryResult, RelevantFile,
     StrategyInfo,
 )
 
@@ -73,6 +73,14 @@ class Engine(Protocol):
     async def goto_files(self, query: str, workspace: str | Path, limit: int = 20) -> GotoAnswer:
         """Go to file: the indexed files whose paths fuzzily match `query`, best first; `latex.py:120`
         opens at line 120."""
+
+    async def references(self, name_or_chunk: str, workspace: str | Path) -> GraphAnswer:
+        """Find references, "who uses this": every use of a definition (a name, `Class.method`, or a chunk
+        id) with its path, line and enclosing chunk, grouped by file (services.retrieval.graph)."""
+
+    async def uses(self, chunk: str, workspace: str | Path) -> GraphAnswer:
+        """"What does it use": the definitions a chunk's code (a chunk id, or a definition's name) uses,
+        grouped by the file defining them, with the lines that use each."""
 
     async def watch(self, workspace: str | Path, *, auto_reindex: bool = True,
                     on_event: WatchCallback | None = None) -> None:

@@ -21,7 +21,7 @@ from cachetools import TTLCache
 
 from services.evaluation import labels
 from services.storage.history_store import CommitIndex
-from services.retrieval import context, goto, search_steps
+from services.retrieval import context, goto, graph, search_steps
 from services.retrieval.file_answer import POOL, PROSE, FileRanker
 from services.retrieval.file_ranking import FileIndex
 from services.storage.file_words import CatalogFileWords
@@ -35,7 +35,7 @@ from services.engine.scheduler import RUN, STALE as REPORT_STALE, IndexScheduler
 from services.indexing.health import index_health, stale_files
 from services.indexing.indexer import FAILURE_REASONS, Indexer, refresh_references
 from services.core.models import (
-    FileAnswer, GotoAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult, RelevantFile,
+    FileAnswer, GotoAnswer, GraphAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult, RelevantFile,
     StrategyInfo,
 )
 from services.storage.ownership import Owner, OwnerLock, read_owner
@@ -375,6 +375,20 @@ class KnowledgeService:
         goto.check_query(query, limit)  # bad input first, then whether there is an index
         index.require()
         return find(self._finders, index.catalog(), query, limit)
+
+    # --- the code graph (services/retrieval/graph.py) ---
+    async def references(self, name_or_chunk: str, workspace: str | Path) -> GraphAnswer:
+        index = self._readable_index(workspace)
+        return await self._run(self._goto_pool, self._graph, graph.references, index, name_or_chunk)
+
+    async def uses(self, chunk: str, workspace: str | Path) -> GraphAnswer:
+        index = self._readable_index(workspace)
+        return await self._run(self._goto_pool, self._graph, graph.uses, index, chunk)
+
+    def _graph(self, find, index: WorkspaceIndex, query: str) -> GraphAnswer:
+        goto.check_query(query, 1)  # bad input first, then whether there is an index
+        index.require()
+        return find(index.catalog(), query)
 
     def _readable_index(self, workspace: str | Path) -> WorkspaceIndex:
         """The workspace's index; a folder that is gone but indexed is still read (as symbol_names does)."""

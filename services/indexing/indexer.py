@@ -24,7 +24,10 @@ from datetime import datetime, timezone
 import numpy as np
 
 from services.storage.catalog import FORMAT_CHANGES, HASH_CHARS, INDEX_FORMAT, FileRecord
+from services.storage import code_graph
+from services.storage.code_graph import GRAPH_VERSION
 from services.indexing.chunking import chunk_file
+from services.indexing.chunking import graph
 from services.indexing.chunking.references import reference_counts
 from services.indexing.history import update_history
 from services.encoders.embedder import Embedder, chunk_text
@@ -96,6 +99,7 @@ class Pending:
 
     record: FileRecord
     chunks: list[Chunk]
+    uses: dict[str, str] | None = None  # the code graph's references, {name: encoded uses}
 
 
 class StageError(Exception):
@@ -198,6 +202,7 @@ class Indexer:
         if rebuilt_reason and (not full or old_format) and self.index.exists():  # an incompatible index
             self._set_aside()
         self._start_catalog()
+        self._fill_graph()
         if self.found.keywords:  # the keyword table disagrees with the catalogue: fill it again from it
             self.index.catalog().refill_keywords()
         if not quick:
@@ -335,6 +340,28 @@ class Indexer:
         catalog.set_meta(model=self.embedder.model_name, dimension=str(self._dimension()), last_error="",
                          backend=self.embedder.backend_used, device=self.embedder.device_used,
                          encoder_note=self.embedder.note, index_format=INDEX_FORMAT)
+
+    def _fill_graph(self) -> None:
+        """An index from before the code graph (or of an older graph version) gets every catalogued file's
+        references from the file as it is on disk, without re-embedding; a file that changed since is
+        committed, references and all, by this run. Cancelled half-way, the next run does it again."""
+        catalog = self.index.catalog()
+        if catalog.graph_ready():
+            return
+        records = list(catalog.files().values())
+        for number, record in enumerate(records, 1):
+            if self.cancel.is_set():
+                return
+            source = SourceFile(record.path, self.index.root, record.size, record.mtime_ns, record.language)
+            try:
+                text, digest = read_source(source, self.settings.skip_machine_made)
+            except Exception:  # unreadable or gone: the run's scan decides what happens to it
+                continue
+            if digest == record.file_hash:
+                catalog.set_graph_uses(record.path, digest, file_graph(record.path, text, record.language))
+            if number % 200 == 0:
+                self._emit("chunking", number, len(records), message="adding the code graph (no re-embedding)")
+        catalog.set_meta(graph=GRAPH_VERSION)
 
     def _dimension(self) -> int:
         """Of the vectors this index stores."""
@@ -483,7 +510,7 @@ class Indexer:
             log.warning("chunking %s failed", source.path, exc_info=True)
             plan.skipped.append(SkippedFile(source.path, f"could not be chunked: {short_reason(error)}"))
             return None
-        return Pending(record, chunks)
+        return Pending(record, chunks, file_graph(source.path, text, source.language))
 
     def _keywords_first(self, pending: list[Pending], quick: bool) -> bool:
         """Make keyword search answer over every chunked file at once, while embedding goes on: a
@@ -594,7 +621,7 @@ class Indexer:
         except Exception as error:  # vectors written so far are orphans, swept by the next run
             raise StageError("stored", error) from error
         for item, _ in complete:  # commit: from here on readers see the new version of each file
-            stale = self.index.catalog().commit_file(item.record, item.chunks)
+            stale = self.index.catalog().commit_file(item.record, item.chunks, item.uses)
             self.index.store().delete(stale)
             for chunk in item.chunks:
                 self.index.pending.pop(chunk.id, None)
@@ -765,6 +792,15 @@ def _cosine(a, b) -> float:
 def _put_back_text(message: str) -> str:
     """An error's message, once the failed rebuild was undone."""
     return message.replace("Files indexed so far are kept", "The rebuild is undone: the old index is back as it was")
+
+
+def file_graph(path: str, text: str, language: str) -> dict[str, str]:
+    """A file's references for the code graph, {name: encoded uses}; none when its parse fails."""
+    try:
+        return {name: code_graph.encode(uses) for name, uses in graph.file_uses(text, language).items()}
+    except Exception:  # a grammar crash must not lose the file: it is indexed without references
+        log.warning("finding the references of %s failed", path, exc_info=True)
+        return {}
 
 
 def refresh_references(index: WorkspaceIndex) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from services.core.batching import batches, marks
 from services.core.models import Chunk, SkippedFile, chunk_id, count_by_reason
-from services.storage import file_words
+from services.storage import code_graph, file_words
 from services.storage import keyword_index as words
 
 SCHEMA = """
@@ -98,6 +98,7 @@ class Catalog:
             self._db.execute("CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file)")
             self._db.execute("CREATE INDEX IF NOT EXISTS chunks_by_vid ON chunks(vid)")
             self._db.execute("CREATE INDEX IF NOT EXISTS chunks_by_symbol ON chunks(symbol COLLATE NOCASE)")
+            code_graph.create(self._db)
 
     def _keep_keywords(self) -> int:
         """Create and fill the keyword table when the catalogue has none (an index from before it, whose
@@ -190,8 +191,9 @@ class Catalog:
                            (folder + "/", folder + "0"))  # "0" sorts just after "/"
         return {r[0]: FileRecord(*r) for r in rows}
 
-    def commit_file(self, record: FileRecord, chunks: list[Chunk]) -> list[str]:
-        """Replace a file's chunks in one transaction; return the ids it no longer has."""
+    def commit_file(self, record: FileRecord, chunks: list[Chunk], uses: dict[str, str] | None = None) -> list[str]:
+        """Replace a file's chunks, and its references when `uses` is given ({name: encoded uses}, the code
+        graph's), in one transaction; return the ids it no longer has."""
         with self._lock, self._transaction():
             self._db.execute("INSERT INTO files VALUES (?,?,?,?,?) ON CONFLICT(path) DO UPDATE SET "
                              "file_hash = excluded.file_hash, size = excluded.size, mtime_ns = excluded.mtime_ns, "
@@ -212,6 +214,8 @@ class Catalog:
             in_order = sorted(chunks, key=lambda c: (c.start_line, c.end_line))  # stable: rowid order on ties
             file_words.add(self._db, number, record.path, file_words.file_text(c.content for c in in_order))
             self._db.execute("INSERT OR REPLACE INTO texts VALUES (?, ?)", (number, zlib.compress(text.encode(), 6)))
+            if uses is not None:
+                code_graph.replace(self._db, number, uses)
             self._db.execute("DELETE FROM skipped WHERE path = ?", (record.path,))
         return sorted(old - {c.id for c in chunks})
 
@@ -224,6 +228,7 @@ class Catalog:
             self._remove_file_words(number, path)
             self._db.execute("DELETE FROM chunks WHERE file = ?", (number,))
             self._db.execute("DELETE FROM texts WHERE file = ?", (number,))
+            code_graph.remove(self._db, number)
             self._db.execute("DELETE FROM files WHERE path = ?", (path,))
         return ids
 
@@ -244,6 +249,7 @@ class Catalog:
             if self._current_layout():
                 words.remove_all(self._db)
                 file_words.remove_all(self._db)
+                self._db.execute(f"DELETE FROM {code_graph.TABLE}")
             self._text_cache.clear()
             self._listing = None
             self.generation += 1
@@ -438,6 +444,46 @@ class Catalog:
         rows = self._query("SELECT DISTINCT symbol FROM chunks WHERE symbol != '' AND kind NOT IN ('module', 'text')"
                            " ORDER BY symbol")
         return [r[0] for r in rows]
+
+    # --- the code graph (services/storage/code_graph.py, services/retrieval/graph.py) ---
+    def graph_ready(self) -> bool:
+        """Whether every catalogued file's references are in the graph (an index from before the graph,
+        or of an older GRAPH_VERSION, has them filled by the next run: Indexer._fill_graph)."""
+        return self.get_meta("graph") == code_graph.GRAPH_VERSION
+
+    def set_graph_uses(self, path: str, file_hash: str, uses: dict[str, str]) -> bool:
+        """A file's references alone (filling the graph of an existing index), when the catalogue still
+        has the file at `file_hash`; False when it does not (a run will commit it, references and all)."""
+        with self._lock, self._transaction():
+            row = self._db.execute("SELECT rowid, file_hash FROM files WHERE path = ?", (path,)).fetchone()
+            if row is None or row[1] != file_hash:
+                return False
+            code_graph.replace(self._db, row[0], uses)
+            return True
+
+    def uses_of(self, names: list[str]) -> list[tuple[str, str, str]]:
+        """(name, path, encoded uses) of every file using one of `names` (exact case)."""
+        with self._lock:
+            return [row for part in _parts(list(dict.fromkeys(names))) for row in code_graph.of_names(self._db, part)]
+
+    def uses_in(self, path: str) -> list[tuple[str, str]]:
+        """(name, encoded uses) of every name a file uses."""
+        with self._lock:
+            return code_graph.of_file(self._db, path)
+
+    def graph_rows(self) -> int:
+        with self._lock:
+            return code_graph.row_count(self._db)
+
+    def chunk_spans(self, paths: list[str]) -> list[tuple]:
+        """(path, language, start_line, end_line, symbol, qualified_name, kind, chunk id) of every chunk of
+        these files, by path and line; no chunk text is read."""
+        found = []
+        for part in _parts(sorted(set(paths))):
+            rows = self._query(f"SELECT {ID_PARTS}, c.language, c.symbol, c.qualified_name, c.kind FROM {CHUNKS} "
+                               f"WHERE f.path IN ({','.join('?' * len(part))})", part)
+            found += [(r[0], r[5], r[1], r[2], r[6], r[7], r[8], chunk_id(*r[:5])) for r in rows]
+        return sorted(found, key=lambda r: (r[0], r[2], -r[3]))
 
     # --- go to symbol / file (services/retrieval/goto.py) ---
     def definition_rows(self) -> list[tuple]:

@@ -19,7 +19,7 @@ from services.core.errors import EngineStopped, KnowledgeError
 from services.core.messages import DocumentRerankResponse
 from services.core.settings import default_data_dir
 from services.core.models import (
-    FileAnswer, GotoAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
+    FileAnswer, GotoAnswer, GraphAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
 )
 from services.engine.protocol import ProgressCallback, WatchCallback
 
@@ -176,6 +176,12 @@ class EngineProcess:
 
     async def goto_files(self, query: str, workspace: str | Path, limit: int = 20) -> GotoAnswer:
         return await self._call("goto_files", query, str(workspace), limit)
+
+    async def references(self, name_or_chunk: str, workspace: str | Path) -> GraphAnswer:
+        return await self._call("references", name_or_chunk, str(workspace))
+
+    async def uses(self, chunk: str, workspace: str | Path) -> GraphAnswer:
+        return await self._call("uses", chunk, str(workspace))
 
     async def watch(self, workspace: str | Path, *, auto_reindex: bool = True,
                     on_event: WatchCallback | None = None) -> None:

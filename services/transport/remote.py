@@ -27,7 +27,7 @@ from services.core.errors import (  # noqa: F401 (EngineUnreachable re-exported)
     EngineUnreachable, IndexRunning, KnowledgeError, Unauthorized, WorkspaceError, error_from,
 )
 from services.core.models import (
-    FileAnswer, GotoAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
+    FileAnswer, GotoAnswer, GraphAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
 )
 from services.engine.protocol import ProgressCallback, WatchCallback
 from services.transport.roots import record_owner_folder
@@ -171,6 +171,17 @@ class RemoteEngine:
         key = await self._workspace(workspace)
         return await self._call("GET", f"/v1/workspaces/{key}/goto/{target}?{urlencode({'q': query, 'limit': limit})}",
                                 kind=GotoAnswer)
+
+    async def references(self, name_or_chunk: str, workspace: str | Path) -> GraphAnswer:
+        return await self._graph("references", name_or_chunk, workspace)
+
+    async def uses(self, chunk: str, workspace: str | Path) -> GraphAnswer:
+        return await self._graph("uses", chunk, workspace)
+
+    async def _graph(self, direction: str, query: str, workspace) -> GraphAnswer:
+        key = await self._workspace(workspace)
+        return await self._call("GET", f"/v1/workspaces/{key}/graph/{direction}?{urlencode({'q': query})}",
+                                kind=GraphAnswer)
 
     async def watch(self, workspace: str | Path, *, auto_reindex: bool = True,
                     on_event: WatchCallback | None = None) -> None:

@@ -36,7 +36,7 @@ QUESTIONS = [("what implements ChunkStore", "metadata"), ("save a note", "hybrid
 # --- the protocol itself ---
 @pytest.mark.parametrize("cls", [KnowledgeService, EngineProcess, RemoteEngine], ids=lambda c: c.__name__)
 def test_each_engine_class_has_every_protocol_method_with_the_same_signature(cls):
-    assert len(PROTOCOL) == 22
+    assert len(PROTOCOL) == 24
     for name in PROTOCOL:
         expected, actual = getattr(Engine, name), getattr(cls, name)
         assert inspect.signature(actual) == inspect.signature(expected), f"{cls.__name__}.{name}"
@@ -273,3 +273,21 @@ async def test_the_same_index_gives_the_same_answers_on_every_engine(in_process,
     for subject, other in zip(subjects[1:], others):
         for key in first:
             assert other[key] == first[key], f"{subject.kind} differs from in-process on {key}"
+
+
+async def test_find_references_and_uses(subject):
+    """Issue 35: who uses a function (two callers in a file, an import in another), what a method uses, a name
+    in another language, and a name nobody defines."""
+    engine, workspace = subject.engine, subject.workspace
+    refs = await engine.references("tokenize_query", workspace)
+    assert [(t.path, t.start_line) for t in refs.targets] == [("notes/search.py", 16)]
+    assert [(g.path, [(link.line, link.how, link.qualified_name) for link in g.links]) for g in refs.files] == [
+        ("notes/__init__.py", [(4, "import", "__init__")]),
+        ("notes/search.py", [(38, "call", "SearchEngine.search"), (47, "call", "SearchEngine.score"),
+                             (48, "call", "SearchEngine.score")])]
+    uses = await engine.uses("SearchEngine.score", workspace)
+    assert ("notes/search.py", 16, (47, 48)) in {(link.path, link.line, link.lines) for g in uses.files for link in g.links}
+    go = await engine.references("InvertedIndex", workspace)
+    assert go.targets[0].language == "go" and {g.path for g in go.files} == {"go/index/index.go"}
+    missing = await engine.references("Frobnicate", workspace)
+    assert not missing.files and missing.message == "No symbol named 'Frobnicate' in the index."

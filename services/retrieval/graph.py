@@ -1,0 +1,206 @@
+"""Follow the code: who uses a definition ("references") and what a chunk uses ("uses").
+
+The index keeps, per file, the names its code uses and where (services/storage/code_graph.py); the
+definitions are the catalogue's chunks. A name is resolved here, at query time: the definitions with
+that name are its candidates; where the file using it imports it from a module (Python's `from m import
+name`) the candidates in that module win, else those in the file itself; where neither tells, every
+candidate stays (a method called on an object of unknown type). A target is a name (`parse`,
+`Class.method`) or a chunk id (what the window and agents hold for a result).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+from services.core.models import Chunk, GotoHit, GraphAnswer, GraphFile, GraphLink
+from services.storage.code_graph import KINDS, Use, decode
+from services.retrieval.goto import check_query
+
+MAX_LINKS = 2000  # rows an answer lists; `total` still counts them all
+MAX_CANDIDATES = 3  # a name none of whose definitions a file imports or holds links to this many at most
+_CHUNK_ID = re.compile(r"^.+:\d+-\d+:[0-9a-f]{4,}(~\d+)?$")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A definition: its chunks merged (a long function is cut into several)."""
+
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str
+    qualified_name: str
+    kind: str
+    language: str
+    chunk_id: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.path, self.qualified_name
+
+    def hit(self) -> GotoHit:
+        return GotoHit(self.path, self.start_line, self.end_line, self.symbol, self.qualified_name, self.kind,
+                       self.language, 1.0, self.qualified_name or self.symbol)
+
+
+def references(catalog, query: str) -> GraphAnswer:
+    """Every use of the target's name that may mean it, grouped by file, each with its enclosing chunk."""
+    started = time.perf_counter()
+    query = check_query(query, 1)
+    targets, symbol = resolve(catalog, query)
+    if not catalog.graph_ready():
+        return _answer(query, "references", targets, [], started, NOT_READY)
+    rivals = _definitions(catalog, [symbol]).get(symbol, [])
+    wanted = {t.key for t in targets}
+    rows = catalog.uses_of([symbol])
+    if not targets and not rows:
+        return _answer(query, "references", [], [], started, f"No symbol named {query!r} in the index.")
+    kept: list[tuple[str, Use]] = []
+    for _name, path, text in rows:
+        uses = decode(text)
+        bound = _binding(path, uses, rivals)
+        if not targets or len(wanted) >= len(rivals) or not bound or wanted & {t.key for t in bound}:
+            kept += [(path, use) for use in uses]
+    links = _enclosed(catalog, symbol, kept)
+    message = "" if links else f"No uses of {query!r} found in the index."
+    if not targets and links:
+        message = f"{symbol!r} is not defined in the indexed files; these are its uses by name."
+    return _answer(query, "references", targets, links, started, message)
+
+
+def uses(catalog, query: str) -> GraphAnswer:
+    """The definitions the target's code uses (its calls, attributes, imports, bases, types), grouped by
+    the file that defines them, each with the lines of the target that use it."""
+    started = time.perf_counter()
+    query = check_query(query, 1)
+    targets, _symbol = resolve(catalog, query)
+    if not targets:
+        return _answer(query, "uses", [], [], started, f"No definition named {query!r} in the index.")
+    if not catalog.graph_ready():
+        return _answer(query, "uses", targets, [], started, NOT_READY)
+    found: dict[tuple[str, str], tuple[Target, list[int], str]] = {}
+    for target in targets:
+        for definition, lines, how in _used_by(catalog, target):
+            if definition.key in found:
+                found[definition.key][1].extend(lines)
+            else:
+                found[definition.key] = (definition, list(lines), how)
+    home = {t.path for t in targets}
+    ordered = sorted(found.values(), key=lambda f: (f[0].path not in home, f[0].path, f[0].start_line))
+    links = [GraphLink(d.path, d.start_line, d.symbol, how, d.qualified_name, d.kind, d.chunk_id,
+                       tuple(sorted(set(lines))))
+             for d, lines, how in ordered]
+    message = "" if links else f"{query!r} uses no definition of the indexed files."
+    return _answer(query, "uses", targets, links, started, message)
+
+
+NOT_READY = "The code graph is not built yet: index the workspace once more to add it (nothing is re-embedded)."
+
+
+def resolve(catalog, query: str) -> tuple[list[Target], str]:
+    """The definitions a query names, and their symbol: a chunk id, `Class.method` / `module.name`, or a name
+    (its exact case first, then any case)."""
+    if _CHUNK_ID.match(query):
+        chunks = catalog.chunks(ids=[query])
+        if chunks:
+            return _targets(chunks), chunks[0].symbol
+    parts = [p for p in re.split(r"\.|::", query) if p]
+    symbol = parts[-1] if parts else query
+    candidates = _definitions(catalog, [symbol], exact=False)
+    exact = [t for t in candidates.get(symbol, [])] or [t for ts in candidates.values() for t in ts]
+    if len(parts) > 1:
+        dotted = ".".join(parts)
+        exact = [t for t in exact if t.qualified_name == dotted or t.qualified_name.endswith("." + dotted)
+                 or (_module(t.path) + "." + t.qualified_name).endswith(dotted)]
+    return exact, (exact[0].symbol if exact else symbol)
+
+
+def _definitions(catalog, names: list[str], exact: bool = True) -> dict[str, list[Target]]:
+    """{symbol: its definitions} (exact case unless asked), each definition once."""
+    merged: dict[tuple[str, str], list[Chunk]] = defaultdict(list)
+    wanted = set(names)
+    for chunk in catalog.definitions(names):
+        if not exact or chunk.symbol in wanted:
+            merged[(chunk.path, chunk.qualified_name)].append(chunk)
+    found: dict[str, list[Target]] = defaultdict(list)
+    for target in (t for chunks in merged.values() for t in _targets(chunks)):
+        found[target.symbol].append(target)
+    return found
+
+
+def _targets(chunks: list[Chunk]) -> list[Target]:
+    """One Target per definition, its chunks' spans merged."""
+    groups: dict[tuple[str, str], list[Chunk]] = defaultdict(list)
+    for chunk in chunks:
+        groups[(chunk.path, chunk.qualified_name)].append(chunk)
+    targets = []
+    for group in groups.values():
+        first = min(group, key=lambda c: c.start_line)
+        targets.append(Target(first.path, first.start_line, max(c.end_line for c in group), first.symbol,
+                              first.qualified_name, first.kind, first.language, first.id))
+    return sorted(targets, key=lambda t: (t.path, t.start_line))
+
+
+def _module(path: str) -> str:
+    """`src/_pytest/python.py` -> `src._pytest.python`; a package's `__init__.py` is the package."""
+    stem = re.sub(r"\.[^./]+$", "", path)
+    return re.sub(r"/__init__$", "", stem).replace("/", ".")
+
+
+def _binding(path: str, uses: list[Use], candidates: list[Target]) -> list[Target]:
+    """The candidates a file's uses of a name mean, as far as the file tells: those of the module it
+    imports the name from, else its own; [] when it does not tell."""
+    for use in uses:
+        if use.module:
+            module = use.module.lstrip(".")
+            chosen = [c for c in candidates if _module(c.path) == module or _module(c.path).endswith("." + module)]
+            if chosen:
+                return chosen
+    return [c for c in candidates if c.path == path]
+
+
+def _enclosed(catalog, symbol: str, kept: list[tuple[str, Use]]) -> list[GraphLink]:
+    """Links for uses, each with the innermost chunk holding its line."""
+    spans = defaultdict(list)
+    for row in catalog.chunk_spans([path for path, _ in kept]):
+        spans[row[0]].append(row)
+    links = []
+    for path, use in sorted(kept, key=lambda k: (k[0], k[1].line)):
+        holders = [r for r in spans[path] if r[2] <= use.line <= r[3]]
+        inner = min(holders, key=lambda r: r[3] - r[2]) if holders else None
+        links.append(GraphLink(path, use.line, symbol, KINDS.get(use.kind, "name"),
+                               inner[5] if inner else "", inner[6] if inner else "", inner[7] if inner else ""))
+    return links
+
+
+def _used_by(catalog, target: Target) -> list[tuple[Target, list[int], str]]:
+    """(definition, lines, how) for each definition the target's lines use."""
+    in_file = {name: decode(text) for name, text in catalog.uses_in(target.path)}
+    inside = {name: [u for u in uses if target.start_line <= u.line <= target.end_line]
+              for name, uses in in_file.items()}
+    inside = {name: uses for name, uses in inside.items() if uses}
+    definitions = _definitions(catalog, list(inside))
+    found = []
+    for name, uses in sorted(inside.items()):
+        candidates = [d for d in definitions.get(name, []) if d.key != target.key]
+        chosen = _binding(target.path, in_file[name], candidates)
+        if not chosen and len(candidates) <= MAX_CANDIDATES:
+            chosen = candidates
+        for definition in chosen:
+            found.append((definition, [u.line for u in uses], KINDS.get(uses[0].kind, "name")))
+    return found
+
+
+def _answer(query: str, direction: str, targets: list[Target], links: list[GraphLink], started: float,
+            message: str) -> GraphAnswer:
+    by_file: dict[str, list[GraphLink]] = {}
+    for link in links[:MAX_LINKS]:
+        by_file.setdefault(link.path, []).append(link)
+    if len(links) > MAX_LINKS:
+        message = message or f"Showing the first {MAX_LINKS} of {len(links)} uses."
+    return GraphAnswer(query, direction, [t.hit() for t in targets],
+                       [GraphFile(path, rows) for path, rows in by_file.items()], len(links), message,
+                       {"total": round((time.perf_counter() - started) * 1000, 2)})

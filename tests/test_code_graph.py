@@ -1,0 +1,178 @@
+"""The code graph (issue 35): who uses a definition and what it uses, over a real indexed workspace, kept
+fresh by the same run that re-indexes an edit, and filled into an index made before it without
+re-embedding. Through every engine: tests/contract."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from services.core.errors import QueryError
+from services.engine.service import KnowledgeService
+from services.indexing.chunking.graph import file_uses
+
+HELPERS = '''\
+"""Helpers."""
+
+
+def normalise(text):
+    return text.strip().lower()
+
+
+class Base:
+    def run(self):
+        return normalise("x")
+'''
+
+FIRST = '''\
+from pkg.helpers import Base, normalise
+
+
+class Loader(Base):
+    def load(self, raw):
+        return normalise(raw)
+'''
+
+SECOND = '''\
+import pkg.helpers as helpers
+from pkg.helpers import normalise
+
+
+def clean_all(items):
+    return [normalise(item) for item in items]
+
+
+def other():
+    return helpers.normalise("y")
+'''
+
+SCRIPT = '''\
+function normaliseName(name) { return name.trim(); }
+
+export function greet(person) {
+  return "hi " + normaliseName(person.name);
+}
+'''
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    return root
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    """(service, workspace): a small generated repo indexed once; tests that edit it work on their own copy."""
+    root = tmp_path_factory.mktemp("graph")
+    workspace = write(root / "workspace", {"pkg/__init__.py": "", "pkg/helpers.py": HELPERS, "pkg/first.py": FIRST,
+                                           "pkg/second.py": SECOND, "web/names.js": SCRIPT})
+    service = KnowledgeService(data_dir=root / "data")
+    asyncio.run(service.index(workspace))
+    yield service, workspace
+    service.close()
+
+
+def where(answer) -> list[tuple[str, int, str, str]]:
+    return [(g.path, link.line, link.how, link.qualified_name) for g in answer.files for link in g.links]
+
+
+async def test_a_function_called_from_two_files_lists_both_callers_with_their_enclosing_function(repo):
+    service, workspace = repo
+    answer = await service.references("normalise", workspace)
+    assert [(t.path, t.start_line) for t in answer.targets] == [("pkg/helpers.py", 4)]
+    assert [g.path for g in answer.files] == ["pkg/first.py", "pkg/helpers.py", "pkg/second.py"]
+    found = where(answer)
+    assert ("pkg/first.py", 6, "call", "Loader.load") in found and ("pkg/first.py", 1, "import", "first") in found
+    assert ("pkg/second.py", 6, "call", "clean_all") in found
+    assert ("pkg/second.py", 10, "call", "other") in found  # helpers.normalise(...)
+    assert ("pkg/helpers.py", 10, "call", "Base.run") in found
+    assert not any(line == 4 for path, line, *_ in found if path == "pkg/helpers.py")  # not its own definition
+
+
+async def test_what_a_method_uses_are_the_definitions_it_calls_grouped_by_their_file(repo):
+    service, workspace = repo
+    answer = await service.uses("Loader.load", workspace)
+    assert [(t.path, t.qualified_name) for t in answer.targets] == [("pkg/first.py", "Loader.load")]
+    assert [(g.path, [(link.qualified_name, link.line, link.lines) for link in g.links]) for g in answer.files] == [
+        ("pkg/helpers.py", [("normalise", 4, (6,))])]
+    loader = await service.uses("Loader", workspace)  # a base class is a use
+    assert ("pkg/helpers.py", "Base", "base") in {(g.path, link.qualified_name, link.how)
+                                                  for g in loader.files for link in g.links}
+
+
+async def test_a_name_in_another_language(repo):
+    service, workspace = repo
+    answer = await service.references("normaliseName", workspace)
+    assert where(answer) == [("web/names.js", 4, "call", "greet")]
+    uses = await service.uses("greet", workspace)
+    assert [(link.path, link.qualified_name) for g in uses.files for link in g.links] == [
+        ("web/names.js", "normaliseName")]
+
+
+async def test_unknown_names_and_bad_input_get_a_clear_message(repo):
+    service, workspace = repo
+    missing = await service.references("Frobnicate", workspace)
+    assert not missing.files and missing.message == "No symbol named 'Frobnicate' in the index."
+    assert (await service.uses("Frobnicate", workspace)).message == "No definition named 'Frobnicate' in the index."
+    outside = await service.references("strip", workspace)  # a library's name: its uses, said to be so
+    assert where(outside) == [("pkg/helpers.py", 5, "call", "normalise")] and "not defined in the indexed files" in outside.message
+    with pytest.raises(QueryError, match="empty"):
+        await service.references("  ", workspace)
+
+
+async def test_an_edit_removing_a_call_updates_references_in_the_same_run(tmp_path):
+    workspace = write(tmp_path / "workspace", {"pkg/__init__.py": "", "pkg/helpers.py": HELPERS,
+                                               "pkg/first.py": FIRST, "pkg/second.py": SECOND})
+    service = KnowledgeService(data_dir=tmp_path / "data")
+    try:
+        await service.index(workspace)
+        (workspace / "pkg/second.py").write_text("def clean_all(items):\n    return list(items)\n")
+        await service.index(workspace)
+        answer = await service.references("normalise", workspace)
+        assert "pkg/second.py" not in [g.path for g in answer.files] and "pkg/first.py" in [g.path for g in answer.files]
+        (workspace / "pkg/first.py").unlink()
+        await service.index(workspace)
+        assert [g.path for g in (await service.references("normalise", workspace)).files] == ["pkg/helpers.py"]
+    finally:
+        service.close()
+
+
+async def test_an_index_from_before_the_graph_gets_it_without_re_embedding(tmp_path):
+    workspace = write(tmp_path / "workspace", {"pkg/__init__.py": "", "pkg/helpers.py": HELPERS,
+                                               "pkg/first.py": FIRST})
+    service = KnowledgeService(data_dir=tmp_path / "data")
+    try:
+        await service.index(workspace)
+        manifest = next((tmp_path / "data").rglob("manifest.sqlite"))
+        service.close()
+        with sqlite3.connect(manifest) as db:  # what an index made before the graph holds
+            db.execute("DROP TABLE refs")
+            db.execute("DELETE FROM meta WHERE key = 'graph'")
+        service = KnowledgeService(data_dir=tmp_path / "data")
+        before = await service.references("normalise", workspace)
+        assert not before.files and "not built yet" in before.message
+        report = await service.index(workspace)
+        assert report.chunks_embedded == 0 and not report.rebuilt_reason
+        assert [g.path for g in (await service.references("normalise", workspace)).files] == [
+            "pkg/first.py", "pkg/helpers.py"]
+    finally:
+        service.close()
+
+
+def test_the_kinds_of_use_in_python():
+    uses = file_uses("from a.b import thing\nclass K(Parent):\n    def m(self, arg=1):\n"
+                     "        return thing(arg).value.method(key=2)\n", "python")
+    assert {name: [(u.line, u.kind, u.module) for u in found] for name, found in uses.items()} == {
+        "thing": [(1, "i", "a.b"), (4, "c", "")], "Parent": [(2, "b", "")], "value": [(4, "a", "")],
+        "method": [(4, "c", "")], "arg": [(4, "n", "")]}
+
+
+def test_a_quoted_annotation_is_a_type_use():
+    uses = file_uses('def run(session: "Session", hook: "Callable[[Config], None]") -> "main.Session":\n'
+                     '    """Session is not used here."""\n', "python")
+    assert [(u.line, u.kind) for u in uses["Session"]] == [(1, "t")] and "Config" not in uses

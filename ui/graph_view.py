@@ -1,0 +1,85 @@
+""""Used by" and "Uses" for the selected result: two lists grouped by file, each row opening the code pane
+at its line (click or Enter). The logic is ui/viewmodels/graph.py; Alt+F7 / Ctrl+Alt+F7 (main window)
+show each list."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QTabWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+
+from services.core.models import ResultChunk
+from ui.async_runner import AsyncRunner
+from ui.viewmodels.graph import USED_BY, USES, GraphViewModel, link_item
+
+LinkRole = Qt.ItemDataRole.UserRole + 1
+
+
+class GraphPanel(QWidget):
+    """`workspace()` names the open workspace; `open_requested(ResultChunk)` asks to show a row's code."""
+
+    open_requested = Signal(object)
+
+    def __init__(self, model: GraphViewModel, workspace: Callable[[], str]) -> None:
+        super().__init__()
+        self.setObjectName("graphPanel")
+        self.model, self.workspace = model, workspace
+        self.runner = AsyncRunner(self)
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.lists: dict[str, QTreeWidget] = {}
+        for direction in (USED_BY, USES):
+            tree = QTreeWidget()
+            tree.setHeaderHidden(True)
+            tree.setRootIsDecorated(True)
+            tree.itemClicked.connect(self._open)
+            tree.itemActivated.connect(self._open)
+            self.lists[direction] = tree
+            self.tabs.addTab(tree, self.model.title(direction))
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.tabs)
+        self._fill()
+
+    def show_for(self, item: ResultChunk | None):
+        """Ask for both lists of `item` (a task: the window never waits on it)."""
+        return self.runner.run(self._load(item), key="graph", context="Used by / Uses")
+
+    async def _load(self, item: ResultChunk | None) -> None:
+        if await self.model.load(self.workspace(), item):
+            self._fill()
+
+    def show_list(self, direction: str) -> None:
+        """Bring a list forward and give it the keyboard (its first row selected)."""
+        tree = self.lists[direction]
+        self.tabs.setCurrentWidget(tree)
+        tree.setFocus()
+        current = tree.currentItem()
+        if (current is None or current.data(0, LinkRole) is None) and tree.topLevelItemCount():
+            first = tree.topLevelItem(0)
+            tree.setCurrentItem(first.child(0) if first.childCount() else first)
+
+    def _fill(self) -> None:
+        for index, (direction, tree) in enumerate(self.lists.items()):
+            tree.clear()
+            groups = self.model.groups(direction)
+            for group in groups:
+                heading = QTreeWidgetItem([group.heading])
+                heading.setFlags(Qt.ItemFlag.ItemIsEnabled)
+                for text, link in group.rows:
+                    row = QTreeWidgetItem([text])
+                    row.setData(0, LinkRole, link)
+                    heading.addChild(row)
+                tree.addTopLevelItem(heading)
+            if not groups:
+                empty = QTreeWidgetItem([self.model.empty_text(direction)])
+                empty.setFlags(Qt.ItemFlag.NoItemFlags)
+                tree.addTopLevelItem(empty)
+            tree.expandAll()
+            self.tabs.setTabText(index, self.model.title(direction))
+
+    def _open(self, row: QTreeWidgetItem, _column: int = 0) -> None:
+        link = row.data(0, LinkRole)
+        if link is not None:
+            self.open_requested.emit(link_item(self.workspace(), link, ""))

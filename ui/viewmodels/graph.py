@@ -1,0 +1,96 @@
+"""Follow the code in the window, Qt-free: for the selected result, who uses it ("Used by") and what it
+uses ("Uses"), as rows grouped by file, and the code a row opens (a ResultChunk for the code pane, at the
+row's line). The engine's answers are services.core.models.GraphAnswer (services/retrieval/graph.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from services.core.models import GotoHit, GraphAnswer, GraphLink, ResultChunk
+from ui.viewmodels.goto import code_item
+
+USED_BY, USES = "references", "uses"
+TITLES = {USED_BY: "Used by", USES: "Uses"}
+NO_GRAPH = frozenset({"text", "markdown"})  # languages without a grammar have no references
+
+
+@dataclass(frozen=True)
+class FileRows:
+    """A file's heading ("pkg/first.py · 2") and its rows, each with the link it opens."""
+
+    heading: str
+    rows: list[tuple[str, GraphLink]]
+
+
+class GraphViewModel:
+    """Asks the engine for both lists of one chunk; only the newest selection's answers count."""
+
+    def __init__(self, engine) -> None:
+        self.engine = engine
+        self.answers: dict[str, GraphAnswer | None] = {USED_BY: None, USES: None}
+        self.subject: ResultChunk | None = None
+        self._asked = 0
+
+    async def load(self, workspace: str, item: ResultChunk | None) -> bool:
+        """Both answers for the chunk (none for no chunk); False when a newer selection came meanwhile."""
+        self._asked += 1
+        asked = self._asked
+        self.subject = item
+        if item is None or not workspace or item.chunk.language in NO_GRAPH:
+            self.answers = {USED_BY: None, USES: None}
+            return True
+        target = target_of(item)
+        used_by, uses = await asyncio.gather(self.engine.references(target, workspace),
+                                             self.engine.uses(target, workspace))
+        if asked != self._asked:
+            return False
+        self.answers = {USED_BY: used_by, USES: uses}
+        return True
+
+    def groups(self, direction: str) -> list[FileRows]:
+        answer = self.answers[direction]
+        return [] if answer is None else file_rows(answer)
+
+    def empty_text(self, direction: str) -> str:
+        """What a list with no rows says."""
+        answer = self.answers[direction]
+        if self.subject is None:
+            return "Select a result to see what uses it and what it uses."
+        if answer is None:
+            return f"No code graph for {self.subject.chunk.language or 'this'} chunks."
+        return answer.message or ("Nothing uses it." if direction == USED_BY else "It uses no indexed definition.")
+
+    def title(self, direction: str) -> str:
+        answer = self.answers[direction]
+        return f"{TITLES[direction]} ({answer.total})" if answer is not None and answer.total else TITLES[direction]
+
+
+def target_of(item: ResultChunk) -> str:
+    """What to ask about: a catalogued chunk by its id; a definition opened by go to symbol by its name."""
+    chunk = item.chunk
+    return chunk.id if chunk.content_hash else (chunk.qualified_name or chunk.symbol)
+
+
+def file_rows(answer: GraphAnswer) -> list[FileRows]:
+    """Per file: a heading and one row per link, "  42  call in Loader.load" (Used by) or
+    "   4  function normalise · line 6" (Uses)."""
+    groups = []
+    for group in answer.files:
+        rows = [(row_text(answer.direction, link), link) for link in group.links]
+        groups.append(FileRows(f"{group.path} · {len(rows)}", rows))
+    return groups
+
+
+def row_text(direction: str, link: GraphLink) -> str:
+    if direction == USES:
+        lines = ", ".join(map(str, link.lines[:5])) + ("…" if len(link.lines) > 5 else "")
+        return f"{link.line:>5}  {link.kind} {link.qualified_name} · used on line {lines}"
+    return f"{link.line:>5}  {link.how} in {link.qualified_name or '(file)'}"
+
+
+def link_item(workspace: str, link: GraphLink, language: str) -> ResultChunk:
+    """The code pane's item for a row: its file around its line, the line marked."""
+    hit = GotoHit(link.path, link.line, link.line, link.name, link.qualified_name, link.kind, language, 1.0,
+                  link.qualified_name)
+    return code_item(workspace, hit)
