@@ -464,7 +464,7 @@ class Catalog:
     def uses_of(self, names: list[str]) -> list[tuple[str, str, str]]:
         """(name, path, encoded uses) of every file using one of `names` (exact case)."""
         with self._lock:
-            return [row for part in _parts(list(dict.fromkeys(names))) for row in code_graph.of_names(self._db, part)]
+            return [row for part in batches(list(dict.fromkeys(names))) for row in code_graph.of_names(self._db, part)]
 
     def uses_in(self, path: str) -> list[tuple[str, str]]:
         """(name, encoded uses) of every name a file uses."""
@@ -479,9 +479,9 @@ class Catalog:
         """(path, language, start_line, end_line, symbol, qualified_name, kind, chunk id) of every chunk of
         these files, by path and line; no chunk text is read."""
         found = []
-        for part in _parts(sorted(set(paths))):
+        for part in batches(sorted(set(paths))):
             rows = self._query(f"SELECT {ID_PARTS}, c.language, c.symbol, c.qualified_name, c.kind FROM {CHUNKS} "
-                               f"WHERE f.path IN ({','.join('?' * len(part))})", part)
+                               f"WHERE f.path IN ({marks(len(part))})", part)
             found += [(r[0], r[5], r[1], r[2], r[6], r[7], r[8], chunk_id(*r[:5])) for r in rows]
         return sorted(found, key=lambda r: (r[0], r[2], -r[3]))
 
