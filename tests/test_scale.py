@@ -97,3 +97,22 @@ async def test_a_question_over_the_big_repository_and_two_small_workspaces(big):
     merged = await service.query_many(QUESTION, folders, QueryOptions(workspace=str(repo), top_k=10, use_cache=False))
     assert merged.results and set(merged.searched) == {str(workspace_root(f)) for f in folders}
     assert merged.searched[str(workspace_root(repo))] > 0
+
+
+async def test_names_go_to_and_references_at_this_size(big):
+    """A bare name finds its definition first, go to symbol / file answer, and find references runs, over
+    40,400 chunks (the name channel's lookup and the finder's lists are read from the catalogue)."""
+    service, repo, _ = big
+    words = topic(250).split()
+    name = f"{words[0]}_{words[-1]}_250_7"
+    for strategy in ("metadata", "hybrid", "tuned"):
+        result = await service.query(name, QueryOptions(workspace=str(repo), strategy=strategy, top_k=10,
+                                                        use_cache=False))
+        assert (result.results[0].chunk.path, result.results[0].chunk.symbol) == (path_of(250), name), strategy
+    symbols = await service.goto_symbols(name, str(repo))
+    assert symbols.hits and (symbols.hits[0].path, symbols.hits[0].symbol) == (path_of(250), name)
+    files = await service.goto_files(f"mod0250.py:{12}", str(repo))
+    assert files.hits[0].path == path_of(250) and files.line == 12
+    references = await service.references(name, str(repo))  # defined once, used nowhere in this repository
+    assert [(t.path, t.symbol) for t in references.targets] == [(path_of(250), name)]
+    assert references.total == 0 and not references.files

@@ -20,9 +20,10 @@ MAX_TOP_K = 100
 MAX_DOCUMENTS = 200
 MAX_DOCUMENT_CHARS = 20_000
 # One limit on a question for every face (CLI, REST, MCP and the window, checked by the engine too): room for a
-# real bug report with its traceback. A long question is reduced to keep answers fast, and its result says how
-# (services.retrieval.query_signals.reduction_note).
-MAX_QUESTION_CHARS = 20_000
+# real bug report with its traceback (the longest of the pytest and Sphinx reports SWE-bench collected has 22,778
+# characters). A long question is reduced to keep answers fast, and its result says how
+# (services.retrieval.search_steps.reduction_note).
+MAX_QUESTION_CHARS = 50_000
 
 
 def question_too_long(length: int) -> str:

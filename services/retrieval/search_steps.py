@@ -184,7 +184,7 @@ def assemble(question: str, options: QueryOptions, reranked: list[ResultChunk], 
 
 def reduction_note(question: str, strategy: str, settings) -> str:
     """For a question over NOTE_CHARS: its length against the one limit, and what of it each search reads
-    (what keeps a 20,000-character bug report as fast to answer as a short one). "" for a shorter one."""
+    (what keeps a 50,000-character bug report about as fast to answer as a short one). "" for a shorter one."""
     if len(question) <= NOTE_CHARS:
         return ""
     note = (f"long question: {len(question):,} characters (the limit is {MAX_QUESTION_CHARS:,}); the vector "

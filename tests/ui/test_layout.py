@@ -11,6 +11,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QStyleOptionViewItem
 
+from services.core.messages import MAX_QUESTION_CHARS
 from services.core.models import Chunk, ResultChunk
 from services.engine.service import KnowledgeService
 from ui.main_window import MainWindow
@@ -132,9 +133,10 @@ def test_a_12000_character_bug_report_is_answered_and_one_over_the_limit_is_refu
     ask(qtbot, window, bug_report(12_000), "bug-report")
     assert window.last_result.results[0].chunk.path == "notes/search.py"
     note = window.messages.text()
-    assert "12,000 characters" in note and "the limit is 20,000" in note and "most telling words" in note
-    window.run_query("x" * 20_001)
-    qtbot.waitUntil(lambda: "20,001 characters; the limit is 20,000" in window.messages.text(), timeout=30_000)
+    assert "12,000 characters" in note and f"the limit is {MAX_QUESTION_CHARS:,}" in note and "most telling words" in note
+    window.run_query("x" * (MAX_QUESTION_CHARS + 1))
+    over = f"{MAX_QUESTION_CHARS + 1:,} characters; the limit is {MAX_QUESTION_CHARS:,}"
+    qtbot.waitUntil(lambda: over in window.messages.text(), timeout=30_000)
 
 
 def test_the_palette_finds_history_and_strategies(qtbot, window):
