@@ -25,7 +25,7 @@ class WorkspaceSetView(QWidget):
 
     changed = Signal()
     open_requested = Signal()
-    COLUMNS = ["#", "Workspace", "Score", "Location", "Symbol"]
+    COLUMNS = ["#", "Workspace", "Evidence", "Location", "Symbol"]
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)

@@ -25,7 +25,7 @@ from services.retrieval import context, goto, search_steps
 from services.retrieval.file_answer import POOL, PROSE, FileRanker
 from services.retrieval.file_ranking import FileIndex
 from services.storage.file_words import CatalogFileWords
-from services.retrieval.multi import check_workspaces, merge
+from services.retrieval.multi import check_workspaces, merge, missing_cosines
 from services.retrieval.search import Searcher
 from services.encoders.embedder import Embedder
 from services.core.errors import KnowledgeError, QueryError, WorkspaceError
@@ -270,14 +270,21 @@ class KnowledgeService:
 
     async def query_many(self, question: str, workspaces: list[str], options: QueryOptions) -> MultiQueryResult:
         """Ask each workspace (top_k results each, so one workspace can fill the list when the others have
-        nothing), then merge by reciprocal rank. A folder named twice is asked once."""
+        nothing), then merge by evidence (services.retrieval.multi). A folder named twice is asked once."""
         self._validate(question, options)
         roots = list(dict.fromkeys(workspace_root(w) for w in check_workspaces(workspaces)))
         started = time.perf_counter()
         answers = await asyncio.gather(*(self.query(question, replace(options, workspace=str(root)))
                                          for root in roots))
+        cosines = await self._run(self._query_pool, self._missing_cosines, question.strip(), roots, answers)
         return merge(question.strip(), options.strategy, [(str(r), a) for r, a in zip(roots, answers)],
-                     options.top_k, (time.perf_counter() - started) * 1000)
+                     options.top_k, (time.perf_counter() - started) * 1000, cosines)
+
+    def _missing_cosines(self, question: str, roots: list[Path], answers: list[QueryResult]
+                         ) -> dict[str, dict[str, float]]:
+        """workspace -> chunk id -> the question's cosine, for the keyword-only hits of each answer."""
+        wanted = {str(root): ids for root, answer in zip(roots, answers) if (ids := missing_cosines(answer))}
+        return {root: self._searcher(self._index(root)).cosines(question, ids) for root, ids in wanted.items()}
 
     def _searcher(self, index: WorkspaceIndex) -> Searcher:
         """The query flow (services.retrieval.search) over this index, with the settings of now."""

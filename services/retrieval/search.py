@@ -140,6 +140,11 @@ class Searcher:
         unseen = [Candidate(c, cosines.get(c.id, 0.0), cosines.get(c.id, 0.0), None) for c in missing]
         return reading, found, unseen
 
+    def cosines(self, question: str, ids: list[str]) -> dict[str, float]:
+        """The question's cosine with each of these chunks, from their stored vectors (none: no vector)."""
+        vector = self.index.project(self.encode([question]))[0]
+        return steps.keyword_cosines(vector, self.index.store().embeddings(ids))
+
     def keyword_cosines(self, vector, keyword: list[Candidate]) -> dict[str, float]:
         """Cosines of keyword-only hits, from their stored vectors (the threshold rule needs them)."""
         ids = [c.chunk.id for c in keyword if c.original_score is None]

@@ -31,7 +31,7 @@ def test_the_set_offers_the_known_workspaces_but_the_open_one_and_rows_name_the_
     assert others("/w/a", ["/w/a", "/w/b", "/w/b", "/w/c"]) == ["/w/b", "/w/c"]
     hit = WorkspaceHit("/w/b", "b", 2, 0.016, ResultChunk(Chunk("x.py", "python", 3, 9, "", symbol="f"), 1, 0.7,
                                                            1, 0.7))
-    assert hit_row(hit) == ("2", "b", "0.700 (#1 there)", "x.py:3-9", "f")
+    assert hit_row(hit) == ("2", "b", "0.02 (#1 there, 0.700)", "x.py:3-9", "f")
 
 
 @pytest.mark.slow
