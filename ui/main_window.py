@@ -701,11 +701,16 @@ class MainWindow(QMainWindow):
             self.run_query()
 
     def show_result(self, result: QueryResult) -> None:
+        """Show an answer; the same question answered again (a refresh after an edit or a recount, another
+        strategy) keeps the selected chunk selected, a new question selects the top result."""
+        shown, selected = self.session.last_result, self.results.selected_chunk()
         self.session.last_result = result
         if self.messages.level == ERROR:
             self.messages.hide()
         self.results.set_result(result)
-        self._select_first()
+        same_question = shown is not None and shown.question == result.question
+        if not (same_question and selected is not None and self.results.select_chunk(selected.chunk)):
+            self._select_first()
         filters = self.query_bar.filters_text()
         self.status_results.setText(summary_text(result, filters))
         self.timings_label.setText(timings_text(result))

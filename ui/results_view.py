@@ -12,7 +12,7 @@ from PySide6.QtWidgets import (
 from services.core.models import QueryResult, ResultChunk, StrategyInfo
 from ui.ranking_model import NEW_COLOR, ORIGINAL, RERANKED, SCORE_COLUMNS, RankingModel, ScoreBarRole
 from ui.viewmodels.ranking import location_text
-from ui.viewmodels.results import searched_text
+from ui.viewmodels.results import same_chunk_row, searched_text
 from ui.why_view import ElidedLabel, WhyView
 
 
@@ -279,6 +279,18 @@ class ResultsView(QWidget):
                                      f"ranking but not in the reranked top {len(self.result.results)}.")
             return
         self.why.set_item(reranked, label)
+
+    def select_chunk(self, chunk) -> bool:
+        """Select the row showing `chunk` (or its definition after an edit), reranked side first, without
+        taking the focus; False when neither list has it."""
+        for table in (self.reranked_table, self.original_table):
+            model = table.model()
+            row = same_chunk_row(chunk, [model.item(n) for n in range(model.rowCount())])
+            if row is not None:
+                table.selectRow(row)
+                table.scrollTo(model.index(row, 0))
+                return True
+        return False
 
     def select_first(self) -> None:
         table = self.reranked_table if self.reranked_model.rowCount() else self.original_table

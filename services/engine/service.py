@@ -43,7 +43,7 @@ from services.retrieval.strategies import create_strategy, strategy_info, strate
 from services.core.settings import Settings, default_data_dir  # noqa: F401 (re-exported)
 from services.indexing.health import folder_missing
 from services.indexing.watcher import (
-    FOLDER_MISSING, PAUSED, PROGRESS, REINDEX_FINISHED, REINDEX_STARTED, RESUMED, STALE, WATCH_ERROR, WATCHING,
+    FOLDER_MISSING, PAUSED, PROGRESS, REFERENCES, REINDEX_FINISHED, REINDEX_STARTED, RESUMED, STALE, WATCH_ERROR, WATCHING,
     WatchEvent, WorkspaceWatcher,
 )
 from services.storage.error_note import ErrorNote
@@ -608,6 +608,10 @@ class KnowledgeService:
     def _refresh_references(self, index: WorkspaceIndex) -> None:
         refresh_references(index)
         self._invalidate(index.root)
+        with self._lock:
+            watch = self._watches.get(index.root)
+        if watch is not None and not watch.cancel.is_set():
+            watch.emit(WatchEvent(REFERENCES, str(index.root)))
 
     # --- ownership ---
     def owner(self) -> Owner | None:
