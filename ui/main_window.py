@@ -33,6 +33,7 @@ from ui.results_view import ResultsView
 from ui.viewmodels.files import FilesViewModel
 from ui.viewmodels.labels import LabelsViewModel
 from ui.viewmodels.preferences import Preferences, recent_workspaces
+from ui.why_view import ElidedLabel
 from ui.viewmodels.progress import progress_percent, progress_text
 from ui.viewmodels.results import empty_result_text, is_empty, one_line, summary_text, timings_text
 from ui.viewmodels.strategies import fallback_strategies, step_strategy
@@ -172,6 +173,20 @@ class MainWindow(QMainWindow):
         self.code.setMinimumHeight(self.code.editor.fontMetrics().height() * 6 + 40)
         self.setMinimumWidth(720)
 
+    def _grow_code(self, on: bool) -> None:
+        """"Whole file" gives the code pane all the height the rankings can spare (they keep five rows, the
+        why view steps aside); off, the split before it comes back."""
+        if on:
+            self._split_before = self.splitter.sizes()
+            self.results.explain.hide()  # the why rows come back with the split
+            total = sum(self._split_before)
+            least = self.results.splitter.minimumHeight()  # the rankings' five rows
+            self.splitter.setSizes([least, total - least])
+        else:
+            self.results.explain.show()
+            if getattr(self, "_split_before", None):
+                self.splitter.setSizes(self._split_before)
+
     def _build_compare_view(self) -> QWidget | None:
         try:
             return CompareView(self.service)
@@ -306,20 +321,24 @@ class MainWindow(QMainWindow):
         return [a for a in self.actions() if a.text() and a is not self.palette_action]
 
     def _build_status_bar(self) -> None:
+        """Three one-line texts that share the bar's width and never overlap: each cut with "…" where it
+        does not fit, the whole text in its tooltip; the run's status is hidden between runs."""
         bar = self.statusBar()
-        self.status_results = QLabel("")
-        self.timings_label = QLabel("")
+        digit = self.fontMetrics().horizontalAdvance("0")
+        self.status_results = ElidedLabel("")
+        self.index_status = ElidedLabel("")  # a run's stage, files, chunks, rate, ETA and device, whoever started it
+        self.index_status.setObjectName("indexStatus")
+        self.index_status.hide()
+        self.timings_label = ElidedLabel("")
         self.timings_label.setObjectName("timingsLabel")
+        for label, chars in ((self.status_results, 16), (self.index_status, 16), (self.timings_label, 10)):
+            label.setMinimumWidth(digit * chars)
         self.cache_label = QLabel("")
         self.cache_label.setObjectName("cacheLabel")
         self.cache_label.hide()
-        self.status_results.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)  # one line, any width
-        self.status_results.setMinimumWidth(200)
-        self.index_status = QLabel("")  # a run's stage, files, chunks, rate, ETA and device, whoever started it
-        self.index_status.setObjectName("indexStatus")
-        bar.addWidget(self.status_results, 1)
-        bar.addPermanentWidget(self.index_status)
-        bar.addPermanentWidget(self.timings_label)
+        bar.addWidget(self.status_results, 3)
+        bar.addWidget(self.index_status, 3)
+        bar.addWidget(self.timings_label, 2)
         bar.addPermanentWidget(self.cache_label)
 
     def _connect(self) -> None:
@@ -331,6 +350,7 @@ class MainWindow(QMainWindow):
         self.query_bar.history_changed.connect(self._save_history)
         self.query_bar.query.leave_down.connect(lambda: self.focus_ranking(self.results.reranked_table))
         self.results.chunk_selected.connect(self.code.show_chunk)
+        self.code.whole_file_toggled.connect(self._grow_code)
         self.results.chunk_selected.connect(self._warn_if_deleted)
         for table in (self.results.original_table, self.results.reranked_table):
             table.activated.connect(lambda index, t=table: self.open_row(t, index.row()))
@@ -626,6 +646,7 @@ class MainWindow(QMainWindow):
         """A run's progress in the status bar (its text names the device once) and the window title, with
         the same percentage as the panel's bar; "" when none."""
         self.index_status.setText(text)
+        self.index_status.setVisible(bool(text))
         name = Path(self.workspace).name if self.workspace else ""
         title = f"Knowledge Explorer — {name}" if name else "Knowledge Explorer"
         if text:
