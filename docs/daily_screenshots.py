@@ -51,6 +51,13 @@ async def scenes(app, window, workspace: str, out: Path, only: set[str]) -> None
     await settle(app)
     shot("daily-1024x700.png")
     window._show_run_status("", None)
+    window.health_panel.auto_finished()
+    # a banner beside the health panel's buttons, never over them
+    window.health_scroll.ensureWidgetVisible(window.health_panel.auto_reindex)
+    window.messages.show_message("Automatic indexing paused — 166 files changed. Changes are listed as stale "
+                                 "until you resume.", "info", action_text="Resume", action=lambda: None)
+    await settle(app, 0.5)
+    shot("daily-banner.png")
 
 
 def main() -> int:

@@ -160,7 +160,7 @@ class MainWindow(QMainWindow):
         if self.compare_view is not None:
             self.tabs.addTab(self.compare_view, "Compare strategies")
         self.setCentralWidget(self.tabs)
-        self.messages.float_over(self.centralWidget())
+        self.messages.float_over(self.centralWidget(), avoid=[self.health_scroll])
         self._set_minimum_sizes()
 
     def _set_minimum_sizes(self) -> None:
@@ -467,6 +467,7 @@ class MainWindow(QMainWindow):
         self.rerun_timer.stop()
         self.runner.cancel("query")
         self.messages.hide()
+        self.health_scroll.verticalScrollBar().setValue(0)  # each workspace's panel opens at its top
         self.results.set_result(None)
         self.runner.cancel("files")
         self.files_request = None
