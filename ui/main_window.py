@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence
+from PySide6.QtCore import QSettings, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDesktopServices, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog, QInputDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QTabWidget,
     QToolBar, QToolButton, QVBoxLayout, QWidget,
@@ -76,6 +76,7 @@ class MainWindow(QMainWindow):
         self.files = FilesViewModel(service)
         self.files_request = None  # (question, options, max files) of the question on screen
         self.questions: dict[str, str] = {}  # the question box's text per workspace, while the window is open
+        self.answers: dict[str, QueryResult] = {}  # the last answer per workspace, while the window is open
         self.runner = AsyncRunner(self)
         self._lexer_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ke-lexers")
         self.setWindowTitle("Knowledge Explorer")
@@ -355,6 +356,8 @@ class MainWindow(QMainWindow):
         for table in (self.results.original_table, self.results.reranked_table):
             table.activated.connect(lambda index, t=table: self.open_row(t, index.row()))
         self.results.label_requested.connect(self.label_result)
+        self.results.reveal_requested.connect(self.reveal_in_folder)
+        self.results.more_hits_requested.connect(self.more_hits_in_file)
         for view in self.code_views():
             view.open_failed.connect(lambda text: self.messages.show_message(text, WARNING, timeout_ms=8000))
         self.files_view.open_requested.connect(self.open_selected)  # Enter or double-click on a file
@@ -384,7 +387,7 @@ class MainWindow(QMainWindow):
 
     def _show_strategies(self, strategies: list[StrategyInfo]) -> None:
         self.results.set_strategies(strategies)
-        self.query_bar.set_strategies(strategies, self.preferences.strategy())
+        self.query_bar.set_strategies(strategies, self.preferences.strategy(self.workspace))
         self.strategy_actions = []
         for info in strategies:
             action = QAction(f"Use strategy: {info.label or info.name}", self)
@@ -419,12 +422,13 @@ class MainWindow(QMainWindow):
         self.settings.setValue("splitter", self.splitter.saveState())
         self.settings.setValue("bottomSplitter", self.bottom.saveState())
         self.settings.setValue("healthVisible", self.health_action.isChecked())
-        self.settings.setValue("strategy", self.query_bar.strategy_name())
+        self.preferences.save_strategy(self.workspace, self.query_bar.strategy_name())
         self.settings.setValue("topK", self.query_bar.top_k.value())
         self._save_filters()
         self._save_history()
         if self.workspace:
             self.settings.setValue("lastWorkspace", self.workspace)
+            self.preferences.save_question(self.workspace, self.query_bar.query.text())
         self.settings.sync()
 
     def _fill_recent_menu(self) -> None:
@@ -446,9 +450,11 @@ class MainWindow(QMainWindow):
         """Switch to `path`: show its health at once, offer indexing when there is no index."""
         if self.workspace:
             self.questions[self.workspace] = self.query_bar.query.text()
+            self.preferences.save_question(self.workspace, self.query_bar.query.text())
         self._clear_state()
         path = self.session.open(path)
-        self.query_bar.query.setText(self.questions.get(path, ""))  # each workspace keeps its own question
+        # each workspace keeps its own question and strategy, and shows its last answer until it is asked again
+        self.query_bar.query.setText(self.questions.get(path, self.preferences.question(path)))
         self.code.set_workspace(path)
         self.files_view.code.set_workspace(path)
         self.workspace_label.setText(path)
@@ -457,10 +463,20 @@ class MainWindow(QMainWindow):
         self._restore_workspace_state(path)
         self._tell_compare("set_workspace", path)
         self._tell_compare("set_question", self.query_bar.query.text())
+        if self.preferences.own_strategy(path):  # after Compare's saved default: the last choice here wins
+            self.query_bar.select_strategy(self.preferences.own_strategy(path))
         self.health_panel.set_health(IndexHealth(workspace=path, indexed=False))
         self.health_panel.badge.setText("checking…")
+        if path in self.answers and self.answers[path].question == self.query_bar.query.text().strip():
+            self.show_result(self.answers[path])
         return self.runner.run(self._load_workspace(path), key="workspace", context="Opening workspace",
-                               on_error=self._health_failed)
+                               on_result=lambda _health: self._answer_again(path), on_error=self._health_failed)
+
+    def _answer_again(self, path: str) -> None:
+        """Once a reopened workspace is read, its question is answered again from its index (the last
+        answer, shown meanwhile, may predate changes)."""
+        if path == self.workspace and self.query_bar.query.text().strip():
+            self.run_query()
 
     def _clear_state(self) -> None:
         """Forget everything shown for the previous workspace: results, status, banners."""
@@ -708,7 +724,10 @@ class MainWindow(QMainWindow):
                                context="Several workspaces", on_result=self.workspace_set.set_result)
 
     def _strategy_changed(self, _index: int) -> None:
-        """Switching strategy re-runs the question on screen, so rankings can be compared quickly."""
+        """Switching strategy re-runs the question on screen, so rankings can be compared quickly; each
+        workspace remembers its own."""
+        if self.workspace and self.query_bar.strategy_name():
+            self.preferences.save_strategy(self.workspace, self.query_bar.strategy_name())
         if self.session.rerun_on_change(self.query_bar.query.text()):
             self.run_query()
 
@@ -727,6 +746,8 @@ class MainWindow(QMainWindow):
         strategy) keeps the selected chunk selected, a new question selects the top result."""
         shown, selected = self.session.last_result, self.results.selected_chunk()
         self.session.last_result = result
+        if self.workspace:
+            self.answers[self.workspace] = result
         if self.messages.level == ERROR:
             self.messages.hide()
         self.results.set_result(result)
@@ -827,6 +848,19 @@ class MainWindow(QMainWindow):
             target(*args)
         except Exception:
             log.exception("CompareView.%s failed", method)
+
+    def reveal_in_folder(self, item) -> None:
+        """Open the folder holding the result's file in the file manager (the file's own folder)."""
+        folder = (Path(self.workspace) / item.chunk.path).parent
+        if not folder.is_dir():
+            self.messages.show_message(f"{folder} is not there any more.", WARNING)
+            return
+        QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
+
+    def more_hits_in_file(self, item) -> None:
+        """The question on screen again, within the result's file (the Paths filter; Clear filters undoes it)."""
+        self.query_bar.path_glob.setText(item.chunk.path)
+        self.run_query()
 
     def label_result(self, item, relevant: bool) -> asyncio.Task | None:
         """Record a relevance label for the current question (the Compare view evaluates with them)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QItemSelectionModel, QObject, QRect, Qt, Signal
-from PySide6.QtGui import QAction, QColor
+from PySide6.QtGui import QAction, QColor, QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView, QHeaderView, QLabel, QMenu, QSplitter, QStyledItemDelegate, QTableView, QVBoxLayout,
     QWidget,
@@ -194,6 +194,8 @@ class ResultsView(QWidget):
 
     chunk_selected = Signal(object)  # ResultChunk or None
     label_requested = Signal(object, bool)  # ResultChunk, relevant?
+    reveal_requested = Signal(object)  # ResultChunk: show its file in the file manager
+    more_hits_requested = Signal(object)  # ResultChunk: the question again, within its file
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -331,12 +333,28 @@ class ResultsView(QWidget):
             actions.append(action)
         return actions
 
+    def row_actions(self, table: QTableView, row: int) -> list[QAction]:
+        """A result's menu: copy "path:line", reveal its file, more hits in its file, then the labels."""
+        item = table.model().item(row)
+        chunk = item.chunk
+        entries = [("Copy path:line", lambda: QGuiApplication.clipboard().setText(f"{chunk.path}:{chunk.start_line}")),
+                   ("Reveal in folder", lambda: self.reveal_requested.emit(item)),
+                   (f"More hits in {chunk.path.rsplit('/', 1)[-1]}", lambda: self.more_hits_requested.emit(item))]
+        actions = []
+        for text, slot in entries:
+            action = QAction(text, table)
+            action.triggered.connect(lambda _=False, s=slot: s())
+            actions.append(action)
+        separator = QAction(table)
+        separator.setSeparator(True)
+        return actions + [separator] + self.label_actions(table, row)
+
     def _label_menu(self, table: QTableView, pos) -> None:
         index = table.indexAt(pos)
         if not index.isValid():
             return
         menu = QMenu(table)
-        menu.addActions(self.label_actions(table, index.row()))
+        menu.addActions(self.row_actions(table, index.row()))
         menu.exec(table.viewport().mapToGlobal(pos))
 
     def selected_chunk(self) -> ResultChunk | None:

@@ -227,6 +227,16 @@ class KnowledgeService:
                                    state="error", message=str(error))
         return await self._run(self._query_pool, self._health, index)
 
+    def _readable_index(self, workspace: str | Path) -> WorkspaceIndex:
+        """The workspace's index, or the kept index of a folder that is gone; WorkspaceError when neither."""
+        try:
+            return self._index(workspace)
+        except WorkspaceError:
+            index = self._known_index(workspace)
+            if index is None:
+                raise
+            return index
+
     def _known_index(self, workspace: str | Path) -> WorkspaceIndex | None:
         """The index of a workspace folder that is gone (moved, renamed, unmounted), if it has one: kept
         as it is, and shown as such, until the folder is back."""
@@ -251,9 +261,10 @@ class KnowledgeService:
 
     # --- querying ---
     async def query(self, question: str, options: QueryOptions) -> QueryResult:
-        """Raises QueryError (bad input), WorkspaceError, IndexMissingError, ModelLoadError."""
+        """Raises QueryError (bad input), WorkspaceError, IndexMissingError, ModelLoadError. A workspace
+        whose folder is gone (moved, unmounted) is answered from its kept index."""
         self._validate(question, options)
-        index = self._index(options.workspace)
+        index = self._readable_index(options.workspace)
         key = (question.strip(), str(index.root), options)
         if options.use_cache:
             with self._lock:

@@ -187,7 +187,10 @@ class Searcher:
         return out
 
     def mark_stale(self, result: QueryResult) -> QueryResult:
-        """The result with each chunk flagged when its file changed on disk since it was indexed."""
+        """The result with each chunk flagged when its file changed on disk since it was indexed (none while
+        the workspace folder is gone: that is no evidence about any file)."""
+        if not self.index.root.is_dir():
+            return result
         paths = [r.chunk.path for r in result.results + result.original]
         states = steps.file_states(self.index.root, paths, self.index.catalog().files(paths))
         underway = {c.path for c in list(self.index.pending.values())}  # chunked by the run under way: fresh
