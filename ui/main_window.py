@@ -476,7 +476,7 @@ class MainWindow(QMainWindow):
         """Once a reopened workspace is read, its question is answered again from its index (the last
         answer, shown meanwhile, may predate changes)."""
         if path == self.workspace and self.query_bar.query.text().strip():
-            self.run_query()
+            self.run_query(remember=False)
 
     def _clear_state(self) -> None:
         """Forget everything shown for the previous workspace: results, status, banners."""
@@ -671,8 +671,9 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(title)
 
     # ------------------------------------------------------------------ query
-    def run_query(self, text: str | None = None) -> asyncio.Task | None:
-        """Run the query in the box (or `text`); a query still running is cancelled."""
+    def run_query(self, text: str | None = None, remember: bool = True) -> asyncio.Task | None:
+        """Run the query in the box (or `text`); a query still running is cancelled. `remember`: put it
+        first in the question history (not for a question asked again by the window itself)."""
         if text is not None:
             self.query_bar.query.setText(text)
         question = self.query_bar.query.text().strip()
@@ -685,7 +686,8 @@ class MainWindow(QMainWindow):
         self.query_bar.completer.popup().hide()  # Enter ran the question; no completion is pending
         if self.messages.level == INFO:
             self.messages.hide()  # the previous question's note
-        self.query_bar.remember(question)
+        if remember:
+            self.query_bar.remember(question)
         self.status_results.setText(f"Searching for “{one_line(question)}”…")
         self._tell_compare("set_question", question)
         bar = self.query_bar
