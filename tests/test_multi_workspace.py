@@ -114,8 +114,8 @@ async def test_one_question_over_three_workspaces_in_the_cli_rest_and_mcp(three_
     assert refused.status_code == 404 and refused.json()["error"]["code"] == "unknown_workspace"
     assert none.status_code == 400 and "at least one workspace" in none.json()["error"]["message"]
     assert many.status_code in (400, 422) and "workspaces" in many.json()["error"]["message"]
-    # one merged ranking: each workspace's best first, each result labelled with its workspace
-    assert {h["name"] for h in rest["results"][:3]} == {"workspace", "backend", "frontend"}
+    # one merged ranking by evidence, each result labelled with its workspace
+    assert [h["evidence"] for h in rest["results"]] == sorted((h["evidence"] for h in rest["results"]), reverse=True)
     assert {(h["name"], h["result"]["chunk"]["path"]) for h in rest["results"]} >= {("backend", "store.py"),
                                                                                    ("frontend", "notes.js")}
     assert rest["workspaces"] == [str(first), str(backend), str(frontend)] and len(rest["results"]) == 5

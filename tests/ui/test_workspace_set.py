@@ -59,7 +59,9 @@ def test_one_question_over_three_workspaces_in_the_window(loop, qtbot, service, 
     window.run_query()
     qtbot.waitUntil(lambda: view.result is not None, timeout=60_000)
     rows = view.rows()
-    assert {row[1] for row in rows[:3]} == {"sample", "backend", "frontend"}  # each one's best first
+    assert {row[1] for row in rows} == {"sample", "backend", "frontend"}  # merged by evidence, each row labelled
+    evidence = [float(row[2].split()[0]) for row in rows]
+    assert evidence == sorted(evidence, reverse=True)
     assert ("backend", "store.py:1-4") in {(row[1], row[3]) for row in rows}
     assert ("frontend", "notes.js:1-4") in {(row[1], row[3]) for row in rows}
     assert "over 3 workspaces" in view.title.text()
