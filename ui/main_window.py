@@ -368,6 +368,7 @@ class MainWindow(QMainWindow):
         self.watch_received.connect(self._on_watch_event)
         self.health_panel.auto_reindex.setChecked(self.preferences.auto_reindex)
         self.health_panel.auto_reindex.toggled.connect(self._auto_reindex_toggled)
+        self.tabs.currentChanged.connect(lambda _index: self._carry_question())
         self.tabs.currentChanged.connect(lambda _index: self.refresh_files())
         self.tabs.currentChanged.connect(lambda _index: self.refresh_workspace_set())
         self.workspace_set.changed.connect(self.refresh_workspace_set)
@@ -782,10 +783,26 @@ class MainWindow(QMainWindow):
         if self.tabs is not None and self.tabs.currentWidget() is self.compare_view and compare_question is not None:
             box = compare_question
         else:
-            self.show_tab(self.explore)
+            if self.tabs.currentWidget() not in self.question_tabs():
+                self.show_tab(self.explore)
             box = self.query_bar.query
         box.setFocus(Qt.FocusReason.ShortcutFocusReason)
         box.selectAll()
+
+    def question_tabs(self) -> list[QWidget]:
+        """The tabs the one question box goes with (Compare has its own, kept in step)."""
+        return [self.explore, self.files_view, self.workspace_set]
+
+    def _carry_question(self) -> None:
+        """The one question box moves to the top of the tab on screen: every tab asks the same question."""
+        tab = self.tabs.currentWidget()
+        if tab not in self.question_tabs() or self.query_bar.parentWidget() is tab:
+            return
+        old = self.query_bar.parentWidget()
+        if old is not None and old.layout() is not None:
+            old.layout().removeWidget(self.query_bar)
+        tab.layout().insertWidget(0, self.query_bar)
+        self.query_bar.show()
 
     def show_tab(self, widget: QWidget | None) -> None:
         if self.tabs is not None and widget is not None:
