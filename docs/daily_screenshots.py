@@ -58,6 +58,25 @@ async def scenes(app, window, workspace: str, out: Path, only: set[str]) -> None
                                  "until you resume.", "info", action_text="Resume", action=lambda: None)
     await settle(app, 0.5)
     shot("daily-banner.png")
+    window.messages.hide()
+    # the result menu: copy path:line, reveal in folder, more hits in this file
+    from PySide6.QtWidgets import QMenu
+
+    table = window.results.reranked_table
+    menu = QMenu(window)
+    menu.addActions(window.results.row_actions(table, 0))
+    menu.popup(table.viewport().mapToGlobal(table.visualRect(table.model().index(0, 2)).center()))
+    await settle(app, 0.3)
+    if not only or "daily-result-menu.png" in only:
+        menu.grab().save(str(out / "daily-result-menu.png"))
+        print(f"saved {out / 'daily-result-menu.png'}")
+    menu.hide()
+    # the one question box on the Files tab, answered as files
+    before = window.files_view.answer
+    window.show_tab(window.files_view)
+    await wait_for(lambda: window.files_view.answer is not None and window.files_view.answer is not before)
+    await settle(app, 0.5)
+    shot("daily-files-question.png")
 
 
 def main() -> int:
