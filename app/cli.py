@@ -543,7 +543,7 @@ def multi_query_text(result) -> str:
     width = max((len(h.name) for h in result.results), default=0)
     for h in result.results:
         r = h.result
-        lines.append(f"{h.rank:>3}. [{h.name:<{width}}] {r.score:7.3f} (#{r.rank} there)  "
+        lines.append(f"{h.rank:>3}. [{h.name:<{width}}] {h.evidence:5.2f} (#{r.rank} there, {r.score:.3f})  "
                      f"{r.chunk.path}:{r.chunk.start_line}-{r.chunk.end_line}  {r.chunk.kind} "
                      f"{r.chunk.qualified_name or r.chunk.symbol}" + (f"  [{r.stale}]" if r.stale else ""))
     lines.extend(f"(not reranked in {hit_name(result, w)}: {why})" for w, why in result.fallback_reasons.items())

@@ -52,8 +52,8 @@ def build_mcp(engine, registry=None) -> MCPServer:
                              "search found it), stale ('' fresh, 'modified' or 'deleted' since indexed) and "
                              "chunk {path, start_line, end_line, symbol, qualified_name, kind, language}. With "
                              "`workspaces` (more workspaces, as ids or folders) the question is asked in each and the "
-                             "rankings merged by reciprocal rank: {question, strategy, workspaces, searched (results "
-                             "per workspace), fallback_reasons, results: [{workspace, name, rank, fused_score, "
+                             "rankings merged by evidence (cosine): {question, strategy, workspaces, searched (results "
+                             "per workspace), fallback_reasons, results: [{workspace, name, rank, evidence, "
                              "result (as above)}]}.")
     async def search(question: str, workspace: str, strategy: str = DEFAULT_STRATEGY, top_k: int = 10,
                      languages: list[str] | None = None, path_glob: str = "",

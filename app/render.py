@@ -56,7 +56,7 @@ SEARCH_MANY_FIELDS = {
     "question": True, "strategy": True, "workspaces": True, "searched": True, "fallback_reasons": True, "warnings": True,
     "question_note": True,
     "results": {"__all__": {
-        "workspace": True, "name": True, "rank": True, "fused_score": True,
+        "workspace": True, "name": True, "rank": True, "evidence": True,
         "result": SEARCH_FIELDS["results"]["__all__"],
     }},
 }

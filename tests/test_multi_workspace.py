@@ -1,11 +1,14 @@
-"""One question over several workspaces: the fair merge (reciprocal rank), and every face answering it
+"""One question over several workspaces: the merge by evidence (real indexes of a related and an unrelated
+workspace), and every face answering it
 with labelled, merged results (CLI through a real server, REST on that uvicorn server, MCP through a real
 MCP client session). The window's face is in tests/ui/test_workspace_set.py."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
+from dataclasses import replace
 
 import httpx
 import jsonschema
@@ -13,10 +16,11 @@ import pytest
 
 from app.render import MCP_FIELDS
 from services.core.errors import QueryError
-from services.core.models import Chunk, QueryResult, ResultChunk
+from services.core.models import Chunk, QueryOptions, QueryResult, ResultChunk
 from services.retrieval.multi import check_workspaces, display_names, merge
 from tests.helpers.engine_server import ROOT, cli, env, index_and_wait, register
-from tests.helpers.workspaces import QUESTION, small_workspaces
+from tests.conftest import indexed_sample
+from tests.helpers.workspaces import QUESTION, UNRELATED_QUESTION, small_workspaces, unrelated_workspace
 from tests.test_faces import snapshot, subset, without
 
 
@@ -25,12 +29,45 @@ def answer(*scores: float, path: str = "a.py") -> QueryResult:
     return QueryResult("q", "none", results, results, [], 10, len(results), False, None, False, {"total": 1.0})
 
 
-def test_merge_interleaves_by_rank_whatever_each_index_scores():
-    # a projected index's cosines run low, another's high: ranks, not scores, decide
-    merged = merge("q", "none", [("/x/low", answer(0.31, 0.30, 0.29)), ("/x/high", answer(0.9, 0.8))], top_k=4)
-    assert [(h.name, h.result.rank) for h in merged.results] == [("high", 1), ("low", 1), ("high", 2), ("low", 2)]
-    assert [h.rank for h in merged.results] == [1, 2, 3, 4] and merged.searched == {"/x/low": 3, "/x/high": 2}
-    assert merged.results[0].fused_score == round(1 / 61, 6)
+def test_merge_orders_by_evidence_and_keeps_each_workspaces_own_order():
+    # a strategy scales every workspace's best to 1.0: the cosines, not those scores, decide the merged order
+    low, reranked = answer(0.31, 0.30, 0.29), answer(0.5, 0.9, 0.8)  # the strategy put a 0.5 cosine first
+    merged = merge("q", "hybrid", [("/x/low", low), ("/x/high", reranked)], top_k=4)
+    assert [(h.name, h.result.rank) for h in merged.results] == [("high", 1), ("high", 2), ("high", 3), ("low", 1)]
+    assert [h.evidence for h in merged.results] == [0.9, 0.8, 0.5, 0.31] and merged.searched["/x/low"] == 3
+
+
+def test_a_keyword_only_hit_is_worth_its_stored_vectors_cosine():
+    keyword_only = replace(answer(0.4).results[0], original_rank=None, original_score=None, score=1.0)
+    merged = merge("q", "hybrid", [("/x/a", answer(0.5, 0.45)), ("/x/b", replace(answer(), results=[keyword_only]))],
+                   top_k=3, cosines={"/x/b": {keyword_only.chunk.id: 0.7}})
+    assert [h.name for h in merged.results] == ["b", "a", "a"] and merged.results[0].evidence == 0.7
+
+
+@pytest.fixture(scope="module")
+def related_and_unrelated(tmp_path_factory):
+    """(service, notes workspace, shop workspace): the sample workspace (notes) and a shop, indexed."""
+    root = tmp_path_factory.mktemp("evidence")
+    for service, notes in indexed_sample(root):
+        shop = unrelated_workspace(root)
+        asyncio.run(service.index(shop))
+        yield service, notes, shop
+
+
+@pytest.mark.parametrize("strategy", ["none", "hybrid", "heuristic"])
+def test_an_unrelated_workspace_does_not_take_every_second_place(related_and_unrelated, strategy):
+    service, notes, shop = related_and_unrelated
+    options = QueryOptions(workspace=str(notes), strategy=strategy, top_k=10)
+    alone = asyncio.run(service.query(UNRELATED_QUESTION, replace(options, workspace=str(shop))))
+    assert alone.results, "the shop's chance hits pass the threshold on their own"
+    merged = asyncio.run(service.query_many(UNRELATED_QUESTION, [str(shop), str(notes)], options))
+    names = [h.name for h in merged.results]
+    # the unrelated shop is named first, yet the notes fill the top; each row says its workspace
+    assert names[:6] == ["workspace"] * 6, names
+    assert all(h.workspace == str(notes) for h in merged.results if h.name == "workspace")
+    assert [h.evidence for h in merged.results] == sorted((h.evidence for h in merged.results), reverse=True)
+    mine = [h.result.rank for h in merged.results if h.name == "workspace"]
+    assert mine == sorted(mine), "the notes keep their own strategy's order"
 
 
 def test_a_workspace_with_nothing_above_its_threshold_leaves_the_list_to_the_others():
@@ -77,8 +114,8 @@ async def test_one_question_over_three_workspaces_in_the_cli_rest_and_mcp(three_
     assert refused.status_code == 404 and refused.json()["error"]["code"] == "unknown_workspace"
     assert none.status_code == 400 and "at least one workspace" in none.json()["error"]["message"]
     assert many.status_code in (400, 422) and "workspaces" in many.json()["error"]["message"]
-    # one merged ranking: each workspace's best first, each result labelled with its workspace
-    assert {h["name"] for h in rest["results"][:3]} == {"workspace", "backend", "frontend"}
+    # one merged ranking by evidence, each result labelled with its workspace
+    assert [h["evidence"] for h in rest["results"]] == sorted((h["evidence"] for h in rest["results"]), reverse=True)
     assert {(h["name"], h["result"]["chunk"]["path"]) for h in rest["results"]} >= {("backend", "store.py"),
                                                                                    ("frontend", "notes.js")}
     assert rest["workspaces"] == [str(first), str(backend), str(frontend)] and len(rest["results"]) == 5

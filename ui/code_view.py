@@ -268,6 +268,7 @@ class CodeView(QWidget):
     """Header (symbol, path) + "Open in editor" + the code editor."""
 
     open_failed = Signal(str)
+    whole_file_toggled = Signal(bool)  # "Whole file" on: the pane wants the room to show it
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -286,6 +287,11 @@ class CodeView(QWidget):
                                     "or double-click on a result; choose the editor in Settings ▸ Editor)")
         self.open_button.setEnabled(False)
         self.open_button.clicked.connect(self.open_in_editor)
+        self.whole_file = QPushButton("Whole file")
+        self.whole_file.setCheckable(True)
+        self.whole_file.setToolTip("Show the whole file around the chunk (its lines stay marked) and give the "
+                                   "code pane the room; off: the chunk with a few lines around it")
+        self.whole_file.toggled.connect(self._whole_file_toggled)
         self.editor = CodeEditor()
         self.highlighter = PygmentsHighlighter(self.editor.document())
 
@@ -295,6 +301,7 @@ class CodeView(QWidget):
         names.addWidget(self.title)
         names.addWidget(self.subtitle)
         header.addLayout(names, 1)
+        header.addWidget(self.whole_file, 0, Qt.AlignmentFlag.AlignVCenter)
         header.addWidget(self.open_button, 0, Qt.AlignmentFlag.AlignVCenter)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 4, 0, 0)
@@ -327,9 +334,19 @@ class CodeView(QWidget):
             text, first = chunk.content, chunk.start_line
         text = text.rstrip("\n")
         whole = file_slice(Path(self.workspace) / chunk.path, text, first) if self.workspace else None
+        if whole is not None and self.whole_file.isChecked():
+            text, first = whole.rstrip("\n"), 1
         self.highlighter.prepare(text, lexer_for(chunk.path, chunk.language), whole, first - 1)
         self.editor.show_code(text, first, (chunk.start_line, chunk.end_line))
         self.editor.scroll_to_line(chunk.start_line)
+
+    def _whole_file_toggled(self, on: bool) -> None:
+        self.show_chunk(self.item)
+        self.whole_file_toggled.emit(on)
+
+    def shown_lines(self) -> tuple[int, int]:
+        """(first, last) line numbers of the text in the editor."""
+        return self.editor.first_line, self.editor.first_line + self.editor.blockCount() - 1
 
     def file_path(self) -> str:
         if self.item is None:

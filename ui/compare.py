@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import datetime
 from pathlib import Path
 
 import pyqtgraph as pg
@@ -22,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from services.evaluation.metrics import (
+    load_report, save_report,
     BASELINE, COLUMNS, PRIMARY, EvalProgress, EvalReport, LabelledQuery, Qrels, Recommendation, WorkspaceDocIds,
     choose_strategies, evaluate, load_default_strategy, load_qrels, load_queries, qrels_from_queries,
     save_default_strategy,
@@ -78,6 +80,11 @@ def short_name(name: str) -> str:
     return SHORT_NAMES.get(name, name if len(name) <= 9 else name[:8] + "…")
 
 
+
+def evaluation_note(evaluated_at: str, index_version: str) -> str:
+    """"evaluated 2026-11-25 15:20 on the index of 7,206 chunks, updated …" (said beside a kept report)."""
+    return f"evaluated {evaluated_at} on the index of {index_version}"
+
 class NumberItem(QTableWidgetItem):
     """A table cell that sorts by its number, not its text."""
 
@@ -106,6 +113,7 @@ class CompareView(QWidget):
         self.qrels: Qrels = {}
         self.results: dict[str, QueryResult] = {}
         self.report: EvalReport | None = None
+        self.report_note = ""  # when the report on screen was made, and on which index
         self.recommended: Recommendation | None = None
         self.runner = AsyncRunner(self)
         self._build()
@@ -254,6 +262,20 @@ class CompareView(QWidget):
             saved = load_default_strategy(self.labels_file)
             if saved:
                 self.default_strategy_chosen.emit(saved)
+        self.show_kept_report()
+
+    def show_kept_report(self) -> None:
+        """The workspace's last evaluation, with its date and index, as it was left (or nothing)."""
+        kept = load_report(self.labels_file) if self.workspace and self.labels_file is not None else None
+        self.report, self.recommended, self.report_note = None, None, ""
+        self._show_recommendation(None)
+        if kept is None:
+            self.metrics.setRowCount(0)
+            return
+        report, evaluated_at, index_version = kept
+        self.report_note = evaluation_note(evaluated_at, index_version)
+        self.show_report(report)
+        self.status.setText(f"Last evaluation: {self.report_note}")
 
     def set_question(self, text: str) -> None:
         self.question.setText(text)
@@ -331,6 +353,11 @@ class CompareView(QWidget):
                                 doc_id_for=WorkspaceDocIds(self.qrels), documents=health.files,
                                 progress=self._progress)
         report.skipped = skipped
+        evaluated_at = datetime.now().astimezone().strftime("%Y-%m-%d %H:%M")
+        index_version = f"{health.chunks:,} chunks, updated {health.updated_at or 'never'}"
+        if self.labels_file is not None:  # kept, so reopening the workspace (or the app) shows it again
+            save_report(self.labels_file, report, evaluated_at, index_version)
+        self.report_note = evaluation_note(evaluated_at, index_version)
         self.show_report(report)
 
     def _progress(self, event: EvalProgress) -> None:
@@ -433,7 +460,8 @@ class CompareView(QWidget):
             self.recommendation.setText("")
             self.use_button.hide()
             return
-        self.recommendation.setText(f"★ Recommended for this workspace: {best.strategy}. Why: {best.reason}")
+        self.recommendation.setText(f"★ Recommended for this workspace: {best.strategy}. Why: {best.reason}"
+                                    + (f" ({self.report_note})" if self.report_note else ""))
         self.recommendation.setToolTip(self.recommendation.text())
         self.use_button.setText(f"Use {best.strategy} for this workspace")
         self.use_button.setVisible(bool(self.workspace))

@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence
+from PySide6.QtCore import QSettings, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDesktopServices, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog, QInputDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QTabWidget,
     QToolBar, QToolButton, QVBoxLayout, QWidget,
@@ -35,6 +35,7 @@ from ui.results_view import ResultsView
 from ui.viewmodels.files import FilesViewModel
 from ui.viewmodels.labels import LabelsViewModel
 from ui.viewmodels.preferences import Preferences, recent_workspaces
+from ui.why_view import ElidedLabel
 from ui.viewmodels.progress import progress_percent, progress_text
 from ui.viewmodels.results import empty_result_text, is_empty, one_line, summary_text, timings_text
 from ui.viewmodels.strategies import fallback_strategies, step_strategy
@@ -77,6 +78,7 @@ class MainWindow(QMainWindow):
         self.files = FilesViewModel(service)
         self.files_request = None  # (question, options, max files) of the question on screen
         self.questions: dict[str, str] = {}  # the question box's text per workspace, while the window is open
+        self.answers: dict[str, QueryResult] = {}  # the last answer per workspace, while the window is open
         self.runner = AsyncRunner(self)
         self._lexer_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ke-lexers")
         self.setWindowTitle("Knowledge Explorer")
@@ -164,7 +166,7 @@ class MainWindow(QMainWindow):
         if self.compare_view is not None:
             self.tabs.addTab(self.compare_view, "Compare strategies")
         self.setCentralWidget(self.tabs)
-        self.messages.float_over(self.centralWidget())
+        self.messages.float_over(self.centralWidget(), avoid=[self.health_scroll])
         self._set_minimum_sizes()
 
     def _set_minimum_sizes(self) -> None:
@@ -176,6 +178,20 @@ class MainWindow(QMainWindow):
         self.results.splitter.setMinimumHeight(rows + chrome + 2 * table.frameWidth() + 6)  # the why view comes on top
         self.code.setMinimumHeight(self.code.editor.fontMetrics().height() * 6 + 40)
         self.setMinimumWidth(720)
+
+    def _grow_code(self, on: bool) -> None:
+        """"Whole file" gives the code pane all the height the rankings can spare (they keep five rows, the
+        why view steps aside); off, the split before it comes back."""
+        if on:
+            self._split_before = self.splitter.sizes()
+            self.results.explain.hide()  # the why rows come back with the split
+            total = sum(self._split_before)
+            least = self.results.splitter.minimumHeight()  # the rankings' five rows
+            self.splitter.setSizes([least, total - least])
+        else:
+            self.results.explain.show()
+            if getattr(self, "_split_before", None):
+                self.splitter.setSizes(self._split_before)
 
     def _build_compare_view(self) -> QWidget | None:
         try:
@@ -315,20 +331,24 @@ class MainWindow(QMainWindow):
         return [a for a in self.actions() if a.text() and a is not self.palette_action]
 
     def _build_status_bar(self) -> None:
+        """Three one-line texts that share the bar's width and never overlap: each cut with "…" where it
+        does not fit, the whole text in its tooltip; the run's status is hidden between runs."""
         bar = self.statusBar()
-        self.status_results = QLabel("")
-        self.timings_label = QLabel("")
+        digit = self.fontMetrics().horizontalAdvance("0")
+        self.status_results = ElidedLabel("")
+        self.index_status = ElidedLabel("")  # a run's stage, files, chunks, rate, ETA and device, whoever started it
+        self.index_status.setObjectName("indexStatus")
+        self.index_status.hide()
+        self.timings_label = ElidedLabel("")
         self.timings_label.setObjectName("timingsLabel")
+        for label, chars in ((self.status_results, 16), (self.index_status, 16), (self.timings_label, 10)):
+            label.setMinimumWidth(digit * chars)
         self.cache_label = QLabel("")
         self.cache_label.setObjectName("cacheLabel")
         self.cache_label.hide()
-        self.status_results.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)  # one line, any width
-        self.status_results.setMinimumWidth(200)
-        self.index_status = QLabel("")  # a run's stage, files, chunks, rate, ETA and device, whoever started it
-        self.index_status.setObjectName("indexStatus")
-        bar.addWidget(self.status_results, 1)
-        bar.addPermanentWidget(self.index_status)
-        bar.addPermanentWidget(self.timings_label)
+        bar.addWidget(self.status_results, 3)
+        bar.addWidget(self.index_status, 3)
+        bar.addWidget(self.timings_label, 2)
         bar.addPermanentWidget(self.cache_label)
 
     def _connect(self) -> None:
@@ -340,12 +360,15 @@ class MainWindow(QMainWindow):
         self.query_bar.history_changed.connect(self._save_history)
         self.query_bar.query.leave_down.connect(lambda: self.focus_ranking(self.results.reranked_table))
         self.results.chunk_selected.connect(self.code.show_chunk)
+        self.code.whole_file_toggled.connect(self._grow_code)
         self.results.chunk_selected.connect(self._warn_if_deleted)
         self.results.chunk_selected.connect(self.graph.show_for)
         self.graph.open_requested.connect(lambda item: self.open_definition(item, False))
         for table in (self.results.original_table, self.results.reranked_table):
             table.activated.connect(lambda index, t=table: self.open_row(t, index.row()))
         self.results.label_requested.connect(self.label_result)
+        self.results.reveal_requested.connect(self.reveal_in_folder)
+        self.results.more_hits_requested.connect(self.more_hits_in_file)
         for view in self.code_views():
             view.open_failed.connect(lambda text: self.messages.show_message(text, WARNING, timeout_ms=8000))
         self.files_view.open_requested.connect(self.open_selected)  # Enter or double-click on a file
@@ -356,6 +379,7 @@ class MainWindow(QMainWindow):
         self.watch_received.connect(self._on_watch_event)
         self.health_panel.auto_reindex.setChecked(self.preferences.auto_reindex)
         self.health_panel.auto_reindex.toggled.connect(self._auto_reindex_toggled)
+        self.tabs.currentChanged.connect(lambda _index: self._carry_question())
         self.tabs.currentChanged.connect(lambda _index: self.refresh_files())
         self.tabs.currentChanged.connect(lambda _index: self.refresh_workspace_set())
         self.workspace_set.changed.connect(self.refresh_workspace_set)
@@ -375,7 +399,7 @@ class MainWindow(QMainWindow):
 
     def _show_strategies(self, strategies: list[StrategyInfo]) -> None:
         self.results.set_strategies(strategies)
-        self.query_bar.set_strategies(strategies, self.preferences.strategy())
+        self.query_bar.set_strategies(strategies, self.preferences.strategy(self.workspace))
         self.strategy_actions = []
         for info in strategies:
             action = QAction(f"Use strategy: {info.label or info.name}", self)
@@ -410,12 +434,13 @@ class MainWindow(QMainWindow):
         self.settings.setValue("splitter", self.splitter.saveState())
         self.settings.setValue("bottomSplitter", self.bottom.saveState())
         self.settings.setValue("healthVisible", self.health_action.isChecked())
-        self.settings.setValue("strategy", self.query_bar.strategy_name())
+        self.preferences.save_strategy(self.workspace, self.query_bar.strategy_name())
         self.settings.setValue("topK", self.query_bar.top_k.value())
         self._save_filters()
         self._save_history()
         if self.workspace:
             self.settings.setValue("lastWorkspace", self.workspace)
+            self.preferences.save_question(self.workspace, self.query_bar.query.text())
         self.settings.sync()
 
     def _fill_recent_menu(self) -> None:
@@ -437,9 +462,11 @@ class MainWindow(QMainWindow):
         """Switch to `path`: show its health at once, offer indexing when there is no index."""
         if self.workspace:
             self.questions[self.workspace] = self.query_bar.query.text()
+            self.preferences.save_question(self.workspace, self.query_bar.query.text())
         self._clear_state()
         path = self.session.open(path)
-        self.query_bar.query.setText(self.questions.get(path, ""))  # each workspace keeps its own question
+        # each workspace keeps its own question and strategy, and shows its last answer until it is asked again
+        self.query_bar.query.setText(self.questions.get(path, self.preferences.question(path)))
         self.code.set_workspace(path)
         self.files_view.code.set_workspace(path)
         self.workspace_label.setText(path)
@@ -448,16 +475,27 @@ class MainWindow(QMainWindow):
         self._restore_workspace_state(path)
         self._tell_compare("set_workspace", path)
         self._tell_compare("set_question", self.query_bar.query.text())
+        if self.preferences.own_strategy(path):  # after Compare's saved default: the last choice here wins
+            self.query_bar.select_strategy(self.preferences.own_strategy(path))
         self.health_panel.set_health(IndexHealth(workspace=path, indexed=False))
         self.health_panel.badge.setText("checking…")
+        if path in self.answers and self.answers[path].question == self.query_bar.query.text().strip():
+            self.show_result(self.answers[path])
         return self.runner.run(self._load_workspace(path), key="workspace", context="Opening workspace",
-                               on_error=self._health_failed)
+                               on_result=lambda _health: self._answer_again(path), on_error=self._health_failed)
+
+    def _answer_again(self, path: str) -> None:
+        """Once a reopened workspace is read, its question is answered again from its index (the last
+        answer, shown meanwhile, may predate changes)."""
+        if path == self.workspace and self.query_bar.query.text().strip():
+            self.run_query(remember=False)
 
     def _clear_state(self) -> None:
         """Forget everything shown for the previous workspace: results, status, banners."""
         self.rerun_timer.stop()
         self.runner.cancel("query")
         self.messages.hide()
+        self.health_scroll.verticalScrollBar().setValue(0)  # each workspace's panel opens at its top
         self.results.set_result(None)
         self.runner.cancel("files")
         self.files_request = None
@@ -637,6 +675,7 @@ class MainWindow(QMainWindow):
         """A run's progress in the status bar (its text names the device once) and the window title, with
         the same percentage as the panel's bar; "" when none."""
         self.index_status.setText(text)
+        self.index_status.setVisible(bool(text))
         name = Path(self.workspace).name if self.workspace else ""
         title = f"Knowledge Explorer — {name}" if name else "Knowledge Explorer"
         if text:
@@ -644,8 +683,9 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(title)
 
     # ------------------------------------------------------------------ query
-    def run_query(self, text: str | None = None) -> asyncio.Task | None:
-        """Run the query in the box (or `text`); a query still running is cancelled."""
+    def run_query(self, text: str | None = None, remember: bool = True) -> asyncio.Task | None:
+        """Run the query in the box (or `text`); a query still running is cancelled. `remember`: put it
+        first in the question history (not for a question asked again by the window itself)."""
         if text is not None:
             self.query_bar.query.setText(text)
         question = self.query_bar.query.text().strip()
@@ -658,7 +698,8 @@ class MainWindow(QMainWindow):
         self.query_bar.completer.popup().hide()  # Enter ran the question; no completion is pending
         if self.messages.level == INFO:
             self.messages.hide()  # the previous question's note
-        self.query_bar.remember(question)
+        if remember:
+            self.query_bar.remember(question)
         self.status_results.setText(f"Searching for “{one_line(question)}”…")
         self._tell_compare("set_question", question)
         bar = self.query_bar
@@ -697,7 +738,10 @@ class MainWindow(QMainWindow):
                                context="Several workspaces", on_result=self.workspace_set.set_result)
 
     def _strategy_changed(self, _index: int) -> None:
-        """Switching strategy re-runs the question on screen, so rankings can be compared quickly."""
+        """Switching strategy re-runs the question on screen, so rankings can be compared quickly; each
+        workspace remembers its own."""
+        if self.workspace and self.query_bar.strategy_name():
+            self.preferences.save_strategy(self.workspace, self.query_bar.strategy_name())
         if self.session.rerun_on_change(self.query_bar.query.text()):
             self.run_query()
 
@@ -712,11 +756,18 @@ class MainWindow(QMainWindow):
             self.run_query()
 
     def show_result(self, result: QueryResult) -> None:
+        """Show an answer; the same question answered again (a refresh after an edit or a recount, another
+        strategy) keeps the selected chunk selected, a new question selects the top result."""
+        shown, selected = self.session.last_result, self.results.selected_chunk()
         self.session.last_result = result
+        if self.workspace:
+            self.answers[self.workspace] = result
         if self.messages.level == ERROR:
             self.messages.hide()
         self.results.set_result(result)
-        self._select_first()
+        same_question = shown is not None and shown.question == result.question
+        if not (same_question and selected is not None and self.results.select_chunk(selected.chunk)):
+            self._select_first()
         filters = self.query_bar.filters_text()
         self.status_results.setText(summary_text(result, filters))
         self.timings_label.setText(timings_text(result))
@@ -745,10 +796,26 @@ class MainWindow(QMainWindow):
         if self.tabs is not None and self.tabs.currentWidget() is self.compare_view and compare_question is not None:
             box = compare_question
         else:
-            self.show_tab(self.explore)
+            if self.tabs.currentWidget() not in self.question_tabs():
+                self.show_tab(self.explore)
             box = self.query_bar.query
         box.setFocus(Qt.FocusReason.ShortcutFocusReason)
         box.selectAll()
+
+    def question_tabs(self) -> list[QWidget]:
+        """The tabs the one question box goes with (Compare has its own, kept in step)."""
+        return [self.explore, self.files_view, self.workspace_set]
+
+    def _carry_question(self) -> None:
+        """The one question box moves to the top of the tab on screen: every tab asks the same question."""
+        tab = self.tabs.currentWidget()
+        if tab not in self.question_tabs() or self.query_bar.parentWidget() is tab:
+            return
+        old = self.query_bar.parentWidget()
+        if old is not None and old.layout() is not None:
+            old.layout().removeWidget(self.query_bar)
+        tab.layout().insertWidget(0, self.query_bar)
+        self.query_bar.show()
 
     def show_tab(self, widget: QWidget | None) -> None:
         if self.tabs is not None and widget is not None:
@@ -813,6 +880,19 @@ class MainWindow(QMainWindow):
             target(*args)
         except Exception:
             log.exception("CompareView.%s failed", method)
+
+    def reveal_in_folder(self, item) -> None:
+        """Open the folder holding the result's file in the file manager (the file's own folder)."""
+        folder = (Path(self.workspace) / item.chunk.path).parent
+        if not folder.is_dir():
+            self.messages.show_message(f"{folder} is not there any more.", WARNING)
+            return
+        QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
+
+    def more_hits_in_file(self, item) -> None:
+        """The question on screen again, within the result's file (the Paths filter; Clear filters undoes it)."""
+        self.query_bar.path_glob.setText(item.chunk.path)
+        self.run_query()
 
     def label_result(self, item, relevant: bool) -> asyncio.Task | None:
         """Record a relevance label for the current question (the Compare view evaluates with them)."""

@@ -5,10 +5,11 @@ or hiding it never moves the rows under the mouse."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer
+from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, QTimer
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QStyle, QToolButton
 
 ERROR, WARNING, INFO = "error", "warning", "info"
+PLACE_EVENTS = (QEvent.Type.Resize, QEvent.Type.Move, QEvent.Type.Show, QEvent.Type.Hide)
 
 
 class MessageBar(QFrame):
@@ -64,14 +65,17 @@ class MessageBar(QFrame):
         else:
             self._timer.stop()
 
-    def float_over(self, host) -> None:
-        """Overlay the bottom edge of `host` (follows its size)."""
+    def float_over(self, host, avoid=()) -> None:
+        """Overlay the bottom edge of `host` (follows its size), left of any visible widget in `avoid`
+        that reaches that edge (a panel of buttons the banner must never cover)."""
         self.setParent(host)
-        host.installEventFilter(self)
+        self.avoid = list(avoid)
+        for widget in [host, *self.avoid]:
+            widget.installEventFilter(self)
         self._place()
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt API)
-        if watched is self.parent() and event.type() == QEvent.Type.Resize:
+        if event.type() in PLACE_EVENTS and (watched is self.parent() or watched in getattr(self, "avoid", ())):
             self._place()
         return False
 
@@ -79,7 +83,13 @@ class MessageBar(QFrame):
         host = self.parentWidget()
         if host is None:
             return
-        width = max(host.width() - 24, 200)
+        right = host.width() - 12
+        for widget in getattr(self, "avoid", ()):
+            if widget.isVisible():
+                box = QRect(widget.mapTo(host, QPoint(0, 0)), widget.size())
+                if box.bottom() >= host.height() - 60:  # it reaches the edge the banner floats over
+                    right = min(right, box.left() - 8)
+        width = max(right - 12, 200)
         layout = self.layout()
         height = layout.heightForWidth(width) if layout.hasHeightForWidth() else self.sizeHint().height()
         height = max(height, self.minimumSizeHint().height())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QItemSelectionModel, QObject, QRect, Qt, Signal
-from PySide6.QtGui import QAction, QColor
+from PySide6.QtGui import QAction, QColor, QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView, QHeaderView, QLabel, QMenu, QSplitter, QStyledItemDelegate, QTableView, QVBoxLayout,
     QWidget,
@@ -11,8 +11,8 @@ from PySide6.QtWidgets import (
 
 from services.core.models import QueryResult, ResultChunk, StrategyInfo
 from ui.ranking_model import NEW_COLOR, ORIGINAL, RERANKED, SCORE_COLUMNS, RankingModel, ScoreBarRole
-from ui.viewmodels.ranking import location_text
-from ui.viewmodels.results import searched_text
+from ui.viewmodels.ranking import elide_name, location_text
+from ui.viewmodels.results import same_chunk_row, searched_text
 from ui.why_view import ElidedLabel, WhyView
 
 
@@ -29,15 +29,27 @@ class ElideDelegate(QStyledItemDelegate):
 
 
 def fit_location(text: str, fits) -> str:
-    """The longest of: the whole path, "…/" + file name and lines, file name and lines, file name,
-    that `fits` (a width test); else the file name cut at its end. The file name is never lost to folders."""
+    """The longest of: the whole path, "…/" + file name and lines, file name and lines, file name and
+    first line, file name, that `fits` (a width test); else the file name cut at its end. The file name
+    is never lost to folders, nor the line number to the range's end."""
     path, _, rest = text.partition(":")
     name = path.rsplit("/", 1)[-1]
     suffix = f":{rest}" if rest else ""
-    for candidate in (text, f"…/{name}{suffix}" if "/" in path else None, f"{name}{suffix}", name):
+    first = f"{name}:{rest.split('-')[0].split(' ')[0]}" if rest else None
+    for candidate in (text, f"…/{name}{suffix}" if "/" in path else None, f"{name}{suffix}", first, name):
         if candidate and fits(candidate):
             return candidate
     return name
+
+
+class NameDelegate(QStyledItemDelegate):
+    """Qualified names cut in the middle, so the class stays ("FixtureManager.…factories")."""
+
+    def initStyleOption(self, option, index) -> None:  # noqa: N802 (Qt API)
+        super().initStyleOption(option, index)
+        room = option.rect.width() - 12
+        metrics = option.fontMetrics
+        option.text = elide_name(option.text, lambda t: metrics.horizontalAdvance(t) <= room)
 
 
 class LocationDelegate(QStyledItemDelegate):
@@ -99,18 +111,28 @@ class ColumnFitter(QObject):
             column = self.model.column_of(title)
             self.table.setColumnHidden(column, title in hidden)
             self.table.setColumnWidth(column, sizes[title])
-        location = min(full, left - self.MIN_TEXT, int(left * 0.6))
-        if location < short:  # not even the file name fits: Symbol gives up to 40 px of its minimum for it
+        spare = left - short - self.symbol_needs()  # what the longest name leaves beside "file:line"
+        location = short + max(0, min(full - short, spare))
+        location = min(location, left - self.MIN_TEXT)
+        if location < short:  # not even "file:line" fits: Symbol gives up to 40 px of its minimum for it
             location = min(short, left - self.MIN_TEXT + 40)
         location = max(60, location)
         self.table.setColumnWidth(self.model.column_of("Location"), location)
 
+    def symbol_needs(self) -> int:
+        """Pixels for the longest name in Symbol."""
+        metrics = self.table.fontMetrics()
+        column = self.model.column_of("Symbol")
+        names = [self.model.index(row, column).data() or "" for row in range(self.model.rowCount())]
+        return max((metrics.horizontalAdvance(n) for n in names), default=0) + 16
+
     def location_needs(self) -> tuple[int, int]:
-        """Pixels for the longest file name alone, and for the longest "…/file:lines" (Symbol
+        """Pixels for the longest file name with its first line, and for the longest "…/file:lines" (Symbol
         stretches over what Location leaves)."""
         metrics = self.table.fontMetrics()
         locations = [location_text(self.model.item(row)) for row in range(self.model.rowCount())]
-        names = [loc.partition(":")[0].rsplit("/", 1)[-1] for loc in locations]
+        names = [f"{c.path.rsplit('/', 1)[-1]}:{c.start_line}" for c in
+                 (self.model.item(row).chunk for row in range(self.model.rowCount()))]
         short = max((metrics.horizontalAdvance(n) for n in names), default=0) + 16
         full = max((metrics.horizontalAdvance(fit_location(loc, lambda t: "/" not in t[2:])) for loc in locations),
                    default=0) + 16
@@ -145,7 +167,7 @@ def make_table(model: RankingModel) -> QTableView:
     header.setSectionResizeMode(model.column_of("Symbol"), QHeaderView.ResizeMode.Stretch)
     header.setSectionResizeMode(model.column_of("Location"), QHeaderView.ResizeMode.Fixed)  # ColumnFitter sizes it
     table.setItemDelegateForColumn(model.column_of("Location"), LocationDelegate(table))
-    table.setItemDelegateForColumn(model.column_of("Symbol"), ElideDelegate(Qt.TextElideMode.ElideLeft, table))
+    table.setItemDelegateForColumn(model.column_of("Symbol"), NameDelegate(table))
     for title in SCORE_COLUMNS:
         table.setItemDelegateForColumn(model.column_of(title), ScoreBarDelegate(table))
     header.setMinimumSectionSize(digit * 2 + 8)
@@ -172,6 +194,8 @@ class ResultsView(QWidget):
 
     chunk_selected = Signal(object)  # ResultChunk or None
     label_requested = Signal(object, bool)  # ResultChunk, relevant?
+    reveal_requested = Signal(object)  # ResultChunk: show its file in the file manager
+    more_hits_requested = Signal(object)  # ResultChunk: the question again, within its file
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -186,7 +210,7 @@ class ResultsView(QWidget):
         self.legend = ElidedLabel("", lines=2)  # two lines at most: the why rows keep their room
         self.legend.setObjectName("scoreLegend")
         self.why = WhyView()
-        explain = QWidget()
+        self.explain = explain = QWidget()  # the legend and the why view, hidden while the code takes the room
         explain_layout = QVBoxLayout(explain)
         explain_layout.setContentsMargins(0, 0, 0, 0)
         explain_layout.addWidget(self.legend)
@@ -280,6 +304,18 @@ class ResultsView(QWidget):
             return
         self.why.set_item(reranked, label)
 
+    def select_chunk(self, chunk) -> bool:
+        """Select the row showing `chunk` (or its definition after an edit), reranked side first, without
+        taking the focus; False when neither list has it."""
+        for table in (self.reranked_table, self.original_table):
+            model = table.model()
+            row = same_chunk_row(chunk, [model.item(n) for n in range(model.rowCount())])
+            if row is not None:
+                table.selectRow(row)
+                table.scrollTo(model.index(row, 0))
+                return True
+        return False
+
     def select_first(self) -> None:
         table = self.reranked_table if self.reranked_model.rowCount() else self.original_table
         if table.model().rowCount():
@@ -297,12 +333,28 @@ class ResultsView(QWidget):
             actions.append(action)
         return actions
 
+    def row_actions(self, table: QTableView, row: int) -> list[QAction]:
+        """A result's menu: copy "path:line", reveal its file, more hits in its file, then the labels."""
+        item = table.model().item(row)
+        chunk = item.chunk
+        entries = [("Copy path:line", lambda: QGuiApplication.clipboard().setText(f"{chunk.path}:{chunk.start_line}")),
+                   ("Reveal in folder", lambda: self.reveal_requested.emit(item)),
+                   (f"More hits in {chunk.path.rsplit('/', 1)[-1]}", lambda: self.more_hits_requested.emit(item))]
+        actions = []
+        for text, slot in entries:
+            action = QAction(text, table)
+            action.triggered.connect(lambda _=False, s=slot: s())
+            actions.append(action)
+        separator = QAction(table)
+        separator.setSeparator(True)
+        return actions + [separator] + self.label_actions(table, row)
+
     def _label_menu(self, table: QTableView, pos) -> None:
         index = table.indexAt(pos)
         if not index.isValid():
             return
         menu = QMenu(table)
-        menu.addActions(self.label_actions(table, index.row()))
+        menu.addActions(self.row_actions(table, index.row()))
         menu.exec(table.viewport().mapToGlobal(pos))
 
     def selected_chunk(self) -> ResultChunk | None:

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
 
 from services.core.models import MultiQueryResult, WorkspaceHit
 from ui.code_view import CodeView
+from ui.results_view import LocationDelegate, NameDelegate
 from ui.viewmodels.workspace_set import hit_row, others, summary_text
 
 EMPTY = "Tick workspaces to search with the open one, then ask a question: one ranking over all of them."
@@ -25,7 +26,7 @@ class WorkspaceSetView(QWidget):
 
     changed = Signal()
     open_requested = Signal()
-    COLUMNS = ["#", "Workspace", "Score", "Location", "Symbol"]
+    COLUMNS = ["#", "Workspace", "Evidence", "Location", "Symbol"]
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -54,6 +55,8 @@ class WorkspaceSetView(QWidget):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)
+        self.table.setItemDelegateForColumn(3, LocationDelegate(self.table))
+        self.table.setItemDelegateForColumn(4, NameDelegate(self.table))
         top = QHBoxLayout()
         top.addWidget(QLabel("Also search in:"), 0, Qt.AlignmentFlag.AlignTop)
         top.addWidget(self.candidates, 1)

@@ -327,14 +327,14 @@ class WorkspaceHit:
     workspace: str  # the workspace folder
     name: str  # its folder name, for display ("backend", "frontend")
     rank: int  # 1-based, in the merged list
-    fused_score: float  # reciprocal-rank fusion: 1 / (RRF_K + rank in its workspace)
+    evidence: float  # the merged order's score: the workspace's n-th best cosine for its n-th result
     result: ResultChunk  # as its workspace ranked it (rank, scores, signals, context)
 
 
 @dataclass(frozen=True)
 class MultiQueryResult:
-    """A question over several workspaces: each asked alone, their rankings merged by reciprocal rank
-    (services.retrieval.multi); `searched` says how many results each workspace gave (before the cut)."""
+    """A question over several workspaces: each asked alone, their rankings merged by evidence (the
+    question's cosine, comparable across workspaces: services.retrieval.multi); `searched` says how many results each workspace gave (before the cut)."""
 
     question: str
     strategy: str

@@ -46,7 +46,7 @@ class Engine(Protocol):
 
     async def query_many(self, question: str, workspaces: list[str], options: QueryOptions) -> MultiQueryResult:
         """The question over each workspace (options.workspace is ignored), their results merged by
-        reciprocal rank (services.retrieval.multi) and labelled with their workspace."""
+        evidence (the question's cosine: services.retrieval.multi) and labelled with their workspace."""
 
     async def relevant_files(self, question: str, workspace: str | Path,
                              max_files: int = 10) -> list[RelevantFile]:

@@ -25,7 +25,7 @@ from services.retrieval import context, goto, graph, search_steps
 from services.retrieval.file_answer import POOL, PROSE, FileRanker
 from services.retrieval.file_ranking import FileIndex
 from services.storage.file_words import CatalogFileWords
-from services.retrieval.multi import check_workspaces, merge
+from services.retrieval.multi import check_workspaces, merge, missing_cosines
 from services.retrieval.search import Searcher
 from services.encoders.embedder import Embedder
 from services.core.errors import IndexUnavailable, KnowledgeError, QueryError, WorkspaceError
@@ -43,7 +43,7 @@ from services.retrieval.strategies import create_strategy, strategy_info, strate
 from services.core.settings import Settings, default_data_dir  # noqa: F401 (re-exported)
 from services.indexing.health import folder_missing
 from services.indexing.watcher import (
-    FOLDER_MISSING, PAUSED, PROGRESS, REINDEX_FINISHED, REINDEX_STARTED, RESUMED, STALE, WATCH_ERROR, WATCHING,
+    FOLDER_MISSING, PAUSED, PROGRESS, REFERENCES, REINDEX_FINISHED, REINDEX_STARTED, RESUMED, STALE, WATCH_ERROR, WATCHING,
     WatchEvent, WorkspaceWatcher,
 )
 from services.storage.error_note import ErrorNote
@@ -230,6 +230,16 @@ class KnowledgeService:
                                    state="error", message=str(error))
         return await self._run(self._query_pool, self._health, index)
 
+    def _readable_index(self, workspace: str | Path) -> WorkspaceIndex:
+        """The workspace's index, or the kept index of a folder that is gone; WorkspaceError when neither."""
+        try:
+            return self._index(workspace)
+        except WorkspaceError:
+            index = self._known_index(workspace)
+            if index is None:
+                raise
+            return index
+
     def _known_index(self, workspace: str | Path) -> WorkspaceIndex | None:
         """The index of a workspace folder that is gone (moved, renamed, unmounted), if it has one: kept
         as it is, and shown as such, until the folder is back."""
@@ -254,9 +264,10 @@ class KnowledgeService:
 
     # --- querying ---
     async def query(self, question: str, options: QueryOptions) -> QueryResult:
-        """Raises QueryError (bad input), WorkspaceError, IndexMissingError, ModelLoadError."""
+        """Raises QueryError (bad input), WorkspaceError, IndexMissingError, ModelLoadError. A workspace
+        whose folder is gone (moved, unmounted) is answered from its kept index."""
         self._validate(question, options)
-        index = self._index(options.workspace)
+        index = self._readable_index(options.workspace)
         key = (question.strip(), str(index.root), options)
         if options.use_cache:
             with self._lock:
@@ -273,14 +284,21 @@ class KnowledgeService:
 
     async def query_many(self, question: str, workspaces: list[str], options: QueryOptions) -> MultiQueryResult:
         """Ask each workspace (top_k results each, so one workspace can fill the list when the others have
-        nothing), then merge by reciprocal rank. A folder named twice is asked once."""
+        nothing), then merge by evidence (services.retrieval.multi). A folder named twice is asked once."""
         self._validate(question, options)
         roots = list(dict.fromkeys(workspace_root(w) for w in check_workspaces(workspaces)))
         started = time.perf_counter()
         answers = await asyncio.gather(*(self.query(question, replace(options, workspace=str(root)))
                                          for root in roots))
+        cosines = await self._run(self._query_pool, self._missing_cosines, question.strip(), roots, answers)
         return merge(question.strip(), options.strategy, [(str(r), a) for r, a in zip(roots, answers)],
-                     options.top_k, (time.perf_counter() - started) * 1000)
+                     options.top_k, (time.perf_counter() - started) * 1000, cosines)
+
+    def _missing_cosines(self, question: str, roots: list[Path], answers: list[QueryResult]
+                         ) -> dict[str, dict[str, float]]:
+        """workspace -> chunk id -> the question's cosine, for the keyword-only hits of each answer."""
+        wanted = {str(root): ids for root, answer in zip(roots, answers) if (ids := missing_cosines(answer))}
+        return {root: self._searcher(self._index(root)).cosines(question, ids) for root, ids in wanted.items()}
 
     def _searcher(self, index: WorkspaceIndex) -> Searcher:
         """The query flow (services.retrieval.search) over this index, with the settings of now."""
@@ -620,6 +638,10 @@ class KnowledgeService:
     def _refresh_references(self, index: WorkspaceIndex) -> None:
         refresh_references(index)
         self._invalidate(index.root)
+        with self._lock:
+            watch = self._watches.get(index.root)
+        if watch is not None and not watch.cancel.is_set():
+            watch.emit(WatchEvent(REFERENCES, str(index.root)))
 
     # --- ownership ---
     def owner(self) -> Owner | None:

@@ -643,3 +643,41 @@ def load_default_strategy(labels_file: str | Path) -> str:
         return str(json.loads(default_strategy_file(labels_file).read_text(encoding="utf-8"))["strategy"])
     except (OSError, ValueError, KeyError, TypeError):
         return ""
+
+
+# --- the last evaluation of a workspace, kept beside its labels (the window shows it again when reopened) ---
+def report_file(labels_file: str | Path) -> Path:
+    """`<labels>.evaluation.json`, beside the workspace's labels file."""
+    labels_file = Path(labels_file)
+    return labels_file.with_name(labels_file.stem + ".evaluation.json")
+
+
+def save_report(labels_file: str | Path, report: EvalReport, evaluated_at: str, index_version: str) -> Path:
+    """Keep `report` with when it was made and the index it was made on (e.g. the index's update time)."""
+    data = {"evaluated_at": evaluated_at, "index_version": index_version, "queries": report.queries,
+            "documents": report.documents, "top_k": report.top_k, "level": report.level,
+            "skipped": report.skipped, "rankings": report.rankings, "per_query": report.per_query,
+            "query_texts": report.query_texts,
+            "p_values": [[*sorted(pair), p] for pair, p in report.p_values.items()],
+            "strategies": {name: {"metrics": s.metrics, "latencies_ms": s.latencies_ms, "fallbacks": s.fallbacks,
+                                  "fallback_reason": s.fallback_reason} for name, s in report.strategies.items()}}
+    target = report_file(labels_file)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(data), encoding="utf-8")
+    return target
+
+
+def load_report(labels_file: str | Path) -> tuple[EvalReport, str, str] | None:
+    """(report, evaluated_at, index_version) of the kept evaluation; None when there is none or it cannot
+    be read (an unreadable file counts as none)."""
+    try:
+        data = json.loads(report_file(labels_file).read_text(encoding="utf-8"))
+        strategies = {name: StrategyReport(name, dict(s["metrics"]), list(s["latencies_ms"]), int(s["fallbacks"]),
+                                           str(s["fallback_reason"])) for name, s in data["strategies"].items()}
+        p_values = {frozenset((a, b)): float(p) for a, b, p in data["p_values"]}
+        report = EvalReport(strategies, int(data["queries"]), int(data["documents"]), int(data["top_k"]),
+                            str(data["level"]), dict(data["skipped"]), data["rankings"], data["per_query"],
+                            data["query_texts"], p_values)
+        return report, str(data["evaluated_at"]), str(data["index_version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -33,6 +33,9 @@ PROGRESS, FOLDER_MISSING = "progress", "folder_missing"  # an automatic run's pr
 # automatic indexing paused (an automatic run was cancelled: changes are reported as stale until a user's
 # run finishes), and resumed by that run
 PAUSED, RESUMED = "paused", "resumed"
+# the references of a watched workspace were recounted after its automatic runs ("much referenced" is true
+# again for the files they changed): a ranking shown since those runs is out of date
+REFERENCES = "references"
 
 
 @dataclass(frozen=True)

@@ -155,6 +155,11 @@ class Searcher:
                                "its vectors are missing, so only keyword and name matches can answer; "
                                "a full rebuild (`index --full`) restores them")
 
+    def cosines(self, question: str, ids: list[str]) -> dict[str, float]:
+        """The question's cosine with each of these chunks, from their stored vectors (none: no vector)."""
+        vector = self.index.project(self.encode([question]))[0]
+        return steps.keyword_cosines(vector, self.index.store().embeddings(ids))
+
     def keyword_cosines(self, vector, keyword: list[Candidate]) -> dict[str, float]:
         """Cosines of keyword-only hits, from their stored vectors (the threshold rule needs them)."""
         ids = [c.chunk.id for c in keyword if c.original_score is None]
@@ -197,7 +202,10 @@ class Searcher:
         return out
 
     def mark_stale(self, result: QueryResult) -> QueryResult:
-        """The result with each chunk flagged when its file changed on disk since it was indexed."""
+        """The result with each chunk flagged when its file changed on disk since it was indexed (none while
+        the workspace folder is gone: that is no evidence about any file)."""
+        if not self.index.root.is_dir():
+            return result
         paths = [r.chunk.path for r in result.results + result.original]
         states = steps.file_states(self.index.root, paths, self.index.catalog().files(paths))
         underway = {c.path for c in list(self.index.pending.values())}  # chunked by the run under way: fresh

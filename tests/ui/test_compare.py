@@ -242,3 +242,34 @@ def test_an_evaluation_shows_that_it_is_computing_metrics_after_the_last_query(v
     assert stages == ["querying", "computing", ""]
     assert "computing metrics" in texts[1]  # what the user read while ranx worked in a thread
     assert view.report is not None and view.progress.maximum() > 0  # the busy bar is gone
+
+
+def test_an_evaluation_is_kept_with_its_date_and_index_and_shown_when_the_workspace_opens_again(
+        loop, qtbot, service, tmp_path):
+    from services.evaluation.labels import default_labels_file, record_label
+
+    workspace = tmp_path / "kept"  # its own workspace: its kept report is seen by no other test
+    for name, text in FILES.items():
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_text(text)
+    indexed = asyncio.ensure_future(service.index(workspace))
+    qtbot.waitUntil(indexed.done, timeout=240_000)
+    labels = default_labels_file(service.data_dir, workspace)
+    record_label(labels, "check whether a number is prime", "maths.py", "is_prime", True)
+    first = CompareView(service)
+    qtbot.addWidget(first)
+    first.set_workspace(workspace)
+    assert first.load_query_set(labels) == 1
+    qtbot.waitUntil(first.run_query_set().done, timeout=180_000)
+    made = first.report
+
+    again = CompareView(service)  # the workspace opened again (a new window, after a restart)
+    qtbot.addWidget(again)
+    again.set_workspace(workspace)
+    assert again.report is not None and again.report.queries == made.queries
+    assert again.report.strategies["none"].metrics == made.strategies["none"].metrics
+    assert again.metrics.rowCount() == first.metrics.rowCount() and again.metrics.item(0, 0).text() == "1.000"
+    assert again.status.text().startswith("Last evaluation: evaluated ")
+    assert "chunks, updated" in again.status.text()
+    again.set_workspace(workspace.parent)  # another workspace: not this one's report
+    assert again.report is None

@@ -31,7 +31,7 @@ def test_the_set_offers_the_known_workspaces_but_the_open_one_and_rows_name_the_
     assert others("/w/a", ["/w/a", "/w/b", "/w/b", "/w/c"]) == ["/w/b", "/w/c"]
     hit = WorkspaceHit("/w/b", "b", 2, 0.016, ResultChunk(Chunk("x.py", "python", 3, 9, "", symbol="f"), 1, 0.7,
                                                            1, 0.7))
-    assert hit_row(hit) == ("2", "b", "0.700 (#1 there)", "x.py:3-9", "f")
+    assert hit_row(hit) == ("2", "b", "0.02 (#1 there, 0.700)", "x.py:3-9", "f")
 
 
 @pytest.mark.slow
@@ -59,7 +59,9 @@ def test_one_question_over_three_workspaces_in_the_window(loop, qtbot, service, 
     window.run_query()
     qtbot.waitUntil(lambda: view.result is not None, timeout=60_000)
     rows = view.rows()
-    assert {row[1] for row in rows[:3]} == {"sample", "backend", "frontend"}  # each one's best first
+    assert {row[1] for row in rows} == {"sample", "backend", "frontend"}  # merged by evidence, each row labelled
+    evidence = [float(row[2].split()[0]) for row in rows]
+    assert evidence == sorted(evidence, reverse=True)
     assert ("backend", "store.py:1-4") in {(row[1], row[3]) for row in rows}
     assert ("frontend", "notes.js:1-4") in {(row[1], row[3]) for row in rows}
     assert "over 3 workspaces" in view.title.text()

@@ -88,9 +88,26 @@ class Preferences:
     def auto_reindex(self, on: bool) -> None:
         self.store.setValue("autoReindex", on)
 
-    def strategy(self) -> str:
-        """The strategy chosen last time, else the default every face uses."""
-        return str(self.store.value("strategy", "") or DEFAULT_STRATEGY)
+    def strategy(self, workspace: str = "") -> str:
+        """The strategy chosen last time in `workspace`, else the last one chosen anywhere, else the
+        default every face uses."""
+        return self.own_strategy(workspace) or str(self.store.value("strategy", "") or DEFAULT_STRATEGY)
+
+    def own_strategy(self, workspace: str) -> str:
+        """The strategy last chosen in `workspace`; "" when none was."""
+        return str(self.store.value(f"{self._group(workspace)}/strategy", "") or "") if workspace else ""
+
+    def save_strategy(self, workspace: str, name: str) -> None:
+        if workspace:
+            self.store.setValue(f"{self._group(workspace)}/strategy", name)
+        self.store.setValue("strategy", name)
+
+    def question(self, workspace: str) -> str:
+        """The question that was in the box when `workspace` was left (or the window closed)."""
+        return str(self.store.value(f"{self._group(workspace)}/question", "") or "")
+
+    def save_question(self, workspace: str, text: str) -> None:
+        self.store.setValue(f"{self._group(workspace)}/question", text)
 
     def top_k(self, default: int = 10) -> int:
         try:

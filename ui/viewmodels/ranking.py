@@ -49,6 +49,39 @@ def symbol_text(item: ResultChunk) -> str:
     return f"§ {heading} · {file}" if heading else f"{file} lines {chunk.start_line}–{chunk.end_line}"
 
 
+def elide_name(name: str, fits) -> str:
+    """A qualified name that `fits` (a width test), cut in the middle so its first part (the class) stays
+    and as much of its end (the member) as there is room for: "FixtureManager.…factories", never
+    "…anager.parsefactories"; a name without dots, or whose first part alone is too wide, is cut in its
+    middle ("Fixture…factories")."""
+    if fits(name):
+        return name
+    head, dot, _ = name.partition(".")
+    keep = f"{head}{dot}…" if dot else ""
+    if keep and fits(keep + name[-1]):
+        return keep + longest_tail(name[len(head) + 1:], lambda tail: fits(keep + tail))
+    return middle(name, fits)
+
+
+def longest_tail(text: str, fits) -> str:
+    """The longest end of `text` that `fits` (by bisection on its length)."""
+    low, high = 1, len(text)
+    while low < high:
+        size = (low + high + 1) // 2
+        low, high = (size, high) if fits(text[-size:]) else (low, size - 1)
+    return text[-low:]
+
+
+def middle(text: str, fits) -> str:
+    """`text` with its middle replaced by "…" until it `fits` (its first character and "…" at least)."""
+    for cut in range(1, len(text)):
+        left = (len(text) - cut + 1) // 2
+        candidate = text[:left] + "…" + text[left + cut:]
+        if fits(candidate):
+            return candidate
+    return text[:1] + "…"
+
+
 def location_text(item: ResultChunk) -> str:
     chunk = item.chunk
     stale = f" ({item.stale})" if item.stale else ""  # the file changed on disk since it was indexed

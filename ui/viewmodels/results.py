@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.core.models import QueryResult
+from services.core.models import Chunk, QueryResult, ResultChunk
 
 STAGES = ("embed", "search", "rerank", "expand")
 
@@ -74,3 +74,15 @@ def empty_result_text(result: QueryResult, filters: str) -> str:
     if filters:
         text += f" Filters on: {filters}."
     return text
+
+
+def same_chunk_row(chunk: Chunk, rows: list[ResultChunk]) -> int | None:
+    """The row of `chunk` in a refreshed ranking: the same id, else (an edit changed its lines or text) the
+    same definition (path, qualified name, kind); None when it left the list."""
+    for matches in (lambda c: c.id == chunk.id,
+                    lambda c: (c.path, c.qualified_name or c.symbol, c.kind)
+                    == (chunk.path, chunk.qualified_name or chunk.symbol, chunk.kind)):
+        row = next((n for n, r in enumerate(rows) if matches(r.chunk)), None)
+        if row is not None:
+            return row
+    return None

@@ -16,7 +16,8 @@ from services.core.models import (
     vectors_reused_text,
 )
 from services.indexing.watcher import (
-    FOLDER_MISSING, PAUSED, PROGRESS, REINDEX_FINISHED, REINDEX_STARTED, RESUMED, STALE, WATCH_ERROR, WatchEvent,
+    FOLDER_MISSING, PAUSED, PROGRESS, REFERENCES, REINDEX_FINISHED, REINDEX_STARTED, RESUMED, STALE, WATCH_ERROR,
+    WatchEvent,
 )
 from ui.viewmodels.preferences import Preferences, remember_workspace
 
@@ -118,6 +119,8 @@ def watch_reaction(event: WatchEvent, indexing: bool) -> WatchReaction:
         return WatchReaction(error=f"Indexing changed files failed: {event.message}", auto_run=False)
     if event.kind in (PAUSED, RESUMED):
         return WatchReaction(reload_health=True, paused=event.kind == PAUSED)
+    if event.kind == REFERENCES:  # the ranking shown since the last runs lacked their files' references
+        return WatchReaction(refresh_results=True)
     return WatchReaction()
 
 

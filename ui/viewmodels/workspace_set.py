@@ -35,13 +35,13 @@ def others(current: str, known: list[str]) -> list[str]:
 
 
 def hit_row(hit: WorkspaceHit) -> tuple[str, str, str, str, str]:
-    """#, workspace, score (as its workspace scored it, and its rank there), location, symbol."""
+    """#, workspace, evidence (the merged order's cosine; its rank and score there), location, symbol."""
     r = hit.result
-    return (str(hit.rank), hit.name, f"{r.score:.3f} (#{r.rank} there)",
+    return (str(hit.rank), hit.name, f"{hit.evidence:.2f} (#{r.rank} there, {r.score:.3f})",
             f"{r.chunk.path}:{r.chunk.start_line}-{r.chunk.end_line}", r.chunk.qualified_name or r.chunk.symbol)
 
 
 def summary_text(result: MultiQueryResult) -> str:
     counts = ", ".join(f"{Path(w).name} {n}" for w, n in result.searched.items())
     return (f"{len(result.results)} results for “{result.question}” with {result.strategy} over "
-            f"{len(result.workspaces)} workspaces ({counts}), merged by rank")
+            f"{len(result.workspaces)} workspaces ({counts}), merged by evidence")

@@ -1,0 +1,116 @@
+"""Pictures of the window as a developer uses it every few minutes, on a real repository (issue 32):
+1024×700 with a run's status in the status bar, middle-elided qualified names, the code pane grown to the
+whole file, the health panel under a banner.
+
+    xvfb-run -a python docs/daily_screenshots.py --data-dir DIR --workspace /path/to/pytest [--out docs]
+
+The workspace must be indexed in DIR already (`knowledge-explorer --data-dir DIR index PATH`). A throwaway
+settings file keeps the user's own window state alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from docs.screenshots import settle, wait_for  # noqa: E402
+
+QUESTION = "FixtureManager parsefactories"
+
+
+async def scenes(app, window, workspace: str, out: Path, only: set[str]) -> None:
+    from services.core.models import ProgressEvent
+
+    def shot(name: str) -> None:
+        if not only or name in only:
+            window.grab().save(str(out / name))
+            print(f"saved {out / name}")
+
+    await wait_for(lambda: window.strategies_loaded.done())
+    await window.open_workspace(workspace)
+    window.resize(1024, 700)
+    before = window.last_result
+    window.query_bar.select_strategy("hybrid")
+    window.run_query(QUESTION)
+    await wait_for(lambda: window.last_result is not before)
+    await settle(app, 0.5)
+    window.code.whole_file.setChecked(True)  # the code pane grown to the whole file, the chunk marked
+    await settle(app, 0.5)
+    shot("daily-whole-file.png")
+    window.code.whole_file.setChecked(False)
+    # a run's status as an automatic run reports it, beside the result text and the timings
+    window.health_panel.auto_started()
+    window._on_progress(ProgressEvent("embedding", 120, 166, 2100, 4300, 48.0, 151.0, "torch on cpu, fp32, batch 32",
+                                      index_done=8275, index_total=10436))
+    await settle(app)
+    shot("daily-1024x700.png")
+    window._show_run_status("", None)
+    window.health_panel.auto_finished()
+    # a banner beside the health panel's buttons, never over them
+    window.health_scroll.ensureWidgetVisible(window.health_panel.auto_reindex)
+    window.messages.show_message("Automatic indexing paused — 166 files changed. Changes are listed as stale "
+                                 "until you resume.", "info", action_text="Resume", action=lambda: None)
+    await settle(app, 0.5)
+    shot("daily-banner.png")
+    window.messages.hide()
+    # the result menu: copy path:line, reveal in folder, more hits in this file
+    from PySide6.QtWidgets import QMenu
+
+    table = window.results.reranked_table
+    menu = QMenu(window)
+    menu.addActions(window.results.row_actions(table, 0))
+    menu.popup(table.viewport().mapToGlobal(table.visualRect(table.model().index(0, 2)).center()))
+    await settle(app, 0.3)
+    if not only or "daily-result-menu.png" in only:
+        menu.grab().save(str(out / "daily-result-menu.png"))
+        print(f"saved {out / 'daily-result-menu.png'}")
+    menu.hide()
+    # the one question box on the Files tab, answered as files
+    before = window.files_view.answer
+    window.show_tab(window.files_view)
+    await wait_for(lambda: window.files_view.answer is not None and window.files_view.answer is not before)
+    await settle(app, 0.5)
+    shot("daily-files-question.png")
+
+
+def main() -> int:
+    import qasync
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from services.engine.service import KnowledgeService
+    from ui.main_window import MainWindow
+    from ui.theme import apply_theme
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--workspace", required=True)
+    parser.add_argument("--out", default=str(ROOT / "docs"))
+    parser.add_argument("--only", nargs="*", default=[], help="only these pictures (file names)")
+    args = parser.parse_args()
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    apply_theme(app)
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    scratch = tempfile.TemporaryDirectory(prefix="ke-docs-")
+    settings = QSettings(str(Path(scratch.name) / "settings.ini"), QSettings.Format.IniFormat)
+    service = KnowledgeService(data_dir=args.data_dir)
+    window = MainWindow(service, settings)
+    window.show()
+    try:
+        with loop:
+            loop.run_until_complete(scenes(app, window, args.workspace, Path(args.out), set(args.only)))
+    finally:
+        window.shutdown()
+        service.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""Issue 32, points 4 and 7, at 1024×700 on the real engine and the sample workspace: a status bar whose
+texts never collide (each cut with "…", the whole text in its tooltip), qualified names cut in the middle
+so the class stays, locations that keep their line number, and a code pane that grows to the whole file.
+Widths are compared with the widgets' own font metrics, never with pixel counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from services.core.models import ProgressEvent
+from tests.ui.test_layout import ask, indexed, shown  # noqa: F401 (indexed: the module's indexed sample)
+from ui.main_window import MainWindow
+from ui.viewmodels.ranking import elide_name
+
+RUN = ProgressEvent("embedding", 120, 166, 2100, 4300, 48.0, 151.0, "torch on cpu, fp32, batch 32",
+                    index_done=8275, index_total=10436)
+
+
+@pytest.fixture
+def window(loop, qtbot, indexed, qsettings):  # noqa: F811
+    service, workspace = indexed
+    window = MainWindow(service, qsettings)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(window.strategies_loaded.done, timeout=60_000)
+    qtbot.waitUntil(window.open_workspace(str(workspace)).done, timeout=60_000)
+    window.resize(1024, 700)
+    qtbot.waitUntil(lambda: window.width() == 1024)
+    yield window
+    window.shutdown()
+
+
+def test_names_are_cut_in_the_middle_so_the_class_stays():
+    fits = lambda width: (lambda text: len(text) <= width)  # noqa: E731 (one character, one unit)
+    name = "FixtureManager.parsefactories"
+    assert elide_name(name, fits(40)) == name
+    assert elide_name(name, fits(25)) == "FixtureManager.…factories"
+    assert elide_name("A.B.method_name", fits(10)) == "A.…od_name"
+    assert elide_name("TestFixtureManagerParseFactories", fits(12)).count("…") == 1
+    assert elide_name("VeryLongClassNameHere.x", fits(8)).startswith("Very")
+
+
+def test_the_status_bar_never_collides_during_a_run(qtbot, window):
+    ask(qtbot, window, "save a note to disk and list the titles of every note in the repository", "hybrid")
+    window._on_progress(RUN)  # what an automatic run reports, beside the result text and the timings
+    qtbot.waitUntil(lambda: window.index_status.isVisible())
+    labels = [window.status_results, window.index_status, window.timings_label]
+    boxes = [label.geometry() for label in labels]
+    for n, box in enumerate(boxes):
+        assert all(not box.intersects(other) for other in boxes[n + 1:]), boxes
+        assert box.right() <= window.statusBar().width()
+    for label in labels:
+        metrics, text = label.fontMetrics(), label.shown_text()
+        assert text == label.text() or text.endswith("…"), text  # cut at its end, never mid-word unmarked
+        assert metrics.horizontalAdvance(text) <= label.contentsRect().width()
+        assert label.toolTip() == label.text() and label.text()
+        assert label.width() >= metrics.horizontalAdvance("0") * 10  # each keeps room to be read
+    assert "8,275 of 10,436" in window.index_status.text() and window.index_status.text().count(" on cpu") == 1
+
+
+def test_locations_keep_their_line_numbers_and_names_their_class(qtbot, window):
+    ask(qtbot, window, "list the titles of the notes in the repository", "hybrid")
+    for table in (window.results.original_table, window.results.reranked_table):
+        model = table.model()
+        for row in range(model.rowCount()):
+            chunk = model.item(row).chunk
+            name = chunk.path.rsplit("/", 1)[-1]
+            assert f"{name}:{chunk.start_line}" in shown(table, row, "Location")
+            symbol = shown(table, row, "Symbol")
+            if chunk.qualified_name:  # cut in the middle, never from the left: the class's start stays
+                assert symbol.startswith(chunk.qualified_name[:3]), symbol
+
+
+def test_the_code_pane_grows_to_the_whole_file(qtbot, window):
+    ask(qtbot, window, "save a note to disk", "hybrid")
+    code = window.code
+    chunk = code.item.chunk
+    lines = len((Path(window.workspace) / chunk.path).read_text().rstrip("\n").split("\n"))
+    before_height, before_lines = code.editor.height(), code.shown_lines()
+    before_visible = code.editor.viewport().height() // code.editor.fontMetrics().lineSpacing()
+    assert before_lines != (1, lines)
+    code.whole_file.click()
+    qtbot.waitUntil(lambda: code.editor.height() > before_height * 1.5)
+    assert code.shown_lines() == (1, lines)
+    assert code.editor.marked == (chunk.start_line, chunk.end_line)  # the chunk stays marked in the file
+    visible = code.editor.viewport().height() // code.editor.fontMetrics().lineSpacing()
+    assert visible >= 2 * before_visible, (before_visible, visible)
+    code.whole_file.click()
+    qtbot.waitUntil(lambda: code.shown_lines() == before_lines)
+    assert window.results.why.isVisible()
