@@ -66,3 +66,45 @@ def test_no_import_cycles():
     graph = grimp.build_graph("services", "ui", "app")
     imports = {m: graph.find_modules_directly_imported_by(m) for m in graph.modules}
     assert cycles(imports) == []
+
+
+# the places that build the in-process engine: the CLI's local engine and the server that owns a data dir
+BUILDERS = {("app/cli.py", "local_engine"), ("app/server.py", "run_server")}
+
+
+def concrete_engine_uses(path: Path, root: Path = ROOT) -> set[tuple[str, str]]:
+    """(file, enclosing function) of every name, attribute or import of KnowledgeService in the file's code
+    (docstrings and comments do not count; a quoted annotation needs the import, which does)."""
+    import ast
+
+    found, relative = set(), path.relative_to(root).as_posix()
+
+    def visit(node, function: str) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = node.name
+        named = (isinstance(node, ast.Name) and node.id == "KnowledgeService"
+                 or isinstance(node, ast.Attribute) and node.attr == "KnowledgeService"
+                 or isinstance(node, ast.ImportFrom) and node.module == "services.engine.service"
+                 or isinstance(node, ast.Import) and any(a.name == "services.engine.service" for a in node.names))
+        if named:
+            found.add((relative, function))
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), "")
+    return found
+
+
+def test_faces_and_the_window_name_the_engine_protocol_not_the_concrete_engine():
+    uses = set().union(*(concrete_engine_uses(p) for folder in ("ui", "app") for p in (ROOT / folder).rglob("*.py")))
+    assert uses <= BUILDERS, f"ui/ and app/ depend on services.engine.protocol.Engine: {sorted(uses - BUILDERS)}"
+    assert uses == BUILDERS  # the builders still build it (else this test checks nothing)
+
+
+def test_the_concrete_engine_check_sees_a_quoted_annotation(tmp_path):
+    module = tmp_path / "ui" / "view.py"
+    module.parent.mkdir()
+    module.write_text('from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n'
+                      '    from services.engine.service import KnowledgeService\n'
+                      'def f(engine: "KnowledgeService") -> None: ...\n')
+    assert concrete_engine_uses(module, tmp_path) == {("ui/view.py", "")}

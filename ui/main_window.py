@@ -43,7 +43,7 @@ from ui.viewmodels.workspace_set import WorkspaceSetViewModel
 from ui.workspace_set import WorkspaceSetView
 
 if TYPE_CHECKING:  # the window talks to an engine process; the engine itself is not loaded here
-    from services.engine.service import KnowledgeService
+    from services.engine.protocol import Engine
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class MainWindow(QMainWindow):
     progress_received = Signal(object)  # ProgressEvent, from any thread
     watch_received = Signal(object)  # WatchEvent of the watched workspace
 
-    def __init__(self, service: "KnowledgeService", settings: QSettings | None = None) -> None:
+    def __init__(self, service: "Engine", settings: QSettings | None = None) -> None:
         super().__init__()
         self.service = service
         self.settings = settings if settings is not None else app_settings()
