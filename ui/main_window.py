@@ -179,7 +179,7 @@ class MainWindow(QMainWindow):
 
     def _build_compare_view(self) -> QWidget | None:
         try:
-            return CompareView(self.service)
+            return CompareView(self.service, preferences=self.preferences)
         except Exception:  # its constructor failing must not take the main window down
             log.exception("CompareView could not be created")
             return None

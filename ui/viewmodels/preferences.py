@@ -88,6 +88,13 @@ class Preferences:
     def auto_reindex(self, on: bool) -> None:
         self.store.setValue("autoReindex", on)
 
+    def default_strategy(self, workspace: str) -> str:
+        """The strategy chosen for `workspace` after an evaluation (Compare tab), or ""."""
+        return str(self.store.value(f"{self._group(workspace)}/defaultStrategy", "") or "")
+
+    def save_default_strategy(self, workspace: str, strategy: str) -> None:
+        self.store.setValue(f"{self._group(workspace)}/defaultStrategy", strategy)
+
     def strategy(self) -> str:
         """The strategy chosen last time, else the default every face uses."""
         return str(self.store.value("strategy", "") or DEFAULT_STRATEGY)
