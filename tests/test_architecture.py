@@ -3,6 +3,7 @@
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import grimp
@@ -66,3 +67,75 @@ def test_no_import_cycles():
     graph = grimp.build_graph("services", "ui", "app")
     imports = {m: graph.find_modules_directly_imported_by(m) for m in graph.modules}
     assert cycles(imports) == []
+
+
+# the places that build the in-process engine: the CLI's local engine and the server that owns a data dir
+BUILDERS = {("app/cli.py", "local_engine"), ("app/server.py", "run_server")}
+
+
+def concrete_engine_uses(path: Path, root: Path = ROOT) -> set[tuple[str, str]]:
+    """(file, enclosing function) of every name, attribute or import of KnowledgeService in the file's code
+    (docstrings and comments do not count; a quoted annotation needs the import, which does)."""
+    import ast
+
+    found, relative = set(), path.relative_to(root).as_posix()
+
+    def visit(node, function: str) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = node.name
+        named = (isinstance(node, ast.Name) and node.id == "KnowledgeService"
+                 or isinstance(node, ast.Attribute) and node.attr == "KnowledgeService"
+                 or isinstance(node, ast.ImportFrom) and node.module == "services.engine.service"
+                 or isinstance(node, ast.Import) and any(a.name == "services.engine.service" for a in node.names))
+        if named:
+            found.add((relative, function))
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), "")
+    return found
+
+
+def test_faces_and_the_window_name_the_engine_protocol_not_the_concrete_engine():
+    uses = set().union(*(concrete_engine_uses(p) for folder in ("ui", "app") for p in (ROOT / folder).rglob("*.py")))
+    assert uses <= BUILDERS, f"ui/ and app/ depend on services.engine.protocol.Engine: {sorted(uses - BUILDERS)}"
+    assert uses == BUILDERS  # the builders still build it (else this test checks nothing)
+
+
+def test_the_concrete_engine_check_sees_a_quoted_annotation(tmp_path):
+    module = tmp_path / "ui" / "view.py"
+    module.parent.mkdir()
+    module.write_text('from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n'
+                      '    from services.engine.service import KnowledgeService\n'
+                      'def f(engine: "KnowledgeService") -> None: ...\n')
+    assert concrete_engine_uses(module, tmp_path) == {("ui/view.py", "")}
+
+
+MYPY_BASELINE = ROOT / "tests" / "mypy_baseline.txt"
+
+
+def mypy_errors() -> Counter:
+    """mypy over services/, ui/ and app/ (config in pyproject.toml), each error as "path: message [code]"
+    (no line number, so an edit elsewhere in the file does not move it). The cache lives in the temp dir,
+    one per checkout: a warm run takes seconds, a cold one well under a minute."""
+    import hashlib
+    import re
+    import tempfile
+
+    cache = Path(tempfile.gettempdir()) / f"ke-mypy-{hashlib.sha1(str(ROOT).encode()).hexdigest()[:8]}"
+    result = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(cache), "--no-error-summary",
+                             "--hide-error-context", "--no-pretty"], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode in (0, 1), result.stdout + result.stderr  # 2: mypy itself failed
+    line = re.compile(r"^(?P<path>[^:]+):\d+: error: (?P<message>.*)$")
+    return Counter(f"{m['path']}: {m['message']}" for m in map(line.match, result.stdout.splitlines()) if m)
+
+
+def test_the_type_checker_finds_no_error_beyond_the_known_ones():
+    """New code type-checks; the errors mypy found when it came in are listed in tests/mypy_baseline.txt,
+    to be fixed (and removed from it) file by file."""
+    found = mypy_errors()
+    known = Counter(line for line in MYPY_BASELINE.read_text(encoding="utf-8").splitlines()
+                    if line.strip() and not line.startswith("#"))
+    new, fixed = found - known, known - found
+    assert not new, "mypy errors:\n" + "\n".join(sorted(new.elements()))
+    assert not fixed, "fixed (remove from tests/mypy_baseline.txt):\n" + "\n".join(sorted(fixed.elements()))

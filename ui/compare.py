@@ -3,7 +3,8 @@
 Rankings appear as columns (one per strategy, rows = rank); a query set gives a metrics table and
 bar charts (quality metrics, latency). The evaluation loop lives in services.evaluation.metrics; this widget
 only starts it on the qasync loop, shows progress, lets the user cancel, and displays the outcome.
-Right-click a ranked result to label it relevant / not relevant (services.evaluation.labels.record_label).
+Right-click a ranked result to label it relevant / not relevant: the engine keeps the label (Engine.record_label),
+so a remote engine's labels stay on its server. The work with the engine is ui.viewmodels.compare's.
 """
 
 from __future__ import annotations
@@ -23,14 +24,14 @@ from PySide6.QtWidgets import (
 )
 
 from services.evaluation.metrics import (
-    load_report, save_report,
-    BASELINE, COLUMNS, PRIMARY, EvalProgress, EvalReport, LabelledQuery, Qrels, Recommendation, WorkspaceDocIds,
-    choose_strategies, evaluate, load_default_strategy, load_qrels, load_queries, qrels_from_queries,
-    save_default_strategy,
+    report_from_text, report_text,
+    BASELINE, COLUMNS, PRIMARY, EvalProgress, EvalReport, LabelledQuery, Qrels, Recommendation, load_qrels,
+    load_queries, qrels_from_queries,
 )
-from services.evaluation.labels import default_labels_file, labels_for, record_label
-from services.core.models import QueryOptions, QueryResult, ResultChunk
+from services.core.models import QueryResult, ResultChunk
 from ui.async_runner import AsyncRunner, describe_error
+from ui.viewmodels.compare import CompareViewModel, grade_of
+from ui.viewmodels.preferences import Preferences
 from ui.viewmodels.ranking import movement, symbol_text, why_summary
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,7 @@ RELEVANT_COLOR = QColor("#2e9d57")
 NOT_RELEVANT_COLOR = QColor("#d1483f")
 BAR_COLORS = ["#2f7bd8", "#2e9d57", "#e0a030", "#8e5bd8", "#d1483f"]
 TASK_KEY = "compare"
+LABELS_KEY = "compare-labels"
 ResultRole = Qt.ItemDataRole.UserRole + 11
 QRELS_HELP = ("Optional: a judgements file saying which documents answer each query — a TSV with a header "
               "line, then query_id, doc_id (a path, or path::symbol) and relevance (0 = not relevant). "
@@ -104,11 +106,13 @@ class CompareView(QWidget):
     query_opened = Signal(str)  # a per-query row was clicked: open this question in Explore
     default_strategy_chosen = Signal(str)  # this workspace's default strategy (chosen now or saved before)
 
-    def __init__(self, service=None, parent: QWidget | None = None) -> None:
+    def __init__(self, service=None, parent: QWidget | None = None, preferences: Preferences | None = None) -> None:
         super().__init__(parent)
-        self.service = service
+        self.service = service  # an Engine (services.engine.protocol), or None
+        self.model = CompareViewModel(service) if service is not None else None
+        self.preferences = preferences  # where each workspace's chosen default strategy is remembered
         self.workspace = ""
-        self.labels_file: Path | None = None
+        self.grades: dict[tuple[str, str], int] = {}  # the engine's labels for the question on screen
         self.queries: list[LabelledQuery] = []
         self.qrels: Qrels = {}
         self.results: dict[str, QueryResult] = {}
@@ -252,21 +256,19 @@ class CompareView(QWidget):
 
     # ------------------------------------------------------------------ small API
     def set_workspace(self, path: str | Path | None) -> None:
-        """Also points labels at the workspace's default labels file (see services.evaluation.labels)."""
+        """Also announces the workspace's default strategy, when one was chosen here before."""
         self.workspace = str(path or "")
         self.results = {}
         self.show_rankings({})
-        data_dir = getattr(self.service, "data_dir", None)
-        if self.workspace and data_dir is not None:
-            self.set_labels_file(default_labels_file(data_dir, self.workspace))
-            saved = load_default_strategy(self.labels_file)
-            if saved:
-                self.default_strategy_chosen.emit(saved)
+        saved = self.preferences.default_strategy(self.workspace) if self.workspace and self.preferences else ""
+        if saved:
+            self.default_strategy_chosen.emit(saved)
         self.show_kept_report()
 
     def show_kept_report(self) -> None:
         """The workspace's last evaluation, with its date and index, as it was left (or nothing)."""
-        kept = load_report(self.labels_file) if self.workspace and self.labels_file is not None else None
+        text = self.preferences.evaluation(self.workspace) if self.workspace and self.preferences else ""
+        kept = report_from_text(text) if text else None
         self.report, self.recommended, self.report_note = None, None, ""
         self._show_recommendation(None)
         if kept is None:
@@ -280,19 +282,12 @@ class CompareView(QWidget):
     def set_question(self, text: str) -> None:
         self.question.setText(text)
 
-    def set_labels_file(self, path: str | Path | None) -> None:
-        """Where right-click labels go (a labelled query set, JSONL). Loading a query set also sets it."""
-        self.labels_file = Path(path) if path else None
-        self._colour_labels()
-
     def load_query_set(self, queries_path: str | Path, qrels_path: str | Path | None = None) -> int:
         """Load JSONL queries (+ optional TSV qrels; else their `relevant` field). Returns judged queries."""
         queries = load_queries(queries_path)
         qrels = load_qrels(qrels_path) if qrels_path else qrels_from_queries(queries)
         self.queries = [q for q in queries if any(g > 0 for g in qrels.get(q.id, {}).values())]
         self.qrels = qrels
-        if not qrels_path:
-            self.set_labels_file(queries_path)
         self.query_set_label.setText(f"{Path(queries_path).name}: {len(self.queries)} judged queries")
         return len(self.queries)
 
@@ -317,7 +312,7 @@ class CompareView(QWidget):
             self.status.setText("Cancelling…")
 
     def _ready(self, needed, message: str) -> bool:
-        if self.service is None or not self.workspace:
+        if self.model is None or not self.workspace:
             self.status.setText("Open a workspace first.")
             return False
         if not needed:
@@ -334,29 +329,28 @@ class CompareView(QWidget):
         return task
 
     async def _compare_question(self, text: str, top_k: int) -> None:
-        names, _ = await choose_strategies(self.service, "all")
+        assert self.model is not None  # _ready checked it
+        names, _ = await self.model.strategies()
         self.progress.setRange(0, len(names))
         results = {}
         for i, name in enumerate(names):
             self.status.setText(f"Running {name}…")
-            options = QueryOptions(workspace=self.workspace, top_k=top_k, strategy=name, expand_context=False)
-            results[name] = await self.service.query(text, options)
+            results[name] = await self.model.rank(text, self.workspace, name, top_k)
             self.progress.setValue(i + 1)
         self.show_rankings(results)
 
     async def _evaluate(self, queries: list[LabelledQuery]) -> None:
-        names, skipped = await choose_strategies(self.service, "all")
+        assert self.model is not None  # _ready checked it
+        names, skipped = await self.model.strategies()
         self.progress.setRange(0, len(queries) * len(names))
         self.status.setText(f"Evaluating {len(queries)} queries × {len(names)} strategies…")
+        report = await self.model.evaluate(queries, self.qrels, self.workspace, names, skipped,
+                                           progress=self._progress)
         health = await self.service.health(self.workspace)
-        report = await evaluate(self.service, queries, self.qrels, names, self.workspace, 100,
-                                doc_id_for=WorkspaceDocIds(self.qrels), documents=health.files,
-                                progress=self._progress)
-        report.skipped = skipped
         evaluated_at = datetime.now().astimezone().strftime("%Y-%m-%d %H:%M")
         index_version = f"{health.chunks:,} chunks, updated {health.updated_at or 'never'}"
-        if self.labels_file is not None:  # kept, so reopening the workspace (or the app) shows it again
-            save_report(self.labels_file, report, evaluated_at, index_version)
+        if self.preferences is not None:  # kept, so reopening the workspace (or the app) shows it again
+            self.preferences.save_evaluation(self.workspace, report_text(report, evaluated_at, index_version))
         self.report_note = evaluation_note(evaluated_at, index_version)
         self.show_report(report)
 
@@ -470,8 +464,8 @@ class CompareView(QWidget):
         """Save the recommendation as this workspace's default and tell the window to select it."""
         if self.recommended is None:
             return
-        if self.labels_file is not None:
-            save_default_strategy(self.labels_file, self.recommended)
+        if self.preferences is not None and self.workspace:
+            self.preferences.save_default_strategy(self.workspace, self.recommended.strategy)
         self.default_strategy_chosen.emit(self.recommended.strategy)
         self.status.setText(f"{self.recommended.strategy} is now this workspace's default strategy")
 
@@ -612,37 +606,44 @@ class CompareView(QWidget):
         menu.addAction("Mark not relevant", lambda: self.label_cell(cell.row(), cell.column(), False))
         menu.exec(self.rankings.viewport().mapToGlobal(pos))
 
-    def label_cell(self, row: int, column: int, relevant: bool) -> bool:
-        """Record a label for the result at (row, column) of the rankings for the current question."""
+    def label_cell(self, row: int, column: int, relevant: bool) -> asyncio.Task | None:
+        """Label the result at (row, column) of the rankings for the current question, through the engine;
+        the task ends once the label is stored and the rankings are coloured with it."""
         cell = self.rankings.item(row, column)
         item: ResultChunk | None = cell.data(ResultRole) if cell else None
         question = next(iter(self.results.values())).question if self.results else ""
-        if item is None or not question:
-            return False
-        if self.labels_file is None and not self._choose_labels_file():
-            return False
-        record_label(self.labels_file, question, item.chunk.path, item.chunk.qualified_name or item.chunk.symbol,
-                     relevant)
-        self._colour_labels()
-        self.status.setText(f"Labelled {cell_text(item)} as {'relevant' if relevant else 'not relevant'}")
-        return True
+        if item is None or not question or self.model is None or not self.workspace:
+            return None
+        verdict = "relevant" if relevant else "not relevant"
+        return self.runner.run(self._label(question, item, relevant), key=LABELS_KEY, context="Saving the label",
+                               on_result=lambda _: self.status.setText(f"Labelled {cell_text(item)} as {verdict}"),
+                               on_error=lambda error: self.status.setText(f"Label not saved: {describe_error(error)}"))
 
-    def _colour_labels(self) -> None:
-        if not self.results:
-            return
+    async def _label(self, question: str, item: ResultChunk, relevant: bool) -> None:
+        assert self.model is not None
+        await self.model.mark(self.workspace, question, item, relevant)
+        self._show_grades(await self.model.grades(self.workspace, question))
+
+    def _colour_labels(self) -> asyncio.Task | None:
+        """Fetch the engine's labels for the question on screen and colour the rankings with them."""
+        if not self.results or self.model is None or not self.workspace:
+            return None
         question = next(iter(self.results.values())).question
-        labels = labels_for(self.labels_file, question) if self.labels_file else {}
+        return self.runner.run(self.model.grades(self.workspace, question), key=LABELS_KEY, context="Reading labels",
+                               on_result=self._show_grades)
+
+    def _show_grades(self, grades: dict[tuple[str, str], int]) -> None:
+        self.grades = grades
         for row in range(self.rankings.rowCount()):
             for col in range(self.rankings.columnCount()):
-                self._colour_cell(self.rankings.item(row, col), labels)
+                self._colour_cell(self.rankings.item(row, col), grades)
 
     @staticmethod
     def _colour_cell(cell: QTableWidgetItem | None, labels: dict[tuple[str, str], int]) -> None:
-        item: ResultChunk | None = cell.data(ResultRole) if cell else None
-        if item is None:
+        item: ResultChunk | None = cell.data(ResultRole) if cell is not None else None
+        if cell is None or item is None:
             return
-        symbol = item.chunk.qualified_name or item.chunk.symbol
-        grade = labels.get((item.chunk.path, symbol), labels.get((item.chunk.path, "")))
+        grade = grade_of(item, labels)
         if grade is None:
             cell.setBackground(QBrush())
         else:
@@ -676,10 +677,3 @@ class CompareView(QWidget):
         else:
             layout.addWidget(note)
         return dialog
-
-    def _choose_labels_file(self) -> bool:
-        path, _ = QFileDialog.getSaveFileName(self, "Save labels to (JSONL query set)", "labels.jsonl",
-                                              "JSONL (*.jsonl)")
-        if path:
-            self.labels_file = Path(path)
-        return bool(path)

@@ -6,12 +6,12 @@ import asyncio
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from PySide6.QtCore import QSettings, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDesktopServices, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
-    QFileDialog, QInputDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QTabWidget,
+    QBoxLayout, QFileDialog, QInputDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QTabWidget,
     QToolBar, QToolButton, QVBoxLayout, QWidget,
 )
 
@@ -44,7 +44,7 @@ from ui.viewmodels.workspace_set import WorkspaceSetViewModel
 from ui.workspace_set import WorkspaceSetView
 
 if TYPE_CHECKING:  # the window talks to an engine process; the engine itself is not loaded here
-    from services.engine.service import KnowledgeService
+    from services.engine.protocol import Engine
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class MainWindow(QMainWindow):
     progress_received = Signal(object)  # ProgressEvent, from any thread
     watch_received = Signal(object)  # WatchEvent of the watched workspace
 
-    def __init__(self, service: "KnowledgeService", settings: QSettings | None = None) -> None:
+    def __init__(self, service: "Engine", settings: QSettings | None = None) -> None:
         super().__init__()
         self.service = service
         self.settings = settings if settings is not None else app_settings()
@@ -195,7 +195,7 @@ class MainWindow(QMainWindow):
 
     def _build_compare_view(self) -> QWidget | None:
         try:
-            return CompareView(self.service)
+            return CompareView(self.service, preferences=self.preferences)
         except Exception:  # its constructor failing must not take the main window down
             log.exception("CompareView could not be created")
             return None
@@ -812,9 +812,10 @@ class MainWindow(QMainWindow):
         if tab not in self.question_tabs() or self.query_bar.parentWidget() is tab:
             return
         old = self.query_bar.parentWidget()
-        if old is not None and old.layout() is not None:
-            old.layout().removeWidget(self.query_bar)
-        tab.layout().insertWidget(0, self.query_bar)
+        old_layout = old.layout() if old is not None else None
+        if old_layout is not None:
+            old_layout.removeWidget(self.query_bar)
+        cast(QBoxLayout, tab.layout()).insertWidget(0, self.query_bar)
         self.query_bar.show()
 
     def show_tab(self, widget: QWidget | None) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from PySide6.QtCore import QEvent, QItemSelectionModel, QObject, QRect, Qt, Signal
 from PySide6.QtGui import QAction, QColor, QGuiApplication
 from PySide6.QtWidgets import (
@@ -308,7 +310,7 @@ class ResultsView(QWidget):
         """Select the row showing `chunk` (or its definition after an edit), reranked side first, without
         taking the focus; False when neither list has it."""
         for table in (self.reranked_table, self.original_table):
-            model = table.model()
+            model = ranking_model(table)
             row = same_chunk_row(chunk, [model.item(n) for n in range(model.rowCount())])
             if row is not None:
                 table.selectRow(row)
@@ -324,7 +326,7 @@ class ResultsView(QWidget):
 
     def label_actions(self, table: QTableView, row: int) -> list[QAction]:
         """'Mark relevant' / 'Mark not relevant' for a row (labels feed evaluation on your own code)."""
-        item = table.model().item(row)
+        item = ranking_model(table).item(row)
         actions = []
         for text, relevant in (("Mark relevant for this question", True),
                                ("Mark not relevant for this question", False)):
@@ -335,7 +337,7 @@ class ResultsView(QWidget):
 
     def row_actions(self, table: QTableView, row: int) -> list[QAction]:
         """A result's menu: copy "path:line", reveal its file, more hits in its file, then the labels."""
-        item = table.model().item(row)
+        item = ranking_model(table).item(row)
         chunk = item.chunk
         entries = [("Copy path:line", lambda: QGuiApplication.clipboard().setText(f"{chunk.path}:{chunk.start_line}")),
                    ("Reveal in folder", lambda: self.reveal_requested.emit(item)),
@@ -361,7 +363,7 @@ class ResultsView(QWidget):
         for table in (self.reranked_table, self.original_table):
             index = table.selectionModel().currentIndex()
             if index.isValid() and table.selectionModel().isRowSelected(index.row()):
-                return table.model().item(index.row())
+                return ranking_model(table).item(index.row())
         return None
 
     def _row_changed(self, table: QTableView, other: QTableView, current) -> None:
@@ -369,7 +371,7 @@ class ResultsView(QWidget):
             return
         if not current.isValid():
             return
-        item = table.model().item(current.row())
+        item = ranking_model(table).item(current.row())
         self._syncing = True
         try:
             row = other.model().row_of(item.chunk.id)
@@ -387,3 +389,8 @@ class ResultsView(QWidget):
         finally:
             self._syncing = False
         self.chunk_selected.emit(item)
+
+
+def ranking_model(table: QTableView) -> RankingModel:
+    """The rankings' model of one of the two tables."""
+    return cast(RankingModel, table.model())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from collections.abc import Set as AbstractSet
 from typing import Literal, Self, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -230,7 +231,7 @@ def settings_from_env(base: Settings | None = None) -> Settings:
         raise SettingsError(problems(Settings, error.__cause__, env_names=set(found))) from None
 
 
-def problems(cls: type[Area], error: ValidationError, env_names: set[str] = frozenset()) -> str:
+def problems(cls: type[Area], error: ValidationError, env_names: AbstractSet[str] = frozenset()) -> str:
     """One line for every bad value; a field in `env_names` is named by its variable (KE_<FIELD>)."""
     lines = []
     for item in error.errors():

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,7 +96,7 @@ class IndexScheduler:
             schedule.auto_running = True
             return True, paths
 
-    def finish_auto(self, root: Path, *, complete: bool, retry: set[str] = frozenset(),
+    def finish_auto(self, root: Path, *, complete: bool, retry: AbstractSet[str] = frozenset(),
                     recount_references: bool = False) -> None:
         """An automatic run ended: `complete` (else cancelled or failed: the next run looks at
         everything), `retry` the paths that failed and are tried again by the next run; references are

@@ -122,7 +122,7 @@ class KnowledgeService:
         self.vector_cache = VectorCache(self.data_dir / CACHE_FILE) if self.settings.share_vectors else None
         self._strategies: dict = {}
         self._errors: dict[Path, str] = {}
-        self._cache = TTLCache(maxsize=self.settings.cache_size, ttl=self.settings.cache_ttl_seconds)
+        self._cache: TTLCache = TTLCache(maxsize=self.settings.cache_size, ttl=self.settings.cache_ttl_seconds)
         self._lock = threading.RLock()
         self._index_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-index")
         self._query_pool = ThreadPoolExecutor(2, thread_name_prefix="ke-query")
@@ -175,7 +175,9 @@ class KnowledgeService:
         """Index (incrementally, or fully with full=True). Set `cancel` to stop; the index stays consistent."""
         index = self._index(workspace)
         loop = asyncio.get_running_loop()
-        deliver = (lambda event: loop.call_soon_threadsafe(progress, event)) if progress else None
+        deliver: ProgressCallback | None = None
+        if progress is not None:
+            deliver = lambda event: loop.call_soon_threadsafe(progress, event)  # noqa: E731
         with self._lock:
             watch = self._watches.get(index.root)
         if self.scheduler.begin_user(index.root) and watch is not None:
@@ -408,16 +410,6 @@ class KnowledgeService:
         index.require()
         return find(index.catalog(), query)
 
-    def _readable_index(self, workspace: str | Path) -> WorkspaceIndex:
-        """The workspace's index; a folder that is gone but indexed is still read (as symbol_names does)."""
-        try:
-            return self._index(workspace)
-        except WorkspaceError:
-            index = self._known_index(workspace)
-            if index is None:
-                raise
-            return index
-
     # --- standalone reranking and reranker configuration (the service API) ---
     async def rerank_documents(self, query: str, documents: list[str], strategy: str = "cross-encoder",
                                top_k: int | None = None) -> DocumentRerankResponse:
@@ -473,7 +465,10 @@ class KnowledgeService:
                 raise
         await self.unwatch(index.root)
         loop = asyncio.get_running_loop()
-        emit = (lambda event: loop.call_soon_threadsafe(on_event, event)) if on_event else (lambda event: None)
+        def emit(event: WatchEvent) -> None:
+            if on_event is not None:
+                loop.call_soon_threadsafe(on_event, event)
+
         watch = _Watch(index, emit)
         if index.root.is_dir():
             await self._run(self._query_pool, self._start_watcher, watch)

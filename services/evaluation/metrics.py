@@ -645,39 +645,30 @@ def load_default_strategy(labels_file: str | Path) -> str:
         return ""
 
 
-# --- the last evaluation of a workspace, kept beside its labels (the window shows it again when reopened) ---
-def report_file(labels_file: str | Path) -> Path:
-    """`<labels>.evaluation.json`, beside the workspace's labels file."""
-    labels_file = Path(labels_file)
-    return labels_file.with_name(labels_file.stem + ".evaluation.json")
+# --- the last evaluation of a workspace, kept by the window (its preferences) and shown again when reopened ---
+def report_text(report: EvalReport, evaluated_at: str, index_version: str) -> str:
+    """`report` as JSON, with when it was made and the index it was made on (e.g. the index's update time)."""
+    return json.dumps({"evaluated_at": evaluated_at, "index_version": index_version, "queries": report.queries,
+                       "documents": report.documents, "top_k": report.top_k, "level": report.level,
+                       "skipped": report.skipped, "rankings": report.rankings, "per_query": report.per_query,
+                       "query_texts": report.query_texts,
+                       "p_values": [[*sorted(pair), p] for pair, p in report.p_values.items()],
+                       "strategies": {name: {"metrics": s.metrics, "latencies_ms": s.latencies_ms,
+                                             "fallbacks": s.fallbacks, "fallback_reason": s.fallback_reason}
+                                      for name, s in report.strategies.items()}})
 
 
-def save_report(labels_file: str | Path, report: EvalReport, evaluated_at: str, index_version: str) -> Path:
-    """Keep `report` with when it was made and the index it was made on (e.g. the index's update time)."""
-    data = {"evaluated_at": evaluated_at, "index_version": index_version, "queries": report.queries,
-            "documents": report.documents, "top_k": report.top_k, "level": report.level,
-            "skipped": report.skipped, "rankings": report.rankings, "per_query": report.per_query,
-            "query_texts": report.query_texts,
-            "p_values": [[*sorted(pair), p] for pair, p in report.p_values.items()],
-            "strategies": {name: {"metrics": s.metrics, "latencies_ms": s.latencies_ms, "fallbacks": s.fallbacks,
-                                  "fallback_reason": s.fallback_reason} for name, s in report.strategies.items()}}
-    target = report_file(labels_file)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(data), encoding="utf-8")
-    return target
-
-
-def load_report(labels_file: str | Path) -> tuple[EvalReport, str, str] | None:
-    """(report, evaluated_at, index_version) of the kept evaluation; None when there is none or it cannot
-    be read (an unreadable file counts as none)."""
+def report_from_text(text: str) -> tuple[EvalReport, str, str] | None:
+    """(report, evaluated_at, index_version) from report_text's JSON; None when there is none or it cannot be
+    read (unreadable counts as none)."""
     try:
-        data = json.loads(report_file(labels_file).read_text(encoding="utf-8"))
+        data = json.loads(text)
         strategies = {name: StrategyReport(name, dict(s["metrics"]), list(s["latencies_ms"]), int(s["fallbacks"]),
                                            str(s["fallback_reason"])) for name, s in data["strategies"].items()}
         p_values = {frozenset((a, b)): float(p) for a, b, p in data["p_values"]}
         report = EvalReport(strategies, int(data["queries"]), int(data["documents"]), int(data["top_k"]),
-                            str(data["level"]), dict(data["skipped"]), data["rankings"], data["per_query"],
-                            data["query_texts"], p_values)
+                            level=str(data["level"]), skipped=dict(data["skipped"]), rankings=data["rankings"],
+                            per_query=data["per_query"], query_texts=data["query_texts"], p_values=p_values)
         return report, str(data["evaluated_at"]), str(data["index_version"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None

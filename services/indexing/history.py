@@ -100,9 +100,9 @@ def _records(folder: str | Path, since: str = "", subfolder: bool = False, max_c
             yield from (r for r in done if r)
         if buffer:
             yield buffer
-        error = proc.stderr.read().decode("utf-8", "replace")
+        failure = proc.stderr.read().decode("utf-8", "replace")
     if proc.wait() != 0:
-        raise HistoryError(_first_line(error) or f"git log exited with {proc.returncode}", FAILED)
+        raise HistoryError(_first_line(failure) or f"git log exited with {proc.returncode}", FAILED)
 
 
 def _parse(record: str) -> RecordedCommit:

@@ -8,6 +8,7 @@ keyword, mention and history signals (file_ranking.contributions) and says in wo
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
 import numpy as np
@@ -39,7 +40,7 @@ def evidence(ranked: list[ResultChunk]) -> list[tuple[str, float]]:
 class FileRanker:
     """One index state's file-level ranking (build once, ask many questions)."""
 
-    def __init__(self, index: fr.FileIndex, commits=None, history: str = "", prose: set[str] = frozenset()) -> None:
+    def __init__(self, index: fr.FileIndex, commits=None, history: str = "", prose: AbstractSet[str] = frozenset()) -> None:
         self.index = index
         self.prose = prose  # the paths of text and Markdown files
         self.commits = commits if commits is not None and commits.commits else None

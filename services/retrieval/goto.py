@@ -272,7 +272,7 @@ class Finders:
     """The finders of each catalogue, kept for its current generation (rebuilt after any write)."""
 
     def __init__(self) -> None:
-        self._kept: dict[int, tuple] = {}  # id(catalog) -> (catalog, generation, kind, finder)
+        self._kept: dict[tuple, tuple] = {}  # id(catalog) -> (catalog, generation, kind, finder)
         self._lock = threading.Lock()
 
     def get(self, catalog, kind: str):

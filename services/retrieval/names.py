@@ -144,7 +144,7 @@ def _dotted_definitions(catalog, dotted: str) -> list[Definition]:
 
 def _path_definitions(catalog, reading: Reading) -> list[Definition]:
     """The file's chunks: the one holding the line asked first, else the file's chunks in order."""
-    out = []
+    out: list = []
     for path in catalog.paths_ending(reading.name)[:MAX_DEFINITIONS]:
         chunks = catalog.chunks(path=path)
         if reading.line is not None:

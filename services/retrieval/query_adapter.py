@@ -181,7 +181,7 @@ def label_positives(labelled: list[LabelledQuery], chunks) -> tuple[list[str], l
     matches an indexed chunk: a label with a symbol matches that symbol's chunks, else the whole file."""
     texts, positives = [], []
     for query in labelled:
-        rows = set()
+        rows: set = set()
         for item in (i for i in query.relevant if i.grade > 0):
             rows.update(n for n, c in enumerate(chunks) if c.path == item.path and
                         (not item.symbol or item.symbol in (c.qualified_name, c.symbol)))
@@ -316,7 +316,8 @@ def _train_history(context: StrategyContext, commits, before: int | None) -> Ada
 
 def within_budget(pairs: list[tuple[str, np.ndarray]], budget: int = MAX_VECTORS) -> list[tuple[str, np.ndarray]]:
     """The newest pairs whose positive chunks fill at most half the budget (the rest is for other chunks)."""
-    kept, positive = [], set()
+    kept: list = []
+    positive: set = set()
     for message, rows in pairs:
         grown = positive | set(rows.tolist())
         if kept and len(grown) > budget // 2:

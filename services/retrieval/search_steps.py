@@ -44,7 +44,7 @@ class Stages:
     """Wall-clock time of each stage in milliseconds."""
 
     def __init__(self) -> None:
-        self.times = {}
+        self.times: dict[str, float] = {}
         self._start = time.perf_counter()
         self._last = self._start
 

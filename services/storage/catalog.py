@@ -264,7 +264,7 @@ class Catalog:
     def chunks(self, ids: list[str] | None = None, path: str | None = None) -> list[Chunk]:
         if ids is not None:
             wanted = set(ids)
-            found = {}
+            found: dict = {}
             for part in batches([vector_id(i) for i in wanted]):
                 chunks = self._read(f"WHERE c.vid IN ({marks(len(part))})", part)
                 found.update((c.id, c) for c in chunks if c.id in wanted)
@@ -318,7 +318,7 @@ class Catalog:
     def _texts(self, files: set[tuple[int, str]]) -> dict[int, str]:
         """Each file's chunk text by file number, from the cache of recently read ones (kept by
         number and file hash, dropped when the file is written) or decompressed."""
-        found = {}
+        found: dict = {}
         for key in files:
             if key in self._text_cache:
                 found[key[0]] = self._text_cache[key] = self._text_cache.pop(key)  # now the most recent
@@ -343,7 +343,7 @@ class Catalog:
 
     def ids_for_vectors(self, vids: list[str]) -> dict[str, str]:
         """Chunk ids by vector id (store.vector_id), for the vectors the catalogue lists."""
-        found = {}
+        found: dict = {}
         for part in batches(vids):
             rows = self._query(f"SELECT c.vid, {ID_PARTS} FROM {CHUNKS} WHERE c.vid IN ({marks(len(part))})",
                                part)
@@ -359,7 +359,7 @@ class Catalog:
 
     def paths_of_vectors(self, vids: list[str]) -> set[str]:
         """The files holding these vector ids' chunks."""
-        found = set()
+        found: set = set()
         for part in batches(vids):
             rows = self._query(f"SELECT DISTINCT f.path FROM {CHUNKS} WHERE c.vid IN ({marks(len(part))})",
                                part)
@@ -392,7 +392,7 @@ class Catalog:
 
     def refs(self, rowids: list[int]) -> dict[int, tuple[str, str]]:
         """(chunk id, path) by chunk row."""
-        found = {}
+        found: dict = {}
         for part in batches(rowids):
             rows = self._query(f"SELECT c.rowid, {ID_PARTS} FROM {CHUNKS} WHERE c.rowid IN ({marks(len(part))})",
                                part)

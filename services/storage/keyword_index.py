@@ -92,7 +92,8 @@ def telling(db: sqlite3.Connection, weights: dict[str, float]) -> list[str]:
         return [t for t in weights if t in rows]
     total = row_count(db)
     idf = {t: math.log((total - n + 0.5) / (n + 0.5)) for t, n in rows.items()}
-    kept, reached = [], 0
+    kept: list = []
+    reached = 0
     for token in sorted(rows, key=lambda t: (-weights[t] * idf[t], t)):
         if len(kept) < MIN_WORDS or reached + rows[token] <= MAX_ROWS:
             kept.append(token)

@@ -229,7 +229,7 @@ class VectorStore:
         if not ids:
             return {}
         by_vid = {vector_id(i): i for i in ids}
-        found = {}
+        found: dict = {}
         for part in batches(list(by_vid), CHROMA_IDS):
             with CHROMA_CALL:
                 got = self.collection().get(ids=part, include=["embeddings"])

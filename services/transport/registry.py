@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from services.core.errors import ForbiddenWorkspace, KnowledgeError, UnknownWorkspace, WorkspaceError
@@ -21,7 +22,7 @@ REGISTRY_FILE = "server-workspaces.json"
 
 
 class WorkspaceRegistry:
-    def __init__(self, data_dir: Path, allowed_roots: list[str | Path] = ()) -> None:
+    def __init__(self, data_dir: Path, allowed_roots: Sequence[str | Path] = ()) -> None:
         self.data_dir = Path(data_dir)
         self.file = self.data_dir / REGISTRY_FILE
         self.allowed_roots = [Path(r).expanduser().resolve() for r in allowed_roots]

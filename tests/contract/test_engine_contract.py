@@ -6,6 +6,7 @@ the same answers whichever way the call travels, and every error arrives as the 
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 import pickle
 
 import pytest
@@ -188,6 +189,27 @@ async def test_labels_round_trip_and_land_in_the_engines_data_dir(subject):
     assert await engine.labels_for(workspace, question) == expected
     # where evaluation and the `tuned` strategy read them: on a server, the server's data dir
     assert labels.labels_for(labels.default_labels_file(subject.data_dir, workspace), question) == expected
+
+
+async def test_the_compare_tabs_labels_reach_the_engine(subject):
+    """The Compare tab labels a ranked result through its view-model: the engine keeps the label (for a
+    remote engine its server, not the window's machine), and the tab reads it back from there."""
+    from ui.viewmodels.compare import CompareViewModel, grade_of
+
+    engine, workspace = subject.engine, str(subject.workspace)
+    compare = CompareViewModel(engine)
+    question = f"where are notes kept ({subject.kind})"
+    names, _ = await compare.strategies()
+    result = await compare.rank(question, workspace, names[0], 5)
+    first, second = result.results[0], result.results[1]
+    await compare.mark(workspace, question, first, True)
+    await compare.mark(workspace, question, second, False)
+    grades = await compare.grades(workspace, question)
+    assert (grade_of(first, grades), grade_of(second, grades)) == (1, 0)
+    stored = labels.labels_for(labels.default_labels_file(subject.data_dir, workspace), question)
+    assert stored == grades == await engine.labels_for(workspace, question)
+    if subject.kind == "remote":  # nothing on the client's side
+        assert not (Path(engine.data_dir) / "labels").exists()
 
 
 # --- every error, on every engine ---

@@ -1,4 +1,5 @@
-"""Compare view on the real KnowledgeService (real model, real Chroma), offscreen."""
+"""Compare view on the real KnowledgeService (real model, real Chroma), offscreen. Its labels reaching a remote
+engine: tests/contract/test_engine_contract.py."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ import json
 import pytest
 from PySide6.QtCore import Qt
 
+from services.evaluation.labels import default_labels_file
 from services.evaluation.metrics import EvalReport, StrategyReport, load_queries
 from services.engine.service import KnowledgeService
 from ui.compare import CompareView, ResultRole
 from tests.ui.factories import sample_result
+from tests.ui.test_viewmodels import DictStore
+from ui.viewmodels.preferences import Preferences
 
 FILES = {
     "maths.py": 'def is_prime(n):\n    """Check whether a number is prime."""\n    if n < 2:\n        return False\n'
@@ -50,7 +54,6 @@ def view(loop, qtbot, service, workspace, tmp_path):
     widget = CompareView(service)
     qtbot.addWidget(widget)
     widget.set_workspace(workspace)
-    widget.set_labels_file(tmp_path / "labels.jsonl")
     widget.show()
     return widget
 
@@ -72,23 +75,34 @@ def test_question_runs_through_every_available_strategy_as_columns(view, service
     assert view.status.text() == "Done" and not view.cancel_button.isEnabled()
 
 
-def test_labels_from_the_rankings_feed_an_evaluation_with_metrics_and_charts(view, qtbot, tmp_path):
+def labelled(qtbot, view, row: int, column: int, relevant: bool) -> None:
+    task = view.label_cell(row, column, relevant)
+    qtbot.waitUntil(task.done, timeout=30_000)
+    task.result()
+
+
+def test_labels_from_the_rankings_feed_an_evaluation_with_metrics_and_charts(view, qtbot, service, workspace):
     # two chunks pass the relevance threshold (keyword-only hits below it no longer pad the list)
-    view.set_question("check whether a number is prime, or average the numbers")
+    question = "check whether a number is prime, or average the numbers"
+    view.set_question(question)
     qtbot.waitUntil(view.run_question().done, timeout=120_000)
-    assert view.label_cell(0, 0, True)
+    labelled(qtbot, view, 0, 0, True)
     table = view.rankings
     top = table.item(0, 0).data(ResultRole).chunk.id
     row, col = next((r, c) for r in range(table.rowCount()) for c in range(table.columnCount())
                     if table.item(r, c) is not None and table.item(r, c).data(ResultRole).chunk.id != top)
     bottom = table.item(row, col)
-    assert view.label_cell(row, col, False)
+    labelled(qtbot, view, row, col, False)
+    assert view.status.text().startswith("Labelled ") and view.status.text().endswith("as not relevant")
     assert view.rankings.item(0, 0).background().color().green() > view.rankings.item(0, 0).background().color().red()
     assert bottom.background().color().red() > bottom.background().color().green()
-    stored = load_queries(tmp_path / "labels.jsonl")
-    assert [(r.path, r.symbol, r.grade) for r in stored[0].relevant][0] == ("maths.py", "is_prime", 1)
+    grades = asyncio.ensure_future(service.labels_for(workspace, question))  # the engine keeps them
+    qtbot.waitUntil(grades.done)
+    assert grades.result()[("maths.py", "is_prime")] == 1 and sorted(grades.result().values()) == [0, 1]
 
-    assert view.load_query_set(tmp_path / "labels.jsonl") == 1
+    labels_file = default_labels_file(service.data_dir, workspace)  # the engine's labels, as `eval` reads them
+    assert load_queries(labels_file)[0].relevant[0].path == "maths.py"
+    assert view.load_query_set(labels_file) == 1
     task = view.run_query_set()
     qtbot.waitUntil(task.done, timeout=180_000)
     report = view.report
@@ -164,12 +178,11 @@ def test_selecting_a_result_selects_it_in_every_strategy_column(qtbot, loop):
     assert widget.selected_ranks() == {"hybrid": 3}
 
 
-def test_labels_go_to_the_workspace_default_file_in_the_data_dir(qtbot, loop, service, tmp_path):
-    from services.evaluation.labels import default_labels_file
-    widget = CompareView(service)
+def test_without_an_engine_a_label_is_not_taken(qtbot, loop):
+    widget = CompareView(None)
     qtbot.addWidget(widget)
-    widget.set_workspace(tmp_path / "proj")
-    assert widget.labels_file == default_labels_file(service.data_dir, tmp_path / "proj")
+    widget.show_rankings({"none": sample_result()})
+    assert widget.label_cell(0, 0, True) is None
 
 
 def report_with_per_query_scores(queries: int, better_on: int) -> EvalReport:
@@ -203,7 +216,8 @@ def test_per_query_wins_sort_and_a_click_opens_the_question(qtbot, loop):
 
 
 def test_the_recommended_strategy_is_marked_and_becomes_the_workspace_default(qtbot, loop, service, tmp_path):
-    widget = CompareView(service)
+    preferences = Preferences(DictStore())  # the window's settings
+    widget = CompareView(service, preferences=preferences)
     qtbot.addWidget(widget)
     widget.set_workspace(tmp_path / "proj")
     widget.show()
@@ -215,7 +229,7 @@ def test_the_recommended_strategy_is_marked_and_becomes_the_workspace_default(qt
     widget.default_strategy_chosen.connect(chosen.append)
     qtbot.mouseClick(widget.use_button, Qt.MouseButton.LeftButton)
     assert chosen == ["hybrid"]
-    again = CompareView(service)  # the next time the workspace is opened
+    again = CompareView(service, preferences=preferences)  # the next time the workspace is opened
     qtbot.addWidget(again)
     again.default_strategy_chosen.connect(chosen.append)
     again.set_workspace(tmp_path / "proj")
@@ -256,14 +270,15 @@ def test_an_evaluation_is_kept_with_its_date_and_index_and_shown_when_the_worksp
     qtbot.waitUntil(indexed.done, timeout=240_000)
     labels = default_labels_file(service.data_dir, workspace)
     record_label(labels, "check whether a number is prime", "maths.py", "is_prime", True)
-    first = CompareView(service)
+    preferences = Preferences(DictStore())  # the window's settings, kept across restarts
+    first = CompareView(service, preferences=preferences)
     qtbot.addWidget(first)
     first.set_workspace(workspace)
     assert first.load_query_set(labels) == 1
     qtbot.waitUntil(first.run_query_set().done, timeout=180_000)
     made = first.report
 
-    again = CompareView(service)  # the workspace opened again (a new window, after a restart)
+    again = CompareView(service, preferences=preferences)  # the workspace opened again (a new window, after a restart)
     qtbot.addWidget(again)
     again.set_workspace(workspace)
     assert again.report is not None and again.report.queries == made.queries

@@ -63,7 +63,6 @@ def test_window_indexes_queries_and_shows_health_through_a_remote_engine(qtbot, 
     compare = CompareView(window.service)
     qtbot.addWidget(compare)
     compare.set_workspace(str(folder))
-    compare.set_labels_file(tmp_path / "labels.jsonl")
     compare.set_question("save a note")
     compare.run_question()
     qtbot.waitUntil(lambda: compare.status.text() == "Done", timeout=120_000)  # set once the task's callbacks ran

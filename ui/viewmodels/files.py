@@ -9,13 +9,13 @@ from services.core.models import Chunk, FileAnswer, QueryOptions, RankedFile, Re
 from ui.viewmodels.results import one_line
 
 if TYPE_CHECKING:
-    from services.engine.service import KnowledgeService
+    from services.engine.protocol import Engine
 
 
 class FilesViewModel:
     """Asks the engine for files; keeps the answer on screen and the question it answers."""
 
-    def __init__(self, engine: "KnowledgeService") -> None:
+    def __init__(self, engine: "Engine") -> None:
         self.engine = engine
         self.answer: FileAnswer | None = None
         self.asked: tuple[str, QueryOptions] | None = None  # the question and options of `answer`

@@ -8,13 +8,13 @@ from services.core.models import ResultChunk
 from ui.viewmodels.results import one_line
 
 if TYPE_CHECKING:
-    from services.engine.service import KnowledgeService
+    from services.engine.protocol import Engine
 
 
 class LabelsViewModel:
     """Marks results relevant or not for a question (the Compare view and `tuned` evaluate with them)."""
 
-    def __init__(self, engine: "KnowledgeService") -> None:
+    def __init__(self, engine: "Engine") -> None:
         self.engine = engine
 
     async def mark(self, workspace: str, question: str, item: ResultChunk, relevant: bool) -> str:

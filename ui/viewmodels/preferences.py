@@ -109,6 +109,20 @@ class Preferences:
     def save_question(self, workspace: str, text: str) -> None:
         self.store.setValue(f"{self._group(workspace)}/question", text)
 
+    def default_strategy(self, workspace: str) -> str:
+        """The strategy chosen for `workspace` after an evaluation (Compare tab), or ""."""
+        return str(self.store.value(f"{self._group(workspace)}/defaultStrategy", "") or "")
+
+    def save_default_strategy(self, workspace: str, strategy: str) -> None:
+        self.store.setValue(f"{self._group(workspace)}/defaultStrategy", strategy)
+
+    def evaluation(self, workspace: str) -> str:
+        """The workspace's last evaluation (services.evaluation.metrics.report_text), or ""."""
+        return str(self.store.value(f"{self._group(workspace)}/evaluation", "") or "")
+
+    def save_evaluation(self, workspace: str, text: str) -> None:
+        self.store.setValue(f"{self._group(workspace)}/evaluation", text)
+
     def top_k(self, default: int = 10) -> int:
         try:
             return int(self.store.value("topK", default))

@@ -22,7 +22,7 @@ from services.indexing.watcher import (
 from ui.viewmodels.preferences import Preferences, remember_workspace
 
 if TYPE_CHECKING:  # any engine: in process, the engine process, or a remote one
-    from services.engine.service import KnowledgeService
+    from services.engine.protocol import Engine
 
 INFO, WARNING, ERROR = "info", "warning", "error"  # the message bar's levels
 INDEX, REBUILD = "index", "rebuild"  # what an offer's button starts
@@ -147,7 +147,7 @@ def index_report_text(report: IndexReport, seconds: float) -> str:
 class WorkspaceViewModel:
     """The window's per-workspace state. Async methods await the engine; callbacks show what they got."""
 
-    def __init__(self, engine: "KnowledgeService", preferences: Preferences) -> None:
+    def __init__(self, engine: "Engine", preferences: Preferences) -> None:
         self.engine = engine
         self.preferences = preferences
         self.workspace = ""

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 from services.core.models import MultiQueryResult, QueryOptions, WorkspaceHit
 
 if TYPE_CHECKING:
-    from services.engine.service import KnowledgeService
+    from services.engine.protocol import Engine
 
 
 class WorkspaceSetViewModel:
     """Asks the engine over several workspaces; keeps the answer on screen and what it answers."""
 
-    def __init__(self, engine: "KnowledgeService") -> None:
+    def __init__(self, engine: "Engine") -> None:
         self.engine = engine
         self.result: MultiQueryResult | None = None
         self.asked: tuple | None = None  # (question, options, workspaces) of `result`

@@ -135,7 +135,7 @@ def _outer(node):
 
 
 def _leading_comments(node) -> list:
-    comments = []
+    comments: list = []
     expected = node.start_point[0]
     sibling = node.prev_named_sibling
     while sibling is not None and sibling.type in ATTRIBUTE_NODES:

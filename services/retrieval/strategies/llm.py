@@ -46,7 +46,7 @@ def _json_values(text: str) -> list:
     """Every JSON value we can find: fenced blocks first, then the whole text, then the
     outermost [...] and {...} spans."""
     attempts = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    for opener, closer in ("[]", "{}"):
+    for opener, closer in (("[", "]"), ("{", "}")):
         start, end = text.find(opener), text.rfind(closer)
         if 0 <= start < end:
             attempts.append(text[start:end + 1])
