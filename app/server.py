@@ -384,12 +384,12 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
 
     @app.put("/v1/workspaces/{workspace_id}/reranking/config", response_model=RerankingConfig)
     async def configure(workspace_id: str, config: RerankingConfig):
-        workspace(workspace_id)
+        root = workspace(workspace_id)
         known = [s.name for s in await service.strategies()]
         if config.strategy not in known:
             raise QueryError(f"Unknown strategy {config.strategy!r}. Known: {', '.join(known)}.")
-        service.configure_reranking(config.model_name, config.batch_size, config.max_input_length,
-                                    config.score_threshold)
+        await asyncio.to_thread(service.configure_reranking, root, config.model_name, config.batch_size,
+                                config.max_input_length, config.score_threshold)  # this workspace's only
         configs[workspace_id] = config
         return respond(config)
 
@@ -478,7 +478,7 @@ async def search_and_rerank(service, root: Path, request: SearchRerankRequest, s
     options = QueryOptions(workspace=str(root), top_k=request.final_top_k, strategy=strategy,
                            min_relevance=request.min_relevance, expand_context=False)
     result = await service.query(request.query_text, options)
-    return search_rerank_response(result, service.model_name(strategy), strategy)
+    return search_rerank_response(result, service.model_name(strategy, root), strategy)
 
 
 def install_error_handlers(app: FastAPI) -> None:
