@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             kwargs = service_kwargs(args)  # a bad KE_* value is one line, before any window opens
         except KnowledgeError as error:
-            print(f"error: {error}", file=sys.stderr)
+            print(f"error: {shown(error)}", file=sys.stderr)
             return 1
         return run_gui(args.path, args.screenshot, args.query, args.strategy, kwargs,
                        getattr(args, "engine_url", None), getattr(args, "token_file", None))
@@ -262,7 +262,7 @@ def valid_query(args) -> bool:
     try:
         query_request(**fields)
     except KnowledgeError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {shown(error)}", file=sys.stderr)
         return False
     return True
 
@@ -345,7 +345,7 @@ def print_error(error: Exception) -> int:
     else:
         text = " ".join(f"{type(error).__name__}: {error}".split())[:300]
     where = f"; details in {LOG_FILE}" if LOG_FILE else ""
-    print(f"error: {text}{where}", file=sys.stderr)
+    print(f"error: {shown(text)}{where}", file=sys.stderr)
     return 1
 
 
