@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -21,8 +22,15 @@ COMMANDS = ("index", "health", "query", "strategies", "eval", "gui", "serve", "m
 WARM_COMMANDS = ("index", "health", "query", "strategies", "goto", "refs", "uses")  # go through a running server when there is one
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (`error: ...`, exit 2 as argparse's own) instead of usage and error."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {shown(message)} (see {self.prog} -h)\n")
+
+
 def common_options() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = Parser(add_help=False)
     group = common.add_argument_group("global options")
     group.add_argument("--data-dir", default=argparse.SUPPRESS,
                        help="where indexes are kept (default: the user data dir)")
@@ -44,7 +52,7 @@ def common_options() -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     common = common_options()
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="knowledge-explorer", parents=[common],
         description="Explore a codebase by meaning and compare reranking strategies side by side.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -137,11 +145,11 @@ def looks_like_path(text: str) -> bool:
 def goto_text(answer) -> str:
     """One line per match: rank, kind and name, path:lines; a name defined in several places shows each."""
     if not answer.hits:
-        return answer.message
+        return shown(answer.message)
     lines = []
     for rank, hit in enumerate(answer.hits, 1):
-        where = f"{hit.path}:{hit.start_line}" + (f"-{hit.end_line}" if hit.end_line > hit.start_line else "")
-        name = "" if hit.kind == "file" else f"{hit.kind} {hit.qualified_name or hit.symbol}  "
+        where = f"{shown(hit.path)}:{hit.start_line}" + (f"-{hit.end_line}" if hit.end_line > hit.start_line else "")
+        name = "" if hit.kind == "file" else f"{hit.kind} {shown(hit.qualified_name or hit.symbol)}  "
         lines.append(f"{rank:>3}. {name}{where}  ({hit.language})")
     more = answer.matched - len(answer.hits)
     if more > 0:
@@ -179,17 +187,17 @@ async def cmd_graph(args, service) -> int:
 
 def graph_text(answer) -> str:
     """The definitions asked about, then per file one line per use (refs) or definition used (uses)."""
-    lines = [f"{hit.kind} {hit.qualified_name} ({hit.path}:{hit.start_line})" for hit in answer.targets]
+    lines = [f"{hit.kind} {shown(hit.qualified_name)} ({shown(hit.path)}:{hit.start_line})" for hit in answer.targets]
     if answer.message:
-        lines.append(answer.message)
+        lines.append(shown(answer.message))
     for group in answer.files:
-        lines.append(group.path)
+        lines.append(shown(group.path))
         for link in group.links:
             if answer.direction == "uses":
                 at = ", ".join(map(str, link.lines))
-                lines.append(f"  {link.line:>6}  {link.kind} {link.qualified_name}  ({link.how}, line {at})")
+                lines.append(f"  {link.line:>6}  {link.kind} {shown(link.qualified_name)}  ({link.how}, line {at})")
             else:
-                lines.append(f"  {link.line:>6}  {link.how:<9} in {link.qualified_name or '(file)'}")
+                lines.append(f"  {link.line:>6}  {link.how:<9} in {shown(link.qualified_name) or '(file)'}")
     if answer.total:
         noun = "definitions" if answer.direction == "uses" else "uses"
         lines.append(f"({answer.total:,} {noun} in {len(answer.files):,} files)")
@@ -258,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             kwargs = service_kwargs(args)  # a bad KE_* value is one line, before any window opens
         except KnowledgeError as error:
-            print(f"error: {error}", file=sys.stderr)
+            print(f"error: {shown(error)}", file=sys.stderr)
             return 1
         return run_gui(args.path, args.screenshot, args.query, args.strategy, kwargs,
                        getattr(args, "engine_url", None), getattr(args, "token_file", None))
@@ -302,7 +310,7 @@ def valid_query(args) -> bool:
     try:
         query_request(**fields)
     except KnowledgeError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {shown(error)}", file=sys.stderr)
         return False
     return True
 
@@ -377,7 +385,7 @@ def print_error(error: Exception) -> int:
     from services.core.errors import KnowledgeError
 
     if isinstance(error, KnowledgeError):
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {shown(error)}", file=sys.stderr)
         return 1
     logging.getLogger("app.cli").info("the command failed", exc_info=error)  # the log file (and -v) only
     if isinstance(error, UnicodeError):
@@ -385,7 +393,7 @@ def print_error(error: Exception) -> int:
     else:
         text = " ".join(f"{type(error).__name__}: {error}".split())[:300]
     where = f"; details in {LOG_FILE}" if LOG_FILE else ""
-    print(f"error: {text}{where}", file=sys.stderr)
+    print(f"error: {shown(text)}{where}", file=sys.stderr)
     return 1
 
 
@@ -436,9 +444,21 @@ def stop_on_interrupt() -> threading.Event:
 
 
 def emit(args, value, as_json, as_text) -> int:
-    """Print a command's result as JSON (--json: app.render's, the same as the REST API's) or as text."""
-    print(json.dumps(as_json(value), indent=2) if args.json else as_text(value))
+    """Print a command's result as JSON (--json: app.render's, the same as the REST API's) or as text, whose
+    control characters (but its line breaks) are escaped: a file name cannot drive the terminal."""
+    print(json.dumps(as_json(value), indent=2) if args.json else shown(as_text(value), keep="\n"))
     return 0
+
+
+# C0 and C1 controls (ESC, CSI, newline, carriage return, ...), bidirectional overrides, lone surrogates
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def shown(text, keep: str = "") -> str:
+    """`text` as a terminal may print it: each control character (an escape sequence's ESC, a newline in a
+    file name) written as its escape, `\\x1b`, `\\n`; those in `keep` are left."""
+    return _UNSAFE.sub(lambda m: m.group() if m.group() in keep else
+                       m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), str(text))
 
 
 def index_report_text(report) -> str:
@@ -459,7 +479,7 @@ def index_report_text(report) -> str:
         lines.append("Failed: " + ", ".join(f"{n} {reason}" for reason, n in report.failed.items()) + ".")
     if report.skipped:
         lines.append(f"{len(report.skipped)} files skipped:")
-        lines.extend(f"  {s.path}: {s.reason}" for s in report.skipped)
+        lines.extend(f"  {shown(s.path)}: {shown(s.reason)}" for s in report.skipped)
     return "\n".join(lines)
 
 
@@ -493,8 +513,8 @@ def health_text(health) -> str:
     if health.chunks_embedded is not None and health.chunks_embedded < health.chunks:
         lines.append(f"  semantic: {100 * health.chunks_embedded // health.chunks}% of {health.chunks:,} chunks "
                      "embedded so far (keyword search covers them all)")
-    lines += [f"  {s.change:>8}: {s.path}" for s in health.stale_files]
-    lines += [f"  skipped: {s.path} ({s.reason})" for s in health.skipped]
+    lines += [f"  {s.change:>8}: {shown(s.path)}" for s in health.stale_files]
+    lines += [f"  skipped: {shown(s.path)} ({shown(s.reason)})" for s in health.skipped]
     if health.encoder_note:
         lines.append(f"  note: {health.encoder_note}")
     if health.last_error:
@@ -528,9 +548,9 @@ def files_text(answer) -> str:
     lines = [f"{answer.question!r} with {answer.strategy}, as files (history: {answer.history}{cut})"]
     for f in answer.files:
         was = f"was {f.original_rank}" if f.original_rank else "new"
-        chunks = ", ".join(f"{c.symbol or 'lines'} {c.start_line}-{c.end_line}" for c in f.chunks)
-        lines.append(f"{f.rank:>3}. {f.score:6.3f} ({was:>6})  {f.path}" + (f"  [{chunks}]" if chunks else ""))
-        lines.extend(f"         {s.contribution:+.2f}  {s.note}" for s in f.signals)
+        chunks = ", ".join(f"{shown(c.symbol or 'lines')} {c.start_line}-{c.end_line}" for c in f.chunks)
+        lines.append(f"{f.rank:>3}. {f.score:6.3f} ({was:>6})  {shown(f.path)}" + (f"  [{chunks}]" if chunks else ""))
+        lines.extend(f"         {s.contribution:+.2f}  {shown(s.note)}" for s in f.signals)
     timings = ", ".join(f"{k} {v:.1f} ms" for k, v in answer.timings_ms.items())
     lines.append(f"({timings})")
     return "\n".join(lines)
@@ -540,12 +560,11 @@ def multi_query_text(result) -> str:
     """Like query_text, each line naming the workspace it comes from."""
     counts = ", ".join(f"{hit_name(result, w)} {n}" for w, n in result.searched.items())
     lines = [f"{result.question!r} with {result.strategy} over {len(result.workspaces)} workspaces ({counts})"]
-    width = max((len(h.name) for h in result.results), default=0)
+    width = max((len(shown(h.name)) for h in result.results), default=0)
     for h in result.results:
         r = h.result
-        lines.append(f"{h.rank:>3}. [{h.name:<{width}}] {h.evidence:5.2f} (#{r.rank} there, {r.score:.3f})  "
-                     f"{r.chunk.path}:{r.chunk.start_line}-{r.chunk.end_line}  {r.chunk.kind} "
-                     f"{r.chunk.qualified_name or r.chunk.symbol}" + (f"  [{r.stale}]" if r.stale else ""))
+        lines.append(f"{h.rank:>3}. [{shown(h.name):<{width}}] {h.evidence:5.2f} (#{r.rank} there, {r.score:.3f})  "
+                     f"{chunk_text(r.chunk)}" + (f"  [{r.stale}]" if r.stale else ""))
     lines.extend(f"(not reranked in {hit_name(result, w)}: {why})" for w, why in result.fallback_reasons.items())
     lines.extend(f"warning, {hit_name(result, w)}: {why}" for w, why in result.warnings.items())
     lines.append(f"(total {result.timings_ms.get('total', 0.0):.1f} ms)")
@@ -556,25 +575,30 @@ def hit_name(result, workspace: str) -> str:
     """The label the results use for a workspace (its folder name)."""
     from services.retrieval.multi import display_names
 
-    return display_names(result.workspaces)[workspace]
+    return shown(display_names(result.workspaces)[workspace])
 
 
 def query_text(result) -> str:
     lines = [f"{result.question!r} with {result.strategy}"
              + (f" (fell back to the original ranking: {result.fallback_reason})" if result.fallback_reason else "")]
     if result.warning:
-        lines.append(f"warning: {result.warning}")
+        lines.append(f"warning: {shown(result.warning)}")
     if result.reading_note:
-        lines.append(f"({result.reading_note})")
+        lines.append(f"({shown(result.reading_note)})")
     for r in result.results:
         was = f"was {r.original_rank}" if r.original_rank else "new"
         original = f"{r.original_score:.3f}" if r.original_score is not None else "  -  "
         lines.append(f"{r.rank:>3}. {r.score:7.3f} (orig {original}, {was:>6})  "
-                     f"{r.chunk.path}:{r.chunk.start_line}-{r.chunk.end_line}  {r.chunk.kind} "
-                     f"{r.chunk.qualified_name or r.chunk.symbol}" + (f"  [{r.stale}]" if r.stale else ""))
+                     f"{chunk_text(r.chunk)}" + (f"  [{r.stale}]" if r.stale else ""))
     timings = ", ".join(f"{k} {v:.1f} ms" for k, v in result.timings_ms.items())
     lines.append(f"({timings}{'; cache hit' if result.cache_hit else ''})")
     return "\n".join(lines)
+
+
+def chunk_text(chunk) -> str:
+    """path:lines  kind name, each part escaped (shown)."""
+    return (f"{shown(chunk.path)}:{chunk.start_line}-{chunk.end_line}  {chunk.kind} "
+            f"{shown(chunk.qualified_name or chunk.symbol)}")
 
 
 async def cmd_strategies(args, service) -> int:

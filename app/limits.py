@@ -1,5 +1,7 @@
-"""The limits every face applies to a question: the REST body schema (services.core.messages.QueryRequest),
-checked the same way for MCP tools and CLI arguments, plus the known languages."""
+"""The limits every face applies to its input: the REST body schema (services.core.messages.QueryRequest),
+checked the same way for MCP tools and CLI arguments, plus one validator per field beyond the schema
+(FIELD_CHECKS: known languages, path filters, workspace-relative paths, names) that REST, MCP and the CLI
+all call through check_fields."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ import math
 from pydantic import TypeAdapter, ValidationError
 
 from services.core.errors import InvalidRequest, QueryError
-from services.core.messages import QueryRequest
+from services.core.messages import MAX_QUESTION_CHARS, QueryRequest
+from services.transport.paths import check_glob, check_relative_path
 
 _QUERY = TypeAdapter(QueryRequest)
 
@@ -29,7 +32,7 @@ def query_request(**fields) -> QueryRequest:
         request = _QUERY.validate_python(fields)
     except ValidationError as error:
         raise InvalidRequest("; ".join(describe(p) for p in error.errors()[:5])) from None
-    check_languages(request.languages)
+    check_fields(languages=request.languages, path_glob=request.path_glob)
     return request
 
 
@@ -47,3 +50,30 @@ def check_languages(languages) -> None:
     unknown = [language for language in languages if language not in known]
     if unknown:
         raise QueryError(f"Unknown language {unknown[0]!r}. Known: {', '.join(known)}.")
+
+
+MAX_NAME_CHARS = 1000
+
+
+def check_name(symbol: str) -> None:
+    """A symbol name (a label's): no control characters, at most MAX_NAME_CHARS characters."""
+    if len(symbol) > MAX_NAME_CHARS:
+        raise QueryError(f"symbol: at most {MAX_NAME_CHARS} characters (got {len(symbol):,}).")
+    if any(ord(c) < 32 or ord(c) == 127 for c in symbol):
+        raise QueryError("symbol: control characters (a NUL byte, a newline, an escape) are not allowed.")
+
+
+def check_question(question: str) -> None:
+    if not question.strip() or len(question) > MAX_QUESTION_CHARS:
+        raise QueryError(f"question: give 1 to {MAX_QUESTION_CHARS} characters.")
+
+
+FIELD_CHECKS = {"languages": check_languages, "path_glob": check_glob, "path": check_relative_path,
+                "symbol": check_name, "question": check_question}
+
+
+def check_fields(**fields) -> None:
+    """Check each field with its one validator (FIELD_CHECKS); the first failure is raised (a QueryError,
+    400, with one line saying what is wrong), the same on every face."""
+    for name, value in fields.items():
+        FIELD_CHECKS[name](value)

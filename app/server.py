@@ -27,7 +27,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.limits import check_languages, describe
+from app.limits import check_fields, describe
 from app.mcp_server import build_mcp
 from app.render import search_rerank_response, to_json
 from services.core.messages import (
@@ -35,7 +35,7 @@ from services.core.messages import (
     FilesRequest, MultiQueryRequest, QueryRequest, RerankingConfig, SearchRerankRequest, SearchRerankResponse, WatchRequest, Workspace,
     WorkspaceRequest,
 )
-from services.transport.paths import check_glob, confined
+from services.transport.paths import confined
 from services.transport.registry import WorkspaceRegistry
 from services.transport.roots import refusal
 from services.core.errors import (
@@ -355,8 +355,7 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
               summary="Ask a question: both rankings, signals and stale flags")
     async def query(workspace_id: str, request: QueryRequest):
         root = workspace(workspace_id)
-        check_glob(request.path_glob)
-        check_languages(request.languages)
+        check_fields(languages=request.languages, path_glob=request.path_glob)
         return respond(await service.query(request.question, request.options(str(root))))
 
     @app.post("/v1/query", response_model=MultiQueryResult,
@@ -364,15 +363,14 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
                       "labelled with its workspace")
     async def query_many(request: MultiQueryRequest):
         roots = [str(registry.find(w)[1]) for w in request.workspaces]  # ids or folders, registered only
-        check_glob(request.path_glob)
-        check_languages(request.languages)
+        check_fields(languages=request.languages, path_glob=request.path_glob)
         return respond(await service.query_many(request.question, roots, request.options(roots[0] if roots else "")))
 
     @app.post("/v1/workspaces/{workspace_id}/files", response_model=FileAnswer,
               summary="Ask a question, answered as ranked files with the signals that rank them")
     async def files(workspace_id: str, request: FilesRequest):
         root = workspace(workspace_id)
-        check_glob(request.path_glob)
+        check_fields(languages=request.languages, path_glob=request.path_glob)
         return respond(await service.find_files(request.question, request.options(str(root)), request.max_files,
                                                 request.before))
 
@@ -385,12 +383,12 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
 
     @app.put("/v1/workspaces/{workspace_id}/reranking/config", response_model=RerankingConfig)
     async def configure(workspace_id: str, config: RerankingConfig):
-        workspace(workspace_id)
+        root = workspace(workspace_id)
         known = [s.name for s in await service.strategies()]
         if config.strategy not in known:
             raise QueryError(f"Unknown strategy {config.strategy!r}. Known: {', '.join(known)}.")
-        service.configure_reranking(config.model_name, config.batch_size, config.max_input_length,
-                                    config.score_threshold)
+        await asyncio.to_thread(service.configure_reranking, root, config.model_name, config.batch_size,
+                                config.max_input_length, config.score_threshold)  # this workspace's only
         configs[workspace_id] = config
         return respond(config)
 
@@ -434,11 +432,13 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
              summary="Label a result relevant or not for a question (evaluation and `tuned` read labels)")
     async def record_label(workspace_id: str, request: LabelRequest):
         root = workspace(workspace_id)
+        check_fields(path=request.path, symbol=request.symbol)
         await service.record_label(root, request.question, request.path, request.symbol, request.relevant)
         return respond(await labels(root, request.question))
 
     @app.get("/v1/workspaces/{workspace_id}/labels", response_model=Labels, summary="A question's labels")
     async def labels_for(workspace_id: str, question: str):
+        check_fields(question=question)
         return respond(await labels(workspace(workspace_id), question))
 
     async def labels(root: Path, question: str) -> Labels:
@@ -490,7 +490,7 @@ async def search_and_rerank(service, root: Path, request: SearchRerankRequest, s
     options = QueryOptions(workspace=str(root), top_k=request.final_top_k, strategy=strategy,
                            min_relevance=request.min_relevance, expand_context=False)
     result = await service.query(request.query_text, options)
-    return search_rerank_response(result, service.model_name(strategy), strategy)
+    return search_rerank_response(result, service.model_name(strategy, root), strategy)
 
 
 def install_error_handlers(app: FastAPI) -> None:

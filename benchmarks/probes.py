@@ -1,4 +1,4 @@
-"""Issue 20's eighteen failed probes, repeated end to end with real processes.
+"""Issue 20's eighteen failed probes and issue 31's eleven (19-29), repeated end to end with real processes.
 
     python benchmarks/probes.py [--only 1,5,12] [--scratch DIR]
 
@@ -510,11 +510,11 @@ def probe_12_ctrl_c():
         FIGURES["sigint_to_stopped_line_s"] = round(stopped_at - sent, 2)
     after = health(workspace, data)
     passed = (process.returncode == 130 and stop < 5 and len(err.strip().splitlines()) <= 2 and "Traceback" not in err
-              and after["state"] == "stale" and after["chunks_embedded"] == after["chunks"] > 0)
+              and after["state"] in ("stale", "interrupted") and after["chunks_embedded"] == after["chunks"] > 0)
     observed = (f"exit {process.returncode} {stop:.2f} s after SIGINT: {' / '.join(err.strip().splitlines())[:90]!r}; "
                 f"health {after['state']}: {after['files']} files, {after['chunks_embedded']}/{after['chunks']} "
                 "chunks embedded (the rest is new, nothing damaged)")
-    return "exit 130 within 5 s, the index consistent (stale, not damaged)", observed, passed
+    return "exit 130 within 5 s, the index consistent (stale or interrupted, not damaged)", observed, passed
 
 
 def probe_13_big_rerank():
@@ -672,11 +672,299 @@ def probe_18_limits_everywhere():
     return "120 KB question refused by REST and MCP; CLI refuses bad values in one line", observed, passed
 
 
+# --- issue 31's probes: damage only with proof, nothing shared spreads corruption ---
+def fill_disk(disk: Path, leave: int = 32 * 1024) -> Path:
+    """Fill a file system with real bytes until `leave` bytes are free; returns the filler."""
+    filler = disk / "filler"
+    stat = os.statvfs(disk)
+    size = stat.f_bavail * stat.f_frsize - leave
+    with open(filler, "wb") as out:
+        while size > 0:
+            size -= out.write(b"\0" * min(size, 1 << 20))
+    return filler
+
+
+def whole(workspace: Path, data: Path, before: dict) -> tuple[bool, str]:
+    """Nothing lost: health ready with every chunk of `before`, and a query answers."""
+    after = health(workspace, data)
+    q_code, q_out, _ = ke("query", workspace, "add numbers", "--data-dir", data)
+    ok = (after.get("state") == "ready" and after.get("chunks") == before["chunks"]
+          and after.get("chunks_embedded") == before["chunks"] and q_code == 0 and " 1. " in q_out)
+    return ok, f"{after.get('state')} {after.get('chunks_embedded')}/{after.get('chunks')} (before {before['chunks']})"
+
+
+def unavailable_not_damaged(h_code: int, h_out: str, i_code: int, i_err: str) -> bool:
+    return (h_code == 0 and "unavailable: " in h_out and "damaged" not in h_out
+            and i_code == 1 and one_line(i_err) and "damaged" not in i_err)
+
+
+def state_line(out: str, *words: str) -> str:
+    return next((line.strip() for line in out.splitlines() if any(w in line for w in words)), first(out))
+
+
+def probe_19_disk_nearly_full():
+    workspace = SCRATCH.sample()
+    disk = SCRATCH.folder / "disk-31"
+    disk.mkdir(exist_ok=True)
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(disk)], capture_output=True, text=True)
+    if made.returncode:
+        return "unavailable, nothing lost", f"cannot mount a tmpfs here: {made.stderr.strip()}", False
+    try:
+        data = disk / "data"
+        shutil.copytree(SCRATCH.indexed("sample"), data,
+                        ignore=shutil.ignore_patterns("owner.lock", "owner.json", "logs"))
+        before = health(workspace, data)
+        filler = fill_disk(disk)
+        h_code, h_out, _ = ke("health", workspace, "--data-dir", data)
+        i_code, _, i_err = ke("index", workspace, "--data-dir", data)
+        filler.unlink()
+        ok, after = whole(workspace, data, before)
+    finally:
+        subprocess.run(["umount", "-l", str(disk)])
+    passed = unavailable_not_damaged(h_code, h_out, i_code, i_err) and ok
+    return ("32 KB free: health unavailable (not damaged), index one line, nothing lost",
+            f"health {state_line(h_out, 'unavailable', 'damaged')[:70]!r}; index exit {i_code} {first(i_err, 60)!r}; "
+            f"space back: {after}", passed)
+
+
+def probe_20_too_many_open_files():
+    import resource
+
+    workspace, data = SCRATCH.copy("sample", "nofile")
+    before = health(workspace, data)
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (24, 24))
+
+    h_code, h_out, _ = ke("health", workspace, "--data-dir", data, preexec=limit)
+    i_code, _, i_err = ke("index", workspace, "--data-dir", data, preexec=limit)
+    ok, after = whole(workspace, data, before)
+    passed = unavailable_not_damaged(h_code, h_out, i_code, i_err) and ok
+    return ("ulimit -n 24: health unavailable, index one line, nothing lost",
+            f"health {state_line(h_out, 'unavailable', 'damaged')[:70]!r}; index exit {i_code} {first(i_err, 60)!r}; "
+            f"limit lifted: {after}", passed)
+
+
+def rewrite_cache_rows(cache: Path, rows: int) -> int:
+    """Give `rows` rows of the shared vector cache another row's vector (SQLite's integrity check stays ok)."""
+    db = sqlite3.connect(cache)
+    try:
+        found = db.execute("SELECT id, vector FROM vectors ORDER BY id LIMIT ?", (rows,)).fetchall()
+        for (rowid, _), (_, other) in zip(found, found[1:] + found[:1]):
+            db.execute("UPDATE vectors SET vector = ? WHERE id = ?", (other, rowid))
+        db.commit()
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        db.close()
+    return len(found)
+
+
+def probe_21_cache_rows_rewritten():
+    workspace, data = SCRATCH.copy("sample", "cache-rows")
+    clone = SCRATCH.folder / "roots-31" / "clone"
+    shutil.rmtree(clone, ignore_errors=True)
+    shutil.copytree(workspace, clone)
+    rewritten = rewrite_cache_rows(data / "vector-cache.sqlite", 32)
+    code, out, _ = ke("index", clone, "--data-dir", data)
+    after = health(clone, data)
+    q_code, q_out, _ = ke("query", clone, "add numbers", "--strategy", "none", "--data-dir", data)
+    f_code, _, _ = ke("index", workspace, "--full", "--data-dir", data)
+    q2_code, q2_out, _ = ke("query", workspace, "add numbers", "--strategy", "none", "--data-dir", data)
+    passed = (rewritten == 32 and code == 0 and "repaired" in out.lower() and after.get("state") == "ready" and q_code == 0
+              and " 1. " in q_out and f_code == 0 and q2_code == 0 and " 1. " in q2_out)
+    return ("rewritten rows dropped and embedded again; the clone and index --full answer",
+            f"{rewritten} rows rewritten; clone index exit {code} {state_line(out, 'Repaired', 'repaired')[:100]!r}; clone "
+            f"{after.get('state')}, query {'answers' if ' 1. ' in q_out else 'EMPTY'}; index --full exit {f_code}, "
+            f"query {'answers' if ' 1. ' in q2_out else 'EMPTY'}", passed)
+
+
+def probe_22_empty_store_folder():
+    workspace, data = SCRATCH.copy("sample", "empty-store")
+    other = SCRATCH.folder / "roots-31" / "other"
+    shutil.rmtree(other, ignore_errors=True)
+    shutil.copytree(workspace, other)
+    ke("index", other, "--data-dir", data)
+    for folder in data.glob("workspaces/sample-*/chroma"):
+        shutil.rmtree(folder)
+        folder.mkdir()  # present but empty
+    code, out, err = ke("query", workspace, "add numbers", "--data-dir", data)
+    noted = (code == 1 and one_line(err)) or (code == 0 and "warning:" in out)
+    m_code, m_out, m_err = ke("query", workspace, "add numbers", "--workspace", other, "--data-dir", data)
+    m_noted = (m_code == 0 and "warning, " in m_out) or (m_code == 1 and one_line(m_err))
+    passed = noted and m_noted and "Traceback" not in out + err + m_err
+    return ("not a silent empty answer: a warning (or one-line error), per workspace in a multi answer",
+            f"query exit {code} {state_line(out + err, 'warning', 'error')[:70]!r}; multi exit {m_code} "
+            f"{state_line(m_out + m_err, 'warning', 'error')[:70]!r}", passed)
+
+
+def probe_23_bad_reranker_config():
+    s = served()
+    config = f"/v1/workspaces/{s.key}/reranking/config"
+    bad = {name: s.client.put(config, json={"strategy": "cross-encoder", "model_name": value}).status_code
+           for name, value in [("NUL", "/tmp/m\x00x"), ("300-byte name", "/tmp/" + "m" * 300),
+                               ("no such model", "/nowhere/model")]}
+    strategies = s.client.get("/v1/strategies").status_code
+    (mcp_error, _), = asyncio.run(mcp_calls(s.url + "/mcp", [("list_strategies", {})]))
+    query = s.client.post(f"/v1/workspaces/{s.key}/query",
+                          json={"question": "add numbers", "strategy": "cross-encoder"}).status_code
+    undo = s.client.put(config, json={"strategy": "cross-encoder"}).status_code
+    passed = (all(c == 400 for c in bad.values()) and strategies == 200 and not mcp_error and query == 200
+              and undo == 200)
+    return ("a model the server cannot read refused (400); strategies, MCP, queries answer; undo works",
+            f"PUT {', '.join(f'{k} {v}' for k, v in bad.items())}; /v1/strategies {strategies}; MCP list_strategies "
+            f"{'error' if mcp_error else 'ok'}; query {query}; undo PUT {undo}", passed)
+
+
+def probe_24_reads_widen_allow_list():
+    from mcp import StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    s = served()
+    outside = SCRATCH.folder / "roots-31"
+    looked, asked = outside / "srv", outside / "home"
+    for folder in (looked, asked):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "secret.py").write_text("TOKEN = 'do not serve'\n")
+    h_code, h_out, h_err = ke("health", looked, "--data-dir", s.data)  # warm: through the server owning s.data
+    params = StdioServerParameters(command=command("mcp")[0], args=[*command("mcp")[1:], "--data-dir", str(s.data)],
+                                   cwd=str(ROOT), env=SCRATCH.env)
+    with open(SCRATCH.folder / "mcp-stdio-31.log", "w") as errlog:
+        (_, status), = asyncio.run(mcp_calls(stdio_client(params, errlog=errlog),
+                                             [("index_status", {"workspace": str(asked)})]))
+    codes = {folder.name: s.client.post("/v1/workspaces", json={"path": str(folder)}).status_code
+             for folder in (looked, asked)}
+    passed = all(c == 403 for c in codes.values()) and h_code == 0 and "Traceback" not in h_err
+    return ("health (warm CLI) and MCP stdio index_status add nothing: REST registration 403",
+            f"health exit {h_code} {state_line(h_out, 'not open')[:60]!r}; index_status {first(status, 50)!r}; "
+            "then POST /v1/workspaces " + ", ".join(f"{k} {v}" for k, v in codes.items()), passed)
+
+
+LOCK_HOLDER = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+sys.stdin.read()
+"""
+
+
+def probe_25_locked_chroma_sqlite():
+    workspace, data = SCRATCH.copy("sample", "locked")
+    before = health(workspace, data)
+    target = next(data.glob("workspaces/*/chroma/chroma.sqlite3"))
+    holder = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(target)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        holder.stdout.readline()
+        start = time.monotonic()
+        h_code, h_out, _ = ke("health", workspace, "--data-dir", data, timeout=140)
+        h_s = time.monotonic() - start
+        start = time.monotonic()
+        i_code, _, i_err = ke("index", workspace, "--data-dir", data, timeout=140)
+        i_s = time.monotonic() - start
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    FIGURES["busy_health_s"], FIGURES["busy_index_s"] = round(h_s, 1), round(i_s, 1)
+    held = f"held by pid {holder.pid}"
+    ok, after = whole(workspace, data, before)
+    passed = (h_code == 0 and "busy: " in h_out and held in h_out and i_code == 1 and one_line(i_err)
+              and "busy: " in i_err and held in i_err and h_s < 30 and i_s < 30 and ok)
+    return ("busy: … (held by pid N) within seconds, nothing lost",
+            f"health {h_s:.1f} s {state_line(h_out, 'busy')[:60]!r}; index {i_s:.1f} s exit {i_code} "
+            f"{first(i_err, 60)!r}; released: {after}", passed)
+
+
+def probe_26_symlink_to_passwd():
+    results, before = [], None
+    for how in ([], ["--full"]):
+        workspace, data = SCRATCH.copy("sample", f"passwd-link{'-full' if how else ''}")
+        before = health(workspace, data)
+        victim = workspace / "notes" / "store.py"
+        saved = victim.read_bytes()
+        victim.unlink()
+        victim.symlink_to("/etc/passwd")
+        try:
+            code, _, _ = ke("index", workspace, *how, "--data-dir", data)
+            after = health(workspace, data)
+        finally:
+            victim.unlink()
+            victim.write_bytes(saved)
+        gone = "notes/store.py" not in committed_files(data)
+        results.append((" ".join(["index", *how]), code, after.get("state"), after.get("chunks"), gone))
+    passed = all(code == 0 and state == "ready" and chunks < before["chunks"] and gone
+                 for _, code, state, chunks, gone in results)
+    return ("its old chunks leave the index (index and index --full); health not stale",
+            "; ".join(f"{how}: exit {code}, health {state}, {chunks} chunks (before {before['chunks']}), "
+                      f"old chunks {'gone' if gone else 'KEPT'}" for how, code, state, chunks, gone in results), passed)
+
+
+TITLE_NAME = "title\x1b]0;pwned\x07.py"  # an OSC sequence: sets the terminal's title
+FAKE_NAME = "fake\n  1.   0.999 (orig 0.999, was      1)  passwords.py:1-9  function steal.py"
+
+
+def probe_27_escape_sequences_in_names():
+    workspace = SCRATCH.folder / "roots-31" / "names"
+    shutil.rmtree(workspace, ignore_errors=True)
+    workspace.mkdir(parents=True)
+    for name in (TITLE_NAME, FAKE_NAME):
+        (workspace / name).write_text("def zanzibar_quokka(items):\n    return len(items)  # count the quokkas\n")
+    data = SCRATCH.folder / "data-names"
+    shutil.rmtree(data, ignore_errors=True)
+    ke("index", workspace, "--data-dir", data)
+    outputs = {name: ke(*args, "--data-dir", data) for name, args in [
+        ("query", ("query", workspace, "count the quokkas")), ("goto", ("goto", workspace, "zanzibar_quokka")),
+        ("files", ("query", workspace, "count the quokkas", "--files")), ("health", ("health", workspace))]}
+    raw = {name: "\x1b" in out or "\x07" in out or any(line.startswith("  1.   0.999") for line in out.splitlines())
+           for name, (_, out, _) in outputs.items()}
+    escaped = "title\\x1b]0;pwned\\x07.py" in outputs["query"][1]
+    passed = not any(raw.values()) and escaped and all(code == 0 for code, _, _ in outputs.values())
+    return ("control characters escaped: no terminal title set, no fake result line",
+            ", ".join(f"{k}: exit {outputs[k][0]}, {'RAW' if v else 'escaped'}" for k, v in raw.items())
+            + ("; shown as title\\x1b]0;pwned\\x07.py" if escaped else ""), passed)
+
+
+def probe_28_same_validation_everywhere():
+    s = served()
+    files = s.client.post(f"/v1/workspaces/{s.key}/files", json={"question": "add", "languages": ["klingon"]})
+    query = s.client.post(f"/v1/workspaces/{s.key}/query", json={"question": "add", "languages": ["klingon"]})
+    labels = {name: s.client.put(f"/v1/workspaces/{s.key}/labels", json={"question": "add", "path": path}).status_code
+              for name, path in [("NUL", "a\x00b.py"), ("..", "../../etc/passwd"), ("900 KB", "a/" * 450_000)]}
+    reads = {name: s.client.get(f"/v1/workspaces/{s.key}/file", params={"path": path}).status_code
+             for name, path in [("NUL", "a\x00b.py"), ("..", "../../etc/passwd")]}
+    stored = s.client.get(f"/v1/workspaces/{s.key}/labels", params={"question": "add"}).json().get("labels")
+    passed = (files.status_code == query.status_code == 400 and all(c == 400 for c in labels.values())
+              and all(c == 400 for c in reads.values()) and stored == [])
+    return ("REST files and labels refuse what /query, MCP and file?path= refuse (400), nothing stored",
+            f"files klingon {files.status_code} (query {query.status_code}); labels "
+            + ", ".join(f"{k} {v}" for k, v in labels.items()) + "; file?path= "
+            + ", ".join(f"{k} {v}" for k, v in reads.items()) + f"; labels stored: {len(stored or [])}", passed)
+
+
+def probe_29_exit_codes_as_documented():
+    readme = (ROOT / "README.md").read_text()
+    documented = next((int(line.split("|")[1]) for line in readme.splitlines()
+                       if line.startswith("| 2 |") and "command line is wrong" in line), None)
+    data = SCRATCH.folder / "data-argv"
+    runs = {" ".join(a): ke(*a, "--data-dir", data)
+            for a in (["query"], ["query", ".", "q", "--top-k", "many"], ["index", "--bogus", "."],
+                      ["query", ".", "q", "--top-k", "0"])}
+    passed = documented == 2 and all(code == 2 and one_line(err) and err.startswith("error: ")
+                                     for code, _, err in runs.values())
+    return ("argument errors exit as README's table says (2), one line",
+            f"README: {documented}; " + ", ".join(f"{k!r}: exit {c}{'' if one_line(e) else ' (not one line)'}"
+                                                   for k, (c, _, e) in runs.items()), passed)
+
+
 PROBES = [probe_1_any_file_readable, probe_2_mcp_reindex_root, probe_3_dns_rebinding, probe_4_cross_site_post,
           probe_5_lost_store, probe_6_disk_full, probe_7_unreadable_root, probe_8_corrupt_manifest,
           probe_9_corrupt_chroma_sqlite, probe_10_corrupt_hnsw, probe_11_corrupt_keywords, probe_12_ctrl_c,
           probe_13_big_rerank, probe_14_kill_9_keyword_rebuild, probe_15_non_utf8_question, probe_16_chroma_down,
-          probe_17_malformed_paths, probe_18_limits_everywhere]
+          probe_17_malformed_paths, probe_18_limits_everywhere,
+          probe_19_disk_nearly_full, probe_20_too_many_open_files, probe_21_cache_rows_rewritten,
+          probe_22_empty_store_folder, probe_23_bad_reranker_config, probe_24_reads_widen_allow_list,
+          probe_25_locked_chroma_sqlite, probe_26_symlink_to_passwd, probe_27_escape_sequences_in_names,
+          probe_28_same_validation_everywhere, probe_29_exit_codes_as_documented]
 
 
 def title(probe) -> str:
@@ -734,7 +1022,7 @@ def main() -> int:
     record("probes", [{k: r[k] for k in ("probe", "expected", "observed", "result")} for r in rows],
            figures={"rows": rows, **figures},
            settings={"probes": sorted(wanted) or "all"}, uses_percentiles=False,
-           note="issue 20's probes, end to end with real processes")
+           note="issue 20's probes (1-18) and issue 31's (19-29), end to end with real processes")
     return 0 if all(r["result"] == "PASS" for r in rows) else 1
 
 

@@ -73,14 +73,39 @@ def test_the_owners_cli_registers_through_its_own_server_and_others_cannot(tmp_p
     with served(tmp_path, mcp=False) as (url, service, data_dir):
         asyncio.run(service.set_owner_url(url))
         assert error(httpx.post(f"{url}/v1/workspaces", json={"path": str(workspace)})) == (403, "forbidden_workspace")
-        done = subprocess.run(cli("health", str(workspace), "--data-dir", str(data_dir), "--json"), cwd=ROOT,
-                              env=env(), capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0 and '"indexed": false' in done.stdout, done.stderr
+        done = subprocess.run(cli("index", str(workspace), "--data-dir", str(data_dir)), cwd=ROOT,
+                              env=env(), capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0 and "1 files indexed" in done.stdout, done.stderr
         assert httpx.post(f"{url}/v1/workspaces", json={"path": str(workspace)}).status_code == 201
         stranger = RemoteEngine(url, data_dir=tmp_path / "someone-else")  # not the data dir the server owns
         with contextlib.closing(stranger):
             health = asyncio.run(stranger.health(folder(tmp_path / "theirs")))
         assert not health.indexed and "not open to this server" in health.last_error
+
+
+async def test_reads_through_the_owners_server_never_widen_what_it_serves(tmp_path):
+    """Issue 31: a read-only `health` through the warm CLI, or MCP stdio's `index_status`, while a server owns
+    the data dir, must not let that server register the folder (then read its files over REST)."""
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    looked_at, asked = folder(tmp_path / "srv"), folder(tmp_path / "home-like")
+    with served(tmp_path, mcp=False) as (url, service, data_dir):
+        await service.set_owner_url(url)
+        done = await asyncio.to_thread(subprocess.run, cli("health", str(looked_at), "--data-dir", str(data_dir)),
+                                       cwd=ROOT, env=env(), capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and "not open to this server" in done.stdout, done.stdout + done.stderr
+        params = StdioServerParameters(command=cli()[0], args=cli("mcp", "--data-dir", str(data_dir))[1:],
+                                       cwd=str(ROOT), env=env())
+        with open(tmp_path / "mcp-stderr.log", "w") as errlog:
+            async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=120) as mcp:
+                status = await mcp.call_tool("index_status", {"workspace": str(asked)})
+        assert "not open to this server" in status.content[0].text
+        async with httpx.AsyncClient() as http:
+            for path in (looked_at, asked):
+                refused = await http.post(f"{url}/v1/workspaces", json={"path": str(path)})
+                assert error(refused) == (403, "forbidden_workspace"), path
+            assert (await http.get(f"{url}/v1/workspaces")).json() == []
 
 
 def test_a_saved_registration_the_policy_no_longer_allows_is_dropped(tmp_path):

@@ -125,6 +125,18 @@ def test_a_nearly_full_disk_is_unavailable_not_damage_and_costs_nothing(small_di
     assert_whole(workspace, data, files, chunks)
 
 
+def test_a_disk_with_no_byte_left_is_unavailable_not_an_error(small_disk, tmp_path):
+    """Not even the owner file can be written (probe 6 of issue 20 after a run that filled the disk): health
+    still answers "unavailable: …" with exit 0, the data dir's lock is held all the same."""
+    workspace, data = copy_sample(tmp_path / "workspace"), small_disk / "data"
+    files, chunks = indexed(workspace, data)
+    filler = fill(small_disk, leave=0)
+    health = cli("health", str(workspace), "--data-dir", str(data))
+    assert health.returncode == 0 and "unavailable: " in health.stdout, health.stdout + health.stderr
+    filler.unlink()
+    assert_whole(workspace, data, files, chunks)
+
+
 def test_too_many_open_files_is_unavailable_not_damage_and_costs_nothing(tmp_path):
     workspace, data = copy_sample(tmp_path / "workspace"), tmp_path / "data"
     files, chunks = indexed(workspace, data)

@@ -120,7 +120,8 @@ class KnowledgeService:
         self._indexes: dict[Path, WorkspaceIndex] = {}
         # vectors shared by every workspace of the data dir (a clone or worktree embeds only what differs)
         self.vector_cache = VectorCache(self.data_dir / CACHE_FILE) if self.settings.share_vectors else None
-        self._strategies: dict = {}
+        self._strategies: dict = {}  # (name, a workspace's reranker changes) -> the strategy
+        self._reranking: dict[Path, dict] = {}  # per workspace: its reranker settings (configure_reranking)
         self._errors: dict[Path, str] = {}
         self._cache: TTLCache = TTLCache(maxsize=self.settings.cache_size, ttl=self.settings.cache_ttl_seconds)
         self._lock = threading.RLock()
@@ -155,13 +156,17 @@ class KnowledgeService:
                 self._indexes[root] = WorkspaceIndex(root, self.data_dir, self.chroma_url)
             return self._indexes[root]
 
-    def _strategy(self, name: str):
+    def _strategy(self, name: str, root: Path | None = None):
+        """The strategy `name`, with the reranker settings of the workspace `root` (the server's own without
+        one): a workspace's configuration changes its own strategies only."""
         with self._lock:
-            if name not in self._strategies:
-                if name not in strategy_names():
-                    raise QueryError(f"Unknown strategy {name!r}. Known: {', '.join(strategy_names())}.")
-                self._strategies[name] = create_strategy(name, self.settings)
-            return self._strategies[name]
+            if name not in strategy_names():
+                raise QueryError(f"Unknown strategy {name!r}. Known: {', '.join(strategy_names())}.")
+            changes = self._reranking.get(root, {}) if root is not None else {}
+            key = (name, tuple(sorted(changes.items())))
+            if key not in self._strategies:
+                self._strategies[key] = create_strategy(name, self.settings.with_changes(**changes))
+            return self._strategies[key]
 
     def _invalidate(self, root: Path) -> None:
         with self._lock:
@@ -278,7 +283,7 @@ class KnowledgeService:
                 return await self._run(self._query_pool, self._searcher(index).mark_stale,
                                        search_steps.mark_cached(cached))
         result = await self._run(self._query_pool, self._searcher(index).query, question.strip(), options,
-                                 self._strategy(options.strategy))
+                                 self._strategy(options.strategy, index.root))
         if options.use_cache:
             with self._lock:
                 self._cache[key] = result
@@ -426,21 +431,32 @@ class KnowledgeService:
         finally:
             cancel.set()  # a caller that stopped waiting stops the work at its next slice of documents
 
-    def model_name(self, strategy: str) -> str:
-        """The model behind a strategy's scores (the embedding model for the non-neural ones)."""
-        return {"cross-encoder": self.settings.cross_encoder_model,
-                "llm": self.settings.llm_model}.get(strategy) or self.settings.embedding_model
+    def model_name(self, strategy: str, workspace: str | Path | None = None) -> str:
+        """The model behind a strategy's scores (the embedding model for the non-neural ones), for `workspace`
+        when given (its reranker settings)."""
+        settings = self.settings.with_changes(**self._reranking.get(workspace_root(workspace), {})) \
+            if workspace is not None else self.settings
+        return {"cross-encoder": settings.cross_encoder_model,
+                "llm": settings.llm_model}.get(strategy) or settings.embedding_model
 
-    def configure_reranking(self, model_name: str | None = None, batch_size: int | None = None,
+    def configure_reranking(self, workspace: str | Path, model_name: str | None = None, batch_size: int | None = None,
                             max_input_length: int | None = None, score_threshold: float | None = None) -> None:
-        """Change the cross-encoder's settings (cross-encoder-reranking.md "Configure Re-ranker")."""
+        """Change the cross-encoder's settings for one workspace (cross-encoder-reranking.md "Configure
+        Re-ranker"); the other workspaces, the strategy list and the server's defaults are untouched.
+        QueryError, changing nothing, when the model cannot be used: a model given is checked first."""
+        from services.retrieval.strategies.cross_encoder import model_availability
+
+        root = workspace_root(workspace)
         changes = {"cross_encoder_model": model_name, "cross_encoder_batch_size": batch_size,
                    "cross_encoder_max_length": max_input_length, "cross_encoder_score_threshold": score_threshold}
         changes = {k: v for k, v in changes.items() if v is not None}
+        if model_name is not None:
+            available = model_availability(model_name)
+            if not available.available:
+                raise QueryError(f"The reranker model cannot be used: {available.reason}.")
         with self._lock:
-            self.settings = self.settings.with_changes(**changes)
-            self._strategies.pop("cross-encoder", None)
-            self._cache.clear()
+            self._reranking[root] = changes
+            self._invalidate(root)
 
     async def warm_up(self) -> None:
         """Load the embedding model (and any model-backed strategy) ahead of the first query."""

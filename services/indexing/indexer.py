@@ -439,13 +439,15 @@ class Indexer:
             else:
                 plan.changed.append(source)
         unlisted = set(known) - {source.path for source in scan.files}
-        plan.removed = self._gone(sorted(path for path in unlisted if not _unreadable_at(path, scan.skipped)))
+        plan.removed = self._gone(sorted(path for path in unlisted if not _unreadable_at(path, scan.skipped)),
+                                  scan.skipped)
         return plan
 
-    def _gone(self, paths: list[str]) -> list[str]:
+    def _gone(self, paths: list[str], skipped: list[SkippedFile] = ()) -> list[str]:
         """The files positively gone: the workspace folder is there and the file is not, or it is there and
-        no longer indexable. A folder renamed away (or unmounted) during the scan is no evidence: nothing
-        is removed then."""
+        no longer indexable (asked again, or skipped by the scan for a reason that is no failure: a file
+        replaced by a symlink leading out of the workspace). A folder renamed away (or unmounted) during
+        the scan is no evidence: nothing is removed then."""
         root = self.index.root
         if not paths or not root.is_dir():
             return []
@@ -453,8 +455,9 @@ class Indexer:
         if not there:
             return paths
         unindexable = self._no_longer_indexable(there)  # all at once (a new ignore rule may drop thousands)
-        if unindexable is None:  # one needs a whole scan: ask path by path, keeping those (None)
-            unindexable = {path for path in there if self._no_longer_indexable([path])}
+        if unindexable is None:  # one needs a whole scan: ask path by path; the scan's own verdict for those (None)
+            by_policy = {s.path for s in skipped if s.category not in FAILURE_REASONS}
+            unindexable = {path for path in there if path in by_policy or self._no_longer_indexable([path])}
         return [path for path in paths if path not in there or path in unindexable]
 
     def _no_longer_indexable(self, paths: list[str]) -> set[str] | None:

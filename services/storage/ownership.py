@@ -9,6 +9,7 @@ drops the lock when its process dies; a JSON left by a dead pid is ignored and o
 from __future__ import annotations
 
 import json
+import logging
 import os
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -83,7 +84,11 @@ class OwnerLock:
             raise KnowledgeError(f"Cannot use the data dir {self.data_dir}: {error.strerror or error}.") from error
         since = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
         self.owner = Owner(os.getpid(), since, self.kind)
-        self._write()
+        try:
+            self._write()
+        except OSError as error:  # a full disk: the lock is held all the same, only its name tag is missing
+            (self.data_dir / OWNER_FILE).with_suffix(".json.new").unlink(missing_ok=True)
+            logging.getLogger(__name__).warning("could not write the owner file in %s: %s", self.data_dir, error)
         return True
 
     def require(self) -> None:

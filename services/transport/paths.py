@@ -38,12 +38,19 @@ def check_glob(glob: str) -> None:
                              "pattern such as 'src/*.py'.")
 
 
-def confined(root: Path, relative: str) -> Path:
-    """`root / relative`, resolved (symlinks followed), or PathEscape when it leaves `root` or is malformed."""
+def check_relative_path(relative: str) -> PurePosixPath:
+    """A workspace-relative path as text (a file to read, a labelled result): well formed (check_path_text),
+    not empty, not absolute, no `..`; PathEscape otherwise."""
     check_path_text(relative)
     parts = PurePosixPath(relative.replace("\\", "/"))
     if not relative or parts.is_absolute() or ".." in parts.parts:
         raise PathEscape(f"The path {relative!r} is not a relative path inside the workspace.")
+    return parts
+
+
+def confined(root: Path, relative: str) -> Path:
+    """`root / relative`, resolved (symlinks followed), or PathEscape when it leaves `root` or is malformed."""
+    parts = check_relative_path(relative)
     try:
         target = (root / parts).resolve()
     except (OSError, RuntimeError):  # a symlink loop, or a path the OS refuses

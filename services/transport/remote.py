@@ -61,14 +61,17 @@ class RemoteEngine:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, self.request, method, path, body, kind)
 
-    def workspace_id(self, workspace) -> str:
-        """The server's id for a folder, registering it on first use (blocking)."""
+    def workspace_id(self, workspace, opening: bool = False) -> str:
+        """The server's id for a folder, registering it on first use (blocking). Only `opening` (an index run
+        asked by the owner's own CLI, window or stdio MCP, through the server that owns its data dir) adds
+        the folder to what the server may serve; a read (health, query, goto) registers only a folder the
+        server already may serve (services.transport.registry), so it never widens the allow-list."""
         path = str(workspace)
-        if path not in self._ids:
+        if path not in self._ids or opening:
             local = Path(path).expanduser()
             sent = str(local.resolve()) if local.exists() else path
-            if local.exists() and self._owns_data_dir():
-                record_owner_folder(self.data_dir, sent)  # the owner's own CLI or window: the server may serve it
+            if opening and local.exists() and self._owns_data_dir():
+                record_owner_folder(self.data_dir, sent)  # the owner's own index run: the server may serve it
             self._ids[path] = self.request("POST", "/v1/workspaces", {"path": sent})["id"]
         return self._ids[path]
 
@@ -79,15 +82,15 @@ class RemoteEngine:
         owner = read_owner(self.data_dir)
         return owner is not None and (owner.url or "").rstrip("/") == self.url
 
-    async def _workspace(self, workspace) -> str:
+    async def _workspace(self, workspace, opening: bool = False) -> str:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, self.workspace_id, workspace)
+        return await loop.run_in_executor(self._pool, self.workspace_id, workspace, opening)
 
     # --- the Engine protocol ---
     async def index(self, workspace: str | Path, *, full: bool = False,
                     progress: ProgressCallback | None = None,
                     cancel: threading.Event | None = None) -> IndexReport:
-        key = await self._workspace(workspace)
+        key = await self._workspace(workspace, opening=True)
         try:
             status = await self._call("POST", f"/v1/workspaces/{key}/index", {"full": full}, IndexStatus)
         except IndexRunning:  # follow the run already going on

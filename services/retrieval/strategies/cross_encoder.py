@@ -38,16 +38,32 @@ def is_local_folder(model: str) -> bool:
 
 
 def model_availability(model: str) -> Availability:
+    """Whether the model can be loaded here; a name the file system refuses or a folder this process may not
+    read says so (never raises: one workspace's bad setting must not fail the strategy list)."""
+    try:
+        return _model_availability(model)
+    except (OSError, ValueError) as error:
+        reason = getattr(error, "strerror", None) or str(error)
+        return Availability(False, f"cross-encoder model {shown_name(model)!r} cannot be read here ({reason})")
+
+
+def shown_name(model: str, width: int = 120) -> str:
+    """A model name as a message may quote it: control characters escaped, cut to `width`."""
+    text = model.encode("unicode_escape").decode("ascii")
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _model_availability(model: str) -> Availability:
     if not model:
         return Availability(False, "no cross-encoder model is set; set KE_CROSS_ENCODER_MODEL")
     if is_local_folder(model):
         if (Path(model).expanduser() / "config.json").is_file():
             return Availability(True, f"model folder {model}")
-        return Availability(False, f"cross-encoder folder '{model}' has no config.json")
+        return Availability(False, f"cross-encoder folder '{shown_name(model)}' has no config.json")
     if cached_model_path(model):
         return Availability(True, f"{model} (local cache)")
     return Availability(False, (
-        f"cross-encoder model '{model}' is not on this machine; set KE_CROSS_ENCODER_MODEL "
+        f"cross-encoder model '{shown_name(model)}' is not on this machine; set KE_CROSS_ENCODER_MODEL "
         "to a local folder or a downloaded model id"))
 
 
