@@ -112,30 +112,28 @@ def name_rows(report, label: str) -> list[dict]:
     return out
 
 
-async def names_set(service: KnowledgeService, names: list[str], root: Path) -> list[dict]:
+async def chunk_level(service: KnowledgeService, names: list[str], root: Path, queries_file: str, qrels_file: str,
+                      top_k: int) -> list[tuple[str, object]]:
+    """(repo, report) for each snapshot: the queries asked through the app's pipeline, judged chunk by chunk."""
     out = []
     for repo in REPOS:
         folder = snapshot(root, repo)
-        queries = load_queries(BENCH / "nav" / repo / "queries.jsonl")
-        qrels = load_qrels(BENCH / "nav" / repo / "qrels_chunks.tsv")
+        queries, qrels = load_queries(BENCH / queries_file.format(repo)), load_qrels(BENCH / qrels_file.format(repo))
         await service.index(folder)
-        report = await evaluate(service, judged(queries, qrels), qrels, names, folder, 10,
+        report = await evaluate(service, judged(queries, qrels), qrels, names, folder, top_k,
                                 doc_id_for=WorkspaceDocIds(qrels), documents=(await service.health(folder)).chunks)
-        out += name_rows(report, f"{repo} names ({report.queries})")
+        out.append((repo, report))
     return out
+
+
+async def names_set(service: KnowledgeService, names: list[str], root: Path) -> list[dict]:
+    reports = await chunk_level(service, names, root, "nav/{}/queries.jsonl", "nav/{}/qrels_chunks.tsv", 10)
+    return [row for repo, report in reports for row in name_rows(report, f"{repo} names ({report.queries})")]
 
 
 async def chunk_reports(service: KnowledgeService, names: list[str], root: Path) -> list[dict]:
-    out = []
-    for repo in REPOS:
-        folder = snapshot(root, repo)
-        queries = load_queries(BENCH / "swe" / repo / "queries.jsonl")
-        qrels = load_qrels(BENCH / "swe" / repo / "qrels.tsv")
-        await service.index(folder)
-        report = await evaluate(service, judged(queries, qrels), qrels, names, folder, 100,
-                                doc_id_for=WorkspaceDocIds(qrels), documents=(await service.health(folder)).chunks)
-        out += rows(report, f"{repo} ({report.queries}), chunk level")
-    return out
+    reports = await chunk_level(service, names, root, "swe/{}/queries.jsonl", "swe/{}/qrels.tsv", 100)
+    return [row for repo, report in reports for row in rows(report, f"{repo} ({report.queries}), chunk level")]
 
 
 async def main() -> None:
