@@ -33,6 +33,7 @@ from services.indexing.history import update_history
 from services.encoders.embedder import Embedder, chunk_text
 from services.core.errors import IndexStoreError, IndexUnavailable, KnowledgeError, WorkspaceError
 from services.indexing import integrity
+from services.indexing.rate import RateMeter, eta
 from services.core.models import Chunk, IndexReport, ProgressEvent, SkippedFile, count_by_reason, nothing_to_index
 from services.storage.projection import Projection, sample_positions
 from services.storage.vector_cache import VectorCache
@@ -132,6 +133,7 @@ class Indexer:
         self.cancel = cancel or threading.Event()
         self.started = time.monotonic()
         self.embed_started: float | None = None
+        self.rate_meter = RateMeter()  # the ETA's rate: chunks over the run's last 30 s
         self.everything = False  # a full rebuild re-embeds every file, replacing each in place
         self.embedded = 0  # chunks embedded and committed
         self.window_embedded = 0  # chunks embedded in the window being written
@@ -766,13 +768,13 @@ class Indexer:
     def _emit(self, phase: str, files_done: int, files_total: int, chunks_done: int = 0,
               chunks_total: int = 0, message: str = "") -> None:
         elapsed = max(time.monotonic() - (self.embed_started or self.started), 1e-6)
-        rate = max(chunks_done, self.embedded) / elapsed
-        remaining = max(chunks_total - chunks_done, 0)
-        eta = remaining / rate if rate > 0 and chunks_total else None
+        now = self.rate_meter.add(chunks_done) if chunks_total else 0.0  # the speed of the last 30 s
+        rate = now or max(chunks_done, self.embedded) / elapsed
+        left = eta(now, chunks_done, chunks_total)
         if phase == "embedding" and not message:  # where the vectors are computed, for the status bar
             message = self._encoder_line()
         job = (self.kept_chunks + chunks_done, self.kept_chunks + chunks_total) if chunks_total else (0, 0)
-        event = ProgressEvent(phase, files_done, files_total, chunks_done, chunks_total, round(rate, 2), eta, message,
+        event = ProgressEvent(phase, files_done, files_total, chunks_done, chunks_total, round(rate, 2), left, message,
                               *job)
         self.last_event = event
         self.progress(event)
