@@ -29,7 +29,7 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {shown(message)} (see {self.prog} -h)\n")
 
 
-def common_options() -> argparse.ArgumentParser:
+def common_options() -> Parser:
     common = Parser(add_help=False)
     group = common.add_argument_group("global options")
     group.add_argument("--data-dir", default=argparse.SUPPRESS,

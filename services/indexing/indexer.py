@@ -445,7 +445,7 @@ class Indexer:
                                   scan.skipped)
         return plan
 
-    def _gone(self, paths: list[str], skipped: list[SkippedFile] = ()) -> list[str]:
+    def _gone(self, paths: list[str], skipped: Iterable[SkippedFile] = ()) -> list[str]:
         """The files positively gone: the workspace folder is there and the file is not, or it is there and
         no longer indexable (asked again, or skipped by the scan for a reason that is no failure: a file
         replaced by a symlink leading out of the workspace). A folder renamed away (or unmounted) during
