@@ -510,6 +510,8 @@ def health_text(health) -> str:
         lines.append(f"  history: {health.history}")
     if health.last_run_vectors:
         lines.append(f"  {vectors_reused_text(health.last_run_reused, health.last_run_vectors)} (last run)")
+    if health.vector_cache and health.vector_cache != "on":
+        lines.append(f"  shared vector cache: {health.vector_cache}")
     if health.chunks_embedded is not None and health.chunks_embedded < health.chunks:
         lines.append(f"  semantic: {100 * health.chunks_embedded // health.chunks}% of {health.chunks:,} chunks "
                      "embedded so far (keyword search covers them all)")

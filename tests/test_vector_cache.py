@@ -205,6 +205,7 @@ def test_without_sharing_every_chunk_is_embedded(checkouts, tmp_path):
         report = asyncio.run(service.index(second))
         assert report.vectors_reused == 0 and len(embedded) == report.chunks_total
         assert not (tmp_path / "data" / CACHE_FILE).exists()
+        assert asyncio.run(service.health(second)).vector_cache.startswith("off")  # health says it is off
     finally:
         service.close()
 
@@ -389,6 +390,9 @@ def test_rows_rewritten_in_the_cache_are_dropped_and_embedded_again(checkouts, f
         assert len(embedded) == len(differing) + 32 and report.vectors_reused == report.chunks_total - len(embedded)
         assert "repaired: the shared vector cache held 32 vectors that failed their check" in report.message
         assert answers(service, second) == fresh
+        health = asyncio.run(service.health(second))  # health says so too, until a later run embeds again
+        assert health.vector_cache.startswith("on; the last run that embedded found it held 32 vectors")
+        assert asyncio.run(service.health(first)).vector_cache == "on"
     finally:
         service.close()
 
@@ -408,5 +412,6 @@ def test_index_full_never_trusts_the_cache_blindly(checkouts, tmp_path):
         assert report.vectors_reused == 0 and report.chunks_embedded == report.chunks_total
         assert "the shared vector cache disagreed with the encoder" in report.message
         assert answers(service, first) == expected
+        assert "disagreed with the encoder (not used by this rebuild)" in asyncio.run(service.health(first)).vector_cache
     finally:
         service.close()

@@ -188,6 +188,9 @@ class IndexHealth:
     # dir's shared vector cache instead of the encoder ("vectors reused: 6,900 of 7,206")
     last_run_vectors: int = 0
     last_run_reused: int = 0
+    # The data dir's shared vector cache: "off (share_vectors)", "on", or what the last run that embedded found
+    # and repaired in it ("on; the last run dropped 32 vectors that failed their check and embedded them again")
+    vector_cache: str = ""
 
 
 STATES = ("missing", "folder-missing", "empty", "indexing", "resuming", "cancelling", "interrupted", "stale",

@@ -135,7 +135,15 @@ def _index_health(index: WorkspaceIndex, settings: Settings, last_error: str) ->
         **_history(index),
         last_run_vectors=int(catalog.get_meta("last_run_vectors", "0") or 0),
         last_run_reused=int(catalog.get_meta("last_run_reused", "0") or 0),
+        vector_cache=cache_text(settings.share_vectors, catalog.get_meta("cache_repair")),
     )
+
+
+def cache_text(shared: bool, repair: str) -> str:
+    """The shared vector cache's line in health: off, on, or what the last run repaired in it."""
+    if not shared:
+        return "off (share_vectors is off: every chunk is embedded)"
+    return f"on; the last run that embedded found it {repair}" if repair else "on"
 
 
 def run_state(index: WorkspaceIndex) -> str:

@@ -299,13 +299,16 @@ class Indexer:
         self.index.drop_aside()
         self.moved_aside = False
 
-    def _note_repairs(self) -> None:
+    def cache_repair(self) -> str:
+        """What this run found wrong in the shared vector cache and did about it ("" when nothing)."""
         dropped = (self.cache.dropped - self.cache_dropped) if self.cache is not None else 0
-        if dropped or self.cache_distrusted:
-            self.repaired.append("repaired: the shared vector cache " + (
-                f"held {dropped} vectors that failed their check (dropped, embedded again)" if dropped else "")
+        return ((f"held {dropped} vectors that failed their check (dropped, embedded again)" if dropped else "")
                 + (" and " if dropped and self.cache_distrusted else "")
                 + ("disagreed with the encoder (not used by this rebuild)" if self.cache_distrusted else ""))
+
+    def _note_repairs(self) -> None:
+        if self.cache_repair():
+            self.repaired.append(f"repaired: the shared vector cache {self.cache_repair()}")
         if self.found.missing_vectors:
             self.repaired.append(f"repaired: re-embedded {self.found.missing_vectors} chunks that had no vector")
         if self.found.keywords:
@@ -748,7 +751,8 @@ class Indexer:
         catalog = self.index.catalog()
         catalog.set_skipped(plan.skipped, only=plan.targeted)  # a watcher's run reports its paths' alone
         if self.embedded:  # health tells how many vectors the last run that needed some found in the cache
-            catalog.set_meta(last_run_vectors=str(self.embedded), last_run_reused=str(self.reused))
+            catalog.set_meta(last_run_vectors=str(self.embedded), last_run_reused=str(self.reused),
+                             cache_repair=self.cache_repair())
         changed = changed or references_stale(catalog)
         if changed and quick:
             catalog.set_meta(references_stale="1")
