@@ -241,3 +241,42 @@ def test_a_lock_another_process_holds_is_busy_naming_it_not_a_hang(tmp_path, nam
     assert index.returncode == 1 and len(lines) == 1 and lines[0].startswith("error: busy: "), index.stderr
     assert held in lines[0]
     assert_whole(workspace, data, files, chunks)
+
+
+def git(folder: Path, *argv: str) -> None:
+    subprocess.run(["git", "-C", str(folder), "-c", "user.name=t", "-c", "user.email=t@e", *argv], check=True,
+                   capture_output=True)
+
+
+def test_a_locked_history_store_costs_neither_the_run_nor_the_history(tmp_path):
+    """The history store (history.sqlite) held by another process while a commit lands: the index run still
+    indexes the new file, answers stay whole, `health` answers; once the lock is gone, the next run brings
+    the history up to the new commit (nothing lost, the next run resumes)."""
+    workspace, data = copy_sample(tmp_path / "workspace"), tmp_path / "data"
+    git(workspace, "init", "-q")
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-qm", "first")
+    files, chunks = indexed(workspace, data)
+    before = cli("health", str(workspace), "--data-dir", str(data)).stdout
+    assert "history: 1 commits" in before or "history: 1 commit" in before, before
+    (workspace / "notes" / "archive.py").write_text("def archive_notes(folder):\n    return sorted(folder)\n")
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-qm", "archive old notes")
+    folder = next((data / "workspaces").iterdir())
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(folder / "history.sqlite")], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        index = cli("index", str(workspace), "--data-dir", str(data))
+        health = cli("health", str(workspace), "--data-dir", str(data))
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    assert index.returncode == 0 and "1 files indexed" in index.stdout, index.stdout + index.stderr
+    assert health.returncode == 0 and f"{files + 1} files" in health.stdout, health.stdout + health.stderr
+    again = cli("index", str(workspace), "--data-dir", str(data))
+    assert again.returncode == 0, again.stderr
+    after = cli("health", str(workspace), "--data-dir", str(data)).stdout
+    assert "history: 2 commits" in after, after
+    found = cli("query", str(workspace), "archive_notes", "--data-dir", str(data))
+    assert found.returncode == 0 and "notes/archive.py" in found.stdout.splitlines()[2], found.stdout
