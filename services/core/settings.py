@@ -210,8 +210,17 @@ class BugReportSettings(Area):
                 "test": self.bugreport_test_weight}
 
 
-class Settings(BugReportSettings, LlmSettings, CrossEncoderSettings, PathPriorSettings, MetadataSettings,
-               HeuristicSettings, HybridSettings, RrfSettings, KeywordBoostSettings, QuerySettings,
+class FileAnswerSettings(Area):
+    """File answers (find_files, issue #19): the code graph's signal (issue #35). Files that the strategy's
+    top `files_graph_chunks` chunks call (or whose attributes or bases they use), and files defining what the
+    question's traceback frames call, gain `files_graph_weight` x their normalised votes."""
+
+    files_graph_weight: float = Field(0.0, ge=0)
+    files_graph_chunks: int = Field(5, ge=0)
+
+
+class Settings(FileAnswerSettings, BugReportSettings, LlmSettings, CrossEncoderSettings, PathPriorSettings,
+               MetadataSettings, HeuristicSettings, HybridSettings, RrfSettings, KeywordBoostSettings, QuerySettings,
                IndexingSettings):
     """Every area under flat names (`settings.rrf_k`); fields run in reverse base order: indexing first."""
 
