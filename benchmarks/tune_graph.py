@@ -38,7 +38,7 @@ GRID = dict(weight=[0.0, 0.1, 0.15, 0.2, 0.3, 0.5], chunks=[1, 2, 3, 5, 10], fra
 LOSS = 0.005
 
 
-async def collect(service: KnowledgeService, root: Path, repo: str, names: list[str]) -> tuple[list[dict], fr.FileIndex]:
+async def collect(service: KnowledgeService, root: Path, repo: str, names: list[str]) -> tuple[list[dict], Files]:
     folder = snapshot(root, repo)
     queries = load_queries(BENCH / "swe" / repo / "queries.jsonl")
     qrels = file_qrels(load_qrels(BENCH / "swe" / repo / "qrels.tsv"))
@@ -60,10 +60,20 @@ async def collect(service: KnowledgeService, root: Path, repo: str, names: list[
             frame_calls = [graph.callee_files(catalog, t) for t in graph.frame_targets(catalog, why.signals.frames)]
             rows.append(dict(query=query.id, strategy=name, feats=feats, allowed=allowed, relevant=relevant,
                              chunk_calls=chunk_calls, frame_calls=frame_calls))
-    return rows, ranker.index
+    return rows, Files(ranker.index.paths, ranker.index.is_test)
 
 
-def graph_feature(row: dict, index: fr.FileIndex, chunks: int, frames: bool, spread: float) -> np.ndarray:
+class Files:
+    """What re-ranking needs of a FileIndex (which holds the catalogue's connection: no pickle)."""
+
+    def __init__(self, paths: list[str], is_test: np.ndarray) -> None:
+        self.paths, self.is_test = paths, is_test
+        self.position = {p: i for i, p in enumerate(paths)}
+
+    fold = fr.FileIndex.fold
+
+
+def graph_feature(row: dict, index: Files, chunks: int, frames: bool, spread: float) -> np.ndarray:
     votes: dict[str, float] = {}
     callers = [(1.0 / k, paths) for k, paths in enumerate(row["chunk_calls"][:chunks], 1)]
     callers += [(1.0, paths) for paths in row["frame_calls"]] if frames else []
@@ -73,7 +83,7 @@ def graph_feature(row: dict, index: fr.FileIndex, chunks: int, frames: bool, spr
     return index.fold(votes)
 
 
-def scores(rows: list[dict], index: fr.FileIndex, weight: float, chunks: int, frames: bool,
+def scores(rows: list[dict], index: Files, weight: float, chunks: int, frames: bool,
            spread: float = 0.0) -> dict[str, tuple]:
     """Per strategy: (MRR@10, R@10)."""
     weights = replace(fr.Weights(), chunks=CHUNK_WEIGHT, graph=weight)
