@@ -366,7 +366,8 @@ class KnowledgeService:
             return cached[1]
         commits, note = _history(index)
         prose = {path for path, record in catalog.files().items() if record.language in PROSE}
-        ranker = FileRanker(FileIndex(CatalogFileWords(catalog)), commits, note, prose)
+        ranker = FileRanker(FileIndex(CatalogFileWords(catalog)), commits, note, prose, catalog,
+                            self.settings.files_graph_weight, self.settings.files_graph_chunks)
         with self._lock:
             self._file_rankers[index.root] = (state, ranker)
         return ranker

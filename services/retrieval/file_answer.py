@@ -3,7 +3,8 @@
 `FileRanker` holds what one index state needs (a FileIndex over the catalogue's file_words table, and the
 workspace's CommitIndex when it has history). `answer()` folds a QueryResult's chunk rankings into
 files (the strategy's ranking, and the vector ranking for the `none` order), adds the whole-file
-keyword, mention and history signals (file_ranking.contributions) and says in words why each file ranks.
+keyword, mention and history signals (file_ranking.contributions), the code graph's (files the top chunks
+and the traceback's frames call: `graph_votes`) and says in words why each file ranks.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import numpy as np
 from services.core.models import FileAnswer, FileChunk, QueryResult, RankedFile, ResultChunk, Signal
 from services.core.text import code_tokens
 from services.retrieval import file_ranking as fr
+from services.retrieval import graph
+from services.retrieval.query_signals import Frame
 
 CHUNK_WEIGHT = 1.0  # the strategy's chunk evidence, beside the file-level weights tuned without it
 POOL = 100  # chunks the strategy ranks for a file answer
@@ -40,11 +43,14 @@ def evidence(ranked: list[ResultChunk]) -> list[tuple[str, float]]:
 class FileRanker:
     """One index state's file-level ranking (build once, ask many questions)."""
 
-    def __init__(self, index: fr.FileIndex, commits=None, history: str = "", prose: AbstractSet[str] = frozenset()) -> None:
+    def __init__(self, index: fr.FileIndex, commits=None, history: str = "", prose: AbstractSet[str] = frozenset(),
+                 catalog=None, graph_weight: float = 0.0, graph_chunks: int = 0) -> None:
         self.index = index
         self.prose = prose  # the paths of text and Markdown files
         self.commits = commits if commits is not None and commits.commits else None
         self.history = history  # what the history is, or why there is none
+        self.catalog = catalog  # the code graph's (services/storage/catalog.py); None: no graph signal
+        self.graph_weight, self.graph_chunks = graph_weight, graph_chunks
 
     def source_files(self, allowed: set[str] | None) -> set[str] | None:
         """The files an answer may name without a language filter: source files (a changelog that every fix
@@ -57,9 +63,8 @@ class FileRanker:
     def answer(self, result: QueryResult, max_files: int, before: int | None = None,
                allowed: set[str] | None = None) -> FileAnswer:
         """The `max_files` best files for `result`'s question; `allowed`: paths the filters let through."""
-        weights = replace(fr.Weights(), chunks=CHUNK_WEIGHT)
-        why = _Why(result.question, self.index, self.commits, before, weights)
-        feats = dict(why.features, chunks=self.index.fold(fr.chunk_evidence(evidence(result.results), weights.chunk_decay)))
+        weights = replace(fr.Weights(), chunks=CHUNK_WEIGHT, graph=self.graph_weight)
+        feats, why = self.features(result, before, weights)
         parts = fr.contributions(feats, self.index.is_test, weights)
         total = sum(parts.values(), np.zeros(len(self.index.paths)))
         baseline = dict(feats, chunks=self.index.fold(fr.chunk_evidence(evidence(result.original), weights.chunk_decay)))
@@ -84,6 +89,30 @@ class FileRanker:
         return FileAnswer(result.question, result.strategy, files, original[:max_files], self.history, before,
                           question_note=result.question_note)
 
+    def features(self, result: QueryResult, before: int | None, weights: fr.Weights
+                 ) -> tuple[dict[str, np.ndarray], _Why]:
+        """Every signal's value per file for `result`'s question, and the words that explain them."""
+        why = _Why(result.question, self.index, self.commits, before, weights)
+        feats = dict(why.features, chunks=self.index.fold(fr.chunk_evidence(evidence(result.results), weights.chunk_decay)))
+        if self.catalog is not None and weights.graph and self.catalog.graph_ready():
+            votes = graph_votes(self.catalog, result.results[:self.graph_chunks], why.signals.frames)
+            feats["graph"] = self.index.fold({path: sum(v for v, _ in vs) for path, vs in votes.items()})
+            why.callers = {path: [label for _, label in vs] for path, vs in votes.items()}
+        return feats, why
+
+
+def graph_votes(catalog, top: list[ResultChunk], frames: tuple[Frame, ...]) -> dict[str, list[tuple[float, str]]]:
+    """Per file, (vote, who calls it) for every caller: each of the `top` chunks (the k-th votes 1/k) and each
+    definition the traceback's frames run in (votes 1) votes for the other files defining what it calls."""
+    callers = [(graph.chunk_target(r.chunk), 1.0 / k, f"(#{k})") for k, r in enumerate(top, 1)]
+    callers += [(t, 1.0, "(traceback)") for t in graph.frame_targets(catalog, frames)]
+    votes: dict[str, list[tuple[float, str]]] = {}
+    for caller, vote, where in callers:
+        name = caller.qualified_name or caller.symbol or caller.path.rsplit("/", 1)[-1]
+        for path in sorted(graph.callee_files(catalog, caller)):
+            votes.setdefault(path, []).append((vote, f"`{name}` {where}"))
+    return votes
+
 
 def _found(feats: dict[str, np.ndarray], allowed: set[str] | None, paths: list[str]) -> np.ndarray:
     """Files with some evidence (any positive signal) that the filters allow."""
@@ -101,7 +130,9 @@ class _Why:
 
     def __init__(self, question: str, index: fr.FileIndex, commits, before: int | None,
                  weights: fr.Weights) -> None:
-        signals, self.terms, self.title = fr.query_terms(question)
+        self.signals, self.terms, self.title = fr.query_terms(question)
+        signals = self.signals
+        self.callers: dict[str, list[str]] = {}  # the graph signal's callers per file, when it is on
         self.term_scores = index.term_scores(self.terms)
         self.title_scores = index.term_scores(self.title)
         path, symbol, self.named, self.used = index.mentions_explained(signals)
@@ -134,6 +165,8 @@ class _Why:
             best = chunks[0].rank if chunks else None
             where = f", best at #{best}" if best else ""
             return f"{len(chunks)} of its chunks in the `{strategy}` ranking{where}"
+        if name == "graph":
+            return "called by " + ", ".join(self.callers.get(path, [])[:NOTE_TERMS])
         if name == "test":
             return "a test file: pushed down"
         if name == "new":

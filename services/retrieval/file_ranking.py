@@ -8,6 +8,8 @@ Signals (each `-> np.ndarray` aligned with `FileIndex.paths`, higher is better):
   files they touched, by match score, split over the files of a commit, decayed by age; matched with the
   weighted terms (`history`) and with the title alone (`history_title`);
 - `mentions`: files the report names (path, module, traceback frame) and files defining names it uses;
+- `graph`: files that the top chunks (and the traceback's frames) call, by the code graph
+  (services/retrieval/file_answer.py: `graph_votes`);
 - `chunk_evidence`: a chunk ranking (e.g. the `bug-report` strategy's) folded into files:
   best chunk plus a decaying sum of the file's next chunks.
 `combine` normalises each signal by its best value and adds them with weights; test files are pushed down.
@@ -25,7 +27,7 @@ from services.retrieval.query_signals import NameTable, QuerySignals, extract
 from services.storage.file_words import MemoryFileWords
 from services.retrieval.strategies.bugreport import bm25_weights, is_test_file
 
-SIGNALS = ("bm25", "title", "history", "history_title", "path", "symbol", "chunks")
+SIGNALS = ("bm25", "title", "history", "history_title", "path", "symbol", "chunks", "graph")
 
 
 @dataclass
@@ -42,6 +44,7 @@ class Weights:
     path: float = 0.3
     symbol: float = 0.4
     chunks: float = 0.0
+    graph: float = 0.0  # the engine sets it from Settings.files_graph_weight
     test: float = 1.6
     chunk_decay: float = 0.5  # a file's k-th best chunk counts chunk_decay**(k-1) (chunk_evidence)
     history_knobs: dict = field(default_factory=lambda: dict(top=100, file_power=0.5, half_life_days=365.0))

@@ -204,3 +204,37 @@ def _answer(query: str, direction: str, targets: list[Target], links: list[Graph
     return GraphAnswer(query, direction, [t.hit() for t in targets],
                        [GraphFile(path, rows) for path, rows in by_file.items()], len(links), message,
                        {"total": round((time.perf_counter() - started) * 1000, 2)})
+
+
+# --- the graph as evidence for file answers (services/retrieval/file_answer.py) ---
+FOLLOWED = frozenset({"call", "attribute", "base"})  # the uses a caller's vote follows (not imports or mere names)
+
+
+def chunk_target(chunk: Chunk) -> Target:
+    """A retrieved chunk as a definition whose lines are followed."""
+    return Target(chunk.path, chunk.start_line, chunk.end_line, chunk.symbol, chunk.qualified_name, chunk.kind,
+                  chunk.language, chunk.id)
+
+
+def frame_targets(catalog, frames) -> list[Target]:
+    """The definitions a traceback's frames run in (`File ".../_pytest/python.py", line 12, in parse`):
+    the frame's function defined in a file whose last two path components are the frame's."""
+    names = [f.function for f in frames if f.function and not f.function.startswith("<")]
+    if not names:
+        return []
+    found = _definitions(catalog, names)
+    out: list[Target] = []
+    for frame in frames:
+        parts = frame.path.replace("\\", "/").split("/")
+        for target in found.get(frame.function, []):
+            own = target.path.split("/")
+            n = min(2, len(parts), len(own))
+            if parts[-n:] == own[-n:] and target not in out:
+                out.append(target)
+    return out
+
+
+def callee_files(catalog, caller: Target) -> set[str]:
+    """The other files defining what the caller's lines call, or whose attributes or bases it uses."""
+    return {definition.path for definition, _lines, how in _used_by(catalog, caller)
+            if how in FOLLOWED and definition.path != caller.path}
