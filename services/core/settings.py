@@ -3,14 +3,17 @@
 Defaults are the constants of the specs in ../shared/specs/. `Settings()` holds the defaults and never
 reads the environment; `settings_from_env()` overlays KE_<FIELD> variables. Every value is validated
 (on construction, from the environment, in `with_changes`): a bad one raises SettingsError with one
-line naming the setting, what it must be and what it got. Each area class can be used alone.
+line naming the setting, what it must be and what it got; a KE_ name that is neither a setting nor in
+OTHER_ENV_NAMES (a misspelling) is refused alike, naming the setting it resembles. Each area class can be used
+alone.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 from pathlib import Path
-from collections.abc import Set as AbstractSet
+from collections.abc import Mapping, Set as AbstractSet
 from typing import Literal, Self, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -30,6 +33,14 @@ DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 # none on CoSQA dev (0.519); rrf and heuristic lose 0.14 and 0.22 there.
 DEFAULT_STRATEGY = "metadata"
 ENV_PREFIX = "KE_"
+# The KE_ variables read outside Settings: not settings, yet not misspelt ones (tests/test_settings.py checks
+# that every KE_ name the project reads is a setting or listed here)
+OTHER_ENV_NAMES = frozenset({
+    "KE_TOKEN",  # the bearer token of a server and its clients (services/transport/remote.py)
+    "KE_ENCODER_CACHE_DIR",  # where exported encoders are kept, shared by data dirs (services/engine/service.py)
+    "KE_RECORD_COMMIT",  # the commit a benchmark record names (benchmarks/record.py)
+    "KE_SWE_BENCH",  # the SWE-bench folder of benchmarks/checkout_reuse.py
+})
 
 
 class SettingsError(KnowledgeError):
@@ -221,6 +232,7 @@ def settings_from_env(base: Settings | None = None) -> Settings:
     # imported here: pydantic_settings costs a quarter second, and only the entry points read the environment
     from pydantic_settings import EnvSettingsSource
 
+    check_env_names()
     base = base or Settings()
     found = EnvSettingsSource(Settings, env_prefix=ENV_PREFIX, case_sensitive=False)()
     if "llm_api_key" not in found and os.environ.get("OPENAI_API_KEY"):
@@ -229,6 +241,19 @@ def settings_from_env(base: Settings | None = None) -> Settings:
         return Settings(**{**dict(base), **found})
     except SettingsError as error:  # said again naming the variables: its cause is pydantic's ValidationError
         raise SettingsError(problems(Settings, error.__cause__, env_names=set(found))) from None
+
+
+def check_env_names(environ: Mapping[str, str] = os.environ) -> None:
+    """Raise SettingsError naming every KE_ variable that is no setting (case-insensitive, as the settings
+    are read) and not in OTHER_ENV_NAMES, with the setting it most resembles."""
+    known = {ENV_PREFIX + name.upper() for name in Settings.model_fields} | OTHER_ENV_NAMES
+    lines = []
+    for name in sorted(environ):
+        if name.upper().startswith(ENV_PREFIX) and name.upper() not in known:
+            close = difflib.get_close_matches(name.upper(), sorted(known), n=1, cutoff=0.8)
+            lines.append(f"unknown setting {name}" + (f" (did you mean {close[0]}?)" if close else ""))
+    if lines:
+        raise SettingsError("; ".join(lines))
 
 
 def problems(cls: type[Area], error: ValidationError, env_names: AbstractSet[str] = frozenset()) -> str:
