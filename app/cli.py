@@ -259,6 +259,13 @@ def main(argv: list[str] | None = None) -> int:
     global LOG_FILE
     LOG_FILE = setup_logging(getattr(args, "verbose", False), getattr(args, "data_dir", None) or default_data_dir(),
                              quiet=args.command in COMMAND_HANDLERS)
+    from services.core.errors import KnowledgeError
+    from services.core.settings import check_env_names
+
+    try:
+        check_env_names()  # a misspelt KE_ name is one line, whichever engine (local, warm, remote) answers
+    except KnowledgeError as error:
+        return print_error(error)
     if args.command == "gui":
         from app.gui import run_gui
         from services.core.errors import KnowledgeError

@@ -42,7 +42,9 @@ from services.core.errors import (
     BodyTooLarge, HttpError, IndexRunning, InternalError, InvalidRequest, KnowledgeError, MalformedJson, NotFound,
     QueryError, Unauthorized, WorkspaceError,
 )
-from services.core.models import FileAnswer, IndexHealth, MultiQueryResult, QueryOptions, QueryResult, StrategyInfo
+from services.core.models import (
+    FileAnswer, IndexHealth, MultiQueryResult, QueryOptions, QueryResult, StrategyInfo, WatchEvent,
+)
 from services.core.models import GotoAnswer  # go to symbol / file
 from services.core.models import GraphAnswer  # find references, uses
 
@@ -190,14 +192,49 @@ def is_json(content_type: bytes) -> bool:
 
 
 # --- index runs, one per workspace at a time ---
+HEARTBEAT_SECONDS = 15  # an event stream says ": still here" this often while nothing happens
+
+
+class Feeds:
+    """Server-sent event streams: every client following a workspace gets each of its messages, in order."""
+
+    def __init__(self) -> None:
+        self._queues: dict[str, set[asyncio.Queue]] = {}
+
+    def publish(self, key: str, message: object) -> None:
+        """Queue `message` for every follower of `key` (on the server's loop)."""
+        for queue in self._queues.get(key, ()):
+            queue.put_nowait(message)
+
+    @contextlib.contextmanager
+    def following(self, key: str):
+        queue: asyncio.Queue = asyncio.Queue()
+        self._queues.setdefault(key, set()).add(queue)
+        try:
+            yield queue
+        finally:
+            self._queues[key].discard(queue)
+
+    async def next(self, queue: asyncio.Queue) -> object | None:
+        """The next message, or None after HEARTBEAT_SECONDS without one."""
+        try:
+            return await asyncio.wait_for(queue.get(), timeout=HEARTBEAT_SECONDS)
+        except asyncio.TimeoutError:
+            return None
+
+
+def sse(value: object, kind: object = None) -> str:
+    return f"data: {json.dumps(to_json(value, kind))}\n\n"
+
+
 class IndexRuns:
-    """Index runs started over the API: status for polling, updates for server-sent events, cancel."""
+    """Index runs started over the API: status for polling, every change as server-sent events, cancel."""
 
     def __init__(self, service) -> None:
         self.service = service
         self.status: dict[str, IndexStatus] = {}
         self._cancels: dict[str, threading.Event] = {}
-        self._changed: dict[str, asyncio.Condition] = {}
+        self._feeds = Feeds()
         self._tasks: set = set()
 
     def get(self, key: str) -> IndexStatus:
@@ -230,30 +267,39 @@ class IndexRuns:
         return self.get(key)
 
     def _set(self, key: str, status: IndexStatus) -> None:
+        """On the server's loop (the service delivers progress there)."""
         self.status[key] = status
-        condition = self._changed.setdefault(key, asyncio.Condition())
-
-        async def notify():
-            async with condition:
-                condition.notify_all()
-
-        asyncio.ensure_future(notify())
+        self._feeds.publish(key, status)
 
     async def events(self, key: str):
-        """Server-sent events: the status now, then at every change, until the run ends."""
-        condition = self._changed.setdefault(key, asyncio.Condition())
-        while True:
-            status = self.get(key)
-            yield f"data: {json.dumps(to_json(status))}\n\n"
-            if status.state != "running":
-                return
-            async with condition:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(condition.wait(), timeout=15)
+        """Server-sent events: the status now, then every change (each progress event), until the run ends."""
+        with self._feeds.following(key) as queue:
+            status: object | None = self.get(key)
+            while True:
+                if isinstance(status, IndexStatus):
+                    yield sse(status)
+                    if status.state != "running":
+                        return
+                else:
+                    yield ": still here\n\n"
+                status = await self._feeds.next(queue)
 
     def cancel_all(self) -> None:
         for event in self._cancels.values():
             event.set()
+
+
+class WatchFeeds(Feeds):
+    """The watch events of the folders the server watches, streamed to the clients following them."""
+
+    async def events(self, key: str):
+        """Server-sent events: a first comment once following (a client then asks to watch and misses
+        nothing), then every WatchEvent of the workspace until the client leaves."""
+        with self.following(key) as queue:
+            yield ": following\n\n"
+            while True:
+                event = await self.next(queue)
+                yield ": still here\n\n" if event is None else sse(event, WatchEvent)
 
 
 # --- the application ---
@@ -266,6 +312,7 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
     and `allowed_hosts` (DNS rebinding)."""
     registry = WorkspaceRegistry(Path(data_dir), allowed_roots)
     runs = IndexRuns(service)
+    watch_feeds = WatchFeeds()
     configs: dict[str, RerankingConfig] = {}
     mcp_server = None
     if mcp:
@@ -337,8 +384,15 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
 
     @app.put("/v1/workspaces/{workspace_id}/watch", summary="Keep the index fresh while the folder changes")
     async def watch(workspace_id: str, request: WatchRequest = Body(default_factory=WatchRequest)):
-        await service.watch(workspace(workspace_id), auto_reindex=request.auto_reindex)
+        await service.watch(workspace(workspace_id), auto_reindex=request.auto_reindex,
+                            on_event=lambda event: watch_feeds.publish(workspace_id, event))
         return {"watching": True, "auto_reindex": request.auto_reindex}
+
+    @app.get("/v1/workspaces/{workspace_id}/watch/events",
+             summary="The watched folder's events (stale files, automatic runs, paused/resumed) as server-sent events")
+    async def watch_events(workspace_id: str):
+        workspace(workspace_id)
+        return StreamingResponse(watch_feeds.events(workspace_id), media_type="text/event-stream")
 
     @app.delete("/v1/workspaces/{workspace_id}/watch", summary="Stop watching the folder")
     async def unwatch(workspace_id: str):

@@ -6,16 +6,18 @@ import json
 import multiprocessing
 import os
 import pickle
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from services.core.errors import KnowledgeError
-from services.core.settings import (Area, BugReportSettings, CrossEncoderSettings, HybridSettings,
-                                    IndexingSettings, QuerySettings, RrfSettings, Settings, SettingsError,
-                                    settings_from_env)
+from services.core.settings import (ENV_PREFIX, OTHER_ENV_NAMES, Area, BugReportSettings, CrossEncoderSettings,
+                                    HybridSettings, IndexingSettings, QuerySettings, RrfSettings, Settings,
+                                    SettingsError, settings_from_env)
 from services.retrieval.strategies.bugreport import SIGNALS
 
 AREAS = Area.__subclasses__()  # the areas; Settings derives from them, not from Area directly
@@ -193,3 +195,63 @@ def test_good_environment_values_reach_the_engine(tmp_path):
     assert llm["available"] and llm["reason"] == "tiny-llm at http://127.0.0.1:9/v1"
     without = cli(tmp_path, {}, "strategies", "--json")
     assert not next(s for s in json.loads(without.stdout) if s["name"] == "llm")["available"]
+
+
+# --- unknown KE_* names: a misspelt setting is reported, never silently ignored ---
+
+def test_a_misspelt_setting_is_refused_with_the_name_it_resembles(clean_env):
+    clean_env.setenv("KE_CANDIDTE_POOL_MIN", "7")
+    with pytest.raises(SettingsError, match=r"^unknown setting KE_CANDIDTE_POOL_MIN "
+                                            r"\(did you mean KE_CANDIDATE_POOL_MIN\?\)$"):
+        settings_from_env()
+    clean_env.setenv("ke_no_such_knob", "1")  # names are read case-insensitively, as the settings are
+    with pytest.raises(SettingsError) as caught:
+        settings_from_env()
+    assert str(caught.value) == ("unknown setting KE_CANDIDTE_POOL_MIN (did you mean KE_CANDIDATE_POOL_MIN?); "
+                                 "unknown setting ke_no_such_knob")
+
+
+def test_the_ke_names_read_outside_settings_are_allowed(clean_env):
+    for name in OTHER_ENV_NAMES:
+        clean_env.setenv(name, "1")
+    clean_env.setenv("KE_RRF_K", "5")
+    assert settings_from_env().rrf_k == 5
+
+
+def test_every_ke_name_the_project_reads_is_a_setting_or_in_the_one_list():
+    """A new KE_ variable read anywhere (engine, faces, benchmarks, tests, CI) is a setting or listed in
+    OTHER_ENV_NAMES, or every entry point would refuse it."""
+    root = Path(__file__).resolve().parents[1]
+    settings = {ENV_PREFIX + name.upper() for name in Settings.model_fields}
+    found: dict[str, str] = {}
+    for path in [*root.glob("[!.]*/**/*.py"), *root.glob(".ci/*")]:
+        if path == Path(__file__) or ".venv" in path.parts or not path.is_file():
+            continue
+        for name in re.findall(r"\bKE_[A-Z][A-Z0-9_]*[A-Z0-9]\b", path.read_text(errors="replace")):
+            found.setdefault(name, str(path.relative_to(root)))
+    unknown = {name: where for name, where in found.items() if name not in settings | OTHER_ENV_NAMES}
+    assert not unknown and {"KE_TOKEN", "KE_ENCODER_CACHE_DIR"} <= set(found)
+
+
+@pytest.mark.parametrize("argv", [["strategies"], ["query", "{path}", "where is the parser"], ["serve", "--port", "0"],
+                                  ["gui", "{path}"], ["mcp"], ["health", "{path}", "--engine-url",
+                                                               "http://127.0.0.1:9"]])
+def test_every_entry_point_refuses_an_unknown_setting_in_one_line(tmp_path, argv):
+    done = cli(tmp_path, {"KE_CANDIDTE_POOL_MIN": "7"}, *[arg.format(path=tmp_path) for arg in argv])
+    expected = "error: unknown setting KE_CANDIDTE_POOL_MIN (did you mean KE_CANDIDATE_POOL_MIN?)"
+    assert (done.returncode, done.stderr.strip()) == (1, expected), done.stderr[-2000:]
+
+
+def test_each_area_is_reached_by_name_with_the_combined_values():
+    """`settings.indexing.…`, `settings.rrf.…`: an area's own class and values, the flat names kept."""
+    settings = Settings(rrf_k=10, max_file_bytes=2048, candidate_pool_min=7)
+    areas = {"indexing": IndexingSettings, "query": QuerySettings, "rrf": RrfSettings, "hybrid": HybridSettings,
+             "cross_encoder": CrossEncoderSettings, "bugreport": BugReportSettings}
+    for name, area in areas.items():
+        assert type(getattr(settings, name)) is area
+    assert settings.indexing.max_file_bytes == 2048 and settings.rrf.rrf_k == 10
+    assert settings.query.candidate_pool(top_k=1) == 7 == settings.candidate_pool(top_k=1)
+    named = {name for name in dir(Settings)
+             if not name.startswith(("_", "model_")) and isinstance(getattr(Settings, name, None), property)}
+    assert len(named) == len(AREAS)  # every area has its name
+    assert {type(getattr(settings, name)) for name in named} == set(AREAS)

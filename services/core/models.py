@@ -419,3 +419,28 @@ class GraphAnswer:
     total: int  # links in all files
     message: str = ""
     timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+# WatchEvent kinds
+WATCHING, STALE, REINDEX_STARTED, REINDEX_FINISHED, WATCH_ERROR = (
+    "watching", "stale", "reindex_started", "reindex_finished", "error")
+PROGRESS, FOLDER_MISSING = "progress", "folder_missing"  # an automatic run's progress; the folder went away
+# automatic indexing paused (an automatic run was cancelled: changes are reported as stale until a user's
+# run finishes), and resumed by that run
+PAUSED, RESUMED = "paused", "resumed"
+# the references of a watched workspace were recounted after its automatic runs ("much referenced" is true
+# again for the files they changed): a ranking shown since those runs is out of date
+REFERENCES = "references"
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """What a watched workspace reports: stale files (auto-reindex off) or an automatic run (the remote engine
+    gets them from the server's `GET …/watch/events` stream)."""
+
+    kind: str  # one of the kinds above
+    workspace: str
+    stale_files: tuple[StaleFile, ...] = ()  # with STALE
+    report: IndexReport | None = None  # with REINDEX_FINISHED
+    message: str = ""  # with WATCH_ERROR and FOLDER_MISSING
+    progress: ProgressEvent | None = None  # with PROGRESS

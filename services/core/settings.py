@@ -3,15 +3,18 @@
 Defaults are the constants of the specs in ../shared/specs/. `Settings()` holds the defaults and never
 reads the environment; `settings_from_env()` overlays KE_<FIELD> variables. Every value is validated
 (on construction, from the environment, in `with_changes`): a bad one raises SettingsError with one
-line naming the setting, what it must be and what it got. Each area class can be used alone.
+line naming the setting, what it must be and what it got; a KE_ name that is neither a setting nor in
+OTHER_ENV_NAMES (a misspelling) is refused alike, naming the setting it resembles. Each area class can be used
+alone.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 from pathlib import Path
-from collections.abc import Set as AbstractSet
-from typing import Literal, Self, get_args, get_origin
+from collections.abc import Mapping, Set as AbstractSet
+from typing import Literal, Self, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
@@ -30,6 +33,14 @@ DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 # none on CoSQA dev (0.519); rrf and heuristic lose 0.14 and 0.22 there.
 DEFAULT_STRATEGY = "metadata"
 ENV_PREFIX = "KE_"
+# The KE_ variables read outside Settings: not settings, yet not misspelt ones (tests/test_settings.py checks
+# that every KE_ name the project reads is a setting or listed here)
+OTHER_ENV_NAMES = frozenset({
+    "KE_TOKEN",  # the bearer token of a server and its clients (services/transport/remote.py)
+    "KE_ENCODER_CACHE_DIR",  # where exported encoders are kept, shared by data dirs (services/engine/service.py)
+    "KE_RECORD_COMMIT",  # the commit a benchmark record names (benchmarks/record.py)
+    "KE_SWE_BENCH",  # the SWE-bench folder of benchmarks/checkout_reuse.py
+})
 
 
 class SettingsError(KnowledgeError):
@@ -221,10 +232,65 @@ class FileAnswerSettings(Area):
     files_graph_chunks: int = Field(1, ge=0)
 
 
+AreaT = TypeVar("AreaT", bound=Area)
+
+
 class Settings(FileAnswerSettings, BugReportSettings, LlmSettings, CrossEncoderSettings, PathPriorSettings,
                MetadataSettings, HeuristicSettings, HybridSettings, RrfSettings, KeywordBoostSettings, QuerySettings,
                IndexingSettings):
-    """Every area under flat names (`settings.rrf_k`); fields run in reverse base order: indexing first."""
+    """Every area under flat names (`settings.rrf_k`), and each area by its name (`settings.rrf.rrf_k`: the
+    area's own class, for code that needs that area alone); fields run in reverse base order: indexing first."""
+
+    def _area(self, area: type[AreaT]) -> AreaT:
+        return area(**{name: getattr(self, name) for name in area.model_fields})
+
+    @property
+    def indexing(self) -> IndexingSettings:
+        return self._area(IndexingSettings)
+
+    @property
+    def query(self) -> QuerySettings:
+        return self._area(QuerySettings)
+
+    @property
+    def keyword_boost(self) -> KeywordBoostSettings:
+        return self._area(KeywordBoostSettings)
+
+    @property
+    def rrf(self) -> RrfSettings:
+        return self._area(RrfSettings)
+
+    @property
+    def hybrid(self) -> HybridSettings:
+        return self._area(HybridSettings)
+
+    @property
+    def heuristic(self) -> HeuristicSettings:
+        return self._area(HeuristicSettings)
+
+    @property
+    def metadata(self) -> MetadataSettings:
+        return self._area(MetadataSettings)
+
+    @property
+    def path_prior(self) -> PathPriorSettings:
+        return self._area(PathPriorSettings)
+
+    @property
+    def cross_encoder(self) -> CrossEncoderSettings:
+        return self._area(CrossEncoderSettings)
+
+    @property
+    def llm(self) -> LlmSettings:
+        return self._area(LlmSettings)
+
+    @property
+    def bugreport(self) -> BugReportSettings:
+        return self._area(BugReportSettings)
+
+    @property
+    def file_answers(self) -> FileAnswerSettings:
+        return self._area(FileAnswerSettings)
 
 
 def settings_from_env(base: Settings | None = None) -> Settings:
@@ -232,6 +298,7 @@ def settings_from_env(base: Settings | None = None) -> Settings:
     # imported here: pydantic_settings costs a quarter second, and only the entry points read the environment
     from pydantic_settings import EnvSettingsSource
 
+    check_env_names()
     base = base or Settings()
     found = EnvSettingsSource(Settings, env_prefix=ENV_PREFIX, case_sensitive=False)()
     if "llm_api_key" not in found and os.environ.get("OPENAI_API_KEY"):
@@ -240,6 +307,19 @@ def settings_from_env(base: Settings | None = None) -> Settings:
         return Settings(**{**dict(base), **found})
     except SettingsError as error:  # said again naming the variables: its cause is pydantic's ValidationError
         raise SettingsError(problems(Settings, error.__cause__, env_names=set(found))) from None
+
+
+def check_env_names(environ: Mapping[str, str] = os.environ) -> None:
+    """Raise SettingsError naming every KE_ variable that is no setting (case-insensitive, as the settings
+    are read) and not in OTHER_ENV_NAMES, with the setting it most resembles."""
+    known = {ENV_PREFIX + name.upper() for name in Settings.model_fields} | OTHER_ENV_NAMES
+    lines = []
+    for name in sorted(environ):
+        if name.upper().startswith(ENV_PREFIX) and name.upper() not in known:
+            close = difflib.get_close_matches(name.upper(), sorted(known), n=1, cutoff=0.8)
+            lines.append(f"unknown setting {name}" + (f" (did you mean {close[0]}?)" if close else ""))
+    if lines:
+        raise SettingsError("; ".join(lines))
 
 
 def problems(cls: type[Area], error: ValidationError, env_names: AbstractSet[str] = frozenset()) -> str:

@@ -11,19 +11,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from services.core.messages import DocumentRerankResponse
 from services.core.models import (
     FileAnswer, GotoAnswer, GraphAnswer, IndexHealth, IndexReport, MultiQueryResult, ProgressEvent, QueryOptions, QueryResult, RelevantFile,
-    StrategyInfo,
+    StrategyInfo, WatchEvent,
 )
 
-if TYPE_CHECKING:  # the watcher pulls in watchdog; the remote client must stay light
-    from services.indexing.watcher import WatchEvent
-
 ProgressCallback = Callable[[ProgressEvent], None]
-WatchCallback = Callable[["WatchEvent"], None]
+WatchCallback = Callable[[WatchEvent], None]
 
 
 @runtime_checkable

@@ -12,43 +12,23 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from services.core.models import IndexReport, ProgressEvent, StaleFile
+# WatchEvent and its kinds live with the other messages (services.core.models), so the remote client
+# decodes them without importing watchdog; they are named here too, where the events come from
+from services.core.models import (  # noqa: F401
+    FOLDER_MISSING, PAUSED, PROGRESS, REFERENCES, REINDEX_FINISHED, REINDEX_STARTED, RESUMED, STALE, WATCH_ERROR,
+    WATCHING, WatchEvent,
+)
 from services.indexing.scanning import SKIPPED_DIRS
 
 log = logging.getLogger(__name__)
 
 DEBOUNCE_SECONDS = 1.0
 MAX_DELAY_SECONDS = 10.0  # a change is reported at the latest this long after it, even mid-burst
-
-# WatchEvent kinds
-WATCHING, STALE, REINDEX_STARTED, REINDEX_FINISHED, WATCH_ERROR = (
-    "watching", "stale", "reindex_started", "reindex_finished", "error")
-PROGRESS, FOLDER_MISSING = "progress", "folder_missing"  # an automatic run's progress; the folder went away
-# automatic indexing paused (an automatic run was cancelled: changes are reported as stale until a user's
-# run finishes), and resumed by that run
-PAUSED, RESUMED = "paused", "resumed"
-# the references of a watched workspace were recounted after its automatic runs ("much referenced" is true
-# again for the files they changed): a ranking shown since those runs is out of date
-REFERENCES = "references"
-
-
-@dataclass(frozen=True)
-class WatchEvent:
-    """What a watched workspace reports: stale files (auto-reindex off) or an automatic run."""
-
-    kind: str  # WATCHING, STALE, REINDEX_STARTED, REINDEX_FINISHED or WATCH_ERROR
-    workspace: str
-    stale_files: tuple[StaleFile, ...] = ()  # with STALE
-    report: IndexReport | None = None  # with REINDEX_FINISHED
-    message: str = ""  # with WATCH_ERROR and FOLDER_MISSING
-    progress: ProgressEvent | None = None  # with PROGRESS
-
 
 class _Collector(FileSystemEventHandler):
     def __init__(self, watcher: "WorkspaceWatcher") -> None:

@@ -3,18 +3,23 @@
 
 Workspaces are folders on the server's machine: each is registered on first use. Calls run a
 blocking stdlib HTTP client (one keep-alive connection per thread) in worker threads, so they work
-on any asyncio loop, qasync's too, and importing this module stays cheap (httpx alone costs 0.3 s); index
-runs are started on the server and followed by polling, with progress and cancel as in-process.
-Light imports only (no torch, no chromadb): the CLI's warm path starts in a fraction of a second.
+on any asyncio loop, qasync's too, and importing this module stays cheap (httpx alone costs 0.3 s). What the
+server's engine says arrives as its server-sent events, each stream read in a thread of its own: an index run's
+every progress event (…/index/events) and a watched folder's WatchEvents (…/watch/events), delivered on the
+caller's loop as in-process; cancel as in-process. Light imports only (no torch, no chromadb, no watchdog):
+the CLI's warm path starts in a fraction of a second.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.client
 import json
 import os
+import socket
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import quote, urlencode, urlsplit
@@ -27,12 +32,13 @@ from services.core.errors import (  # noqa: F401 (EngineUnreachable re-exported)
     EngineUnreachable, IndexRunning, KnowledgeError, Unauthorized, WorkspaceError, error_from,
 )
 from services.core.models import (
-    FileAnswer, GotoAnswer, GraphAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
+    WATCH_ERROR, FileAnswer, GotoAnswer, GraphAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult,
+    RelevantFile, StrategyInfo, WatchEvent,
 )
 from services.engine.protocol import ProgressCallback, WatchCallback
 from services.transport.roots import record_owner_folder
 
-POLL_SECONDS = 0.2
+CANCEL_CHECK_SECONDS = 0.1  # how often a followed run looks at its (local) cancel event
 
 class RemoteEngine:
     def __init__(self, url: str, *, token: str | None = None, data_dir: str | Path | None = None,
@@ -45,6 +51,7 @@ class RemoteEngine:
         self._http = Transport(self.url, token, timeout)
         self._pool = ThreadPoolExecutor(4, thread_name_prefix="ke-remote")
         self._ids: dict[str, str] = {}
+        self._watches: dict[str, EventStream] = {}  # workspace id -> its watch events, followed
 
     # --- plumbing ---
     def request(self, method: str, path: str, body=None, kind=None):
@@ -92,24 +99,36 @@ class RemoteEngine:
                     cancel: threading.Event | None = None) -> IndexReport:
         key = await self._workspace(workspace, opening=True)
         try:
-            status = await self._call("POST", f"/v1/workspaces/{key}/index", {"full": full}, IndexStatus)
+            await self._call("POST", f"/v1/workspaces/{key}/index", {"full": full}, IndexStatus)
         except IndexRunning:  # follow the run already going on
-            status = await self._call("GET", f"/v1/workspaces/{key}/index", kind=IndexStatus)
-        return await self._follow(key, status, progress, cancel)
+            pass
+        return await self._follow(key, progress, cancel)
 
-    async def _follow(self, key: str, status: IndexStatus, progress, cancel) -> IndexReport:
-        last, cancelled = None, False
-        while status.state == "running":
-            if progress is not None and status.progress is not None and status.progress != last:
-                last = status.progress
-                progress(last)
-            if cancel is not None and cancel.is_set() and not cancelled:
+    async def _follow(self, key: str, progress: ProgressCallback | None,
+                      cancel: threading.Event | None) -> IndexReport:
+        """Follow the run on …/index/events: every progress event reaches `progress` on this loop."""
+        loop = asyncio.get_running_loop()
+        statuses: list[IndexStatus] = []
+
+        def seen(data: object) -> None:
+            status = codec.decode(IndexStatus, data)
+            if progress is not None and status.progress is not None and (
+                    not statuses or status.progress != statuses[-1].progress):
+                loop.call_soon_threadsafe(progress, status.progress)
+            statuses.append(status)
+
+        stream = EventStream(self._http, f"/v1/workspaces/{key}/index/events", seen)
+        ended = loop.run_in_executor(None, stream.read_all)
+        cancelled = False
+        while not ended.done():
+            await asyncio.wait({ended}, timeout=CANCEL_CHECK_SECONDS)
+            if cancel is not None and cancel.is_set() and not cancelled and not ended.done():
                 cancelled = True
                 await self._call("DELETE", f"/v1/workspaces/{key}/index")
-            await asyncio.sleep(POLL_SECONDS)
-            status = await self._call("GET", f"/v1/workspaces/{key}/index", kind=IndexStatus)
-        if progress is not None and status.progress is not None and status.progress != last:
-            progress(status.progress)  # the last event ("done", "cancelled")
+        await ended  # raises EngineUnreachable when the stream broke; the progress calls ran before
+        status = statuses[-1] if statuses else IndexStatus(key, "idle")
+        if status.state == "running":
+            raise EngineUnreachable(f"The engine at {self.url} stopped sending the index run's progress.")
         if status.state == "failed" or status.report is None:
             raise KnowledgeError(status.error or f"The index run ended as {status.state}.")
         return status.report
@@ -188,13 +207,46 @@ class RemoteEngine:
 
     async def watch(self, workspace: str | Path, *, auto_reindex: bool = True,
                     on_event: WatchCallback | None = None) -> None:
-        """The server watches the folder (on its machine) and keeps the index fresh; its watch events
-        are not streamed back, so `on_event` is not called: health shows the changes when asked."""
+        """The server watches the folder (on its machine) and keeps the index fresh; its WatchEvents reach
+        `on_event` on this loop, from its …/watch/events stream (followed before the watch starts, so
+        none is missed), until unwatch()."""
         key = await self._workspace(workspace)
-        await self._call("PUT", f"/v1/workspaces/{key}/watch", {"auto_reindex": auto_reindex})
+        self._stop_following(key)
+        if on_event is not None:
+            self._watches[key] = await self._follow_watch(key, str(workspace), on_event)
+        try:
+            await self._call("PUT", f"/v1/workspaces/{key}/watch", {"auto_reindex": auto_reindex})
+        except BaseException:
+            self._stop_following(key)
+            raise
+
+    async def _follow_watch(self, key: str, workspace: str, on_event: WatchCallback) -> EventStream:
+        loop = asyncio.get_running_loop()
+
+        def deliver(event: WatchEvent) -> None:
+            loop.call_soon_threadsafe(on_event, event)
+
+        stream = EventStream(self._http, f"/v1/workspaces/{key}/watch/events",
+                             lambda data: deliver(codec.decode(WatchEvent, data)))
+        await loop.run_in_executor(self._pool, stream.open)  # once open, the server is following for us
+
+        def read() -> None:
+            try:
+                stream.read_all()
+            except EngineUnreachable as error:
+                if not stream.closed:
+                    deliver(WatchEvent(WATCH_ERROR, workspace, message=f"{error} Its watch events no longer arrive."))
+        threading.Thread(target=read, daemon=True, name=f"ke-remote-watch-{key}").start()
+        return stream
+
+    def _stop_following(self, key: str) -> None:
+        stream = self._watches.pop(key, None)
+        if stream is not None:
+            stream.close()
 
     async def unwatch(self, workspace: str | Path) -> None:
         key = await self._workspace(workspace)
+        self._stop_following(key)
         await self._call("DELETE", f"/v1/workspaces/{key}/watch")
 
     async def pause_watch(self, workspace: str | Path) -> None:
@@ -237,6 +289,8 @@ class RemoteEngine:
             return False
 
     def close(self) -> None:
+        for key in list(self._watches):
+            self._stop_following(key)
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
@@ -247,6 +301,7 @@ class Transport:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise KnowledgeError(f"The engine URL {url!r} is not an http(s):// URL.")
+        self.url = url
         self.https, self.host, self.port = parts.scheme == "https", parts.hostname, parts.port
         self.prefix = parts.path.rstrip("/")
         self.timeout = timeout
@@ -279,6 +334,84 @@ class Transport:
             return response.status, json.loads(raw) if raw else None
         except ValueError:
             return response.status, None
+
+    def open_stream(self, path: str) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+        """A GET of a server-sent events stream on a connection of its own (no read timeout: the server
+        sends a comment every 15 s); raises the engine's error for an error status."""
+        kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+        connection = kind(self.host, self.port, timeout=self.timeout)
+        try:
+            connection.request("GET", self.prefix + path, None, {**self.headers, "Accept": "text/event-stream"})
+            response = connection.getresponse()
+            if response.status >= 400:
+                raw = response.read()
+                raise _error(response.status, _json_or_none(raw))
+            if connection.sock is not None:
+                connection.sock.settimeout(None)
+        except BaseException:
+            connection.close()
+            raise
+        return connection, response
+
+
+class EventStream:
+    """One server-sent events stream: each `data:` line's JSON goes to `on_data`, in the reading thread."""
+
+    def __init__(self, transport: Transport, path: str, on_data: Callable[[object], None]) -> None:
+        self.transport, self.path, self.on_data = transport, path, on_data
+        self.closed = False
+        self._connection: http.client.HTTPConnection | None = None
+        self._response: http.client.HTTPResponse | None = None
+
+    def open(self) -> None:
+        """Connect and read up to the first event or comment: the server follows the workspace by then."""
+        try:
+            self._connection, self._response = self.transport.open_stream(self.path)
+        except (OSError, http.client.HTTPException) as error:
+            raise EngineUnreachable(f"Cannot reach the engine at {self.transport.url}: {error}") from None
+        self._read(first_only=True)
+
+    def read_all(self) -> None:
+        """Read until the server ends the stream (or close()); EngineUnreachable if the connection broke."""
+        if self._response is None:
+            self.open()
+        try:
+            self._read(first_only=False)
+        finally:
+            if self._connection is not None:
+                self._connection.close()
+
+    def _read(self, first_only: bool) -> None:
+        response = self._response
+        assert response is not None
+        try:
+            while not self.closed:
+                line = response.readline()
+                if not line:
+                    return
+                if line.startswith(b"data:"):
+                    self.on_data(json.loads(line[5:]))
+                if first_only and line.strip():
+                    return
+        except (OSError, ValueError, http.client.HTTPException) as error:
+            if not self.closed:
+                raise EngineUnreachable(f"Lost the engine's events at {self.transport.url}: {error}") from None
+
+    def close(self) -> None:
+        """Stop reading, from any thread: the reader sees the socket shut and closes the connection; the
+        server notices and stops following."""
+        self.closed = True
+        connection = self._connection
+        if connection is not None and connection.sock is not None:
+            with contextlib.suppress(OSError):
+                connection.sock.shutdown(socket.SHUT_RDWR)
+
+
+def _json_or_none(raw: bytes) -> object:
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        return None
 
 
 def _error(status: int, data) -> KnowledgeError:

@@ -20,7 +20,7 @@ from services.core.models import QueryOptions
 from services.engine.protocol import Engine
 from services.engine.service import KnowledgeService
 from services.evaluation import labels
-from services.indexing.watcher import PAUSED, RESUMED, WATCHING
+from services.core.models import PAUSED, RESUMED, WATCHING
 from services.storage.ownership import read_owner
 from services.transport.engine_process import EngineProcess
 from services.transport.remote import RemoteEngine
@@ -154,15 +154,11 @@ async def test_watch_pause_and_unwatch(subject):
     engine, workspace = subject.engine, subject.workspace
     events = []
     await engine.watch(workspace, auto_reindex=True, on_event=events.append)
-    streams = subject.kind != "remote"  # a server watches on its machine and does not stream its events
-    if streams:
-        await wait_for(lambda: any(e.kind == WATCHING for e in events), what="the engine to say it is watching")
+    await wait_for(lambda: any(e.kind == WATCHING for e in events), what="the engine to say it is watching")
     await engine.pause_watch(workspace)  # Ctrl+. on an automatic run: none starts until a user's run
-    if streams:
-        await wait_for(lambda: any(e.kind == PAUSED for e in events), what="the engine to say it paused")
+    await wait_for(lambda: any(e.kind == PAUSED for e in events), what="the engine to say it paused")
     await engine.index(workspace)  # which resumes automatic indexing
-    if streams:
-        await wait_for(lambda: any(e.kind == RESUMED for e in events), what="the engine to say it resumed")
+    await wait_for(lambda: any(e.kind == RESUMED for e in events), what="the engine to say it resumed")
     await engine.unwatch(workspace)
     assert (await engine.health(workspace)).indexed
 
