@@ -16,7 +16,7 @@ from PySide6.QtGui import (
     QTextCursor, QTextFormat,
 )
 from PySide6.QtWidgets import (
-    QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QTextEdit, QVBoxLayout, QWidget,
+    QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSizePolicy, QTextEdit, QVBoxLayout, QWidget,
 )
 
 from services.core.models import ResultChunk
@@ -279,6 +279,8 @@ class CodeView(QWidget):
         self.subtitle = QLabel("Select a result to see its code")
         self.subtitle.setObjectName("codeSubtitle")
         self.subtitle.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        for label in (self.title, self.subtitle):  # a long name or path never widens the window: it is cut
+            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.editor_preset = AUTO
         self.jetbrains_launcher = "idea"
         self.custom_command = ""  # for the custom preset: a template with {path} and {line}
@@ -325,8 +327,10 @@ class CodeView(QWidget):
         chunk = item.chunk
         name = chunk.qualified_name or chunk.symbol or chunk.path.rsplit("/", 1)[-1]
         self.title.setText(f"{name}  ·  {chunk.kind}")
+        self.title.setToolTip(self.title.text())  # whole, where the pane is too narrow for it
         language = f"   ({chunk.language})" if chunk.language else ""
         self.subtitle.setText(f"{chunk.path}:{chunk.start_line}-{chunk.end_line}{language}")
+        self.subtitle.setToolTip(self.subtitle.text())
         self.open_button.setEnabled(bool(self.workspace))
         if item.context:
             text, first = item.context, item.context_start_line or chunk.start_line

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout, QWidget,
 )
 
+from services.core.messages import MAX_QUESTION_CHARS
 from services.core.models import StrategyInfo
 
 StrategyNameRole = Qt.ItemDataRole.UserRole + 1
@@ -46,6 +47,9 @@ class WordCompleter(QCompleter):
         return head + str(index.data())
 
 
+PASTE_CHARS = 10 * MAX_QUESTION_CHARS  # what the question box holds (the engine's limit decides what is asked)
+
+
 class HistoryEdit(QLineEdit):
     """The question box: Up and Down walk the recent questions (newest first), Alt+Down opens the
     list of recent and pinned questions, Down past the newest leaves for the results."""
@@ -55,6 +59,9 @@ class HistoryEdit(QLineEdit):
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
+        # Qt cuts a line edit's text at 32,767 characters by default, silently: a longer bug report would be
+        # asked cut short. The box takes what is pasted whole; the engine refuses one over the limit, saying so.
+        self.setMaxLength(PASTE_CHARS)
         self.history: list[str] = []
         self.position = -1  # -1: the text being typed; 0: the newest question; ...
         self._draft = ""
