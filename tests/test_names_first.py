@@ -125,3 +125,18 @@ async def test_a_sentence_naming_code_brings_its_definition_into_every_reranking
     assert result.reading == "question"
     plain = await service.query(question, options(workspace, "none", min_relevance=0.0))
     assert "NewInvertedIndex" not in [r.chunk.qualified_name for r in plain.results[:1]]
+
+
+def test_overloads_are_each_a_definition_and_a_long_class_cut_in_pieces_is_one():
+    from services.core.models import Chunk
+
+    def chunk(start, end, content, symbol="parse", qualified="Parser.parse", kind="method"):
+        return names.Definition(Chunk("p.py", "python", start, end, content, symbol, qualified, kind), "qualified name")
+
+    overloads = [chunk(10, 12, "@overload\ndef parse(self, x: int) -> int: ..."),
+                 chunk(14, 16, "@overload\ndef parse(self, x: str) -> str: ..."),
+                 chunk(18, 30, "def parse(self, x):\n    return x")]
+    assert len(names._ranked(overloads)) == 3
+    pieces = [chunk(1, 200, "class Big:\n    a = 1", "Big", "Big", "class"),
+              chunk(201, 400, "    def more(self):\n        pass", "Big", "Big", "class")]
+    assert [d.chunk.start_line for d in names._ranked(pieces)] == [1]

@@ -34,6 +34,7 @@ txt cfg toml ini json yaml yml html css scss sh bash m mm scala lua sql xml vue 
 MAX_DEFINITIONS = 20  # a name defined more often than this is not one place to go
 MENTIONED_NAMES = 20  # names of a sentence or a report looked up (the first ones)
 PER_MENTIONED_NAME = 3  # and definitions taken for each
+HEAD_LINES = 4  # a definition names itself within its first lines (decorators, a signature over lines)
 
 
 @dataclass(frozen=True)
@@ -161,14 +162,21 @@ _ORDER = {"qualified name": 0, "line": 0, "path": 0, "name": 1, "name, other cas
 
 
 def _ranked(found: list[Definition]) -> list[Definition]:
-    """Best match first; of a definition cut into pieces (a long class), only its first piece."""
+    """Best match first; of a definition cut into pieces (a long class), only its first piece. Overloads
+    (`@overload def parse…` three times) are definitions each: every one names itself in its first lines."""
     seen, out = set(), []
     for d in sorted(found, key=lambda d: (d.rank, d.chunk.path, d.chunk.start_line)):
         key = (d.chunk.path, d.chunk.qualified_name or d.chunk.symbol, d.chunk.kind)
-        if key not in seen:
+        if key not in seen or _heads(d.chunk):
             seen.add(key)
             out.append(d)
     return out[:MAX_DEFINITIONS]
+
+
+def _heads(chunk: Chunk) -> bool:
+    """Whether the chunk starts its definition (its first lines, decorators included, name it), not a piece
+    that continues one cut by length."""
+    return bool(chunk.symbol) and chunk.symbol in "\n".join(chunk.content.splitlines()[:HEAD_LINES])
 
 
 def mentioned(catalog, question: str) -> list[Definition]:
