@@ -58,13 +58,14 @@ def cell_text(item: ResultChunk) -> str:
 
 
 def ranked_cell_text(item: ResultChunk, reranked: bool) -> str:
-    """Two lines, each short enough for a narrow column: the name, then the file name with the score
-    and, for a reranked column, the movement."""
+    """Two lines, each short enough for a narrow column: the name, then the score and, for a reranked
+    column, the movement, then the file name, so a column too narrow cuts the file's name, never the score
+    or the movement (the whole path is in the tooltip)."""
     chunk = item.chunk
     name = chunk.qualified_name or chunk.symbol or symbol_text(item)
     file = chunk.path.rsplit("/", 1)[-1]
     move = f" {movement(item)[0]}" if reranked else ""
-    return f"{name}\n{file} · {item.score:.3f}{move}"
+    return f"{name}\n{item.score:.3f}{move} · {file}"
 
 
 SHORT_NAMES = {"keyword-boost": "kw-boost", "heuristic": "heurist.", "metadata": "meta", "bug-report": "bug-rep",

@@ -70,7 +70,8 @@ def test_question_runs_through_every_available_strategy_as_columns(view, service
     qtbot.waitUntil(listed.done)
     available = [s.name for s in listed.result() if s.available]
     assert column_titles(view.rankings) == ["none"] + [n for n in available if n != "none"]
-    assert view.rankings.item(0, 0).text().startswith("is_prime\nmaths.py · ")  # rank 1 of the vector ranking
+    assert view.rankings.item(0, 0).text().startswith("is_prime\n0.") and view.rankings.item(0, 0).text().endswith(
+        " · maths.py")  # rank 1 of the vector ranking
     assert all(view.rankings.item(0, c) is not None for c in range(view.rankings.columnCount()))
     assert view.status.text() == "Done" and not view.cancel_button.isEnabled()
 
@@ -147,8 +148,8 @@ def test_rankings_and_report_display_hand_made_results(qtbot, loop):
     result = sample_result()
     widget.show_rankings({"none": result, "hybrid": result})
     assert widget.rankings.rowCount() == 4 and widget.rankings.columnCount() == 2
-    assert widget.rankings.item(2, 1).text() == "SyncNotes\nsync.go · 0.520 new"  # name, file, score, movement
-    assert widget.rankings.item(0, 1).text() == "Index.add\nindex.py · 0.930 ▲2"
+    assert widget.rankings.item(2, 1).text() == "SyncNotes\n0.520 new · sync.go"  # name, score, movement, file
+    assert widget.rankings.item(0, 1).text() == "Index.add\n0.930 ▲2 · index.py"
     assert "new (keyword match)" in widget.rankings.item(2, 1).toolTip()
     base = StrategyReport("none", {"mrr@10": 0.5, "ndcg@10": 0.5, "p@5": 0.1, "r@10": 0.5, "r@100": 1.0}, [5.0])
     worse = StrategyReport("rrf", {"mrr@10": 0.25, "ndcg@10": 0.4, "p@5": 0.1, "r@10": 0.5, "r@100": 1.0}, [9.0])
@@ -288,3 +289,28 @@ def test_an_evaluation_is_kept_with_its_date_and_index_and_shown_when_the_worksp
     assert "chunks, updated" in again.status.text()
     again.set_workspace(workspace.parent)  # another workspace: not this one's report
     assert again.report is None
+
+
+def test_at_1024_wide_every_ranking_cell_keeps_its_score_and_movement(qtbot, loop):
+    """Eight strategies side by side at 1024 wide, files with long names (issue 32: the cells lost score and
+    movement): what a narrow column cuts is the file's name; the score and the movement fit (measured with
+    the table's own font, so any font gives the same verdict)."""
+    result = sample_result()
+    long = [dataclasses.replace(r, chunk=dataclasses.replace(r.chunk, path=f"src/pkg/{'a_very_long_module_name_' * 2}{n}.py"))
+            for n, r in enumerate(result.results)]
+    result = dataclasses.replace(result, results=long)
+    widget = CompareView(None)
+    qtbot.addWidget(widget)
+    names = ["none", "keyword-boost", "rrf", "hybrid", "heuristic", "metadata", "bug-report", "tuned"]
+    widget.show_rankings({n: result for n in names})
+    widget.resize(1024, 560)
+    widget.show()
+    table = widget.rankings
+    qtbot.waitUntil(lambda: table.viewport().width() > 0)
+    metrics = table.fontMetrics()
+    for col in range(table.columnCount()):
+        for row in range(table.rowCount()):
+            second = table.item(row, col).text().split("\n")[1]
+            kept = second.split(" · ")[0]  # "0.930 ▲2"
+            assert metrics.horizontalAdvance(kept) + 12 <= table.columnWidth(col), (kept, table.columnWidth(col))
+            assert second.endswith(".py")  # the file's name comes last: it is what gets cut
