@@ -156,10 +156,13 @@ async def test_an_index_from_before_the_graph_gets_it_without_re_embedding(tmp_p
         service = KnowledgeService(data_dir=tmp_path / "data")
         before = await service.references("normalise", workspace)
         assert not before.files and "not built yet" in before.message
+        health = await service.health(workspace)  # search is whole; health says what one more run adds
+        assert health.state == "ready" and "find references needs one more index run" in health.message
         report = await service.index(workspace)
         assert report.chunks_embedded == 0 and not report.rebuilt_reason
         assert [g.path for g in (await service.references("normalise", workspace)).files] == [
             "pkg/first.py", "pkg/helpers.py"]
+        assert "find references" not in (await service.health(workspace)).message
     finally:
         service.close()
 

@@ -109,6 +109,8 @@ def _index_health(index: WorkspaceIndex, settings: Settings, last_error: str) ->
     # the spec's flag: many files changed (a normal run catches up; no state below offers a full rebuild)
     needs_reindex = (len(stale) > settings.stale_ratio_for_reindex * files and not run) or found.damaged
     state, message = _state(files, len(skipped), stale, needs_reindex)
+    if state == "ready" and not catalog.graph_ready():  # an index from before the graph: search is whole
+        message += "; find references needs one more index run (it adds the code graph, nothing is re-embedded)"
     run_done, run_total = (committed, int(catalog.get_meta("run_chunks_total", "0") or 0)) if run else (0, 0)
     if gone:
         state, message = "folder-missing", folder_missing(index.root) + f"; its index of {files:,} files is kept"
