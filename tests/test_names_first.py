@@ -140,3 +140,20 @@ def test_overloads_are_each_a_definition_and_a_long_class_cut_in_pieces_is_one()
     pieces = [chunk(1, 200, "class Big:\n    a = 1", "Big", "Big", "class"),
               chunk(201, 400, "    def more(self):\n        pass", "Big", "Big", "class")]
     assert [d.chunk.start_line for d in names._ranked(pieces)] == [1]
+
+
+def test_a_name_defined_thousands_of_times_reads_a_bounded_number_spelled_as_asked_first(tmp_path):
+    """`__init__` in a big repository: the catalogue gives at most `limit` definitions (each costs its file's
+    text), the ones spelled as asked first; a real SQLite catalogue."""
+    from services.storage.catalog import Catalog
+    from tests.test_goto import chunk, commit
+
+    catalog = Catalog(tmp_path / "manifest.sqlite")
+    for n in range(4):
+        path = f"pkg/m{n}.py"
+        commit(catalog, path, [chunk(path, "run", f"K{i}.run", "method", 2 * i + 1, 2 * i + 1) for i in range(200)])
+    commit(catalog, "zzz/last.py", [chunk("zzz/last.py", "Run", "Run", "class", 1, 3)])
+    found = catalog.definitions(["Run"], limit=50)
+    assert len(found) == 50 and found[0].path == "zzz/last.py"  # the one spelled "Run" comes first
+    assert len(catalog.definitions(["run"])) == 500
+    catalog.close()

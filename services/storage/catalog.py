@@ -19,7 +19,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.core.batching import batches, marks
+from services.core.batching import SQL_VALUES, batches, marks
 from services.core.models import Chunk, SkippedFile, chunk_id, count_by_reason
 from services.storage import code_graph, file_words
 from services.storage import keyword_index as words
@@ -273,12 +273,17 @@ class Catalog:
             return self._read("WHERE f.path = ? ORDER BY c.start_line", (path,))
         return self._read("ORDER BY c.rowid")
 
-    def definitions(self, names: list[str]) -> list[Chunk]:
-        """Chunks that define one of `names` (their symbol, ignoring case; not module or text chunks)."""
+    def definitions(self, names: list[str], limit: int = 500) -> list[Chunk]:
+        """Chunks that define one of `names` (their symbol, ignoring case; not module or text chunks), at most
+        `limit`, those spelled as asked first (a name like `__init__` is defined thousands of times in a big
+        repository: each row read costs its file's text)."""
         found: list[Chunk] = []
-        for part in batches(list(dict.fromkeys(names))):
+        for part in batches(list(dict.fromkeys(names)), SQL_VALUES // 2):  # each name is bound twice
             found += self._read(f"WHERE c.symbol COLLATE NOCASE IN ({marks(len(part))}) "
-                                "AND c.kind NOT IN ('module', 'text') ORDER BY f.path, c.start_line", part)
+                                f"AND c.kind NOT IN ('module', 'text') ORDER BY c.symbol IN ({marks(len(part))}) "
+                                "DESC, f.path, c.start_line LIMIT ?", (*part, *part, limit - len(found)))
+            if len(found) >= limit:
+                break
         return found
 
     def paths_ending(self, path: str) -> list[str]:
