@@ -56,3 +56,17 @@ def qsettings(tmp_path):
     settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
     yield settings
     settings.sync()
+
+
+@pytest.fixture
+def window(loop, qtbot, service, qsettings):
+    """The real main window over the module's `service` (tests/conftest.py's fresh one unless the module has
+    its own), its strategies loaded; shut down after the test."""
+    from ui.main_window import MainWindow
+
+    win = MainWindow(service, qsettings)
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitUntil(win.strategies_loaded.done)
+    yield win
+    win.shutdown()

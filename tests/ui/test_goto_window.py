@@ -13,7 +13,6 @@ from PySide6.QtCore import Qt
 from services.core.models import GotoHit
 from services.engine.service import KnowledgeService
 from tests.ui.test_main_window import ensure_indexed, wait_task
-from ui.main_window import MainWindow
 from ui.viewmodels.goto import code_item, marked
 
 pytestmark = pytest.mark.slow
@@ -40,14 +39,10 @@ def service(data_dir):
 
 
 @pytest.fixture
-def window(loop, qtbot, service, qsettings, workspace):
-    win = MainWindow(service, qsettings)
-    qtbot.addWidget(win)
-    win.show()
-    qtbot.waitUntil(win.strategies_loaded.done)
-    ensure_indexed(qtbot, win, workspace)
-    yield win
-    win.shutdown()
+def window(window, qtbot, workspace):
+    """tests/ui/conftest.py's window, with the sample workspace open and indexed."""
+    ensure_indexed(qtbot, window, workspace)
+    return window
 
 
 def type_in(qtbot, finder, text: str) -> None:

@@ -12,7 +12,6 @@ from PySide6.QtCore import Qt
 
 from services.engine.service import KnowledgeService
 from tests.ui.test_main_window import ensure_indexed, run_query
-from ui.main_window import MainWindow
 from ui.viewmodels.graph import USED_BY, USES
 
 pytestmark = pytest.mark.slow
@@ -34,14 +33,10 @@ def workspace(tmp_path_factory):
 
 
 @pytest.fixture
-def window(loop, qtbot, service, qsettings, workspace):
-    win = MainWindow(service, qsettings)
-    qtbot.addWidget(win)
-    win.show()
-    qtbot.waitUntil(win.strategies_loaded.done)
-    ensure_indexed(qtbot, win, workspace)
-    yield win
-    win.shutdown()
+def window(window, qtbot, workspace):
+    """tests/ui/conftest.py's window, with the sample workspace open and indexed."""
+    ensure_indexed(qtbot, window, workspace)
+    return window
 
 
 def select(qtbot, window, qualified_name: str) -> None:

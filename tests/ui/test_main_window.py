@@ -46,16 +46,6 @@ def service(data_dir):
     svc.close()
 
 
-@pytest.fixture
-def window(loop, qtbot, service, qsettings):
-    win = MainWindow(service, qsettings)
-    qtbot.addWidget(win)
-    win.show()
-    qtbot.waitUntil(win.strategies_loaded.done)
-    yield win
-    win.shutdown()
-
-
 def wait_task(qtbot, task, timeout=60_000):
     qtbot.waitUntil(task.done, timeout=timeout)
     return task.result()

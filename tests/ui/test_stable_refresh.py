@@ -15,29 +15,10 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from services.engine.service import KnowledgeService
-from ui.main_window import MainWindow
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"
 INDEX_TIMEOUT = 240_000
 QUESTION = "save a note"
-
-
-@pytest.fixture
-def service(tmp_path):
-    svc = KnowledgeService(data_dir=tmp_path / "data")
-    yield svc
-    svc.close()
-
-
-@pytest.fixture
-def window(loop, qtbot, service, qsettings):
-    win = MainWindow(service, qsettings)
-    qtbot.addWidget(win)
-    win.show()
-    qtbot.waitUntil(win.strategies_loaded.done)
-    yield win
-    win.shutdown()
 
 
 def shown(window) -> list[str]:

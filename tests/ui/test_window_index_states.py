@@ -19,23 +19,6 @@ SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"
 INDEX_TIMEOUT = 240_000
 
 
-@pytest.fixture
-def service(tmp_path):
-    svc = KnowledgeService(data_dir=tmp_path / "data")
-    yield svc
-    svc.close()
-
-
-@pytest.fixture
-def window(loop, qtbot, service, qsettings):
-    win = MainWindow(service, qsettings)
-    qtbot.addWidget(win)
-    win.show()
-    qtbot.waitUntil(win.strategies_loaded.done)
-    yield win
-    win.shutdown()
-
-
 def wait_task(qtbot, task, timeout=60_000):
     qtbot.waitUntil(task.done, timeout=timeout)
     return task.result()
