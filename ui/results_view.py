@@ -44,25 +44,37 @@ def fit_location(text: str, fits) -> str:
     return name
 
 
-class NameDelegate(QStyledItemDelegate):
+class FittingDelegate(QStyledItemDelegate):
+    """A cell's text made to fit its width by `fit(text, fits)` (the shortening each column wants)."""
+
+    elide: Qt.TextElideMode | None = None  # what Qt does with a text still too long (None: the view's mode)
+
+    def initStyleOption(self, option, index) -> None:  # noqa: N802 (Qt API)
+        super().initStyleOption(option, index)
+        room = option.rect.width() - 12
+        metrics = option.fontMetrics
+        option.text = self.fit(option.text, lambda t: metrics.horizontalAdvance(t) <= room)
+        if self.elide is not None:
+            option.textElideMode = self.elide
+
+    def fit(self, text: str, fits) -> str:
+        return text
+
+
+class NameDelegate(FittingDelegate):
     """Qualified names cut in the middle, so the class stays ("FixtureManager.…factories")."""
 
-    def initStyleOption(self, option, index) -> None:  # noqa: N802 (Qt API)
-        super().initStyleOption(option, index)
-        room = option.rect.width() - 12
-        metrics = option.fontMetrics
-        option.text = elide_name(option.text, lambda t: metrics.horizontalAdvance(t) <= room)
+    def fit(self, text: str, fits) -> str:
+        return elide_name(text, fits)
 
 
-class LocationDelegate(QStyledItemDelegate):
+class LocationDelegate(FittingDelegate):
     """Location as "…/store.py:39-45" when the folders do not fit, then "store.py:39-45", then "store.py"."""
 
-    def initStyleOption(self, option, index) -> None:  # noqa: N802 (Qt API)
-        super().initStyleOption(option, index)
-        room = option.rect.width() - 12
-        metrics = option.fontMetrics
-        option.text = fit_location(option.text, lambda t: metrics.horizontalAdvance(t) <= room)
-        option.textElideMode = Qt.TextElideMode.ElideRight
+    elide = Qt.TextElideMode.ElideRight
+
+    def fit(self, text: str, fits) -> str:
+        return fit_location(text, fits)
 
 
 class ScoreBarDelegate(QStyledItemDelegate):
