@@ -80,8 +80,10 @@ class Searcher:
         pool = max(strategy.pool_size(options.top_k), options.top_k)
         vector = self.index.project(self.encode([question]))[0]
         stages.mark("embed")
-        semantic, keyword, total = self.candidates(question, vector, options, pool, strategy.uses_keyword_index)
-        reading, definitions, unseen = self.name_channel(question, vector, options, semantic)
+        allowed = self.filtered_ids(options)
+        semantic, keyword, total = self.candidates(question, vector, options, pool, strategy.uses_keyword_index,
+                                                   allowed)
+        reading, definitions, unseen = self.name_channel(question, vector, semantic, allowed)
         cosines = self.keyword_cosines(vector, keyword)
         stages.mark("search")
         pooled = semantic + unseen if strategy.reranks else semantic
@@ -108,12 +110,15 @@ class Searcher:
             result = self.check_vectors(result)
         return self.mark_stale(result if top else self.explain_empty(result, vector, options, pool))
 
-    def candidates(self, question: str, vector, options: QueryOptions, pool: int,
-                   with_keywords: bool) -> tuple[list[Candidate], list[Candidate], int]:
-        """(vector candidates, BM25 candidates, chunks searched), filters applied inside the searches."""
+    def filtered_ids(self, options: QueryOptions) -> set[str] | None:
+        """The chunk ids the language and path filters allow; None when there is no filter."""
+        paths = steps.allowed_paths(self.index.paths(), options.path_glob) if options.path_glob.strip() else None
+        return None if paths is None and not options.languages else self.allowed_ids(paths, options)
+
+    def candidates(self, question: str, vector, options: QueryOptions, pool: int, with_keywords: bool,
+                   allowed: set[str] | None) -> tuple[list[Candidate], list[Candidate], int]:
+        """(vector candidates, BM25 candidates, chunks searched), filters (`allowed`) applied inside the searches."""
         index = self.index
-        paths = steps.allowed_paths(index.paths(), options.path_glob) if options.path_glob.strip() else None
-        allowed = None if paths is None and not options.languages else self.allowed_ids(paths, options)
         hits = index.store().search(vector.tolist(), pool, allowed)
         keyword_hits = index.keywords.search(question, min(pool, KEYWORD_POOL), allowed) if with_keywords else []
         chunks = index.chunks([i for i, _ in hits] + [i for i, _ in keyword_hits])
@@ -122,7 +127,7 @@ class Searcher:
         keyword = steps.keyword_candidates(keyword_hits, chunks, semantic)
         return semantic, keyword, index.catalog().counts()[1] + len(index.pending)
 
-    def name_channel(self, question: str, vector, options: QueryOptions, semantic: list[Candidate]
+    def name_channel(self, question: str, vector, semantic: list[Candidate], allowed: set[str] | None
                      ) -> tuple[names.Reading, list[names.Definition], list[Candidate]]:
         """How the question reads, the chunks defining what it names (for a sentence or a report: the names
         it mentions that look like code), within the filters, and those of them the vector search did not
@@ -132,9 +137,7 @@ class Searcher:
         found = names.find(catalog, reading) if reading.navigation else names.mentioned(catalog, question)
         if not found and reading.kind == names.NAME and not names.is_code_name(reading.name):
             return names.Reading(names.QUESTION), [], []  # a plain word ("logging") naming nothing: a search
-        if found and (options.languages or options.path_glob.strip()):
-            paths = steps.allowed_paths(self.index.paths(), options.path_glob) if options.path_glob.strip() else None
-            allowed = self.allowed_ids(paths, options)
+        if allowed is not None:
             found = [d for d in found if d.chunk.id in allowed]
         seen = {c.chunk.id for c in semantic}
         missing = [d.chunk for d in found if d.chunk.id not in seen]
