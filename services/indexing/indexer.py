@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from services.storage.catalog import FORMAT_CHANGES, HASH_CHARS, INDEX_FORMAT, FileRecord
-from services.storage import code_graph
+from services.storage import code_graph, faults
 from services.storage.code_graph import GRAPH_VERSION
 from services.indexing.chunking import chunk_file
 from services.indexing.chunking import graph
@@ -140,6 +140,7 @@ class Indexer:
         self.reused = 0  # of `embedded`, vectors taken from the shared cache instead of the encoder
         self.window_reused = 0
         self.total_chunks = self.files_total = self.files_committed = 0
+        self.files_removed = 0  # files this run took out of the index (with files_committed: what it changed)
         self.kept_chunks = 0  # chunks of the index this run keeps as they are (whole-job progress counts them done)
         self.new_paths: set[str] = set()  # pending files the index did not hold
         self.files_added = 0
@@ -174,6 +175,9 @@ class Indexer:
             raise
         except Exception as error:
             log.warning("indexing %s stopped", self.index.root, exc_info=True)  # the caller reports it
+            if faults.transient(error) and not (self.moved_aside or self.files_removed or self.files_committed):
+                raise IndexUnavailable(f"unavailable: {short_reason(error)}; nothing was changed: try again once "
+                                       "that is fixed (disk space, open-file limit, permissions)") from error
             kept = "Files indexed so far are kept"
             if self._put_back():
                 kept = "The rebuild is undone: the old index is back as it was"
@@ -480,6 +484,7 @@ class Indexer:
     def _remove(self, paths: list[str]) -> None:
         for path in paths:
             self.index.store().delete(self.index.catalog().remove_file(path))
+            self.files_removed += 1
 
     def _chunk(self, plan: Plan) -> list[Pending]:
         pending = []

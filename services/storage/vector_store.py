@@ -52,7 +52,13 @@ def make_client(path: Path | None, url: str | None):
             raise IndexStoreError(f"the Chroma server at {url} does not answer ({one_line(error)}). "
                                   "Start it (chroma run) or leave out --chroma-url.") from error
     path.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(path), settings=chroma_settings())
+    try:
+        return chromadb.PersistentClient(path=str(path), settings=chroma_settings())
+    except BaseException as error:
+        forget_client(path)  # Chroma caches its system before starting it: a failed start would stay cached
+        if type(error).__name__ == "PanicException":  # Chroma's Rust side panicked, e.g. no file handle left
+            raise RuntimeError(f"the vector store's engine did not start ({one_line(error)})") from None
+        raise
 
 
 def one_line(error: BaseException, limit: int = 160) -> str:
