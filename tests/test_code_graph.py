@@ -49,6 +49,13 @@ def other():
     return helpers.normalise("y")
 '''
 
+NOTES = '''\
+"""Notes: normalise lower-cases its text."""
+
+NAME = "normalise"  # the helper's name, as a string
+normaliser = None  # a longer word holding it: no mention
+'''
+
 SCRIPT = '''\
 function normaliseName(name) { return name.trim(); }
 
@@ -70,7 +77,7 @@ def repo(tmp_path_factory):
     """(service, workspace): a small generated repo indexed once; tests that edit it work on their own copy."""
     root = tmp_path_factory.mktemp("graph")
     workspace = write(root / "workspace", {"pkg/__init__.py": "", "pkg/helpers.py": HELPERS, "pkg/first.py": FIRST,
-                                           "pkg/second.py": SECOND, "web/names.js": SCRIPT})
+                                           "pkg/second.py": SECOND, "pkg/notes.py": NOTES, "web/names.js": SCRIPT})
     service = KnowledgeService(data_dir=root / "data")
     asyncio.run(service.index(workspace))
     yield service, workspace
@@ -85,13 +92,23 @@ async def test_a_function_called_from_two_files_lists_both_callers_with_their_en
     service, workspace = repo
     answer = await service.references("normalise", workspace)
     assert [(t.path, t.start_line) for t in answer.targets] == [("pkg/helpers.py", 4)]
-    assert [g.path for g in answer.files] == ["pkg/first.py", "pkg/helpers.py", "pkg/second.py"]
+    assert [g.path for g in answer.files] == ["pkg/first.py", "pkg/helpers.py", "pkg/notes.py", "pkg/second.py"]
     found = where(answer)
     assert ("pkg/first.py", 6, "call", "Loader.load") in found and ("pkg/first.py", 1, "import", "first") in found
     assert ("pkg/second.py", 6, "call", "clean_all") in found
     assert ("pkg/second.py", 10, "call", "other") in found  # helpers.normalise(...)
     assert ("pkg/helpers.py", 10, "call", "Base.run") in found
     assert not any(line == 4 for path, line, *_ in found if path == "pkg/helpers.py")  # not its own definition
+
+
+async def test_mentions_in_docstrings_comments_and_strings_follow_the_code_uses_as_grep_w_finds_them(repo):
+    """As an editor's "usages in comments and strings": the lines `grep -w normalise` finds that are not code
+    uses, listed as "text" after the code uses of their file; a longer word and the definition are not."""
+    service, workspace = repo
+    found = where(await service.references("normalise", workspace))
+    assert [(line, how) for path, line, how, _ in found if path == "pkg/notes.py"] == [(1, "text"), (3, "text")]
+    assert all(how != "text" for path, _line, how, _ in found if path != "pkg/notes.py")
+    assert ("pkg/notes.py", 3, "text", "notes") in found  # with the chunk that holds it (the module)
 
 
 async def test_what_a_method_uses_are_the_definitions_it_calls_grouped_by_their_file(repo):

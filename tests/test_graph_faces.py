@@ -30,10 +30,12 @@ def test_cli_refs_and_uses_json_is_the_rest_json_and_the_text_lists_each_use(ser
                           capture_output=True, text=True, timeout=300)
     assert text.returncode == 0, text.stderr
     assert text.stdout.splitlines() == ["function tokenize_query (notes/search.py:16)", "notes/__init__.py",
-                                        "       4  import    in __init__", "notes/search.py",
+                                        "       4  import    in __init__",
+                                        "       7  text      in __init__",  # a mention: the name in `__all__`
+                                        "notes/search.py",
                                         "      38  call      in SearchEngine.search",
                                         "      47  call      in SearchEngine.score",
-                                        "      48  call      in SearchEngine.score", "(4 uses in 2 files)"]
+                                        "      48  call      in SearchEngine.score", "(5 uses in 2 files)"]
     missing = subprocess.run(cli("refs", workspace, "Frobnicate", "--data-dir", data_dir), cwd=ROOT, env=env(),
                              capture_output=True, text=True, timeout=300)
     assert missing.returncode == 1 and missing.stdout.strip() == "No symbol named 'Frobnicate' in the index."
@@ -49,7 +51,7 @@ async def test_mcp_find_references_and_find_uses_return_the_documented_subset(se
     async with Client(served_workspace["url"] + "/mcp", read_timeout_seconds=300) as mcp:
         found = (await mcp.call_tool("find_references", {"name": "tokenize_query", "workspace": key})).structured_content
         used = (await mcp.call_tool("find_uses", {"name": "SearchEngine.score", "workspace": key})).structured_content
-    assert found == subset(refs, MCP_FIELDS["find_references"][1]) and found["total"] == 4
+    assert found == subset(refs, MCP_FIELDS["find_references"][1]) and found["total"] == 5
     assert used == subset(uses, MCP_FIELDS["find_uses"][1])
     assert "tokenize_query" in {link["qualified_name"] for group in used["files"] for link in group["links"]}
     jsonschema.validate(found, snapshot("mcp_find_references"))

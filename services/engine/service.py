@@ -8,6 +8,7 @@ caller's event loop, so a Qt slot connected through qasync runs on the GUI threa
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import threading
@@ -405,7 +406,8 @@ class KnowledgeService:
     # --- the code graph (services/retrieval/graph.py) ---
     async def references(self, name_or_chunk: str, workspace: str | Path) -> GraphAnswer:
         index = self._readable_index(workspace)
-        return await self._run(self._goto_pool, self._graph, graph.references, index, name_or_chunk)
+        find = functools.partial(graph.references, root=index.root)
+        return await self._run(self._goto_pool, self._graph, find, index, name_or_chunk)
 
     async def uses(self, chunk: str, workspace: str | Path) -> GraphAnswer:
         index = self._readable_index(workspace)

@@ -14,12 +14,14 @@ import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 
 from services.core.models import Chunk, GotoHit, GraphAnswer, GraphFile, GraphLink
 from services.storage.code_graph import KINDS, Use, decode
 from services.retrieval.goto import check_query
 
 MAX_LINKS = 2000  # rows an answer lists; `total` still counts them all
+MAX_MENTION_FILES = 400  # files read from disk for a name's mentions in text (a common word is in thousands)
 MAX_CANDIDATES = 3  # a name none of whose definitions a file imports or holds links to this many at most
 _CHUNK_ID = re.compile(r"^.+:\d+-\d+:[0-9a-f]{4,}(~\d+)?$")
 
@@ -46,8 +48,10 @@ class Target:
                        self.language, 1.0, self.qualified_name or self.symbol)
 
 
-def references(catalog, query: str) -> GraphAnswer:
-    """Every use of the target's name that may mean it, grouped by file, each with its enclosing chunk."""
+def references(catalog, query: str, root: Path | None = None) -> GraphAnswer:
+    """Every use of the target's name that may mean it, grouped by file, each with its enclosing chunk;
+    then, with the workspace `root`, the name's other mentions as a word (comments, docstrings, strings:
+    `how` "text"), as an editor lists usages in comments and strings after the code's."""
     started = time.perf_counter()
     query = check_query(query, 1)
     targets, symbol = resolve(catalog, query)
@@ -64,7 +68,11 @@ def references(catalog, query: str) -> GraphAnswer:
         bound = _binding(path, uses, rivals)
         if not targets or len(wanted) >= len(rivals) or not bound or wanted & {t.key for t in bound}:
             kept += [(path, use) for use in uses]
-    links = _enclosed(catalog, symbol, kept)
+    places = [(path, use.line, KINDS.get(use.kind, "name")) for path, use in kept]
+    if root is not None:
+        places += _mentions(catalog, root, symbol, {(path, use.line) for _n, path, text in rows
+                                                    for use in decode(text)})
+    links = _enclosed(catalog, symbol, places)
     message = "" if links else f"No uses of {query!r} found in the index."
     if not targets and links:
         message = f"{symbol!r} is not defined in the indexed files; these are its uses by name."
@@ -162,16 +170,43 @@ def _binding(path: str, uses: list[Use], candidates: list[Target]) -> list[Targe
     return [c for c in candidates if c.path == path]
 
 
-def _enclosed(catalog, symbol: str, kept: list[tuple[str, Use]]) -> list[GraphLink]:
-    """Links for uses, each with the innermost chunk holding its line."""
+def _mentions(catalog, root: Path, symbol: str, coded: set[tuple[str, int]]) -> list[tuple[str, int, str]]:
+    """(path, line, "text") of the lines of indexed files, read as they are on disk, that hold the name
+    as a word (as `grep -w` finds it) and are neither a use the graph holds (`coded`, any meaning of the
+    name) nor a definition of it. Files are those whose keywords hold the name, MAX_MENTION_FILES at most."""
+    word = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(symbol)}(?![A-Za-z0-9_])")
+    defines = re.compile(rf"\b(?:def|class|function|func|fn|interface|struct|enum|trait|type)\s+{re.escape(symbol)}\b")
+    found = []
+    for path in catalog.paths_holding(symbol.lower())[:MAX_MENTION_FILES]:
+        text = _read_text(root, path)
+        for number, line in enumerate(text.splitlines(), 1):
+            if (path, number) not in coded and word.search(line) and not defines.search(line):
+                found.append((path, number, "text"))
+    return found
+
+
+def _read_text(root: Path, path: str) -> str:
+    """A workspace file's text as it is now ("" when it is gone, unreadable, or not inside the root)."""
+    try:
+        file = (root / path).resolve()
+        if not file.is_relative_to(root.resolve()):
+            return ""
+        return file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _enclosed(catalog, symbol: str, places: list[tuple[str, int, str]]) -> list[GraphLink]:
+    """Links for (path, line, how), each with the innermost chunk holding its line; a file's code uses
+    first, its mentions in text after them."""
     spans = defaultdict(list)
-    for row in catalog.chunk_spans([path for path, _ in kept]):
+    for row in catalog.chunk_spans([path for path, _line, _how in places]):
         spans[row[0]].append(row)
     links = []
-    for path, use in sorted(kept, key=lambda k: (k[0], k[1].line)):
-        holders = [r for r in spans[path] if r[2] <= use.line <= r[3]]
+    for path, line, how in sorted(places, key=lambda p: (p[0], p[2] == "text", p[1])):
+        holders = [r for r in spans[path] if r[2] <= line <= r[3]]
         inner = min(holders, key=lambda r: r[3] - r[2]) if holders else None
-        links.append(GraphLink(path, use.line, symbol, KINDS.get(use.kind, "name"),
+        links.append(GraphLink(path, line, symbol, how,
                                inner[5] if inner else "", inner[6] if inner else "", inner[7] if inner else ""))
     return links
 

@@ -390,6 +390,13 @@ class Catalog:
         with self._lock:
             return file_words.term_scores(self._db, term)
 
+    def paths_holding(self, term: str) -> list[str]:
+        """The paths of the files whose text holds the token (file_words), sorted."""
+        with self._lock:
+            numbers = [number for number, _score in file_words.term_scores(self._db, term)]
+            return sorted(path for part in batches(numbers) for (path,) in self._db.execute(
+                f"SELECT path FROM files WHERE rowid IN ({marks(len(part))})", part))
+
     def file_names(self) -> list[tuple[int, str]]:
         """(file number, a function or class it defines), every file's."""
         with self._lock:

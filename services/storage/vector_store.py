@@ -51,6 +51,8 @@ def make_client(path: Path | None, url: str | None):
         except Exception as error:  # chromadb checks the server at once: ValueError "Could not connect"
             raise IndexStoreError(f"the Chroma server at {url} does not answer ({one_line(error)}). "
                                   "Start it (chroma run) or leave out --chroma-url.") from error
+    if path is None:
+        raise KnowledgeError("an embedded vector store needs a folder")
     path.mkdir(parents=True, exist_ok=True)
     try:
         return chromadb.PersistentClient(path=str(path), settings=chroma_settings())

@@ -306,7 +306,7 @@ async def test_find_references_and_uses(subject):
     refs = await engine.references("tokenize_query", workspace)
     assert [(t.path, t.start_line) for t in refs.targets] == [("notes/search.py", 16)]
     assert [(g.path, [(link.line, link.how, link.qualified_name) for link in g.links]) for g in refs.files] == [
-        ("notes/__init__.py", [(4, "import", "__init__")]),
+        ("notes/__init__.py", [(4, "import", "__init__"), (7, "text", "__init__")]),  # 7: the name in `__all__`
         ("notes/search.py", [(38, "call", "SearchEngine.search"), (47, "call", "SearchEngine.score"),
                              (48, "call", "SearchEngine.score")])]
     uses = await engine.uses("SearchEngine.score", workspace)

@@ -63,8 +63,9 @@ def test_used_by_and_uses_of_the_selected_result_open_the_code_at_the_line(qtbot
     qtbot.keyClick(window, Qt.Key.Key_F7, Qt.KeyboardModifier.AltModifier)
     used_by = window.graph.lists[USED_BY]
     assert window.graph.tabs.currentWidget() is used_by and used_by.hasFocus()
-    assert window.graph.tabs.tabText(0) == "Used by (4)"
-    assert rows(used_by) == [("notes/__init__.py · 1", ["    4  import in __init__"]),
+    assert window.graph.tabs.tabText(0) == "Used by (5)"
+    assert rows(used_by) == [("notes/__init__.py · 2", ["    4  import in __init__",
+                                                        "    7  mentioned in __init__"]),  # in `__all__`
                              ("notes/search.py · 3", ["   38  call in SearchEngine.search",
                                                       "   47  call in SearchEngine.score",
                                                       "   48  call in SearchEngine.score"])]

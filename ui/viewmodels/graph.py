@@ -86,7 +86,8 @@ def row_text(direction: str, link: GraphLink) -> str:
     if direction == USES:
         lines = ", ".join(map(str, link.lines[:5])) + ("…" if len(link.lines) > 5 else "")
         return f"{link.line:>5}  {link.kind} {link.qualified_name} · used on line {lines}"
-    return f"{link.line:>5}  {link.how} in {link.qualified_name or '(file)'}"
+    how = "mentioned" if link.how == "text" else link.how  # in a comment, docstring or string
+    return f"{link.line:>5}  {how} in {link.qualified_name or '(file)'}"
 
 
 def link_item(workspace: str, link: GraphLink, language: str) -> ResultChunk:
