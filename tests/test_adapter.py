@@ -7,7 +7,7 @@ import pytest
 
 from services.retrieval import query_adapter as adapter
 from services.evaluation.metrics import evaluate, load_queries, qrels_from_queries
-from services.evaluation.labels import default_labels_file, record_label
+from services.storage.labels import default_labels_file, record_label
 from services.core.models import QueryOptions
 
 

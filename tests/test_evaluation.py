@@ -13,7 +13,7 @@ from services.evaluation.metrics import (
     compute_metrics, format_table, load_corpus, load_qrels, load_queries, materialise_corpus, percentile,
     qrels_from_queries, ranked_doc_ids,
 )
-from services.evaluation.labels import default_labels_file, labels_for, query_id, record_label
+from services.storage.labels import default_labels_file, labels_for, query_id, record_label
 from services.core.models import Chunk, QueryResult, ResultChunk
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from cachetools import TTLCache
 
-from services.evaluation import labels
+from services.storage import labels
 from services.storage.history_store import CommitIndex
 from services.retrieval import context, goto, graph, search_steps
 from services.retrieval.file_answer import POOL, PROSE, FileRanker

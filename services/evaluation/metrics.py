@@ -25,6 +25,7 @@ from pathlib import Path
 from services.core.errors import KnowledgeError
 from services.core.models import Chunk, QueryOptions, QueryResult
 from services.core.settings import DEFAULT_STRATEGY
+from services.core.labelled import LabelledQuery, RelevantItem, load_queries, parse_query, read_jsonl  # noqa: F401 (re-exported for eval)
 
 # Our short names -> ranx metric names.
 METRICS: dict[str, str] = {
@@ -45,78 +46,11 @@ Qrels = dict[str, dict[str, int]]  # query id -> doc id -> grade (> 0 relevant)
 # --------------------------------------------------------------------------- formats
 
 @dataclass(frozen=True)
-class RelevantItem:
-    path: str
-    symbol: str = ""
-    grade: int = 1  # 0 = judged not relevant
-
-    @property
-    def doc_id(self) -> str:
-        return f"{self.path}::{self.symbol}" if self.symbol else self.path
-
-
-@dataclass(frozen=True)
-class LabelledQuery:
-    id: str
-    text: str
-    relevant: tuple[RelevantItem, ...] = ()
-    before: int | None = None  # unix time the question was asked: history ignores commits at or after it
-
-    def to_json(self) -> dict:
-        items = []
-        for item in self.relevant:
-            entry: dict = {"path": item.path}
-            if item.symbol:
-                entry["symbol"] = item.symbol
-            entry["grade"] = item.grade
-            items.append(entry)
-        data = {"id": self.id, "text": self.text, "relevant": items}
-        return data if self.before is None else {**data, "before": self.before}
-
-
-@dataclass(frozen=True)
 class CorpusItem:
     id: str
     code: str
     language: str = "python"
     func_name: str = ""
-
-
-def _read_jsonl(path: Path) -> Iterable[tuple[int, dict]]:
-    with Path(path).open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
-            if not isinstance(record, dict):
-                raise ValueError(f"{path}:{number}: expected a JSON object")
-            yield number, record
-
-
-def parse_query(record: dict, where: str = "") -> LabelledQuery:
-    if "id" not in record or "text" not in record:
-        raise ValueError(f"{where}: a query needs 'id' and 'text'")
-    relevant = []
-    for entry in record.get("relevant") or []:
-        if isinstance(entry, str):
-            entry = {"path": entry}
-        if not entry.get("path"):
-            raise ValueError(f"{where}: every 'relevant' entry needs a 'path'")
-        relevant.append(RelevantItem(str(entry["path"]), str(entry.get("symbol") or ""),
-                                     int(entry.get("grade", 1))))
-    before = record.get("before")
-    if before is not None and (isinstance(before, bool) or not isinstance(before, (int, float))):
-        raise ValueError(f"{where}: 'before' must be a unix time in seconds")
-    return LabelledQuery(str(record["id"]), str(record["text"]), tuple(relevant),
-                         None if before is None else int(before))
-
-
-def load_queries(path: str | Path) -> list[LabelledQuery]:
-    """Read a JSONL query set; `relevant` is optional (CoSQA's queries file has none)."""
-    return [parse_query(record, f"{path}:{number}") for number, record in _read_jsonl(Path(path))]
 
 
 def load_qrels(path: str | Path) -> Qrels:
@@ -153,7 +87,7 @@ def qrels_from_queries(queries: Iterable[LabelledQuery]) -> Qrels:
 
 def load_corpus(path: str | Path) -> list[CorpusItem]:
     items = []
-    for number, record in _read_jsonl(Path(path)):
+    for number, record in read_jsonl(Path(path)):
         if "id" not in record or "code" not in record:
             raise ValueError(f"{path}:{number}: a corpus item needs 'id' and 'code'")
         items.append(CorpusItem(str(record["id"]), str(record["code"]),
@@ -624,7 +558,7 @@ def format_table(report: EvalReport) -> str:
 # --------------------------------------------------------------------------- a workspace's chosen default
 
 def default_strategy_file(labels_file: str | Path) -> Path:
-    """Beside the workspace's labels file (services.evaluation.labels.default_labels_file): `<labels>.strategy.json`."""
+    """Beside the workspace's labels file (services.storage.labels.default_labels_file): `<labels>.strategy.json`."""
     labels_file = Path(labels_file)
     return labels_file.with_name(labels_file.stem + ".strategy.json")
 

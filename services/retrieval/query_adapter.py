@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from services.evaluation.metrics import LabelledQuery, load_queries
+from services.core.labelled import LabelledQuery, load_queries
 from services.retrieval.strategies.base import StrategyContext
 
 ADAPTER_FILE = "adapter.npz"

@@ -19,7 +19,7 @@ from cachetools import LRUCache
 
 from services.core.models import Candidate, Chunk, QueryOptions, QueryResult
 from services.core.settings import Settings
-from services.evaluation.labels import default_labels_file
+from services.storage.labels import default_labels_file
 from services.retrieval import names
 from services.retrieval import search_steps as steps
 from services.retrieval.query_adapter import ADAPTER_FILE

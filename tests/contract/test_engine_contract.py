@@ -19,7 +19,7 @@ from services.core.errors import (
 from services.core.models import QueryOptions
 from services.engine.protocol import Engine
 from services.engine.service import KnowledgeService
-from services.evaluation import labels
+from services.storage import labels
 from services.core.models import PAUSED, RESUMED, WATCHING
 from services.storage.ownership import read_owner
 from services.transport.engine_process import EngineProcess

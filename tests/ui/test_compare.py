@@ -10,7 +10,7 @@ import json
 import pytest
 from PySide6.QtCore import Qt
 
-from services.evaluation.labels import default_labels_file
+from services.storage.labels import default_labels_file
 from services.evaluation.metrics import EvalReport, StrategyReport, load_queries
 from services.engine.service import KnowledgeService
 from ui.compare import CompareView, ResultRole
@@ -261,7 +261,7 @@ def test_an_evaluation_shows_that_it_is_computing_metrics_after_the_last_query(v
 
 def test_an_evaluation_is_kept_with_its_date_and_index_and_shown_when_the_workspace_opens_again(
         loop, qtbot, service, tmp_path):
-    from services.evaluation.labels import default_labels_file, record_label
+    from services.storage.labels import default_labels_file, record_label
 
     workspace = tmp_path / "kept"  # its own workspace: its kept report is seen by no other test
     for name, text in FILES.items():

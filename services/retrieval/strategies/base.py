@@ -38,7 +38,7 @@ class StrategyContext(Protocol):
     encoder. The search flow builds one per question (services.retrieval.search.IndexContext)."""
 
     key: str  # names the index, for caches kept across questions
-    labels_file: Path  # the workspace's relevance labels (services.evaluation.labels)
+    labels_file: Path  # the workspace's relevance labels (services.storage.labels)
     adapter_file: Path  # where `tuned` keeps the adapter it learns from them
     before: int | None  # the question's history cut-off: commits at or after it must not be used
 

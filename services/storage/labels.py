@@ -1,7 +1,7 @@
-"""Users' own relevance labels, kept in the labelled query set format (JSONL) that `eval` reads.
-
-One line per query: {"id", "text", "relevant": [{"path", "symbol"?, "grade"}]}; grade 1 = relevant,
-grade 0 = judged not relevant. Ids are stable: derived from the normalised query text.
+"""Users' relevance labels, one file per workspace in the labelled query set format that `eval` reads
+(services/core/labelled.py). Storage, below the engine: the engine records labels, `tuned` learns from
+them, evaluation (above the engine) scores strategies against them. Ids are stable: derived from the
+normalised query text.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from services.evaluation.metrics import LabelledQuery, RelevantItem, parse_query
+from services.core.labelled import LabelledQuery, parse_query
 
 
 def normalise_query(text: str) -> str:
@@ -86,7 +86,7 @@ def record_label(queries_file: str | Path, query: str, path: str, symbol: str, r
     record = records[index]
     entries = [e for e in record.get("relevant") or []
                if not (e.get("path") == path and (e.get("symbol") or "") == (symbol or ""))]
-    entry = {"path": path}
+    entry: dict[str, object] = {"path": path}
     if symbol:
         entry["symbol"] = symbol
     entry["grade"] = 1 if relevant else 0
@@ -104,6 +104,3 @@ def labels_for(queries_file: str | Path, query: str) -> dict[tuple[str, str], in
         return {}
     stored = parse_query(records[index], str(queries_file))
     return {(item.path, item.symbol): item.grade for item in stored.relevant}
-
-
-__all__ = ["record_label", "labels_for", "default_labels_file", "query_id", "LabelledQuery", "RelevantItem"]
