@@ -1,6 +1,6 @@
 """Pictures of the window as a developer uses it every few minutes, on a real repository (issue 32):
 1024×700 with a run's status in the status bar, middle-elided qualified names, the code pane grown to the
-whole file, the health panel under a banner.
+whole file, the health panel under a banner, a result's "Used by" list.
 
     xvfb-run -a python docs/daily_screenshots.py --data-dir DIR --workspace /path/to/pytest [--out docs]
 
@@ -40,6 +40,8 @@ async def scenes(app, window, workspace: str, out: Path, only: set[str]) -> None
     window.run_query(QUESTION)
     await wait_for(lambda: window.last_result is not before)
     await settle(app, 0.5)
+    await used_by(app, window, "FixtureManager")
+    shot("daily-used-by.png")
     window.code.whole_file.setChecked(True)  # the code pane grown to the whole file, the chunk marked
     await settle(app, 0.5)
     shot("daily-whole-file.png")
@@ -77,6 +79,24 @@ async def scenes(app, window, workspace: str, out: Path, only: set[str]) -> None
     await wait_for(lambda: window.files_view.answer is not None and window.files_view.answer is not before)
     await settle(app, 0.5)
     shot("daily-files-question.png")
+
+
+async def used_by(app, window, qualified_name: str) -> None:
+    """Select the result `qualified_name` and bring its "Used by" list forward (Alt+F7): code uses first,
+    then the name's mentions in docstrings, comments and strings."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    from ui.viewmodels.graph import USED_BY
+
+    table = window.results.reranked_table
+    rows = [r for r in range(table.model().rowCount()) if table.model().item(r).chunk.qualified_name == qualified_name]
+    table.selectRow(rows[0])
+    model = window.graph.model
+    await wait_for(lambda: model.subject is not None and model.answers[USED_BY] is not None
+                   and not window.graph.runner.is_running("graph"))
+    QTest.keyClick(window, Qt.Key.Key_F7, Qt.KeyboardModifier.AltModifier)
+    await settle(app, 0.5)
 
 
 def main() -> int:

@@ -22,6 +22,8 @@ from PySide6.QtWidgets import (
 from services.core.models import ResultChunk
 from ui.editor import AUTO, EditorError, open_at_line
 from ui.theme import mono_font
+from ui.viewmodels.ranking import fit_location
+from ui.why_view import ElidedLabel
 
 PYGMENTS_STYLE = "default"
 CHUNK_BACKGROUND = QColor("#fff6d5")
@@ -274,13 +276,13 @@ class CodeView(QWidget):
         super().__init__(parent)
         self.workspace = ""
         self.item: ResultChunk | None = None
-        self.title = QLabel("No chunk selected")
+        # a long name or path never widens the window: it ends in "…" (a path loses its folders first), whole
+        # in the tooltip
+        self.title = ElidedLabel("No chunk selected", fixed=False)
         self.title.setObjectName("codeTitle")
-        self.subtitle = QLabel("Select a result to see its code")
+        self.subtitle = ElidedLabel("Select a result to see its code", shorten=fit_location, fixed=False)
         self.subtitle.setObjectName("codeSubtitle")
         self.subtitle.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        for label in (self.title, self.subtitle):  # a long name or path never widens the window: it is cut
-            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.editor_preset = AUTO
         self.jetbrains_launcher = "idea"
         self.custom_command = ""  # for the custom preset: a template with {path} and {line}
@@ -327,10 +329,8 @@ class CodeView(QWidget):
         chunk = item.chunk
         name = chunk.qualified_name or chunk.symbol or chunk.path.rsplit("/", 1)[-1]
         self.title.setText(f"{name}  ·  {chunk.kind}")
-        self.title.setToolTip(self.title.text())  # whole, where the pane is too narrow for it
         language = f"   ({chunk.language})" if chunk.language else ""
         self.subtitle.setText(f"{chunk.path}:{chunk.start_line}-{chunk.end_line}{language}")
-        self.subtitle.setToolTip(self.subtitle.text())
         self.open_button.setEnabled(bool(self.workspace))
         if item.context:
             text, first = item.context, item.context_start_line or chunk.start_line

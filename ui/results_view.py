@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (
 
 from services.core.models import QueryResult, ResultChunk, StrategyInfo
 from ui.ranking_model import NEW_COLOR, ORIGINAL, RERANKED, SCORE_COLUMNS, RankingModel, ScoreBarRole
-from ui.viewmodels.ranking import elide_name, location_text
+from ui.viewmodels.ranking import elide_name, fit_location, location_text
 from ui.viewmodels.results import same_chunk_row, searched_text
 from ui.why_view import ElidedLabel, WhyView
 
@@ -28,20 +28,6 @@ class ElideDelegate(QStyledItemDelegate):
     def initStyleOption(self, option, index) -> None:  # noqa: N802 (Qt API)
         super().initStyleOption(option, index)
         option.textElideMode = self.mode
-
-
-def fit_location(text: str, fits) -> str:
-    """The longest of: the whole path, "…/" + file name and lines, file name and lines, file name and
-    first line, file name, that `fits` (a width test); else the file name cut at its end. The file name
-    is never lost to folders, nor the line number to the range's end."""
-    path, _, rest = text.partition(":")
-    name = path.rsplit("/", 1)[-1]
-    suffix = f":{rest}" if rest else ""
-    first = f"{name}:{rest.split('-')[0].split(' ')[0]}" if rest else None
-    for candidate in (text, f"…/{name}{suffix}" if "/" in path else None, f"{name}{suffix}", first, name):
-        if candidate and fits(candidate):
-            return candidate
-    return name
 
 
 class FittingDelegate(QStyledItemDelegate):

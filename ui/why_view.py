@@ -3,6 +3,8 @@ in the vector ranking against its reranked rank."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import (
@@ -32,12 +34,19 @@ class ElidedLabel(QLabel):
     """A label of a fixed number of lines, whatever its text: what does not fit ends in "…" and the
     whole text is its tooltip (so a long legend or heading never pushes rows out of view)."""
 
-    def __init__(self, text: str = "", lines: int = 1, parent: QWidget | None = None) -> None:
+    def __init__(self, text: str = "", lines: int = 1, parent: QWidget | None = None,
+                 shorten: Callable[[str, Callable[[str], bool]], str] | None = None, fixed: bool = True) -> None:
+        """`shorten(text, fits)`: a shorter form of a text too long, tried before the cut at its end (a path
+        first loses its folders: fit_location); `fixed`: the height of `lines` lines, else the label's own (a
+        styled font sets it)."""
         super().__init__(parent)
         self.lines = lines
+        self.shorten = shorten
         self.full = ""
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-        self.setFixedHeight(self.fontMetrics().lineSpacing() * lines + 8)  # room for a stylesheet's padding
+        self.setSizePolicy(QSizePolicy.Policy.Ignored,
+                           QSizePolicy.Policy.Fixed if fixed else QSizePolicy.Policy.Preferred)
+        if fixed:
+            self.setFixedHeight(self.fontMetrics().lineSpacing() * lines + 8)  # room for a stylesheet's padding
         self.setText(text)
 
     def text(self) -> str:  # the whole text, not the elided one on screen
@@ -57,8 +66,15 @@ class ElidedLabel(QLabel):
 
     def _fit(self) -> None:
         metrics, width = self.fontMetrics(), max(40, self.contentsRect().width() - 4)
-        super().setText(wrap_elided(" ".join(self.full.split()), lambda t: metrics.horizontalAdvance(t) <= width,
-                                    lambda t: metrics.elidedText(t, Qt.TextElideMode.ElideRight, width), self.lines))
+        text = " ".join(self.full.split())
+
+        def fits(line: str) -> bool:
+            return metrics.horizontalAdvance(line) <= width
+
+        if self.shorten is not None and not fits(text):
+            text = self.shorten(text, fits)
+        super().setText(wrap_elided(text, fits, lambda t: metrics.elidedText(t, Qt.TextElideMode.ElideRight, width),
+                                    self.lines))
 
 
 class BarDelegate(QStyledItemDelegate):

@@ -15,7 +15,7 @@ from services.core.messages import MAX_QUESTION_CHARS
 from services.core.models import Chunk, ResultChunk
 from services.engine.service import KnowledgeService
 from ui.main_window import MainWindow
-from ui.results_view import fit_location
+from ui.viewmodels.ranking import fit_location
 from ui.viewmodels.ranking import symbol_text
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"

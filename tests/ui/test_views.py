@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
@@ -89,6 +91,27 @@ def test_code_view_highlights_the_chunk_lines_with_line_numbers(qtbot):
     formats = block.layout().formats()
     assert any(f.start == 4 and f.format.foreground().color() != QColor("#000000") for f in formats)
     assert view.open_button.isEnabled()
+
+
+def test_a_narrow_code_pane_cuts_its_title_with_an_ellipsis_and_keeps_the_file_name(qtbot):
+    """Beside an open "Used by" list at 1024 wide the pane is narrow: the title ends in "…" where it is cut,
+    the path loses its folders before its file name and line, both whole in their tooltips."""
+    view = CodeView()
+    qtbot.addWidget(view)
+    view.set_workspace("/tmp/ws")
+    item = sample_result().original[0]
+    long = replace(item.chunk, qualified_name="NoteStoreKeptOnDisk.save_every_note_atomically",
+                   path="notes/storage/backends/filesystem/store.py")
+    view.show_chunk(replace(item, chunk=long))
+    view.resize(420, 400)  # the buttons keep their room, the title has what is left
+    view.show()
+    qtbot.waitUntil(lambda: 0 < view.title.width() < 300)
+    for label in (view.title, view.subtitle):
+        assert len(label.shown_text()) < len(" ".join(label.text().split())) and label.toolTip() == label.text()
+        assert label.fontMetrics().horizontalAdvance(label.shown_text()) <= label.contentsRect().width()
+    assert view.title.shown_text().endswith("…")
+    assert view.subtitle.shown_text().startswith(("…/store.py:7", "store.py:7"))
+    assert view.subtitle.text().startswith("notes/storage/backends/filesystem/store.py:7-10")
 
 
 def test_unavailable_strategies_are_disabled_with_reason_tooltip(qtbot):

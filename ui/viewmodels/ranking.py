@@ -49,6 +49,20 @@ def symbol_text(item: ResultChunk) -> str:
     return f"§ {heading} · {file}" if heading else f"{file} lines {chunk.start_line}–{chunk.end_line}"
 
 
+def fit_location(text: str, fits) -> str:
+    """The longest of: the whole path, "…/" + file name and lines, file name and lines, file name and
+    first line, file name, that `fits` (a width test); else the file name cut at its end. The file name
+    is never lost to folders, nor the line number to the range's end."""
+    path, _, rest = text.partition(":")
+    name = path.rsplit("/", 1)[-1]
+    suffix = f":{rest}" if rest else ""
+    first = f"{name}:{rest.split('-')[0].split(' ')[0]}" if rest else None
+    for candidate in (text, f"…/{name}{suffix}" if "/" in path else None, f"{name}{suffix}", first, name):
+        if candidate and fits(candidate):
+            return candidate
+    return name
+
+
 def elide_name(name: str, fits) -> str:
     """A qualified name that `fits` (a width test), cut in the middle so its first part (the class) stays
     and as much of its end (the member) as there is room for: "FixtureManager.…factories", never
