@@ -59,11 +59,26 @@ def data_dir(tmp_path) -> Path:
     return tmp_path / "data"
 
 
-@pytest.fixture
-def service(data_dir):
-    from services.engine.service import KnowledgeService
+def stand_in_wanted(request) -> bool:
+    """Whether the test is marked `stand_in_encoder`: the model is not its point (tests/helpers/stand_in_encoder.py)."""
+    return request.node.get_closest_marker("stand_in_encoder") is not None
 
-    svc = KnowledgeService(data_dir=data_dir)
+
+@pytest.fixture(autouse=True)
+def stand_in_environment(request, monkeypatch):
+    """For a test marked `stand_in_encoder`, the CLI (in this process and its children) embeds with the stand-in."""
+    if stand_in_wanted(request):
+        from tests.helpers.stand_in_encoder import stand_in_model
+
+        monkeypatch.setenv("KE_EMBEDDING_MODEL", str(stand_in_model()))
+
+
+@pytest.fixture
+def service(request, data_dir):
+    from services.engine.service import KnowledgeService
+    from tests.helpers.stand_in_encoder import stand_in_settings
+
+    svc = KnowledgeService(stand_in_settings() if stand_in_wanted(request) else None, data_dir=data_dir)
     yield svc
     svc.close()
 

@@ -10,6 +10,8 @@ import pytest
 
 from services.transport.engine_process import EngineProcess, EngineStopped
 
+pytestmark = pytest.mark.stand_in_encoder  # watching and indexing are tested, not the model
+
 
 @pytest.fixture
 def engine(data_dir):

@@ -21,6 +21,7 @@ from app.cli import main as cli_main
 from services.encoders.embedder import Embedder
 from services.core.errors import IndexStoreError
 from services.engine.service import KnowledgeService
+from tests.helpers.stand_in_encoder import stand_in_env, stand_in_model, stand_in_settings
 from services.core.settings import Settings
 from services.storage.vector_store import VectorStore
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
@@ -31,6 +32,13 @@ GOOD = {"good.py": "def add(a, b):\n    return a + b\n", "notes.md": "# Notes\n\
         "query.graphql": "type Query {\n  notes: [String]\n}\n"}
 BAD = {"bad_read.py": "could not be read", "bad_chunk.py": "could not be chunked",
        "bad_embed.py": "could not be embedded", "bad_store.py": "could not be stored"}
+
+
+@pytest.fixture(autouse=True)
+def stand_in(monkeypatch):
+    """The CLI, in this process and in its children, embeds with the stand-in (faults, not the model, are
+    tested here)."""
+    monkeypatch.setenv("KE_EMBEDDING_MODEL", str(stand_in_model()))
 
 
 @pytest.fixture
@@ -137,7 +145,7 @@ async def test_one_line_minified_file_indexes_without_duplicate_ids(data_dir, tm
     line = "class Stemmer{stem(w){return w.toLowerCase()}}class Other{stem(w){return w}};" * 40
     (root / "stemmer.js").write_text(line)
     (root / "app.py").write_text("def run():\n    return 1\n")
-    service = KnowledgeService(Settings(skip_machine_made=False), data_dir=data_dir)
+    service = KnowledgeService(stand_in_settings(skip_machine_made=False), data_dir=data_dir)
     try:
         report = await service.index(root)
         assert report.skipped == () and report.files_indexed == 2
@@ -147,7 +155,7 @@ async def test_one_line_minified_file_indexes_without_duplicate_ids(data_dir, tm
         assert len(chunks) >= 4 and len({c.id for c in chunks}) == len(chunks)
     finally:
         service.close()
-    default = KnowledgeService(data_dir=tmp_path / "other")
+    default = KnowledgeService(stand_in_settings(), data_dir=tmp_path / "other")
     try:
         report = await default.index(root)
         assert [(s.path, s.reason) for s in report.skipped] == [("stemmer.js", "minified/generated")]
@@ -180,7 +188,7 @@ async def test_chroma_server_dying_mid_run_stops_with_one_message(workspace, tmp
     server = subprocess.Popen([str(Path(sys.executable).parent / "chroma"), "run", "--path", str(tmp_path / "server"),
                                "--host", "127.0.0.1", "--port", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    service = KnowledgeService(data_dir=tmp_path / "data", chroma_url=f"http://127.0.0.1:{port}")
+    service = KnowledgeService(stand_in_settings(), data_dir=tmp_path / "data", chroma_url=f"http://127.0.0.1:{port}")
     try:
         wait_for(f"http://127.0.0.1:{port}/api/v2/heartbeat")
 
@@ -221,7 +229,7 @@ def many_files(root: Path, files: int = 300) -> Path:
 def cli_process(*argv, preexec_fn=None, **kwargs) -> subprocess.Popen:
     """`knowledge-explorer ARGV` in a real child process that imports this checkout."""
     return subprocess.Popen([sys.executable, "-m", "app.cli", *argv], cwd=REPO, preexec_fn=preexec_fn,
-                            env=dict(os.environ, PYTHONPATH=str(REPO)), stdout=subprocess.PIPE,
+                            env=stand_in_env(PYTHONPATH=str(REPO)), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **kwargs)
 
 
@@ -289,7 +297,7 @@ def test_ctrl_c_stops_index_within_a_batch_and_leaves_a_consistent_index(tmp_pat
     assert lines[0] == "Stopping after the current batch..." and lines[1].startswith("Stopped: ")
     assert "it is consistent, run the command again to go on." in lines[1] and len(lines) == 2
 
-    service = KnowledgeService(data_dir=data)
+    service = KnowledgeService(stand_in_settings(), data_dir=data)
     try:
         health = asyncio.run(service.health(root))
         assert health.state == "interrupted" and 0 < health.files < 300  # stopped: the rest is to do, nothing is damaged
@@ -326,7 +334,7 @@ def small_disk(tmp_path):
 
 def test_a_full_disk_stops_the_run_at_the_first_failure_and_is_never_ready(small_disk, tmp_path):
     root = many_files(tmp_path / "ws")
-    service = KnowledgeService(data_dir=small_disk)
+    service = KnowledgeService(stand_in_settings(), data_dir=small_disk)
     try:
         with pytest.raises(IndexStoreError, match="indexing stopped: .*(disk is full|No space left)") as stopped:
             asyncio.run(service.index(root))
@@ -335,7 +343,7 @@ def test_a_full_disk_stops_the_run_at_the_first_failure_and_is_never_ready(small
         assert health.state != "ready" and "disk is full" in health.last_error + health.message
     finally:
         service.close()
-    service = KnowledgeService(data_dir=small_disk)  # the next process, the disk still full: it knows why
+    service = KnowledgeService(stand_in_settings(), data_dir=small_disk)  # the next process, the disk still full: it knows why
     try:
         health = asyncio.run(service.health(root))
         assert health.state != "ready" and "disk is full" in health.last_error
@@ -352,7 +360,7 @@ def test_a_full_disk_stops_the_run_at_the_first_failure_and_is_never_ready(small
 
 def test_a_non_utf8_question_is_one_line(small_workspace, data_dir):
     process = subprocess.run([sys.executable, "-m", "app.cli", "query", str(small_workspace), b"\xff\xfe add",
-                              "--data-dir", str(data_dir)], cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)),
+                              "--data-dir", str(data_dir)], cwd=REPO, env=stand_in_env(PYTHONPATH=str(REPO)),
                              capture_output=True)
     assert process.returncode == 2
     assert process.stderr.decode().strip().splitlines() == [

@@ -14,6 +14,8 @@ import pytest
 
 from tests.helpers.engine_server import ROOT, cli, env
 
+pytestmark = pytest.mark.stand_in_encoder  # watching and indexing are tested, not the model
+
 FILES = {"keep.py": "def add(a, b):\n    '''Add two numbers.'''\n    return a + b\n",
          "swap.py": "def zanzibar_quokka(items):\n    '''Count the quokkas of Zanzibar.'''\n    return len(items)\n"}
 

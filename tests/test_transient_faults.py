@@ -21,10 +21,15 @@ import pytest
 
 from services.engine.service import KnowledgeService
 from tests.conftest import copy_sample
+from tests.helpers.stand_in_encoder import stand_in_env, stand_in_settings
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
-ENV = dict(os.environ, PYTHONPATH=str(REPO))
+
+
+def env() -> dict[str, str]:
+    """The CLI's environment: this checkout's code, the stand-in encoder (faults, not the model, are tested)."""
+    return stand_in_env(PYTHONPATH=str(REPO))
 
 
 def cli(*argv, files: int | None = None) -> subprocess.CompletedProcess:
@@ -32,7 +37,7 @@ def cli(*argv, files: int | None = None) -> subprocess.CompletedProcess:
     def limit():
         resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
 
-    return subprocess.run([sys.executable, "-m", "app.cli", *argv], cwd=REPO, env=ENV, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "app.cli", *argv], cwd=REPO, env=env(), capture_output=True,
                           text=True, timeout=300, preexec_fn=limit if files else None)
 
 
@@ -77,7 +82,7 @@ def fill(disk: Path, leave: int = 32 * 1024) -> Path:
 
 def indexed(workspace: Path, data: Path) -> tuple[int, int]:
     """(files, chunks) of a complete index of `workspace`, built here."""
-    service = KnowledgeService(data_dir=data)
+    service = KnowledgeService(stand_in_settings(), data_dir=data)
     try:
         report = asyncio.run(service.index(workspace))
         health = asyncio.run(service.health(workspace))
@@ -207,7 +212,7 @@ def test_proven_damage_is_moved_aside_while_the_rebuild_runs(tmp_path):
               f"def stop(self, pending): os._exit(3)\n"  # the process dies in the middle of the rebuild
               f"indexer.Indexer._embed_and_commit = stop\n"
               f"from app.cli import main\nmain(['index', {str(workspace)!r}, '--data-dir', {str(data)!r}])\n")
-    subprocess.run([sys.executable, "-c", holder], cwd=REPO, env=ENV, capture_output=True, timeout=300)
+    subprocess.run([sys.executable, "-c", holder], cwd=REPO, env=env(), capture_output=True, timeout=300)
     aside = data / "aside" / folder.name
     assert snapshot(aside) == old  # kept aside, whole
     index = cli("index", str(workspace), "--data-dir", str(data))

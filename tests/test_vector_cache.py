@@ -31,9 +31,10 @@ from services.engine.service import KnowledgeService
 from services.storage.vector_cache import CACHE_FILE, VectorCache
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
 from tests.conftest import copy_sample
+from tests.helpers.stand_in_encoder import stand_in_env, stand_in_settings
 
 REPO = Path(__file__).resolve().parents[1]
-EXACT = Settings(embedding_backend="onnx")
+EXACT = stand_in_settings(embedding_backend="onnx")  # the cache, not the model, is tested here
 QUESTIONS = ["parse the config file", "sort items by key", "http request handler", "read a file line by line",
              "user account model", "compute the total"]
 CHANGED_FUNCTION = "def cache_reuse_marker(values):\n    \"\"\"Sum only the positive values.\"\"\"\n" \
@@ -177,7 +178,7 @@ def test_a_big_index_projects_the_cached_full_vectors_with_its_own_projection(ch
 def test_another_model_or_backend_never_gets_the_cached_vectors(checkouts, tmp_path):
     first, second = checkouts
     data = tmp_path / "data"
-    service = KnowledgeService(data_dir=data)  # onnx-int8
+    service = KnowledgeService(stand_in_settings(), data_dir=data)  # onnx-int8
     try:
         asyncio.run(service.index(first))
     finally:
@@ -198,7 +199,7 @@ def test_another_model_or_backend_never_gets_the_cached_vectors(checkouts, tmp_p
 
 def test_without_sharing_every_chunk_is_embedded(checkouts, tmp_path):
     first, second = checkouts
-    service = KnowledgeService(Settings(share_vectors=False), data_dir=tmp_path / "data")
+    service = KnowledgeService(stand_in_settings(share_vectors=False), data_dir=tmp_path / "data")
     try:
         asyncio.run(service.index(first))
         embedded = counting(service)
@@ -215,7 +216,7 @@ def test_a_garbled_cache_is_not_used_and_indexing_goes_on(checkouts, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     (data / CACHE_FILE).write_bytes(b"not a database at all " * 500)
-    service = KnowledgeService(data_dir=data)
+    service = KnowledgeService(stand_in_settings(), data_dir=data)
     try:
         embedded = counting(service)
         report = asyncio.run(service.index(first))
@@ -269,7 +270,7 @@ def test_a_run_killed_while_it_writes_leaves_the_cache_and_the_index_consistent(
         sys.exit(main(["index", {str(second)!r}, "--data-dir", {str(data)!r}, "--backend", "onnx"]))
     """)
     process = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, text=True,
-                               env=dict(os.environ, PYTHONPATH=str(REPO)))
+                               env=stand_in_env(PYTHONPATH=str(REPO)))
     try:
         assert process.stdout.readline().strip() == "held"
         process.send_signal(signal.SIGKILL)

@@ -15,6 +15,8 @@ from services.indexing.scanning import RULE_FILES, scan_paths, scan_workspace
 from tests.conftest import copy_sample
 from tests.helpers.waiting import wait_for
 
+pytestmark = pytest.mark.stand_in_encoder  # watching and indexing are tested, not the model
+
 
 def tricky_tree(root: Path) -> Path:
     """The sample workspace (root, nested and project ignore files) plus every kind of file a scan sorts."""
