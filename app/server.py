@@ -27,6 +27,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app import operations
 from app.limits import check_fields, describe
 from app.mcp_server import build_mcp
 from app.render import search_rerank_response, to_json
@@ -42,11 +43,7 @@ from services.core.errors import (
     BodyTooLarge, HttpError, IndexRunning, InternalError, InvalidRequest, KnowledgeError, MalformedJson, NotFound,
     QueryError, Unauthorized, WorkspaceError,
 )
-from services.core.models import (
-    FileAnswer, IndexHealth, MultiQueryResult, QueryOptions, QueryResult, StrategyInfo, WatchEvent,
-)
-from services.core.models import GotoAnswer  # go to symbol / file
-from services.core.models import GraphAnswer  # find references, uses
+from services.core.models import FileAnswer, MultiQueryResult, QueryOptions, QueryResult, WatchEvent
 
 log = logging.getLogger(__name__)
 
@@ -345,10 +342,6 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
     async def server_health():
         return {"status": "ok", "model": service.settings.embedding_model, "workspaces": len(registry.all())}
 
-    @app.get("/v1/strategies", response_model=list[StrategyInfo])
-    async def strategies():
-        return respond(await service.strategies(), list[StrategyInfo])
-
     @app.post("/v1/workspaces", response_model=Workspace, status_code=201, summary="Register a folder")
     async def register(request: WorkspaceRequest):
         key, root = registry.register(request.path)
@@ -357,10 +350,6 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
     @app.get("/v1/workspaces", response_model=list[Workspace])
     async def workspaces():
         return respond([Workspace(k, v) for k, v in registry.all().items()], list[Workspace])
-
-    @app.get("/v1/workspaces/{workspace_id}/health", response_model=IndexHealth)
-    async def health(workspace_id: str):
-        return respond(await service.health(workspace(workspace_id)))
 
     @app.post("/v1/workspaces/{workspace_id}/index", response_model=IndexStatus, status_code=202,
               summary="Start an (incremental) index run; follow it with GET …/index or …/index/events")
@@ -408,9 +397,8 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
     @app.post("/v1/workspaces/{workspace_id}/query", response_model=QueryResult,
               summary="Ask a question: both rankings, signals and stale flags")
     async def query(workspace_id: str, request: QueryRequest):
-        root = workspace(workspace_id)
-        check_fields(languages=request.languages, path_glob=request.path_glob)
-        return respond(await service.query(request.question, request.options(str(root))))
+        root = workspace(workspace_id)  # an unknown id first (404), then the fields, as before the registry
+        return respond(await operations.search(service, lambda _: root, workspace="", **query_fields(request)))
 
     @app.post("/v1/query", response_model=MultiQueryResult,
               summary="Ask a question over several registered workspaces: one merged ranking, each result "
@@ -418,15 +406,14 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
     async def query_many(request: MultiQueryRequest):
         roots = [str(registry.find(w)[1]) for w in request.workspaces]  # ids or folders, registered only
         check_fields(languages=request.languages, path_glob=request.path_glob)
-        return respond(await service.query_many(request.question, roots, request.options(roots[0] if roots else "")))
+        return respond(await operations.search_many(service, request.question, roots, request))
 
     @app.post("/v1/workspaces/{workspace_id}/files", response_model=FileAnswer,
               summary="Ask a question, answered as ranked files with the signals that rank them")
     async def files(workspace_id: str, request: FilesRequest):
         root = workspace(workspace_id)
-        check_fields(languages=request.languages, path_glob=request.path_glob)
-        return respond(await service.find_files(request.question, request.options(str(root)), request.max_files,
-                                                request.before))
+        return respond(await operations.find_files(service, lambda _: root, workspace="", **query_fields(request),
+                                                   max_files=request.max_files, before=request.before))
 
     @app.post("/v1/workspaces/{workspace_id}/search/rerank", response_model=SearchRerankResponse)
     async def search_rerank(workspace_id: str, request: SearchRerankRequest):
@@ -455,27 +442,12 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
     async def symbols(workspace_id: str):
         return await service.symbol_names(workspace(workspace_id))
 
-    # --- go to symbol / file (services/retrieval/goto.py) ---
-    @app.get("/v1/workspaces/{workspace_id}/goto/symbols", response_model=GotoAnswer,
-             summary="Go to symbol: definitions whose names fuzzily match q (`fm`, `Class.method`)")
-    async def goto_symbols(workspace_id: str, q: str, limit: int = 20):
-        return respond(await service.goto_symbols(q, workspace(workspace_id), limit))
-
-    @app.get("/v1/workspaces/{workspace_id}/goto/files", response_model=GotoAnswer,
-             summary="Go to file: indexed files whose paths fuzzily match q (`latex.py:120` asks for line 120)")
-    async def goto_files(workspace_id: str, q: str, limit: int = 20):
-        return respond(await service.goto_files(q, workspace(workspace_id), limit))
-
-    # --- the code graph (services/retrieval/graph.py) ---
-    @app.get("/v1/workspaces/{workspace_id}/graph/references", response_model=GraphAnswer,
-             summary="Find references: who uses q (a name, `Class.method` or a chunk id), grouped by file")
-    async def graph_references(workspace_id: str, q: str):
-        return respond(await service.references(q, workspace(workspace_id)))
-
-    @app.get("/v1/workspaces/{workspace_id}/graph/uses", response_model=GraphAnswer,
-             summary="What q (a chunk id or a definition's name) uses: the definitions, grouped by file")
-    async def graph_uses(workspace_id: str, q: str):
-        return respond(await service.uses(q, workspace(workspace_id)))
+    # search, find_files, open_file and reindex are written above and below (body models, a whole file, a
+    # background run); the other operations' routes are made from the registry (app.operations)
+    for operation in operations.OPERATIONS:
+        for route in operation.routes:
+            if route.generated:
+                add_route(app, operation, route, service, workspace, respond)
 
     @app.get("/v1/workspaces/{workspace_id}/file", summary="A file of the workspace as text")
     async def read_file(workspace_id: str, path: str):
@@ -509,6 +481,29 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
         app.router.routes.extend(mcp_routes)
     app.add_middleware(Guard, token=token, max_body=max_body, hosts=allowed_host_names(host, allowed_hosts))
     return app
+
+
+def add_route(app: FastAPI, operation: operations.Operation, route: operations.Route, service, where,
+              respond) -> None:
+    """The operation's REST route: FastAPI reads its path and query parameters from the signature (REST
+    names and defaults), and the handler calls the operation with the operation's names."""
+
+    async def endpoint(**arguments):
+        values = {name: arguments[rest_name] for name, rest_name in route.names.items()}
+        return respond(await operation.run(service, where, **values), route.response_model)
+
+    endpoint.__name__ = endpoint.__qualname__ = route.endpoint  # its OpenAPI operationId, as when hand-written
+    endpoint.__signature__ = operations.signature(operations.rest_params(operation, route))  # type: ignore[attr-defined]
+    app.add_api_route(route.path, endpoint, methods=[route.method], response_model=route.response_model,
+                      summary=route.summary)
+
+
+def query_fields(request: QueryRequest) -> dict:
+    """A REST query body as the search operation's arguments (the workspace is in the URL)."""
+    return {"question": request.question, "top_k": request.top_k, "strategy": request.strategy,
+            "languages": list(request.languages), "path_glob": request.path_glob,
+            "min_relevance": request.min_relevance, "context_lines": request.context_lines,
+            "expand_context": request.expand_context, "use_cache": request.use_cache}
 
 
 class ClientGone(Exception):

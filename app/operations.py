@@ -1,0 +1,296 @@
+"""The operations both faces offer, in one registry: MCP's tools (app.mcp_server) and their REST routes
+(app.server) are made from OPERATIONS, as txtai builds its MCP tools from its API.
+
+Each Operation names its engine call (`run`, the one code path both faces take: the same validation, the
+same engine method), its parameters (names, types, MCP defaults), its description, its MCP tool and what
+MCP returns of the JSON (`render`, a key of app.render.MCP_FIELDS), and its REST route: method, path and
+the REST name of each parameter it takes. Where REST differs (`q` for a name, a path's `workspace_id`, body
+fields MCP does not offer, a larger default limit) the Route says so; tests/test_operations.py fails on any
+difference the registry does not declare, and on a tool or route made by hand beside it.
+
+A face passes `where`: how it turns a `workspace` argument into a folder, its own confinement (MCP: a
+registered workspace or an allowed folder; REST: a registered id).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.limits import query_request
+from services.core.errors import QueryError, WorkspaceError
+from services.core.messages import QueryRequest
+from services.core.models import (
+    FileAnswer, GotoAnswer, GraphAnswer, IndexHealth, MultiQueryResult, StrategyInfo,
+)
+from services.core.settings import DEFAULT_STRATEGY
+from services.transport.paths import check_glob, confined
+
+Where = Callable[[str], "str | Path"]
+REQUIRED = inspect.Parameter.empty
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str  # MCP's argument name, the operation's keyword
+    type: Any
+    default: Any = REQUIRED  # MCP's default
+
+
+@dataclass(frozen=True)
+class Route:
+    """The REST route of an operation. `names`: the REST name of each operation parameter it takes (the
+    others are MCP's only); `extra`: REST-only parameters (body fields); `defaults`: REST defaults that
+    differ from MCP's. `generated`: app.server makes the route from the registry; else it is written by
+    hand there (a body model, a background run) and calls the operation's `run` where it can."""
+
+    method: str
+    path: str
+    names: dict[str, str]
+    endpoint: str  # the route function's name (its OpenAPI operationId)
+    response_model: Any = None
+    summary: str | None = None
+    extra: tuple[str, ...] = ()
+    defaults: dict[str, Any] = field(default_factory=dict)
+    generated: bool = False
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str  # the MCP tool
+    run: Callable[..., Awaitable[Any]]  # run(engine, where, **arguments) -> the engine's answer
+    params: tuple[Param, ...]
+    description: str
+    render: str | None  # MCP's subset of the JSON (app.render.MCP_FIELDS), None: the answer as it is
+    routes: tuple[Route, ...]
+
+
+# --- the code path of each operation ---
+async def search(engine, where: Where, question: str, workspace: str, strategy: str = DEFAULT_STRATEGY,
+                 top_k: int = 10, languages: list[str] | None = None, path_glob: str = "",
+                 workspaces: list[str] | None = None, **rest: Any):
+    request = query_request(question=question, top_k=top_k, strategy=strategy, languages=tuple(languages or ()),
+                            path_glob=path_glob, **rest)  # REST's limits
+    check_glob(path_glob)
+    first = str(where(workspace))
+    if not workspaces:
+        return await engine.query(question, request.options(first))
+    return await search_many(engine, question, [first, *(str(where(w)) for w in workspaces)], request)
+
+
+async def search_many(engine, question: str, folders: list[str], request: QueryRequest) -> MultiQueryResult:
+    """`search` over several workspaces (folders already confined), the rankings merged by evidence."""
+    return await engine.query_many(question, folders, request.options(folders[0] if folders else ""))
+
+
+async def find_files(engine, where: Where, question: str, workspace: str, strategy: str = DEFAULT_STRATEGY,
+                     max_files: int = 10, languages: list[str] | None = None, path_glob: str = "",
+                     before: int | None = None, top_k: int | None = None, **rest: Any) -> FileAnswer:
+    """`top_k` (REST's body only): the chunks asked for before they are grouped by file; MCP's is max_files."""
+    request = query_request(question=question, top_k=max_files if top_k is None else top_k, strategy=strategy,
+                            languages=tuple(languages or ()), path_glob=path_glob, **rest)  # REST's limits
+    check_glob(path_glob)
+    options = request.options(str(where(workspace)))
+    return await engine.find_files(question, options, max_files, before)
+
+
+async def find_symbol(engine, where: Where, name: str, workspace: str, limit: int = 10) -> GotoAnswer:
+    return await engine.goto_symbols(name, where(workspace), limit)
+
+
+async def find_file(engine, where: Where, path: str, workspace: str, limit: int = 10) -> GotoAnswer:
+    return await engine.goto_files(path, where(workspace), limit)
+
+
+async def find_references(engine, where: Where, name: str, workspace: str) -> GraphAnswer:
+    return await engine.references(name, where(workspace))
+
+
+async def find_uses(engine, where: Where, name: str, workspace: str) -> GraphAnswer:
+    return await engine.uses(name, where(workspace))
+
+
+MAX_OPEN_LINES = 2000
+MAX_OPEN_BYTES = 2 * 1024 * 1024
+
+
+async def open_file(engine, where: Where, path: str, workspace: str, start_line: int = 1,
+                    end_line: int | None = None) -> dict[str, Any]:
+    root = Path(where(workspace)).expanduser().resolve()
+    return await asyncio.to_thread(file_lines, confined(root, path), path, start_line, end_line)
+
+
+def file_lines(target: Path, path: str, start_line: int, end_line: int | None) -> dict[str, Any]:
+    """Lines start_line..end_line of a workspace file (clamped to the file), as open_file returns them."""
+    if start_line < 1 or (end_line is not None and end_line < start_line):
+        raise QueryError(f"Lines {start_line} to {end_line} are not a range of lines (1-based, start <= end).")
+    if not target.is_file():
+        raise WorkspaceError(f"No file {path!r} in the workspace.")
+    if target.stat().st_size > MAX_OPEN_BYTES:
+        raise WorkspaceError(f"The file {path!r} is too large to open ({target.stat().st_size:,} bytes).")
+    try:
+        lines = target.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise WorkspaceError(f"Cannot read {path!r}: {error}") from None
+    last = min(len(lines), end_line or len(lines), start_line + MAX_OPEN_LINES - 1)
+    return {"path": path, "start_line": start_line, "end_line": max(last, start_line - 1), "total_lines": len(lines),
+            "text": "\n".join(lines[start_line - 1:last])}
+
+
+async def index_status(engine, where: Where, workspace: str) -> IndexHealth:
+    return await engine.health(where(workspace))
+
+
+async def reindex(engine, where: Where, workspace: str, full: bool = False):
+    return await engine.index(where(workspace), full=full)
+
+
+async def list_strategies(engine, where: Where) -> list[StrategyInfo]:
+    return await engine.strategies()
+
+
+# --- the registry ---
+WORKSPACE = Param("workspace", str)
+QUESTION = Param("question", str)
+STRATEGY = Param("strategy", str, DEFAULT_STRATEGY)
+LANGUAGES = Param("languages", list[str] | None, None)
+PATH_GLOB = Param("path_glob", str, "")
+IN_URL = {"workspace": "workspace_id"}
+QUERY_FIELDS = {"question": "question", "strategy": "strategy", "languages": "languages", "path_glob": "path_glob"}
+QUERY_EXTRA = ("min_relevance", "context_lines", "expand_context", "use_cache")  # REST's QueryRequest beyond MCP
+GOTO_HITS = ("{query, target, matched (how many names matched), line, message ('' or why nothing was found), "
+             "hits: [{path, start_line, end_line, symbol, qualified_name, kind, language, score}]}, fields of the "
+             "REST goto JSON")
+GRAPH_LINKS = ("{query, direction, total, message ('' or why nothing was found), targets: [{path, start_line, "
+               "end_line, qualified_name, kind}], files: [{path, links: [{line, name, how, qualified_name, kind, "
+               "lines}]}]}, fields of the REST graph JSON")
+WORKSPACE_GET = "/v1/workspaces/{workspace_id}"
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        "search", search,
+        (QUESTION, WORKSPACE, STRATEGY, Param("top_k", int, 10), LANGUAGES, PATH_GLOB,
+         Param("workspaces", list[str] | None, None)),
+        f"Search a workspace's code by meaning (default strategy {DEFAULT_STRATEGY}). Returns "
+        "a subset of the REST query JSON: question, strategy, reranked, fallback_reason "
+        "(null or why the ranking was not reranked), and results, each with rank, score "
+        "(reranked), original_rank and original_score (vector search; null if only keyword "
+        "search found it), stale ('' fresh, 'modified' or 'deleted' since indexed) and "
+        "chunk {path, start_line, end_line, symbol, qualified_name, kind, language}. With "
+        "`workspaces` (more workspaces, as ids or folders) the question is asked in each and the "
+        "rankings merged by evidence (cosine): {question, strategy, workspaces, searched (results "
+        "per workspace), fallback_reasons, results: [{workspace, name, rank, evidence, "
+        "result (as above)}]}.",
+        "search",
+        (Route("POST", f"{WORKSPACE_GET}/query", {**IN_URL, **QUERY_FIELDS, "top_k": "top_k"}, "query",
+               extra=QUERY_EXTRA),
+         Route("POST", "/v1/query", {"workspace": "workspaces", "workspaces": "workspaces", **QUERY_FIELDS,
+                                     "top_k": "top_k"}, "query_many", extra=QUERY_EXTRA))),
+    Operation(
+        "find_files", find_files,
+        (QUESTION, WORKSPACE, STRATEGY, Param("max_files", int, 10), LANGUAGES, PATH_GLOB,
+         Param("before", int | None, None)),
+        f"Answer a question about a workspace with ranked FILES (default strategy "
+        f"{DEFAULT_STRATEGY}): where to look for a bug report or a feature. Returns a subset of "
+        "the REST files JSON: question, strategy, history (commits used, or why none), "
+        "before, original (the file order without a strategy), and files, each with path, "
+        "rank, score, original_rank, its best chunks {start_line, end_line, symbol, rank} and "
+        "signals {name, contribution, note} that add up to its score and say why it ranks "
+        "there. `before` (unix time): ignore commits made at or after it.",
+        "find_files",
+        (Route("POST", f"{WORKSPACE_GET}/files", {**IN_URL, **QUERY_FIELDS, "max_files": "max_files",
+                                                  "before": "before"}, "files", extra=("top_k", *QUERY_EXTRA)),)),
+    Operation(
+        "find_symbol", find_symbol, (Param("name", str), WORKSPACE, Param("limit", int, 10)),
+        "Where is a symbol defined: the definitions whose names match `name` (exact names "
+        "first, then fuzzy: `FixMan` or `fm` find FixtureManager; `Class.method` a method), "
+        "every definition of a name defined in several places, each with its path and lines, "
+        f"in any language of the workspace. Returns {GOTO_HITS}.",
+        "find_symbol",
+        (Route("GET", f"{WORKSPACE_GET}/goto/symbols", {**IN_URL, "name": "q", "limit": "limit"}, "goto_symbols",
+               GotoAnswer, "Go to symbol: definitions whose names fuzzily match q (`fm`, `Class.method`)",
+               defaults={"limit": 20}, generated=True),)),
+    Operation(
+        "find_file", find_file, (Param("path", str), WORKSPACE, Param("limit", int, 10)),
+        "Which indexed file a path or file name means (fuzzy, file names count most: "
+        "`latex.py`, `printing/latex`, `latex.py:120` for line 120). Returns "
+        f"{GOTO_HITS}; start_line is the line asked for.",
+        "find_file",
+        (Route("GET", f"{WORKSPACE_GET}/goto/files", {**IN_URL, "path": "q", "limit": "limit"}, "goto_files",
+               GotoAnswer, "Go to file: indexed files whose paths fuzzily match q (`latex.py:120` asks for line 120)",
+               defaults={"limit": 20}, generated=True),)),
+    Operation(
+        "find_references", find_references, (Param("name", str), WORKSPACE),
+        "Find references, who uses this: every use of a definition (`name`: a name, "
+        "`Class.method` or a chunk id) in the workspace's code, calls, attribute uses, imports, "
+        f"base classes, grouped by file, each with its line and the function or class using it. Returns {GRAPH_LINKS}.",
+        "find_references",
+        (Route("GET", f"{WORKSPACE_GET}/graph/references", {**IN_URL, "name": "q"}, "graph_references", GraphAnswer,
+               "Find references: who uses q (a name, `Class.method` or a chunk id), grouped by file",
+               generated=True),)),
+    Operation(
+        "find_uses", find_uses, (Param("name", str), WORKSPACE),
+        "What a definition uses (its callees): the functions, classes and methods of the "
+        "workspace that `name`'s code (a name, `Class.method` or a chunk id) calls, imports or "
+        "extends, grouped by the file defining them, `lines` where it uses each. "
+        f"Returns {GRAPH_LINKS}.",
+        "find_uses",
+        (Route("GET", f"{WORKSPACE_GET}/graph/uses", {**IN_URL, "name": "q"}, "graph_uses", GraphAnswer,
+               "What q (a chunk id or a definition's name) uses: the definitions, grouped by file",
+               generated=True),)),
+    Operation(
+        "open_file", open_file,
+        (Param("path", str), WORKSPACE, Param("start_line", int, 1), Param("end_line", int | None, None)),
+        "Read lines of a file of a workspace, e.g. a definition find_symbol found: "
+        "{path, start_line, end_line, total_lines, text}. `path` is relative to the workspace "
+        f"and must stay inside it; lines are 1-based and inclusive, at most {MAX_OPEN_LINES}.",
+        None,
+        # REST sends the whole file as {path, text} (app.server.read_text), not a range of lines
+        (Route("GET", f"{WORKSPACE_GET}/file", {**IN_URL, "path": "path"}, "read_file",
+               summary="A file of the workspace as text"),)),
+    Operation(
+        "index_status", index_status, (WORKSPACE,),
+        "Index health of a workspace: files, chunks, stale files, whether it needs a reindex "
+        "(all of the REST health JSON: indexed, state, files, chunks, languages, stale_files, "
+        "needs_reindex, skipped, model, updated_at, message, ...).",
+        "index_status",
+        (Route("GET", f"{WORKSPACE_GET}/health", IN_URL, "health", IndexHealth, generated=True),)),
+    Operation(
+        "reindex", reindex, (WORKSPACE, Param("full", bool, False)),
+        "Bring a workspace's index up to date (incremental: only changed files are "
+        "embedded). Returns the index report (all of it: files_indexed, files_unchanged, "
+        "files_removed, chunks_embedded, chunks_total, seconds, cancelled, rebuilt_reason, "
+        "skipped, failed, message, vectors_reused).",
+        "reindex",
+        # REST starts a background run (202, followed with GET …/index or …/index/events): app.server.IndexRuns
+        (Route("POST", f"{WORKSPACE_GET}/index", {**IN_URL, "full": "full"}, "start_index"),)),
+    Operation(
+        "list_strategies", list_strategies, (),
+        "The reranking strategies, whether each is available now, and what it does: "
+        "{strategies: [{name, available, reason, description}]} (fields of the REST list).",
+        "list_strategies",
+        (Route("GET", "/v1/strategies", {}, "strategies", list[StrategyInfo], generated=True),)),
+)
+BY_NAME = {operation.name: operation for operation in OPERATIONS}
+
+
+def signature(params: list[tuple[str, Any, Any]], returns: Any = Any) -> inspect.Signature:
+    """A function signature from (name, type, default) triples: what MCP and FastAPI read a tool's or a
+    route's parameters from."""
+    return inspect.Signature([inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
+                                                annotation=kind) for name, kind, default in params],
+                             return_annotation=returns)
+
+
+def rest_params(operation: Operation, route: Route) -> list[tuple[str, Any, Any]]:
+    """A generated route's parameters: each operation parameter it takes, by its REST name and default."""
+    return [(route.names[p.name], p.type, route.defaults.get(p.name, p.default))
+            for p in operation.params if p.name in route.names]
+
+
+def is_many(value: Any) -> bool:
+    return isinstance(value, MultiQueryResult)
