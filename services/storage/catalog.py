@@ -22,6 +22,7 @@ from pathlib import Path
 from services.core.batching import SQL_VALUES, batches, marks
 from services.core.models import Chunk, SkippedFile, chunk_id, count_by_reason
 from services.storage import code_graph, file_words
+from services.storage.faults import LOCK_WAIT
 from services.storage import keyword_index as words
 
 SCHEMA = """
@@ -81,7 +82,8 @@ class Catalog:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        # another process's lock is waited on as long as the other stores wait (then "busy: …"), not 5 s
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=LOCK_WAIT)
         self._text_cache: dict[tuple[int, str], str] = {}  # (file number, file hash) -> its chunks' text
         self._listing: list[tuple[str, str, str]] | None = None  # id_paths_languages() until a write
         self.generation = 0  # counts writes: what is kept of the listing (go to symbol) is of one generation
