@@ -227,7 +227,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "find_references", find_references, (Param("name", str), WORKSPACE),
         "Find references, who uses this: every use of a definition (`name`: a name, "
         "`Class.method` or a chunk id) in the workspace's code, calls, attribute uses, imports, "
-        f"base classes, grouped by file, each with its line and the function or class using it. Returns {GRAPH_LINKS}.",
+        "base classes, grouped by file, each with its line and the function or class using it; after a file's "
+        f"code uses, the name's mentions in its docstrings, comments and strings (how: text). Returns {GRAPH_LINKS}.",
         "find_references",
         (Route("GET", f"{WORKSPACE_GET}/graph/references", {**IN_URL, "name": "q"}, "graph_references", GraphAnswer,
                "Find references: who uses q (a name, `Class.method` or a chunk id), grouped by file",
