@@ -25,7 +25,7 @@ def copy_sample(target: Path) -> Path:
     return target
 
 
-def indexed_sample(root: Path):
+def indexed_sample(root: Path, settings=None):
     """(service, workspace): a copy of the sample workspace under `root`, indexed once; the service
     is closed when the generator ends (for module-scoped fixtures, where indexing is the slow part)."""
     import asyncio
@@ -33,7 +33,7 @@ def indexed_sample(root: Path):
     from services.engine.service import KnowledgeService
 
     workspace = copy_sample(root / "workspace")
-    service = KnowledgeService(data_dir=root / "data")
+    service = KnowledgeService(settings, data_dir=root / "data")
     asyncio.run(service.index(workspace))
     yield service, workspace
     service.close()

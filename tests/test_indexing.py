@@ -13,6 +13,8 @@ from services.core.models import QueryOptions
 from services.core.settings import Settings
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
 
+pytestmark = pytest.mark.stand_in_encoder  # indexing is tested, not the model (a model change keeps the real one)
+
 
 def stored_state(service: KnowledgeService, workspace) -> tuple[dict, set, set]:
     """(files in the catalogue, catalogue chunk ids, vector ids) of a workspace's index."""
@@ -41,7 +43,7 @@ async def test_index_reports_files_chunks_and_kinds(service, workspace):
     health = await service.health(workspace)
     assert health.indexed and health.files == report.files_indexed and health.chunks == report.chunks_total
     assert {"python", "typescript", "java", "swift", "go", "markdown"} <= set(health.languages)
-    assert health.model == "all-MiniLM-L6-v2" and health.dimension == 384
+    assert health.model == service.settings.embedding_model and health.dimension == 384  # the model in use
     assert health.stale_files == () and not health.needs_reindex and health.size_bytes > 0
     paths = set(stored_state(service, workspace)[0])
     assert not any(p.startswith(("scratch/", "docs/drafts/")) or "/generated/" in p for p in paths)
