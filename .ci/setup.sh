@@ -26,4 +26,6 @@ PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
 .venv/bin/python -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '2.13.0')" 2>/dev/null \
   || .venv/bin/python -m pip install -q torch==2.13.0
 .venv/bin/python -m pip install -q -e '.[dev]'
+# ranx's numba kernels, compiled once into the environment (else the first evaluations compile them)
+.venv/bin/python -c "from services.evaluation.metrics import warm_up; warm_up()" 2>/dev/null
 echo "Set up: .venv is ready."

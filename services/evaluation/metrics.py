@@ -201,6 +201,39 @@ def run_from_rankings(rankings: dict[str, list[str]]) -> dict[str, dict[str, flo
     return {qid: {doc: float(len(docs) - i) for i, doc in enumerate(docs)} for qid, docs in rankings.items()}
 
 
+class FixedIds:
+    """ranx compiles its numba kernels once per width of the id strings it is given (numpy's '<Un'); ids
+    are handed to it as numbers of one width instead, so one compiled kernel serves every evaluation
+    (numba caches it in the environment; warm_up compiles it at setup)."""
+
+    WIDTH = 12
+
+    def __init__(self) -> None:
+        self.ids: dict[str, str] = {}
+
+    def __call__(self, name: str) -> str:
+        return self.ids.setdefault(name, f"{len(self.ids):0{self.WIDTH}d}")
+
+    def qrels(self, qrels: Qrels) -> Qrels:
+        return {self(q): {self(d): g for d, g in docs.items()} for q, docs in qrels.items()}
+
+    def run(self, rankings: dict[str, list[str]]) -> dict[str, dict[str, float]]:
+        return run_from_rankings({self(q): [self(d) for d in docs] for q, docs in rankings.items()})
+
+    def original(self) -> dict[str, str]:
+        return {fixed: name for name, fixed in self.ids.items()}
+
+
+def warm_up() -> None:
+    """Compile ranx's kernels for the metrics, the per-query scores and the paired test once (cached by
+    numba in the environment), so the first evaluation after an install does not wait on it."""
+    qrels = {"q1": {"a": 1}, "q2": {"b": 1, "c": 1}}
+    rankings = {"one": {"q1": ["a", "x"], "q2": ["x", "b"]}, "two": {"q1": ["x", "a"], "q2": ["c", "b"]}}
+    compute_metrics(qrels, rankings["one"])
+    per_query(qrels, rankings["two"])
+    paired_p_values(qrels, rankings)
+
+
 def compute_metrics(qrels: Qrels, rankings: dict[str, list[str]]) -> dict[str, float]:
     """Mean of each metric in METRICS over the judged queries (a query with no ranking scores 0)."""
     from ranx import Qrels as RanxQrels, Run, evaluate  # imported late: numba makes it slow to load
@@ -208,8 +241,9 @@ def compute_metrics(qrels: Qrels, rankings: dict[str, list[str]]) -> dict[str, f
     positive = _positive(qrels)
     if not positive:
         raise ValueError("no query has a relevant document")
+    ids = FixedIds()
     runs = {q: rankings.get(q, []) for q in positive}
-    scores = evaluate(RanxQrels(positive), Run(run_from_rankings(runs)), list(METRICS.values()),
+    scores = evaluate(RanxQrels(ids.qrels(positive)), Run(ids.run(runs)), list(METRICS.values()),
                       make_comparable=True)
     if not isinstance(scores, dict):  # ranx returns a bare number for one metric
         scores = {list(METRICS.values())[0]: scores}
@@ -226,9 +260,11 @@ def per_query(qrels: Qrels, rankings: dict[str, list[str]], metric: str = PRIMAR
     from ranx import Qrels as RanxQrels, Run, evaluate
 
     positive = _positive(qrels)
-    run = Run(run_from_rankings({q: rankings.get(q, []) for q in positive}))
-    evaluate(RanxQrels(positive), run, [METRICS[metric]], make_comparable=True)
-    return {q: float(v) for q, v in run.scores[METRICS[metric]].items()}
+    ids = FixedIds()
+    run = Run(ids.run({q: rankings.get(q, []) for q in positive}))
+    evaluate(RanxQrels(ids.qrels(positive)), run, [METRICS[metric]], make_comparable=True)
+    names = ids.original()
+    return {names[q]: float(v) for q, v in run.scores[METRICS[metric]].items()}
 
 
 def paired_p_values(qrels: Qrels, rankings: dict[str, dict[str, list[str]]],
@@ -239,9 +275,10 @@ def paired_p_values(qrels: Qrels, rankings: dict[str, dict[str, list[str]]],
     positive = _positive(qrels)
     if len(rankings) < 2:
         return {}
-    runs = [Run(run_from_rankings({q: ranked.get(q, []) for q in positive}), name=name)
-            for name, ranked in rankings.items()]
-    report = compare(RanxQrels(positive), runs, [METRICS[metric]], stat_test="student", make_comparable=True)
+    ids = FixedIds()
+    runs = [Run(ids.run({q: ranked.get(q, []) for q in positive}), name=name) for name, ranked in rankings.items()]
+    report = compare(RanxQrels(ids.qrels(positive)), runs, [METRICS[metric]], stat_test="student",
+                     make_comparable=True)
     p_values = {pair: float(values[METRICS[metric]]["p_value"]) for pair, values in report.comparisons.items()}
     return {pair: 1.0 if math.isnan(p) else p for pair, p in p_values.items()}  # nan: identical per-query scores
 
