@@ -21,24 +21,17 @@ from app.cli import main as cli_main
 from services.encoders.embedder import Embedder
 from services.core.errors import IndexStoreError
 from services.engine.service import KnowledgeService
-from tests.helpers.stand_in_encoder import stand_in_env, stand_in_model, stand_in_settings
+from tests.helpers.stand_in_encoder import stand_in_settings
 from services.core.settings import Settings
 from services.storage.vector_store import VectorStore
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.stand_in_encoder]  # faults, not the model, are tested
 
 GOOD = {"good.py": "def add(a, b):\n    return a + b\n", "notes.md": "# Notes\n\nHow to add numbers.\n",
         "query.graphql": "type Query {\n  notes: [String]\n}\n"}
 BAD = {"bad_read.py": "could not be read", "bad_chunk.py": "could not be chunked",
        "bad_embed.py": "could not be embedded", "bad_store.py": "could not be stored"}
-
-
-@pytest.fixture(autouse=True)
-def stand_in(monkeypatch):
-    """The CLI, in this process and in its children, embeds with the stand-in (faults, not the model, are
-    tested here)."""
-    monkeypatch.setenv("KE_EMBEDDING_MODEL", str(stand_in_model()))
 
 
 @pytest.fixture
@@ -229,7 +222,7 @@ def many_files(root: Path, files: int = 300) -> Path:
 def cli_process(*argv, preexec_fn=None, **kwargs) -> subprocess.Popen:
     """`knowledge-explorer ARGV` in a real child process that imports this checkout."""
     return subprocess.Popen([sys.executable, "-m", "app.cli", *argv], cwd=REPO, preexec_fn=preexec_fn,
-                            env=stand_in_env(PYTHONPATH=str(REPO)), stdout=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONPATH=str(REPO)), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **kwargs)
 
 
@@ -360,7 +353,7 @@ def test_a_full_disk_stops_the_run_at_the_first_failure_and_is_never_ready(small
 
 def test_a_non_utf8_question_is_one_line(small_workspace, data_dir):
     process = subprocess.run([sys.executable, "-m", "app.cli", "query", str(small_workspace), b"\xff\xfe add",
-                              "--data-dir", str(data_dir)], cwd=REPO, env=stand_in_env(PYTHONPATH=str(REPO)),
+                              "--data-dir", str(data_dir)], cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)),
                              capture_output=True)
     assert process.returncode == 2
     assert process.stderr.decode().strip().splitlines() == [

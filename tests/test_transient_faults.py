@@ -10,6 +10,7 @@ root, as the rest of the suite's tmpfs tests)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import resource
 import shutil
@@ -21,15 +22,15 @@ import pytest
 
 from services.engine.service import KnowledgeService
 from tests.conftest import copy_sample
-from tests.helpers.stand_in_encoder import stand_in_env, stand_in_settings
+from tests.helpers.stand_in_encoder import stand_in_settings
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.stand_in_encoder]  # faults, not the model, are tested
 REPO = Path(__file__).resolve().parent.parent
 
 
 def env() -> dict[str, str]:
-    """The CLI's environment: this checkout's code, the stand-in encoder (faults, not the model, are tested)."""
-    return stand_in_env(PYTHONPATH=str(REPO))
+    """The CLI's environment: this checkout's code (and the stand-in encoder, set by the module's marker)."""
+    return dict(os.environ, PYTHONPATH=str(REPO))
 
 
 def cli(*argv, files: int | None = None) -> subprocess.CompletedProcess:
@@ -231,6 +232,19 @@ sys.stdin.read()  # holds the lock until the test closes its stdin
 """
 
 
+@contextlib.contextmanager
+def locked(path: Path):
+    """Another process holding a write lock on the SQLite file `path` while the block runs; yields its pid."""
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        yield holder.pid
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+
+
 @pytest.mark.parametrize("name", ["chroma/chroma.sqlite3", "manifest.sqlite"])
 def test_a_lock_another_process_holds_is_busy_naming_it_not_a_hang(tmp_path, name):
     """Another process keeps a write lock on a store's SQLite file: `health` and `index` answer "busy: …
@@ -239,16 +253,10 @@ def test_a_lock_another_process_holds_is_busy_naming_it_not_a_hang(tmp_path, nam
     workspace, data = copy_sample(tmp_path / "workspace"), tmp_path / "data"
     files, chunks = indexed(workspace, data)
     folder = next((data / "workspaces").iterdir())
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(folder / name)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with locked(folder / name) as pid:
         health = cli("health", str(workspace), "--data-dir", str(data))
         index = cli("index", str(workspace), "--data-dir", str(data))
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=60)
-    held = f"(held by pid {holder.pid})"
+    held = f"(held by pid {pid})"
     assert health.returncode == 0 and "busy: " in health.stdout and held in health.stdout, health.stdout
     assert "damaged" not in health.stdout
     lines = index.stderr.strip().splitlines()
@@ -277,15 +285,9 @@ def test_a_locked_history_store_costs_neither_the_run_nor_the_history(tmp_path):
     git(workspace, "add", "-A")
     git(workspace, "commit", "-qm", "archive old notes")
     folder = next((data / "workspaces").iterdir())
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(folder / "history.sqlite")], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with locked(folder / "history.sqlite"):
         index = cli("index", str(workspace), "--data-dir", str(data))
         health = cli("health", str(workspace), "--data-dir", str(data))
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=60)
     assert index.returncode == 0 and "1 files indexed" in index.stdout, index.stdout + index.stderr
     assert health.returncode == 0 and f"{files + 1} files" in health.stdout, health.stdout + health.stderr
     again = cli("index", str(workspace), "--data-dir", str(data))

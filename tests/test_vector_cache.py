@@ -31,10 +31,11 @@ from services.engine.service import KnowledgeService
 from services.storage.vector_cache import CACHE_FILE, VectorCache
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
 from tests.conftest import copy_sample
-from tests.helpers.stand_in_encoder import stand_in_env, stand_in_settings
+from tests.helpers.stand_in_encoder import stand_in_settings
 
 REPO = Path(__file__).resolve().parents[1]
-EXACT = stand_in_settings(embedding_backend="onnx")  # the cache, not the model, is tested here
+pytestmark = pytest.mark.stand_in_encoder  # the cache, not the model, is tested here (the CLI embeds with it too)
+EXACT = stand_in_settings(embedding_backend="onnx")
 QUESTIONS = ["parse the config file", "sort items by key", "http request handler", "read a file line by line",
              "user account model", "compute the total"]
 CHANGED_FUNCTION = "def cache_reuse_marker(values):\n    \"\"\"Sum only the positive values.\"\"\"\n" \
@@ -270,7 +271,7 @@ def test_a_run_killed_while_it_writes_leaves_the_cache_and_the_index_consistent(
         sys.exit(main(["index", {str(second)!r}, "--data-dir", {str(data)!r}, "--backend", "onnx"]))
     """)
     process = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE, text=True,
-                               env=stand_in_env(PYTHONPATH=str(REPO)))
+                               env=dict(os.environ, PYTHONPATH=str(REPO)))
     try:
         assert process.stdout.readline().strip() == "held"
         process.send_signal(signal.SIGKILL)

@@ -63,15 +63,16 @@ def references(catalog, query: str, root: Path | None = None) -> GraphAnswer:
     if not targets and not rows:
         return _answer(query, "references", [], [], started, f"No symbol named {query!r} in the index.")
     kept: list[tuple[str, Use]] = []
+    coded: set[tuple[str, int]] = set()  # every line using the name in code, whichever definition it means
     for _name, path, text in rows:
         uses = decode(text)
+        coded.update((path, use.line) for use in uses)
         bound = _binding(path, uses, rivals)
         if not targets or len(wanted) >= len(rivals) or not bound or wanted & {t.key for t in bound}:
             kept += [(path, use) for use in uses]
     places = [(path, use.line, KINDS.get(use.kind, "name")) for path, use in kept]
     if root is not None:
-        places += _mentions(catalog, root, symbol, {(path, use.line) for _n, path, text in rows
-                                                    for use in decode(text)})
+        places += _mentions(catalog, root.resolve(), symbol, coded)
     links = _enclosed(catalog, symbol, places)
     message = "" if links else f"No uses of {query!r} found in the index."
     if not targets and links:
@@ -186,10 +187,11 @@ def _mentions(catalog, root: Path, symbol: str, coded: set[tuple[str, int]]) -> 
 
 
 def _read_text(root: Path, path: str) -> str:
-    """A workspace file's text as it is now ("" when it is gone, unreadable, or not inside the root)."""
+    """A workspace file's text as it is now ("" when it is gone, unreadable, or not inside the (resolved)
+    root)."""
     try:
         file = (root / path).resolve()
-        if not file.is_relative_to(root.resolve()):
+        if not file.is_relative_to(root):
             return ""
         return file.read_text(encoding="utf-8", errors="replace")
     except OSError:

@@ -35,11 +35,6 @@ def stand_in_settings(**fields) -> Settings:
     return Settings(embedding_model=str(stand_in_model()), **fields)
 
 
-def stand_in_env(**extra: str) -> dict[str, str]:
-    """The environment for a child process (the CLI) that should embed with the stand-in."""
-    return dict(os.environ, KE_EMBEDDING_MODEL=str(stand_in_model()), **extra)
-
-
 def _build(folder: Path) -> None:
     from transformers import BertModel
 
