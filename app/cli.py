@@ -11,7 +11,7 @@ import signal
 import sys
 import threading
 
-from services.core.settings import DEFAULT_STRATEGY
+from services.core.settings import BACKENDS, DEFAULT_STRATEGY
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -42,8 +42,8 @@ def common_options() -> Parser:
                        help="use the engine served at this URL (knowledge-explorer serve) instead of in-process")
     group.add_argument("--token-file", default=argparse.SUPPRESS,
                        help="file holding the bearer token for --engine-url or serve (or set KE_TOKEN)")
-    group.add_argument("--backend", default=argparse.SUPPRESS, choices=("torch", "onnx", "onnx-int8"),
-                       help="embedding backend (default onnx-int8: the model exported and quantised here)")
+    group.add_argument("--backend", default=argparse.SUPPRESS, choices=BACKENDS,
+                       help="embedding backend (default openvino: the model exported here, run by OpenVINO)")
     group.add_argument("--device", default=argparse.SUPPRESS, choices=("auto", "cpu", "cuda", "mps"),
                        help="where the torch backend runs (default auto: a GPU when torch sees one)")
     group.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS, help="log more")

@@ -12,7 +12,7 @@
 100, chunk level. `files`: the SWE issues of pytest and Sphinx answered by `find_files` (each query's `before`
 cuts the history), over the snapshots at <root>/<repo> (`git clone -b snapshot …/history.bundle`, as
 benchmarks/file_level.py clones them), all files the app indexes there. Every question goes through
-KnowledgeService with the app's defaults: the real model, onnx-int8, the default file-level weights.
+KnowledgeService with the app's defaults: the real model, its default encoder (openvino-int8 since issue 33), the default file-level weights.
 """
 
 from __future__ import annotations
@@ -158,14 +158,14 @@ async def main() -> None:
         service.close()
     for row in table:
         print(row)
-    note = ("the app's own pipeline and defaults (KnowledgeService, real model, onnx-int8); p: paired t-test on "
+    note = (f"the app's own pipeline and defaults (KnowledgeService, real model, {settings.embedding_backend}); p: paired t-test on "
             "per-query MRR@10 against none; W/T/L: queries won, tied, lost against none")
     if args.set == "files":
         note += ("; file answers (find_files) over every file the app indexes in the snapshot (Python there), "
                  "each query's `before` cutting the history; the file-level weights are the mean of both "
                  "repositories' tunings, so these figures are not out of sample (benchmarks/file_level.py's are)")
     if args.set == "names":
-        note = ("the app's own pipeline and defaults (KnowledgeService, real model, onnx-int8), top_k 10; each name "
+        note = (f"the app's own pipeline and defaults (KnowledgeService, real model, {settings.embedding_backend}), top_k 10; each name "
                 "judged by its definition's chunk (path::name); cross-encoder has no weights here and falls back")
     record(f"app_eval_{args.set}", table, settings={"strategies": args.strategies,
                                                     "top_k": 10 if args.set == "names" else 100,

@@ -150,6 +150,7 @@ async def main() -> int:
     parser.add_argument("--names", type=int, default=50)
     parser.add_argument("--seed", type=int, default=35)
     parser.add_argument("--index-seconds", type=float, default=None, help="the wall time of the index run")
+    parser.add_argument("--name", default="refs_accuracy", help="the results name (one per repository)")
     args = parser.parse_args()
     root = workspace_root(args.workspace)
     service = KnowledgeService(data_dir=args.data_dir)
@@ -184,7 +185,7 @@ async def main() -> int:
     for row in table:
         print(row)
     print(note)
-    record("refs_accuracy", table, settings={"workspace": str(root), "names": args.names, "seed": args.seed},
+    record(args.name, table, settings={"workspace": str(root), "names": args.names, "seed": args.seed},
            figures={"per_name": rows, "missed_code_lines": misses, "graph_rows": graph_rows,
                     "graph_bytes": refs_bytes, "manifest_bytes": manifest_bytes, "index_bytes": index_bytes,
                     "extraction_seconds": round(seconds, 2), "index_seconds": args.index_seconds,

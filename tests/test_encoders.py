@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -26,6 +27,12 @@ def export_dir(tmp_path_factory):
 def int8(export_dir):
     """The real MiniLM exported and quantised once per session."""
     return create_encoder("onnx-int8", EncoderSpec(str(bundled_model_path()), cache_dir=export_dir))
+
+
+@pytest.fixture(scope="session")
+def openvino_int8(export_dir):
+    """The real MiniLM exported, then quantised statically by NNCF for OpenVINO, once per session."""
+    return create_encoder("openvino-int8", EncoderSpec(str(bundled_model_path()), cache_dir=export_dir))
 
 
 def files_under(folder) -> dict[str, int]:
@@ -56,6 +63,43 @@ def test_another_sequence_length_is_another_export(int8, export_dir):
     folder = bundled_model_path()
     assert cache_key(folder, 128, cpu_quant_config()) != cache_key(folder, 256, cpu_quant_config())
     assert cache_key(folder, 256, None) != cache_key(folder, 256, cpu_quant_config())
+
+
+@pytest.mark.slow
+def test_openvino_int8_vectors_match_torch(openvino_int8):
+    torch_vectors = create_encoder("torch", EncoderSpec(str(bundled_model_path()))).encode(SAMPLES)
+    vectors = openvino_int8.encode(SAMPLES)
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert (vectors * torch_vectors).sum(axis=1).min() > 0.97
+
+
+@pytest.mark.slow
+def test_openvino_int8_vector_of_a_text_does_not_depend_on_its_batch(openvino_int8):
+    # static int8: the activations' ranges were fixed at quantisation, not measured on each batch
+    alone = openvino_int8.encode(SAMPLES[:1])
+    beside_longer = openvino_int8.encode(SAMPLES[:1] + ["x = 1\n" * 200, "def f():\n    pass"])[:1]
+    assert np.allclose(alone, beside_longer, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_openvino_int8_second_load_reuses_the_quantised_model(openvino_int8, export_dir):
+    before = files_under(export_dir)
+    again = create_encoder("openvino-int8", EncoderSpec(str(bundled_model_path()), cache_dir=export_dir))
+    assert files_under(export_dir) == before  # nothing exported, quantised or rewritten
+    assert again.path == openvino_int8.path and again.path.suffix == ".xml"
+    assert np.allclose(again.encode(SAMPLES[:1]), openvino_int8.encode(SAMPLES[:1]), atol=1e-5)
+
+
+@pytest.mark.slow
+def test_without_openvino_the_onnx_int8_backend_runs_with_a_note(monkeypatch, export_dir):
+    # a platform without OpenVINO's wheels: importing it fails, as it would there
+    monkeypatch.setitem(sys.modules, "openvino", None)
+    embedder = Embedder("all-MiniLM-L6-v2", backend="openvino-int8", device="cpu", cache_dir=export_dir,
+                        role="no-openvino-test")
+    assert embedder.backend_used == "onnx-int8"
+    assert "openvino-int8 on cpu could not start" in embedder.note and "using onnx-int8" in embedder.note
+    assert embedder.encode(["hello"]).shape == (1, 384)
 
 
 def model_with_max_pooling(tmp_path):
@@ -89,7 +133,7 @@ def test_unknown_backend_or_device_is_a_clear_error():
         Embedder("all-MiniLM-L6-v2", backend="tpu")
     with pytest.raises(ModelLoadError, match="Unknown device 'npu'"):
         Embedder("all-MiniLM-L6-v2", device="npu")
-    assert {"torch", "onnx", "onnx-int8"} <= set(backend_names())
+    assert {"torch", "onnx", "onnx-int8", "openvino", "openvino-int8"} <= set(backend_names())
 
 
 @pytest.mark.parametrize("requested, seen, expected", [
@@ -117,8 +161,8 @@ def test_a_gpu_that_fails_to_start_falls_back_to_the_cpu(monkeypatch):
     # No GPU here: torch is told it sees one, and the real CUDA start then fails (CPU-only torch).
     monkeypatch.setattr(device_module, "torch_devices", lambda: {"cuda": True, "mps": False})
     embedder = Embedder("all-MiniLM-L6-v2", backend="onnx-int8", device="auto", role="gpu-test")
-    assert embedder.backend_used == "torch" and embedder.device_used == "cpu"
-    assert "torch on cuda could not start" in embedder.note
+    assert embedder.backend_used == "onnx-int8" and embedder.device_used == "cpu"  # the CPU backend asked for
+    assert "torch on cuda could not start" in embedder.note and "using onnx-int8 on the CPU" in embedder.note
     assert embedder.encode(["hello"]).shape == (1, 384)
 
 

@@ -5,10 +5,10 @@ corrupt it). Real parts throughout: git repositories and worktrees made with the
 (its encoder's calls counted), real SQLite, real processes killed with SIGKILL.
 
 Answers are compared with a fresh index on the fp32 ONNX backend (`EXACT`): its vector of a text does not
-depend on the other texts of its batch. The default int8 backend quantises each batch's activations with
-one scale, so its vector of a chunk moves with its batch mates (cosine 0.97-1.0 to the same text encoded
-alone): two indexes of the same files, built in other batches, differ by that much with or without the
-cache (benchmarks/checkout_reuse.py measures how much it changes rankings)."""
+depend on the other texts of its batch. (Neither do the default openvino-int8 backend's: its activation
+ranges are fixed when it is quantised. onnx-int8 quantises each batch's activations with one scale, so its
+vector of a chunk moves with its batch mates, cosine 0.97-1.0 to the same text encoded alone;
+benchmarks/checkout_reuse.py measures how much that changes rankings.)"""
 
 from __future__ import annotations
 
@@ -179,7 +179,7 @@ def test_a_big_index_projects_the_cached_full_vectors_with_its_own_projection(ch
 def test_another_model_or_backend_never_gets_the_cached_vectors(checkouts, tmp_path):
     first, second = checkouts
     data = tmp_path / "data"
-    service = KnowledgeService(stand_in_settings(), data_dir=data)  # onnx-int8
+    service = KnowledgeService(stand_in_settings(), data_dir=data)  # openvino-int8, the default
     try:
         asyncio.run(service.index(first))
     finally:

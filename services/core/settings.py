@@ -32,6 +32,8 @@ DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 # above it only on pytest with weights tuned on pytest (0.657; tuned on Sphinx: 0.561). hybrid is below
 # none on CoSQA dev (0.519); rrf and heuristic lose 0.14 and 0.22 there.
 DEFAULT_STRATEGY = "metadata"
+Backend = Literal["torch", "onnx", "onnx-int8", "openvino", "openvino-int8"]  # services/encoders' backends
+BACKENDS = get_args(Backend)
 ENV_PREFIX = "KE_"
 # The KE_ variables read outside Settings: not settings, yet not misspelt ones (tests/test_settings.py checks
 # that every KE_ name the project reads is a setting or listed here)
@@ -70,7 +72,7 @@ class IndexingSettings(Area):
     max_file_bytes: int = Field(1024 * 1024, ge=1)
     embed_batch_size: int = Field(32, ge=1)
     # services/encoders; see benchmarks/README.md
-    embedding_backend: Literal["torch", "onnx", "onnx-int8"] = "onnx-int8"
+    embedding_backend: Backend = "openvino"
     embedding_device: Literal["auto", "cpu", "cuda", "mps"] = "auto"  # a GPU runs the torch backend
     early_keyword_min_chunks: int = Field(500, ge=0)  # a run embedding this many chunks gets keyword search first
     encoder_threads: int = Field(0, ge=0)  # indexing encoder's intra-op threads; 0 = one per core

@@ -24,6 +24,7 @@ from services.encoders.hub import cached_model_path  # noqa: E402
 from services.core.models import Chunk  # noqa: E402
 
 log = logging.getLogger(__name__)
+FALLBACK = {"openvino-int8": "onnx-int8", "openvino": "onnx-int8"}  # the next CPU backend when one cannot start
 BUNDLED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 _LOADED: dict[tuple[str, int, str], object] = {}  # one copy of each model per process
 _LOADED_LOCK = threading.Lock()
@@ -64,10 +65,10 @@ def chunk_text(chunk: Chunk) -> str:
 class Embedder:
     """Loads the encoder once (thread-safe) and encodes to unit-length float32 vectors.
 
-    `backend` names an encoder in services.encoders (torch, onnx, onnx-int8); `device` is auto, cpu,
+    `backend` names an encoder in services.encoders (torch, onnx, onnx-int8, openvino, openvino-int8); `device` is auto, cpu,
     cuda or mps. A GPU runs the torch backend with larger batches. When the chosen backend cannot
-    start (an ONNX export fails, a GPU does not answer) the torch CPU backend takes over and
-    `note` says why; `backend_used` and `device_used` say what runs."""
+    start (an export fails, a GPU does not answer) the next CPU backend takes over (openvino or openvino-int8 ->
+    onnx-int8 -> torch) and `note` says why; `backend_used` and `device_used` say what runs."""
 
     def __init__(self, model_name: str, max_seq_length: int = 256, batch_size: int = 32,
                  role: str = "query", backend: str = "torch", device: str = "auto",
@@ -121,15 +122,26 @@ class Embedder:
             encoder = self._create(backend, spec)
         except ModelLoadError:
             raise
-        except Exception as error:  # an export that fails, a GPU that does not start
-            note = f"{backend} on {device} could not start ({_short(error)}); using torch on the CPU"
+        except Exception as error:  # an export that fails, a GPU that does not start, a missing runtime
+            fallback = FALLBACK.get(backend, "torch") if device == "cpu" else self.backend
+            encoder = self._fallback(fallback, replace(spec, device="cpu", batch_size=self.batch_size))
+            note = f"{backend} on {device} could not start ({_short(error)}); using {encoder.name} on the CPU"
             log.warning("%s", note)
-            encoder = self._create("torch", replace(spec, device="cpu", batch_size=self.batch_size))
         encoder.note = "; ".join(n for n in (note, getattr(encoder, "note", ""), unused_gpu_note(encoder.device)) if n)
         if "GPU NOT USED" in encoder.note and encoder.note not in _WARNED:
             _WARNED.add(encoder.note)
             log.warning("%s", encoder.note)
         return encoder
+
+    def _fallback(self, backend: str, spec: EncoderSpec) -> Encoder:
+        """The first CPU backend of the chain from `backend` (openvino-int8 -> onnx-int8 -> torch) that starts."""
+        while backend != "torch":
+            try:
+                return self._create(backend, spec)
+            except Exception as error:
+                log.warning("%s could not start either (%s)", backend, _short(error))
+                backend = FALLBACK.get(backend, "torch")
+        return self._create("torch", spec)
 
     def _create(self, backend: str, spec: EncoderSpec) -> Encoder:
         try:

@@ -155,25 +155,34 @@ def _Positional(model, names):  # noqa: N802 - a class built lazily, so importin
 
 def build(folder: Path, cache_dir: Path, max_seq_length: int, quant: dict | None) -> Path:
     """The cached ONNX file for this model and config, exporting (and quantising) it first if needed."""
+    name = "model.int8.onnx" if quant else "model.onnx"
+
+    def make(staging: Path) -> None:
+        log.info("exporting %s to ONNX (%s)", folder, quant["name"] if quant else "fp32")
+        export(folder, staging / "model.onnx", max_seq_length)
+        if quant:
+            _quantise(staging / "model.onnx", staging / name, quant)
+            (staging / "model.onnx").unlink()
+
+    return cached(cache_dir / f"{folder.name}-{cache_key(folder, max_seq_length, quant)}", name, make)
+
+
+def cached(final: Path, name: str, make) -> Path:
+    """`final/name`, made first by `make(staging folder)` when missing: one process makes it (a file
+    lock), in a staging folder renamed into place, so a crash never leaves half a model behind."""
     from filelock import FileLock
 
-    name = "model.int8.onnx" if quant else "model.onnx"
-    final = cache_dir / f"{folder.name}-{cache_key(folder, max_seq_length, quant)}"
     if (final / name).exists():
         return final / name
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(final) + ".lock"):  # two processes exporting the same model: one does it
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(final) + ".lock"):
         if (final / name).exists():
             return final / name
         staging = final.with_name(final.name + ".tmp")
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
-        log.info("exporting %s to ONNX (%s) in %s", folder, quant["name"] if quant else "fp32", final)
         try:
-            export(folder, staging / "model.onnx", max_seq_length)
-            if quant:
-                _quantise(staging / "model.onnx", staging / name, quant)
-                (staging / "model.onnx").unlink()
+            make(staging)
         except ExportError:
             raise
         except Exception as error:
@@ -269,12 +278,17 @@ class OnnxEncoder:
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         batch = self.tokenize(texts)
-        feed = {name: batch[name].astype(np.int64) for name in self.inputs}
-        hidden = self.session.run(["last_hidden_state"], feed)[0]
+        return self._pool(self._hidden({name: batch[name].astype(np.int64) for name in self.inputs}),
+                          batch["attention_mask"])
+
+    def _pool(self, hidden: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         if self.pooling == "cls":
             pooled = hidden[:, 0]
             return (pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)).astype(np.float32)
-        return mean_pool(hidden, batch["attention_mask"]).astype(np.float32)
+        return mean_pool(hidden, attention_mask).astype(np.float32)
+
+    def _hidden(self, feed: dict[str, np.ndarray]) -> np.ndarray:
+        return self.session.run(["last_hidden_state"], feed)[0]
 
 
 register(OnnxEncoder)
