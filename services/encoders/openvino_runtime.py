@@ -1,13 +1,12 @@
 """OpenVINO backends: the model's ONNX export (services/encoders/onnx_runtime.py: exported on this machine,
-checked against torch) compiled by OpenVINO's CPU plugin. `openvino-int8` is the same graph quantised
-statically to int8 by NNCF (its transformer mode: SmoothQuant, fast bias correction, softmax and LayerNorm
-left in float), its activation ranges measured once on `calibration.json` (code chunks and questions from
-Python's standard library, benchmarks/make_calibration.py). Static ranges also mean a text's vector does not
-depend on the other texts of its batch, as onnx-int8's dynamic ranges do.
-
-On these 2 cores (AVX-512 VNNI), pytest's chunks: openvino-int8 about 2.4x onnx-int8's chunks/s at equal
-quality (benchmarks/encoder_speed.py). The quantised model is cached beside the ONNX export, keyed by it,
-the calibration texts and the OpenVINO and NNCF versions.
+checked against torch) compiled by OpenVINO's CPU plugin, one stream per core, each fed its own batch.
+`openvino` (the default) runs it in fp32: its vectors are fp32's. `openvino-int8` runs it quantised statically
+to int8 by NNCF (its transformer mode: SmoothQuant, fast bias correction, softmax and LayerNorm left in float),
+the activation ranges measured once on `calibration.json` (code chunks and questions from Python's standard
+library, benchmarks/make_calibration.py); it is the fastest and scores a little below fp32 on CoSQA. Neither
+one's vector of a text depends on the other texts of its batch, unlike onnx-int8's dynamic int8.
+Figures: benchmarks/README.md, "Indexing throughput per CPU encoder". The quantised model is cached beside
+the ONNX export, keyed by it, the calibration texts and the OpenVINO and NNCF versions.
 """
 
 from __future__ import annotations
