@@ -203,9 +203,11 @@ class _Why:
 
 def _graph_note(related: list[tuple[str, bool]]) -> str:
     """"called by `lambdify` (#1), `parse` (traceback); calls `Node.run` (#2)"."""
-    called_by = [who for who, calls in related if not calls][:NOTE_TERMS]
-    calls = [who for who, calls in related if calls][:NOTE_TERMS]
-    parts = (["called by " + ", ".join(called_by)] if called_by else []) + (["calls " + ", ".join(calls)] if calls else [])
+    parts = []
+    for head, wanted in (("called by ", False), ("calls ", True)):
+        who = [name for name, calls in related if calls == wanted][:NOTE_TERMS]
+        if who:
+            parts.append(head + ", ".join(who))
     return "; ".join(parts)
 
 
