@@ -4,7 +4,8 @@
 workspace's CommitIndex when it has history). `answer()` folds a QueryResult's chunk rankings into
 files (the strategy's ranking, and the vector ranking for the `none` order), adds the whole-file
 keyword, mention and history signals (file_ranking.contributions), the code graph's (files the top chunks
-and the traceback's frames call: `graph_votes`) and says in words why each file ranks.
+and the traceback's frames call; optionally, what the definitions the question names call and who calls the
+top chunks: `graph_votes`) and says in words why each file ranks.
 """
 
 from __future__ import annotations
