@@ -368,7 +368,8 @@ class KnowledgeService:
         commits, note = _history(index)
         prose = {path for path, record in catalog.files().items() if record.language in PROSE}
         ranker = FileRanker(FileIndex(CatalogFileWords(catalog)), commits, note, prose, catalog,
-                            self.settings.files_graph_weight, self.settings.files_graph_chunks)
+                            self.settings.files_graph_weight, self.settings.files_graph_chunks,
+                            self.settings.files_graph_names, self.settings.files_graph_callers)
         with self._lock:
             self._file_rankers[index.root] = (state, ranker)
         return ranker

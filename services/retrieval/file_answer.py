@@ -4,7 +4,8 @@
 workspace's CommitIndex when it has history). `answer()` folds a QueryResult's chunk rankings into
 files (the strategy's ranking, and the vector ranking for the `none` order), adds the whole-file
 keyword, mention and history signals (file_ranking.contributions), the code graph's (files the top chunks
-and the traceback's frames call: `graph_votes`) and says in words why each file ranks.
+and the traceback's frames call; optionally, what the definitions the question names call and who calls the
+top chunks: `graph_votes`) and says in words why each file ranks.
 """
 
 from __future__ import annotations
@@ -44,13 +45,15 @@ class FileRanker:
     """One index state's file-level ranking (build once, ask many questions)."""
 
     def __init__(self, index: fr.FileIndex, commits=None, history: str = "", prose: AbstractSet[str] = frozenset(),
-                 catalog=None, graph_weight: float = 0.0, graph_chunks: int = 0) -> None:
+                 catalog=None, graph_weight: float = 0.0, graph_chunks: int = 0, graph_names: float = 0.0,
+                 graph_callers: int = 0) -> None:
         self.index = index
         self.prose = prose  # the paths of text and Markdown files
         self.commits = commits if commits is not None and commits.commits else None
         self.history = history  # what the history is, or why there is none
         self.catalog = catalog  # the code graph's (services/storage/catalog.py); None: no graph signal
         self.graph_weight, self.graph_chunks = graph_weight, graph_chunks
+        self.graph_names, self.graph_callers = graph_names, graph_callers  # off by default: see Settings
 
     def source_files(self, allowed: set[str] | None) -> set[str] | None:
         """The files an answer may name without a language filter: source files (a changelog that every fix
@@ -95,23 +98,38 @@ class FileRanker:
         why = _Why(result.question, self.index, self.commits, before, weights)
         feats = dict(why.features, chunks=self.index.fold(fr.chunk_evidence(evidence(result.results), weights.chunk_decay)))
         if self.catalog is not None and weights.graph and self.catalog.graph_ready():
-            votes = graph_votes(self.catalog, result.results[:self.graph_chunks], why.signals.frames)
-            feats["graph"] = self.index.fold({path: sum(v for v, _ in vs) for path, vs in votes.items()})
-            why.callers = {path: [label for _, label in vs] for path, vs in votes.items()}
+            names = why.signals.names() if self.graph_names else []
+            votes = graph_votes(self.catalog, result.results[:self.graph_chunks], why.signals.frames, names,
+                                self.graph_names, result.results[:self.graph_callers])
+            feats["graph"] = self.index.fold({path: sum(v for v, _, _ in vs) for path, vs in votes.items()})
+            why.callers = {path: [(label, calls) for _, label, calls in vs] for path, vs in votes.items()}
         return feats, why
 
 
-def graph_votes(catalog, top: list[ResultChunk], frames: tuple[Frame, ...]) -> dict[str, list[tuple[float, str]]]:
-    """Per file, (vote, who calls it) for every caller: each of the `top` chunks (the k-th votes 1/k) and each
-    definition the traceback's frames run in (votes 1) votes for the other files defining what it calls."""
+def graph_votes(catalog, top: list[ResultChunk], frames: tuple[Frame, ...], names: list[str] = (),
+                name_vote: float = 0.0, called: list[ResultChunk] = ()) -> dict[str, list[tuple[float, str, bool]]]:
+    """Per file, (vote, who, whether the file calls them) for every definition related to it: each of the `top`
+    chunks (the k-th votes 1/k), each definition the traceback's frames run in (votes 1) and each definition
+    of a name the question uses (votes `name_vote`) vote for the other files defining what they call; each
+    of the `called` chunks (the k-th votes 1/k) votes for the other files calling it."""
     callers = [(graph.chunk_target(r.chunk), 1.0 / k, f"(#{k})") for k, r in enumerate(top, 1)]
-    callers += [(t, 1.0, "(traceback)") for t in graph.frame_targets(catalog, frames)]
-    votes: dict[str, list[tuple[float, str]]] = {}
+    in_frames = graph.frame_targets(catalog, frames)
+    callers += [(t, 1.0, "(traceback)") for t in in_frames]
+    if name_vote and names:
+        callers += [(t, name_vote, "(named)") for t in graph.named_targets(catalog, list(names), in_frames)]
+    votes: dict[str, list[tuple[float, str, bool]]] = {}
     for caller, vote, where in callers:
-        name = caller.qualified_name or caller.symbol or caller.path.rsplit("/", 1)[-1]
         for path in sorted(graph.callee_files(catalog, caller)):
-            votes.setdefault(path, []).append((vote, f"`{name}` {where}"))
+            votes.setdefault(path, []).append((vote, f"`{_name(caller)}` {where}", False))
+    for k, r in enumerate(called, 1):
+        callee = graph.chunk_target(r.chunk)
+        for path in sorted(graph.caller_files(catalog, callee)):
+            votes.setdefault(path, []).append((1.0 / k, f"`{_name(callee)}` (#{k})", True))
     return votes
+
+
+def _name(target: graph.Target) -> str:
+    return target.qualified_name or target.symbol or target.path.rsplit("/", 1)[-1]
 
 
 def _found(feats: dict[str, np.ndarray], allowed: set[str] | None, paths: list[str]) -> np.ndarray:
@@ -132,7 +150,7 @@ class _Why:
                  weights: fr.Weights) -> None:
         self.signals, self.terms, self.title = fr.query_terms(question)
         signals = self.signals
-        self.callers: dict[str, list[str]] = {}  # the graph signal's callers per file, when it is on
+        self.callers: dict[str, list[tuple[str, bool]]] = {}  # per file, the graph's (who, whether it calls them)
         self.term_scores = index.term_scores(self.terms)
         self.title_scores = index.term_scores(self.title)
         path, symbol, self.named, self.used = index.mentions_explained(signals)
@@ -166,7 +184,7 @@ class _Why:
             where = f", best at #{best}" if best else ""
             return f"{len(chunks)} of its chunks in the `{strategy}` ranking{where}"
         if name == "graph":
-            return "called by " + ", ".join(self.callers.get(path, [])[:NOTE_TERMS])
+            return _graph_note(self.callers.get(path, []))
         if name == "test":
             return "a test file: pushed down"
         if name == "new":
@@ -182,6 +200,16 @@ class _Why:
         n = len(voters)
         earlier = "earlier " if self.before is not None else ""
         return f"{n} {earlier}commit{'s' if n != 1 else ''} about {words} touched this file"
+
+
+def _graph_note(related: list[tuple[str, bool]]) -> str:
+    """"called by `lambdify` (#1), `parse` (traceback); calls `Node.run` (#2)"."""
+    parts = []
+    for head, wanted in (("called by ", False), ("calls ", True)):
+        who = [name for name, calls in related if calls == wanted][:NOTE_TERMS]
+        if who:
+            parts.append(head + ", ".join(who))
+    return "; ".join(parts)
 
 
 def _weighted(term_scores: dict[str, np.ndarray], terms: dict[str, float], n: int) -> np.ndarray:

@@ -271,6 +271,28 @@ def frame_targets(catalog, frames) -> list[Target]:
     return out
 
 
+def named_targets(catalog, names: list[str], skip: list[Target] = ()) -> list[Target]:
+    """The definitions of the names a question uses (`lambdify`), those of names defined MAX_CANDIDATES times
+    at most (a common method name says nothing), less `skip` (e.g. the traceback's)."""
+    found = _definitions(catalog, names)
+    out: list[Target] = []
+    for name in names:
+        candidates = found.get(name, [])
+        if len(candidates) <= MAX_CANDIDATES:
+            out += [t for t in candidates if t not in skip and t not in out]
+    return out
+
+
+def caller_files(catalog, callee: Target) -> set[str]:
+    """The other files whose code calls the callee (or uses it as an attribute or base), as `references`
+    resolves its name."""
+    if not callee.symbol or callee.kind in ("module", "text"):
+        return set()
+    answer = references(catalog, callee.chunk_id or callee.qualified_name or callee.symbol)
+    return {f.path for f in answer.files
+            if f.path != callee.path and any(link.how in FOLLOWED for link in f.links)}
+
+
 def callee_files(catalog, caller: Target) -> set[str]:
     """The other files defining what the caller's lines call, or whose attributes or bases it uses."""
     return {definition.path for definition, _lines, how in _used_by(catalog, caller)
