@@ -115,10 +115,11 @@ class OpenVinoEncoder(ox.OnnxEncoder):
             masks[number] = batch["attention_mask"]
             self.queue.start_async({name: batch[name].astype(np.int64) for name in self.inputs}, number)
         self.queue.wait_all()
-        if any(vectors is None for vectors in pooled):
+        results = [vectors for vectors in pooled if vectors is not None]
+        if len(results) != len(parts):
             raise RuntimeError("OpenVINO did not return every batch's vectors")
-        out = np.zeros((len(texts), pooled[0].shape[1] if pooled else 1), dtype=np.float32)
-        for part, vectors in zip(parts, pooled):
+        out = np.zeros((len(texts), results[0].shape[1] if results else 1), dtype=np.float32)
+        for part, vectors in zip(parts, results):
             out[part] = vectors
         return out
 
