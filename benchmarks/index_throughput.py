@@ -103,8 +103,8 @@ async def measure(args) -> None:
     first = backends[0]
     table = []
     for backend in backends:
-        pipeline = statistics.median(r["pipeline chunks/s"] for r in runs[backend])
-        bare = statistics.median(r["bare model chunks/s"] for r in runs[backend])
+        pipeline = round(statistics.median(r["pipeline chunks/s"] for r in runs[backend]), 1)
+        bare = round(statistics.median(r["bare model chunks/s"] for r in runs[backend]), 1)
         row = {"backend": backend, "runs as": runs[backend][0]["backend"], "files": runs[backend][0]["files"],
                "chunks": runs[backend][0]["chunks"], "pipeline chunks/s": pipeline, "bare model chunks/s": bare,
                f"pipeline × {first}": round(pipeline / statistics.median(r["pipeline chunks/s"] for r in runs[first]), 2),

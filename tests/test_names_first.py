@@ -117,7 +117,7 @@ async def test_a_sentence_naming_code_brings_its_definition_into_every_reranking
     """The vector search's two candidates (heuristic's pool for one result) miss NewInvertedIndex; the name
     channel adds it, and heuristic's name boost ranks it first. `none` keeps the vector ranking."""
     service, workspace = indexed
-    question = "where does the go code use NewInvertedIndex for notes"
+    question = "I wonder if NewInvertedIndex is slow with many notes"  # its vector rank: 3 (int8 and fp32 alike)
     one = QueryOptions(workspace=str(workspace), strategy="heuristic", top_k=1, use_cache=False, min_relevance=0.0)
     result = await service.query(question, one)
     top = result.results[0]

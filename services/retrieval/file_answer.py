@@ -10,7 +10,7 @@ top chunks: `graph_votes`) and says in words why each file ranks.
 
 from __future__ import annotations
 
-from collections.abc import Set as AbstractSet
+from collections.abc import Sequence, Set as AbstractSet
 from dataclasses import replace
 
 import numpy as np
@@ -106,8 +106,8 @@ class FileRanker:
         return feats, why
 
 
-def graph_votes(catalog, top: list[ResultChunk], frames: tuple[Frame, ...], names: list[str] = (),
-                name_vote: float = 0.0, called: list[ResultChunk] = ()) -> dict[str, list[tuple[float, str, bool]]]:
+def graph_votes(catalog, top: list[ResultChunk], frames: tuple[Frame, ...], names: Sequence[str] = (),
+                name_vote: float = 0.0, called: Sequence[ResultChunk] = ()) -> dict[str, list[tuple[float, str, bool]]]:
     """Per file, (vote, who, whether the file calls them) for every definition related to it: each of the `top`
     chunks (the k-th votes 1/k), each definition the traceback's frames run in (votes 1) and each definition
     of a name the question uses (votes `name_vote`) vote for the other files defining what they call; each

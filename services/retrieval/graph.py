@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -271,7 +272,7 @@ def frame_targets(catalog, frames) -> list[Target]:
     return out
 
 
-def named_targets(catalog, names: list[str], skip: list[Target] = ()) -> list[Target]:
+def named_targets(catalog, names: list[str], skip: Sequence[Target] = ()) -> list[Target]:
     """The definitions of the names a question uses (`lambdify`), those of names defined MAX_CANDIDATES times
     at most (a common method name says nothing), less `skip` (e.g. the traceback's)."""
     found = _definitions(catalog, names)
