@@ -35,7 +35,7 @@ QUESTION = "fix the matrix determinant handling"
 async def timed(rows: list[dict], what: str, work) -> object:
     started = time.perf_counter()
     answer = await work
-    rows.append({"step": what, "seconds": round(time.perf_counter() - started, 2)})
+    rows.append({"step": what, "seconds": round(time.perf_counter() - started, 3)})
     print(rows[-1], flush=True)
     return answer
 
