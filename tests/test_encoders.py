@@ -23,22 +23,26 @@ def export_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("encoders")
 
 
+def exported(backend: str, export_dir) -> object:
+    return create_encoder(backend, EncoderSpec(str(bundled_model_path()), cache_dir=export_dir))
+
+
 @pytest.fixture(scope="session")
 def int8(export_dir):
     """The real MiniLM exported and quantised once per session."""
-    return create_encoder("onnx-int8", EncoderSpec(str(bundled_model_path()), cache_dir=export_dir))
+    return exported("onnx-int8", export_dir)
 
 
 @pytest.fixture(scope="session")
 def openvino(export_dir):
     """The real MiniLM's ONNX export run by OpenVINO (fp32), once per session."""
-    return create_encoder("openvino", EncoderSpec(str(bundled_model_path()), cache_dir=export_dir))
+    return exported("openvino", export_dir)
 
 
 @pytest.fixture(scope="session")
 def openvino_int8(export_dir):
     """The real MiniLM exported, then quantised statically by NNCF for OpenVINO, once per session."""
-    return create_encoder("openvino-int8", EncoderSpec(str(bundled_model_path()), cache_dir=export_dir))
+    return exported("openvino-int8", export_dir)
 
 
 def files_under(folder) -> dict[str, int]:
@@ -56,11 +60,15 @@ def test_exported_vectors_match_torch(encoder, cosine, request):
 
 
 @pytest.mark.slow
-def test_second_load_reuses_the_export(int8, export_dir):
+@pytest.mark.parametrize(("fixture", "backend", "suffix", "atol"),
+                         [("int8", "onnx-int8", ".onnx", 1e-8), ("openvino_int8", "openvino-int8", ".xml", 1e-5)])
+def test_second_load_reuses_the_export(fixture, backend, suffix, atol, export_dir, request):
+    first = request.getfixturevalue(fixture)
     before = files_under(export_dir)
-    again = create_encoder("onnx-int8", EncoderSpec(str(bundled_model_path()), cache_dir=export_dir))
-    assert files_under(export_dir) == before  # nothing exported or rewritten
-    assert again.path == int8.path and np.allclose(again.encode(SAMPLES[:1]), int8.encode(SAMPLES[:1]))
+    again = exported(backend, export_dir)
+    assert files_under(export_dir) == before  # nothing exported, quantised or rewritten
+    assert again.path == first.path and again.path.suffix == suffix
+    assert np.allclose(again.encode(SAMPLES[:1]), first.encode(SAMPLES[:1]), atol=atol)
 
 
 @pytest.mark.slow
@@ -80,15 +88,6 @@ def test_openvino_vector_of_a_text_does_not_depend_on_its_batch(encoder, request
     alone = encoder.encode(SAMPLES[:1])
     beside_longer = encoder.encode(SAMPLES[:1] + ["x = 1\n" * 200, "def f():\n    pass"])[:1]
     assert np.allclose(alone, beside_longer, atol=1e-4)
-
-
-@pytest.mark.slow
-def test_openvino_int8_second_load_reuses_the_quantised_model(openvino_int8, export_dir):
-    before = files_under(export_dir)
-    again = create_encoder("openvino-int8", EncoderSpec(str(bundled_model_path()), cache_dir=export_dir))
-    assert files_under(export_dir) == before  # nothing exported, quantised or rewritten
-    assert again.path == openvino_int8.path and again.path.suffix == ".xml"
-    assert np.allclose(again.encode(SAMPLES[:1]), openvino_int8.encode(SAMPLES[:1]), atol=1e-5)
 
 
 @pytest.mark.slow

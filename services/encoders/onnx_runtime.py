@@ -236,59 +236,69 @@ def _auto_tokenizer(folder: Path, limit: int):
     return lambda texts: dict(tokenizer(texts, padding=True, truncation=True, max_length=limit, return_tensors="np"))
 
 
+DEFAULT_CACHE_DIR = Path.home() / ".cache" / "knowledge-explorer" / "encoders"  # without EncoderSpec.cache_dir
+
+
+def length_sorted(texts: list[str], size: int) -> list[list[int]]:
+    """The positions of `texts` in batches of `size`, longest first: texts of similar length pad less."""
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    return [order[start:start + size] for start in range(0, len(order), size)]
+
+
+def gathered(count: int, parts: list[list[int]], vectors: list[np.ndarray]) -> np.ndarray:
+    """One row per text: each batch's vectors put back at its texts' positions."""
+    out = np.zeros((count, vectors[0].shape[1] if vectors else 1), dtype=np.float32)
+    for part, rows in zip(parts, vectors):
+        out[part] = rows
+    return out
+
+
 class OnnxEncoder:
     name = "onnx"
     quantised = False
     device = "cpu"
 
     def __init__(self, spec: EncoderSpec) -> None:
-        import onnxruntime
-
         self.spec = spec
         folder = model_folder(spec.source)
         self.pooling = pooling_mode(folder)
-        self.quant = cpu_quant_config() if self.quantised else None
-        cache_dir = spec.cache_dir or Path.home() / ".cache" / "knowledge-explorer" / "encoders"
-        self.path = build(folder, cache_dir, spec.max_seq_length, self.quant)
         self.tokenize = load_tokenizer(folder, spec.max_seq_length)
+        self._start(folder, spec.cache_dir or DEFAULT_CACHE_DIR)
+        self._dimension = int(self.encode(["dimension"]).shape[1])
+
+    def _start(self, folder: Path, cache_dir: Path) -> None:
+        """Export the model (or find its export) and open it: sets `path`, `inputs` and `identity`."""
+        import onnxruntime
+
+        self.quant = cpu_quant_config() if self.quantised else None
+        self.path = build(folder, cache_dir, self.spec.max_seq_length, self.quant)
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = spec.threads or os.cpu_count() or 1
+        options.intra_op_num_threads = self.spec.threads or os.cpu_count() or 1
         options.inter_op_num_threads = 1
         self.session = onnxruntime.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
         # what, besides the model's files, decides its vectors (services/storage/vector_cache.py)
         self.identity = json.dumps([FORMAT, self.pooling, self.quant, onnxruntime.__version__,
                                     content_digest(self.path.parent, [self.path])])
-        self._dimension = int(self.encode(["dimension"]).shape[1])
 
     @property
     def dimension(self) -> int:
         return self._dimension
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # similar lengths pad less
-        out = np.zeros((len(texts), getattr(self, "_dimension", 0) or 1), dtype=np.float32)
-        for start in range(0, len(order), self.spec.batch_size):
-            part = order[start:start + self.spec.batch_size]
-            vectors = self._encode_batch([texts[i] for i in part])
-            if out.shape[1] != vectors.shape[1]:
-                out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
-            out[part] = vectors
-        return out
+        parts = length_sorted(texts, self.spec.batch_size)
+        return gathered(len(texts), parts, [self._encode_batch([texts[i] for i in part]) for part in parts])
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         batch = self.tokenize(texts)
-        return self._pool(self._hidden({name: batch[name].astype(np.int64) for name in self.inputs}),
-                          batch["attention_mask"])
+        feed = {name: batch[name].astype(np.int64) for name in self.inputs}
+        return self._pool(self.session.run(["last_hidden_state"], feed)[0], batch["attention_mask"])
 
     def _pool(self, hidden: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         if self.pooling == "cls":
             pooled = hidden[:, 0]
             return (pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)).astype(np.float32)
         return mean_pool(hidden, attention_mask).astype(np.float32)
-
-    def _hidden(self, feed: dict[str, np.ndarray]) -> np.ndarray:
-        return self.session.run(["last_hidden_state"], feed)[0]
 
 
 register(OnnxEncoder)

@@ -50,12 +50,12 @@ def quantise(onnx_file: Path, target: Path, folder: Path, max_seq_length: int) -
     import openvino
     from rich import get_console
 
-    log.info("quantising %s to int8 for OpenVINO (NNCF, %d calibration texts)", folder, len(calibration_texts()))
+    texts = calibration_texts()
+    log.info("quantising %s to int8 for OpenVINO (NNCF, %d calibration texts)", folder, len(texts))
     nncf.set_log_level(logging.ERROR)
     model = openvino.Core().read_model(str(onnx_file))
     names = [i.get_any_name() for i in model.inputs]
     tokenize = ox.load_tokenizer(folder, max_seq_length)
-    texts = calibration_texts()
     feeds = []
     for start in range(0, len(texts), CALIBRATION_BATCH):
         batch = tokenize(texts[start:start + CALIBRATION_BATCH])
@@ -75,18 +75,13 @@ class OpenVinoEncoder(ox.OnnxEncoder):
     quantised = False
     device = "cpu"
 
-    def __init__(self, spec: EncoderSpec) -> None:
+    def _start(self, folder: Path, cache_dir: Path) -> None:
         import openvino
 
-        self.spec = spec
-        folder = ox.model_folder(spec.source)
-        self.pooling = ox.pooling_mode(folder)
-        cache_dir = spec.cache_dir or Path.home() / ".cache" / "knowledge-explorer" / "encoders"
-        self.path = build(folder, cache_dir, spec.max_seq_length, self.quantised)
-        self.tokenize = ox.load_tokenizer(folder, spec.max_seq_length)
+        self.path = build(folder, cache_dir, self.spec.max_seq_length, self.quantised)
         # one stream per core, one thread each, fed batches in parallel: faster than one stream over every
         # core, and a core taken by another process slows one stream instead of stalling all
-        self.streams = spec.threads or os.cpu_count() or 1
+        self.streams = self.spec.threads or os.cpu_count() or 1
         self.compiled = openvino.Core().compile_model(str(self.path), "CPU", {
             "PERFORMANCE_HINT": "THROUGHPUT", "NUM_STREAMS": self.streams, "INFERENCE_NUM_THREADS": self.streams})
         self.queue = openvino.AsyncInferQueue(self.compiled, self.streams)
@@ -95,14 +90,11 @@ class OpenVinoEncoder(ox.OnnxEncoder):
         # what, besides the model's files, decides its vectors (services/storage/vector_cache.py)
         self.identity = json.dumps([FORMAT, self.pooling, self.quantised, version("openvino"),
                                     content_digest(self.path.parent, files)])
-        self._dimension = int(self.encode(["dimension"]).shape[1])
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Length-sorted batches (less padding), split so that every stream gets one when there are few
         texts (the indexer hands over 32 at a time), run in parallel while the next batch is tokenised."""
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        size = max(1, min(self.spec.batch_size, -(-len(texts) // self.streams)))
-        parts = [order[start:start + size] for start in range(0, len(order), size)]
+        parts = ox.length_sorted(texts, max(1, min(self.spec.batch_size, -(-len(texts) // self.streams))))
         pooled: list[np.ndarray | None] = [None] * len(parts)
         masks: dict[int, np.ndarray] = {}
 
@@ -118,10 +110,7 @@ class OpenVinoEncoder(ox.OnnxEncoder):
         results = [vectors for vectors in pooled if vectors is not None]
         if len(results) != len(parts):
             raise RuntimeError("OpenVINO did not return every batch's vectors")
-        out = np.zeros((len(texts), results[0].shape[1] if results else 1), dtype=np.float32)
-        for part, vectors in zip(parts, results):
-            out[part] = vectors
-        return out
+        return ox.gathered(len(texts), parts, results)
 
 
 register(OpenVinoEncoder)
