@@ -75,9 +75,12 @@ def rows(model, title):
     return [model.data(model.index(r, model.column_of(title))) for r in range(model.rowCount())]
 
 
-def test_open_index_cancel_then_finish_through_the_buttons(qtbot, window, tmp_path):
+def test_open_index_cancel_then_finish_through_the_buttons(qtbot, window, tmp_path, service, monkeypatch):
     workspace = str(tmp_path / "sample")  # its own copy: never indexed, whichever test ran before
     shutil.copytree(SAMPLE, workspace)
+    # its chunks are encoded, as with share_vectors off: another test of this module may have put the same
+    # texts in the data dir's shared vector cache, and a run that only copies vectors ends before a cancel lands
+    monkeypatch.setattr(service, "vector_cache", None)
     health = wait_task(qtbot, window.open_workspace(workspace))
     assert not health.indexed
     assert window.health_panel.badge.text() == "not indexed"
