@@ -154,7 +154,7 @@ def test_bugreport_weights_name_every_signal_of_the_strategy():
 def test_defaults_are_unchanged_by_the_split():
     settings, indexing = Settings(), IndexingSettings()
     assert (settings.embedding_backend, settings.embedding_device, settings.max_file_bytes) == \
-        ("openvino", "auto", 1024 * 1024)
+        ("openvino-int8", "auto", 1024 * 1024)
     assert indexing.model_dump() == {name: getattr(settings, name) for name in IndexingSettings.model_fields}
     assert (settings.candidate_pool_min, settings.candidate_pool_factor, settings.narrow_pool_factor) == (50, 5, 2)
     assert (settings.path_prior_factor, settings.bugreport_k, settings.llm_timeout_seconds) == (0.8, 30.0, 20.0)

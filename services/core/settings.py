@@ -72,7 +72,7 @@ class IndexingSettings(Area):
     max_file_bytes: int = Field(1024 * 1024, ge=1)
     embed_batch_size: int = Field(32, ge=1)
     # services/encoders; see benchmarks/README.md
-    embedding_backend: Backend = "openvino"
+    embedding_backend: Backend = "openvino-int8"
     embedding_device: Literal["auto", "cpu", "cuda", "mps"] = "auto"  # a GPU runs the torch backend
     early_keyword_min_chunks: int = Field(500, ge=0)  # a run embedding this many chunks gets keyword search first
     encoder_threads: int = Field(0, ge=0)  # indexing encoder's intra-op threads; 0 = one per core
