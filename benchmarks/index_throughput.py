@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import sys
@@ -27,6 +26,7 @@ from benchmarks.record import engine_settings, record  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.encoders.embedder import Embedder, chunk_text  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
+from services.evaluation.metrics import load_corpus, load_qrels, load_queries  # noqa: E402
 from services.storage.workspace_index import WorkspaceIndex, workspace_root  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,23 +64,20 @@ def chunk_texts(workspace: Path, data_dir: Path) -> list[str]:
 
 def cosqa_quality(backends: list[str], encoders: Path) -> dict[str, dict]:
     """MRR@10 of the bare encoder on CoSQA dev, and the cosine of its function vectors to fp32 ONNX's."""
-    corpus = [json.loads(line) for line in (COSQA / "corpus.jsonl").open()]
-    queries = [json.loads(line) for line in (COSQA / "queries_dev.jsonl").open()]
-    relevant: dict[str, set[str]] = {}
-    for line in (COSQA / "qrels_dev.tsv").read_text().splitlines()[1:]:
-        query, doc, grade = line.split("\t")
-        if int(grade) > 0:
-            relevant.setdefault(query, set()).add(doc)
-    ids = [d["id"] for d in corpus]
+    corpus = load_corpus(COSQA / "corpus.jsonl")
+    queries = load_queries(COSQA / "queries_dev.jsonl")
+    relevant = {query: {doc for doc, grade in docs.items() if grade > 0}
+                for query, docs in load_qrels(COSQA / "qrels_dev.tsv").items()}
+    ids = [d.id for d in corpus]
     reference = None
     out = {}
     for backend in ["onnx"] + backends:
         embedder = Embedder("all-MiniLM-L6-v2", backend=backend, role=f"cosqa-{backend}", cache_dir=encoders)
-        docs = embedder.encode([d["code"] for d in corpus])
-        questions = embedder.encode([q["text"] for q in queries])
+        docs = embedder.encode([d.code for d in corpus])
+        questions = embedder.encode([q.text for q in queries])
         reference = docs if reference is None else reference
         top = np.argsort(-(questions @ docs.T), axis=1)[:, :10]
-        ranks = [next((r for r, i in enumerate(row, 1) if ids[i] in relevant.get(q["id"], ())), None)
+        ranks = [next((r for r, i in enumerate(row, 1) if ids[i] in relevant.get(q.id, ())), None)
                  for q, row in zip(queries, top)]
         cosine = (docs * reference).sum(axis=1)
         out[backend] = {"CoSQA MRR@10": round(float(np.mean([1 / r if r else 0.0 for r in ranks])), 4),
