@@ -245,6 +245,11 @@ def length_sorted(texts: list[str], size: int) -> list[list[int]]:
     return [order[start:start + size] for start in range(0, len(order), size)]
 
 
+def model_inputs(batch: dict[str, np.ndarray], names: list[str]) -> dict[str, np.ndarray]:
+    """The tokenizer's arrays the model takes (`names`), as the int64 its export expects."""
+    return {name: batch[name].astype(np.int64) for name in names}
+
+
 def gathered(count: int, parts: list[list[int]], vectors: list[np.ndarray]) -> np.ndarray:
     """One row per text: each batch's vectors put back at its texts' positions."""
     out = np.zeros((count, vectors[0].shape[1] if vectors else 1), dtype=np.float32)
@@ -291,8 +296,8 @@ class OnnxEncoder:
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         batch = self.tokenize(texts)
-        feed = {name: batch[name].astype(np.int64) for name in self.inputs}
-        return self._pool(self.session.run(["last_hidden_state"], feed)[0], batch["attention_mask"])
+        hidden = self.session.run(["last_hidden_state"], model_inputs(batch, self.inputs))[0]
+        return self._pool(hidden, batch["attention_mask"])
 
     def _pool(self, hidden: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         if self.pooling == "cls":

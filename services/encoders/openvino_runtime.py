@@ -65,7 +65,7 @@ def quantise(onnx_file: Path, target: Path, folder: Path, max_seq_length: int) -
     feeds = []
     for start in range(0, len(texts), CALIBRATION_BATCH):
         batch = tokenize(texts[start:start + CALIBRATION_BATCH])
-        feeds.append({name: batch[name].astype(np.int64) for name in names})
+        feeds.append(ox.model_inputs(batch, names))
     scope = float_products(model)
     console = get_console()  # NNCF's progress bars (rich's console): the app reports its own progress
     console.quiet, was_quiet = True, console.quiet
@@ -123,7 +123,7 @@ class OpenVinoEncoder(ox.OnnxEncoder):
         for number, part in enumerate(parts):
             batch = self.tokenize([texts[i] for i in part])
             masks[number] = batch["attention_mask"]
-            self.queue.start_async({name: batch[name].astype(np.int64) for name in self.inputs}, number)
+            self.queue.start_async(ox.model_inputs(batch, self.inputs), number)
         self.queue.wait_all()
         results = [vectors for vectors in pooled if vectors is not None]
         if len(results) != len(parts):
