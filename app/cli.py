@@ -276,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {shown(error)}", file=sys.stderr)
             return 1
         return run_gui(args.path, args.screenshot, args.query, args.strategy, kwargs,
-                       getattr(args, "engine_url", None), getattr(args, "token_file", None))
+                       getattr(args, "engine_url", None), getattr(args, "token_file", None), LOG_FILE)
     if args.command in ("serve", "mcp"):
         return run_service_command(args)
     if args.command == "query" and not valid_query(args):

@@ -95,9 +95,13 @@ def make_engine(service_kwargs: dict | None, engine_url: str | None, token_file:
 
 
 def run_gui(path: str | None, screenshot: str | None, query: str | None, strategy: str | None,
-            service_kwargs: dict, engine_url: str | None = None, token_file: str | None = None) -> int:
-    """Start the desktop app on `path`; with `screenshot`, render the window to that PNG and exit."""
+            service_kwargs: dict, engine_url: str | None = None, token_file: str | None = None,
+            log_path: Path | None = None) -> int:
+    """Start the desktop app on `path`; with `screenshot`, render the window to that PNG and exit.
+    `log_path`: the log file; a fatal error's traceback and the last actions go beside it."""
     import qasync
+
+    from app.crash_log import CrashLog
 
     from pyqtgraph.util.garbage_collector import GarbageCollector
 
@@ -118,8 +122,12 @@ def run_gui(path: str | None, screenshot: str | None, query: str | None, strateg
     if screenshot:  # a reproducible layout that leaves the user's saved window state alone
         scratch = tempfile.TemporaryDirectory(prefix="ke-screenshot-")
         settings = QSettings(str(Path(scratch.name) / "settings.ini"), QSettings.Format.IniFormat)
+    crash_log = CrashLog(log_path.parent) if log_path is not None and not screenshot else None
+    crashed = crash_log.start() if crash_log is not None else None
     service = make_engine(service_kwargs, engine_url, token_file)
     window = MainWindow(service, settings)
+    if crashed is not None:
+        window.report_last_crash(log_path, crashed)
     if strategy:
         window.strategies_loaded.add_done_callback(lambda _: window.query_bar.select_strategy(strategy))
     window.show()
@@ -141,3 +149,5 @@ def run_gui(path: str | None, screenshot: str | None, query: str | None, strateg
         window.shutdown()
         window.close()
         service.close()
+        if crash_log is not None:
+            crash_log.stop()

@@ -196,3 +196,53 @@ def test_a_quoted_annotation_is_a_type_use():
     uses = file_uses('def run(session: "Session", hook: "Callable[[Config], None]") -> "main.Session":\n'
                      '    """Session is not used here."""\n', "python")
     assert [(u.line, u.kind) for u in uses["Session"]] == [(1, "t")] and "Config" not in uses
+
+
+RUNNER = '''\
+from pkg.helpers import normalise
+from pkg import tools
+
+
+def run_all(items):
+    step(items)
+    items.reload()
+    tools.prepare(items)
+    return normalise(items)
+'''
+
+TOOLS = '''\
+def prepare(items):
+    return items
+'''
+
+TEST_UTIL = '''\
+def step(items):
+    return items
+
+
+class FakeItems:
+    def reload(self):
+        return None
+
+
+def prepare(items):
+    return None
+'''
+
+
+async def test_uses_are_resolved_through_the_file_s_imports_never_by_name_alone(tmp_path):
+    """"Uses" lists what the code's imports and its own file bind: a helper of the tests with the same name
+    as a called function, or a method of an unrelated class, is not listed by name alone (issue 40)."""
+    workspace = write(tmp_path / "workspace", {"pkg/__init__.py": "", "pkg/helpers.py": HELPERS,
+                                               "pkg/tools.py": TOOLS, "pkg/runner.py": RUNNER,
+                                               "tests/util.py": TEST_UTIL})
+    service = KnowledgeService(data_dir=tmp_path / "data")
+    try:
+        await service.index(workspace)
+        answer = await service.uses("run_all", workspace)
+    finally:
+        service.close()
+    listed = {(g.path, link.qualified_name) for g in answer.files for link in g.links}
+    assert ("pkg/helpers.py", "normalise") in listed  # from pkg.helpers import normalise
+    assert ("pkg/tools.py", "prepare") in listed  # tools.prepare, through `from pkg import tools`
+    assert not any(path.startswith("tests/") for path, _name in listed), listed  # step, reload, the other prepare

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
@@ -253,6 +254,18 @@ class CodeEditor(QPlainTextEdit):
             self.verticalScrollBar().setValue(max(block.blockNumber() - 3, 0))
 
 
+def identifier_at(line: str, column: int) -> str:
+    """The name at `column` of `line`: the identifier there, as `Class.name` when it is reached through a
+    class (`Node.from_parent`), alone otherwise (`self.config.getini` with the cursor in getini: `getini`)."""
+    for match in re.finditer(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*", line):
+        if match.start() <= column <= match.end():
+            parts = line[match.start():match.end()].split(".")
+            upto = line[match.start():column].count(".") + 1
+            parts = parts[:upto]
+            return ".".join(parts[-2:]) if len(parts) > 1 and parts[-2][:1].isupper() else parts[-1]
+    return ""
+
+
 def file_slice(path: Path, text: str, first_line: int) -> str | None:
     """The whole file when `text` is exactly its lines from `first_line` on (else None)."""
     try:
@@ -316,6 +329,11 @@ class CodeView(QWidget):
 
     def set_workspace(self, workspace: str) -> None:
         self.workspace = workspace
+
+    def name_under_cursor(self) -> str:
+        """The identifier (dotted parts included: `self.config.getini`) under the text cursor, "" if none."""
+        cursor = self.editor.textCursor()
+        return identifier_at(cursor.block().text(), cursor.positionInBlock())
 
     def show_chunk(self, item: ResultChunk | None) -> None:
         self.item = item

@@ -1,5 +1,5 @@
 """"Used by" and "Uses" for the selected result: two lists grouped by file, each row opening the code pane
-at its line (click or Enter). The logic is ui/viewmodels/graph.py; Alt+F7 / Ctrl+Alt+F7 (main window)
+at its line (click or Enter). The logic is ui/viewmodels/graph.py; Alt+F7 / Ctrl+Alt+H (main window)
 show each list."""
 
 from __future__ import annotations

@@ -15,9 +15,10 @@ from PySide6.QtWidgets import (
     QToolBar, QToolButton, QVBoxLayout, QWidget,
 )
 
-from services.core.models import IndexHealth, IndexReport, ProgressEvent, QueryResult, StrategyInfo
+from services.core.models import Chunk, IndexHealth, IndexReport, ProgressEvent, QueryResult, ResultChunk, StrategyInfo
 from services.indexing.watcher import WatchEvent
 from services.storage.ownership import IndexBusyError
+from ui.action_log import record
 from ui.async_runner import AsyncRunner
 from ui.code_view import CodeView, preload_lexers
 from ui.goto_dialog import FILES, SYMBOLS, GotoDialog
@@ -34,6 +35,7 @@ from ui.query_bar import QueryBar
 from ui.results_view import ResultsView
 from ui.viewmodels.files import FilesViewModel
 from ui.viewmodels.labels import LabelsViewModel
+from ui.viewmodels.navigation import Navigation
 from ui.viewmodels.preferences import Preferences, recent_workspaces
 from ui.why_view import ElidedLabel
 from ui.viewmodels.progress import progress_percent, progress_text
@@ -80,6 +82,7 @@ class MainWindow(QMainWindow):
         self.questions: dict[str, str] = {}  # the question box's text per workspace, while the window is open
         self.answers: dict[str, QueryResult] = {}  # the last answer per workspace, while the window is open
         self.runner = AsyncRunner(self)
+        self.navigation: Navigation[ResultChunk] = Navigation()  # Back / Forward over what the code pane showed
         self._lexer_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ke-lexers")
         self.setWindowTitle("Knowledge Explorer")
 
@@ -213,10 +216,12 @@ class MainWindow(QMainWindow):
         self.recent_button.setMenu(self.recent_menu)
         self.recent_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         toolbar.addWidget(self.recent_button)
-        toolbar.addSeparator()
+        self.navigation_separator = toolbar.addSeparator()  # Back and Forward go here (_build_actions)
         self.workspace_label = QLabel("No workspace")
         self.workspace_label.setObjectName("workspaceLabel")
+        toolbar.addSeparator()
         toolbar.addWidget(self.workspace_label)
+        self.toolbar = toolbar
         spacer = QWidget()
         spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         toolbar.addWidget(spacer)
@@ -232,6 +237,7 @@ class MainWindow(QMainWindow):
         action.setShortcut(QKeySequence(shortcut))
         action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         action.setToolTip(f"{tip or text.rstrip('…')} ({QKeySequence(shortcut).toString(QKeySequence.SequenceFormat.NativeText)})")
+        action.triggered.connect(lambda _checked=False: record(text))
         if slot is not None:
             action.triggered.connect(slot)
         self.addAction(action)
@@ -269,13 +275,21 @@ class MainWindow(QMainWindow):
                                   "Go to file: find an indexed file by name (latex.py:120 for a line)")
         self.goto_symbol_action = a("Go to symbol…", "Ctrl+T", lambda: self.finder.open(SYMBOLS),
                                     "Go to symbol: find a definition by name (fm: FixtureManager, Class.method)")
-        self.used_by_action = a("Used by: who uses the selected result", "Alt+F7", lambda: self.graph.show_list(USED_BY))
+        # PyCharm's and VS Code's keys (Ctrl+Alt+F7 switches to a text console on Linux desktops)
+        self.used_by_action = a("Used by: who uses the code shown (the name under the cursor)", "Alt+F7",
+                                lambda: self.show_graph(USED_BY))
         self.used_by_action.setShortcuts([QKeySequence("Alt+F7"), QKeySequence("Shift+F12")])
-        self.uses_action = a("Uses: what the selected result uses", "Ctrl+Alt+F7", lambda: self.graph.show_list(USES))
+        self.uses_action = a("Uses: what the code shown uses (call hierarchy)", "Ctrl+Alt+H",
+                             lambda: self.show_graph(USES))
+        self.uses_action.setShortcuts([QKeySequence("Ctrl+Alt+H"), QKeySequence("Shift+Alt+H")])
+        self.back_action = a("Back", "Alt+Left", self.go_back, "Back to where the code pane was")
+        self.forward_action = a("Forward", "Alt+Right", self.go_forward, "Forward again")
+        self.toolbar.insertActions(self.navigation_separator, [self.back_action, self.forward_action])
+        self._update_navigation()
         menus = self.menuBar()
         for title, actions in (
                 ("&File", [self.open_action, self.quit_action]),
-                ("&Search", [self.goto_file_action, self.goto_symbol_action, None,
+                ("&Search", [self.goto_file_action, self.goto_symbol_action, self.back_action, self.forward_action, None,
                              self.focus_action, self.run_action, self.history_action, self.pin_action, None,
                              self.next_strategy_action, self.previous_strategy_action, self.clear_filters_action]),
                 ("&Results", [self.vector_action, self.reranked_action, self.editor_action, None,
@@ -359,11 +373,10 @@ class MainWindow(QMainWindow):
         self.query_bar.filters_changed.connect(self._filters_changed)
         self.query_bar.history_changed.connect(self._save_history)
         self.query_bar.query.leave_down.connect(lambda: self.focus_ranking(self.results.reranked_table))
-        self.results.chunk_selected.connect(self.code.show_chunk)
+        self.results.chunk_selected.connect(lambda item: self.show_code(item, "result"))
         self.code.whole_file_toggled.connect(self._grow_code)
         self.results.chunk_selected.connect(self._warn_if_deleted)
-        self.results.chunk_selected.connect(self.graph.show_for)
-        self.graph.open_requested.connect(lambda item: self.open_definition(item, False))
+        self.graph.open_requested.connect(self.open_graph_row)
         for table in (self.results.original_table, self.results.reranked_table):
             table.activated.connect(lambda index, t=table: self.open_row(t, index.row()))
         self.results.label_requested.connect(self.label_result)
@@ -501,6 +514,7 @@ class MainWindow(QMainWindow):
         self.files_request = None
         self.files_view.set_answer(None)
         self.code.show_chunk(None)
+        self.navigation.clear()
         self.status_results.setText("")
         self.timings_label.setText("")
         self.cache_label.hide()
@@ -700,6 +714,7 @@ class MainWindow(QMainWindow):
             self.messages.hide()  # the previous question's note
         if remember:
             self.query_bar.remember(question)
+        record("question (%s): %s", self.query_bar.strategy_name(), one_line(question)[:120])
         self.status_results.setText(f"Searching for “{one_line(question)}”…")
         self._tell_compare("set_question", question)
         bar = self.query_bar
@@ -850,9 +865,55 @@ class MainWindow(QMainWindow):
     def open_definition(self, item, in_editor: bool) -> None:
         """A match of go to file / symbol: shown in the code pane at its line; Ctrl+E opens the editor too."""
         self.show_tab(self.explore)
-        self.code.show_chunk(item)
+        self.show_code(item)
         if in_editor:
             self.code.open_in_editor()
+
+    def open_graph_row(self, item: ResultChunk) -> None:
+        """A "Used by" / "Uses" row: the code pane goes there, the lists stay (as an editor's usages view)."""
+        self.show_tab(self.explore)
+        self.show_code(item, follow=False)
+
+    def show_code(self, item: ResultChunk | None, kind: str = "jump", remember: bool = True,
+                  follow: bool = True) -> None:
+        """Every jump of the code pane comes here: it shows `item`, "Used by" / "Uses" follow it (unless the
+        jump came from those lists), and it is a place Back returns to."""
+        if self.code.item is not item:
+            self.code.show_chunk(item)
+        if follow:
+            self.graph.show_for(item)
+        if item is not None and remember:
+            record("code: %s:%s", item.chunk.path, item.chunk.start_line)
+            self.navigation.visit(item, kind)
+        self._update_navigation()
+
+    def go_back(self) -> None:
+        self._walk(self.navigation.back())
+
+    def go_forward(self) -> None:
+        self._walk(self.navigation.forward())
+
+    def _walk(self, item: ResultChunk | None) -> None:
+        if item is None:
+            return
+        self.show_tab(self.explore)
+        self.show_code(item, remember=False)
+        self.code.editor.setFocus(Qt.FocusReason.ShortcutFocusReason)
+
+    def _update_navigation(self) -> None:
+        self.back_action.setEnabled(self.navigation.can_go_back())
+        self.forward_action.setEnabled(self.navigation.can_go_forward())
+
+    def show_graph(self, direction: str) -> None:
+        """Alt+F7 / Ctrl+Alt+H: the list for the name under the code pane's cursor when the pane has the
+        keyboard and the cursor is on another name, else for what the pane shows."""
+        name = self.code.name_under_cursor() if self.code.editor.hasFocus() else ""
+        shown = self.code.item
+        if name and shown is not None and name not in (shown.chunk.symbol, shown.chunk.qualified_name):
+            named = Chunk(path=shown.chunk.path, language=shown.chunk.language, start_line=shown.chunk.start_line,
+                          end_line=shown.chunk.end_line, content="", symbol=name, qualified_name=name, kind="name")
+            self.graph.show_for(ResultChunk(named, 1, 0.0, None, None, "", 0))
+        self.graph.show_list(direction)
 
     def code_views(self) -> list[CodeView]:
         """The previews: Explore's, Files', Several workspaces'."""
@@ -902,6 +963,11 @@ class MainWindow(QMainWindow):
         return self.runner.run(self.labels.mark(self.workspace, self.last_result.question, item, relevant),
                                context="Saving the label",
                                on_result=lambda text: self.messages.show_message(text, INFO))
+
+    def report_last_crash(self, log_path, report) -> None:
+        """At start, after a run that did not end cleanly: say so, and where to look."""
+        self.messages.show_message(f"The app stopped unexpectedly last time; the log is at {log_path} (the last "
+                                   f"actions and the traceback: {report}).", WARNING)
 
     def _show_failure(self, context: str, message: str) -> None:
         self.messages.show_message(f"{context} failed: {message}" if context else message, ERROR)

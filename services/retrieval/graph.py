@@ -166,10 +166,28 @@ def _binding(path: str, uses: list[Use], candidates: list[Target]) -> list[Targe
     for use in uses:
         if use.module:
             module = use.module.lstrip(".")
-            chosen = [c for c in candidates if _module(c.path) == module or _module(c.path).endswith("." + module)]
+            chosen = [c for c in candidates if _in_module(c.path, module)]
             if chosen:
                 return chosen
     return [c for c in candidates if c.path == path]
+
+
+def _imported_modules(in_file: dict[str, list[Use]]) -> set[str]:
+    """The modules a file imports from, and those it imports as names (`from pkg import tools`: `pkg` and
+    `pkg.tools`)."""
+    modules = set()
+    for name, uses in in_file.items():
+        for use in uses:
+            module = use.module.lstrip(".")
+            if module:
+                modules |= {module, f"{module}.{name}"}
+    return modules
+
+
+def _in_module(path: str, module: str) -> bool:
+    """Whether the file at `path` is `module` (`src/_pytest/config/__init__.py` is `_pytest.config`)."""
+    name = _module(path)
+    return name == module or name.endswith("." + module)
 
 
 def _mentions(catalog, root: Path, symbol: str, coded: set[tuple[str, int]]) -> list[tuple[str, int, str]]:
@@ -221,13 +239,13 @@ def _used_by(catalog, target: Target) -> list[tuple[Target, list[int], str]]:
               for name, uses in in_file.items()}
     inside = {name: uses for name, uses in inside.items() if uses}
     definitions = _definitions(catalog, list(inside))
+    imported = _imported_modules(in_file)
     found = []
     for name, uses in sorted(inside.items()):
         candidates = [d for d in definitions.get(name, []) if d.key != target.key]
-        chosen = _binding(target.path, in_file[name], candidates)
-        if not chosen and len(candidates) <= MAX_CANDIDATES:
-            chosen = candidates
-        for definition in chosen:
+        chosen = _binding(target.path, in_file[name], candidates) or [
+            d for d in candidates if any(_in_module(d.path, module) for module in imported)][:MAX_CANDIDATES]
+        for definition in chosen:  # a name the file neither imports nor defines is not guessed at by name
             found.append((definition, [u.line for u in uses], KINDS.get(uses[0].kind, "name")))
     return found
 

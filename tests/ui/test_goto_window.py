@@ -138,3 +138,57 @@ def test_rows_mark_matched_characters_and_previews_mark_the_definition(workspace
     assert item.chunk.content.splitlines()[1].strip() == "def save(self, note: Note) -> None:"
     gone = code_item(workspace, GotoHit("gone.py", 3, 3, "", "", "file", "python", 1.0, "gone.py"))
     assert gone.context.startswith("(cannot read gone.py")
+
+
+def go_to_symbol(qtbot, window, name: str) -> None:
+    qtbot.keyClick(window, Qt.Key.Key_T, Qt.KeyboardModifier.ControlModifier)
+    window.finder.filter.clear()
+    type_in(qtbot, window.finder, name)
+    qtbot.keyClick(window.finder.filter, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: window.code.item is not None and window.code.item.chunk.qualified_name == name)
+
+
+def shown(window) -> tuple[str, int]:
+    return window.code.item.chunk.path, window.code.item.chunk.start_line
+
+
+def test_back_and_forward_walk_a_chain_of_jumps_and_used_by_follows_ctrl_t(qtbot, window):
+    """Ctrl+T, Ctrl+P, a "Used by" row: Alt+Left walks back through each place and Alt+Right forward again,
+    as in an editor; "Used by" is of what Ctrl+T opened, not of a selected result (issue 40)."""
+    from ui.viewmodels.graph import USED_BY
+
+    go_to_symbol(qtbot, window, "NoteStore.save")
+    first = shown(window)
+    graph = window.graph.model
+    qtbot.waitUntil(lambda: graph.subject is not None and graph.subject.chunk.qualified_name == "NoteStore.save"
+                    and graph.answers[USED_BY] is not None and not window.graph.runner.is_running("graph"),
+                    timeout=30_000)
+    qtbot.keyClick(window, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier)
+    type_in(qtbot, window.finder, "models.py:12")
+    qtbot.keyClick(window.finder.filter, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: shown(window) == ("notes/models.py", 12))
+    go_to_symbol(qtbot, window, "tokenize_query")
+    third = shown(window)
+    qtbot.waitUntil(lambda: graph.subject.chunk.qualified_name == "tokenize_query"
+                    and graph.answers[USED_BY] is not None and not window.graph.runner.is_running("graph"),
+                    timeout=30_000)
+    qtbot.keyClick(window, Qt.Key.Key_F7, Qt.KeyboardModifier.AltModifier)
+    used_by = window.graph.lists[USED_BY]
+    assert window.graph.tabs.currentWidget() is used_by and used_by.topLevelItemCount() >= 2
+    qtbot.keyClick(used_by, Qt.Key.Key_Return)  # the first use of tokenize_query
+    qtbot.waitUntil(lambda: shown(window) != third)
+    fourth = shown(window)
+    assert graph.subject.chunk.qualified_name == "tokenize_query"  # the list stays while its rows are opened
+
+    back, forward = Qt.Key.Key_Left, Qt.Key.Key_Right
+    for expected in (third, ("notes/models.py", 12), first):
+        qtbot.keyClick(window, back, Qt.KeyboardModifier.AltModifier)
+        assert shown(window) == expected
+    assert not window.back_action.isEnabled() and window.forward_action.isEnabled()
+    for expected in (("notes/models.py", 12), third, fourth):
+        qtbot.keyClick(window, forward, Qt.KeyboardModifier.AltModifier)
+        assert shown(window) == expected
+    assert not window.forward_action.isEnabled()
+    go_to_symbol(qtbot, window, "NoteStore.save")  # a new jump drops what was ahead, as in a browser
+    qtbot.keyClick(window, back, Qt.KeyboardModifier.AltModifier)
+    assert shown(window) == fourth

@@ -1,5 +1,5 @@
 """"Used by" and "Uses" for the selected result in the real window (issue 35), over the real engine and an
-indexed copy of tests/sample_workspace (offscreen): Alt+F7 and Ctrl+Alt+F7 bring each list forward, rows are
+indexed copy of tests/sample_workspace (offscreen): Alt+F7 and Ctrl+Alt+H bring each list forward, rows are
 grouped by file with their line, and a click opens the code pane at the line."""
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def test_used_by_and_uses_of_the_selected_result_open_the_code_at_the_line(qtbot
     assert (window.graph.model.subject.chunk.qualified_name == "tokenize_query")  # the lists stay on the result
 
     select(qtbot, window, "SearchEngine.score")
-    qtbot.keyClick(window, Qt.Key.Key_F7, Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClick(window, Qt.Key.Key_H, Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.ControlModifier)
     uses = window.graph.lists[USES]
     assert window.graph.tabs.currentWidget() is uses and uses.hasFocus()
     shown = dict(rows(uses))
