@@ -283,7 +283,6 @@ class CodeView(QWidget):
     """Header (symbol, path) + "Open in editor" + the code editor."""
 
     open_failed = Signal(str)
-    whole_file_toggled = Signal(bool)  # "Whole file" on: the pane wants the room to show it
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -306,8 +305,8 @@ class CodeView(QWidget):
         self.open_button.clicked.connect(self.open_in_editor)
         self.whole_file = QPushButton("Whole file")
         self.whole_file.setCheckable(True)
-        self.whole_file.setToolTip("Show the whole file around the chunk (its lines stay marked) and give the "
-                                   "code pane the room; off: the chunk with a few lines around it")
+        self.whole_file.setToolTip("Show the whole file, scrolled to the chunk (its lines stay marked); off: "
+                                   "the chunk with a few lines around it")
         self.whole_file.toggled.connect(self._whole_file_toggled)
         self.editor = CodeEditor()
         self.highlighter = PygmentsHighlighter(self.editor.document())
@@ -362,9 +361,8 @@ class CodeView(QWidget):
         self.editor.show_code(text, first, (chunk.start_line, chunk.end_line))
         self.editor.scroll_to_line(chunk.start_line)
 
-    def _whole_file_toggled(self, on: bool) -> None:
+    def _whole_file_toggled(self, _on: bool) -> None:
         self.show_chunk(self.item)
-        self.whole_file_toggled.emit(on)
 
     def shown_lines(self) -> tuple[int, int]:
         """(first, last) line numbers of the text in the editor."""

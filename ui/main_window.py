@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, cast
 from PySide6.QtCore import QSettings, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDesktopServices, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
-    QBoxLayout, QFileDialog, QInputDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QTabWidget,
+    QBoxLayout, QFileDialog, QInputDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QStackedWidget, QTabWidget,
     QToolBar, QToolButton, QVBoxLayout, QWidget,
 )
 
@@ -52,10 +52,25 @@ log = logging.getLogger(__name__)
 
 ORGANIZATION = "KnowledgeExplorer"
 APPLICATION = "KnowledgeExplorer"
+AUTO_PLACE, BESIDE, BELOW = "auto", "beside", "below"  # where the code pane goes
+BESIDE_FROM = 1200  # window width (px) from which "auto" puts the code beside the rankings
 
 
 def app_settings() -> QSettings:
     return QSettings(ORGANIZATION, APPLICATION)
+
+
+def splitter(orientation: Qt.Orientation) -> QSplitter:
+    """A splitter whose panes never collapse."""
+    split = QSplitter(orientation)
+    split.setChildrenCollapsible(False)
+    return split
+
+
+def stretch(split: QSplitter, *factors: int) -> None:
+    """Each pane's share of a resize."""
+    for index, factor in enumerate(factors):
+        split.setStretchFactor(index, factor)
 
 
 def first_size(available) -> tuple[int, int]:
@@ -133,32 +148,35 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ layout
     def _build_layout(self) -> None:
-        self.bottom = QSplitter(Qt.Orientation.Horizontal)
-        self.bottom.addWidget(self.code)
-        self.bottom.addWidget(self.graph)
+        """Reading code is the main thing. Beside (a window from BESIDE_FROM wide, or the user's choice): the
+        code pane has the whole height between the rankings' column (rankings, why rows, Used by / Uses) and
+        the health panel. Below (narrower): the rankings have the whole width, the code pane the row under
+        them with the lists and the health panel. Every split is the user's to drag and is kept."""
         self.health_scroll = QScrollArea()
         self.health_scroll.setObjectName("healthScroll")
         self.health_scroll.setWidget(self.health_panel)
         self.health_scroll.setWidgetResizable(True)
         self.health_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.health_scroll.setMinimumWidth(300)
-        self.bottom.addWidget(self.health_scroll)
-        self.bottom.setStretchFactor(0, 1)
-        self.bottom.setStretchFactor(1, 0)
-        self.bottom.setStretchFactor(2, 0)
-        self.bottom.setChildrenCollapsible(False)
-        self.splitter = QSplitter(Qt.Orientation.Vertical)
-        self.splitter.addWidget(self.results)
-        self.splitter.addWidget(self.bottom)
-        self.splitter.setStretchFactor(0, 3)
-        self.splitter.setStretchFactor(1, 2)
-        self.splitter.setChildrenCollapsible(False)
+        scrollbar = self.health_scroll.verticalScrollBar().sizeHint().width()
+        self.health_scroll.setMinimumWidth(max(240, self.health_panel.minimumSizeHint().width() + scrollbar
+                                               + 2 * self.health_scroll.frameWidth()))  # never scrolled sideways
+        self.splitter = splitter(Qt.Orientation.Vertical)  # beside: rankings over the lists
+        self.bottom = splitter(Qt.Orientation.Horizontal)  # beside: that column, code, health
+        self.bottom.addWidget(self.splitter)
+        self.below = splitter(Qt.Orientation.Vertical)  # below: rankings over the row
+        self.below_row = splitter(Qt.Orientation.Horizontal)  # below: code, lists, health
+        self.below.addWidget(self.below_row)
+        self.arrangement = QStackedWidget()
+        self.arrangement.addWidget(self.bottom)
+        self.arrangement.addWidget(self.below)
+        self.code_place = AUTO_PLACE
+        self._arrange(True)
         explore = QWidget()
         layout = QVBoxLayout(explore)
         layout.setContentsMargins(6, 4, 6, 0)
         layout.setSpacing(4)
         layout.addWidget(self.query_bar)
-        layout.addWidget(self.splitter, 1)
+        layout.addWidget(self.arrangement, 1)
         self.explore = explore
         self.compare_view = self._build_compare_view()
         self.tabs = QTabWidget()
@@ -172,6 +190,50 @@ class MainWindow(QMainWindow):
         self.messages.float_over(self.centralWidget(), avoid=[self.health_scroll])
         self._set_minimum_sizes()
 
+    def beside(self) -> bool:
+        """Whether the code pane is beside the rankings (else below them)."""
+        return self.code_place == BESIDE or self.code_place == AUTO_PLACE and self.width() >= BESIDE_FROM
+
+    def place_code(self, place: str | None = None) -> None:
+        """Put the code pane beside or below the rankings (`place`: the user's choice, kept; None: as the
+        window's width wants it now)."""
+        if place is not None:
+            self.code_place = place
+            self.settings.setValue("layout/code", place)
+        if self.beside() != (self.arrangement.currentWidget() is self.bottom):
+            self._arrange(self.beside())
+
+    def _arrange(self, beside: bool) -> None:
+        """Move the rankings, the lists, the code pane and the health panel into one arrangement's splitters."""
+        if beside:
+            self.splitter.insertWidget(0, self.results)
+            self.splitter.insertWidget(1, self.graph)
+            self.bottom.insertWidget(1, self.code)
+            self.bottom.insertWidget(2, self.health_scroll)
+            stretch(self.splitter, 3, 1)
+            stretch(self.bottom, 0, 1, 0)
+        else:
+            self.below.insertWidget(0, self.results)
+            self.below_row.insertWidget(0, self.code)
+            self.below_row.insertWidget(1, self.graph)
+            self.below_row.insertWidget(2, self.health_scroll)
+            stretch(self.below, 2, 3)
+            stretch(self.below_row, 1, 0, 0)
+        self.arrangement.setCurrentWidget(self.bottom if beside else self.below)
+
+    def layouts(self) -> tuple[tuple[str, QSplitter, list[int]], ...]:
+        """Each kept split: its settings key, the splitter, its first sizes."""
+        width, height = max(self.width(), 720), max(self.height(), 500)
+        return (("layout/beside-column", self.splitter, [height * 62 // 100, height * 38 // 100]),
+                ("layout/beside", self.bottom, [width * 45 // 100, width * 55 // 100 - 280, 280]),
+                ("layout/below", self.below, [height * 40 // 100, height * 60 // 100]),
+                ("layout/below-row", self.below_row, [width - 580, 300, 280]))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        if hasattr(self, "place_actions"):  # built
+            self.place_code()
+
     def _set_minimum_sizes(self) -> None:
         """At the minimum window size each ranking still shows five rows and the code a few lines."""
         table = self.results.reranked_table
@@ -181,20 +243,6 @@ class MainWindow(QMainWindow):
         self.results.splitter.setMinimumHeight(rows + chrome + 2 * table.frameWidth() + 6)  # the why view comes on top
         self.code.setMinimumHeight(self.code.editor.fontMetrics().height() * 6 + 40)
         self.setMinimumWidth(720)
-
-    def _grow_code(self, on: bool) -> None:
-        """"Whole file" gives the code pane all the height the rankings can spare (they keep five rows, the
-        why view steps aside); off, the split before it comes back."""
-        if on:
-            self._split_before = self.splitter.sizes()
-            self.results.explain.hide()  # the why rows come back with the split
-            total = sum(self._split_before)
-            least = self.results.splitter.minimumHeight()  # the rankings' five rows
-            self.splitter.setSizes([least, total - least])
-        else:
-            self.results.explain.show()
-            if getattr(self, "_split_before", None):
-                self.splitter.setSizes(self._split_before)
 
     def _build_compare_view(self) -> QWidget | None:
         try:
@@ -300,6 +348,7 @@ class MainWindow(QMainWindow):
             for action in actions:
                 menu.addSeparator() if action is None else menu.addAction(action)
         self.compare_action.setEnabled(self.compare_view is not None)
+        self._build_place_menu(menus.actions()[-1].menu().addMenu("Code &pane"))
         self._build_editor_menu(menus.addMenu("Se&ttings").addMenu("&Editor"))
         self.results.reranked_table.setToolTip("Reranked ranking (Ctrl+2): Enter or double-click opens the "
                                                "result in your editor (Ctrl+E)")
@@ -308,6 +357,19 @@ class MainWindow(QMainWindow):
         self.health_panel.reindex_button.setToolTip(self.reindex_action.toolTip())
         self.health_panel.rebuild_button.setToolTip(self.rebuild_action.toolTip())
         self.health_panel.cancel_button.setToolTip(self.cancel_action.toolTip())
+
+    def _build_place_menu(self, menu: QMenu) -> None:
+        """View ▸ Code pane: beside the rankings, below them, or as the window's width wants (kept)."""
+        group = QActionGroup(self)
+        self.place_actions: dict[str, QAction] = {}
+        for place, label in ((AUTO_PLACE, f"Automatic: beside from {BESIDE_FROM:,} px wide, else below"),
+                             (BESIDE, "Beside the rankings (the whole height)"),
+                             (BELOW, "Below the rankings (the whole width)")):
+            action = menu.addAction(label)
+            action.setCheckable(True)
+            action.triggered.connect(lambda _=False, p=place: self.place_code(p))
+            group.addAction(action)
+            self.place_actions[place] = action
 
     def _build_editor_menu(self, menu: QMenu) -> None:
         group = QActionGroup(self)
@@ -374,7 +436,6 @@ class MainWindow(QMainWindow):
         self.query_bar.history_changed.connect(self._save_history)
         self.query_bar.query.leave_down.connect(lambda: self.focus_ranking(self.results.reranked_table))
         self.results.chunk_selected.connect(lambda item: self.show_code(item, "result"))
-        self.code.whole_file_toggled.connect(self._grow_code)
         self.results.chunk_selected.connect(self._warn_if_deleted)
         self.graph.open_requested.connect(self.open_graph_row)
         for table in (self.results.original_table, self.results.reranked_table):
@@ -432,21 +493,25 @@ class MainWindow(QMainWindow):
         state = self.settings.value("windowState")
         if state is not None:
             self.restoreState(state)
-        for name, splitter, sizes in (("splitter", self.splitter, [580, 220]),  # rankings and why above the code
-                                      ("bottomSplitter", self.bottom, [1040, 380])):
+        for name, splitter, sizes in self.layouts():
             saved = self.settings.value(name)
             if saved is None or not splitter.restoreState(saved):
                 splitter.setSizes(sizes)
         self.health_action.setChecked(self.settings.value("healthVisible", "true") in (True, "true"))
+        self.code.whole_file.setChecked(self.settings.value("code/wholeFile", "true") in (True, "true"))
+        place = str(self.settings.value("layout/code", AUTO_PLACE))
+        self.place_actions[place if place in self.place_actions else AUTO_PLACE].setChecked(True)
+        self.place_code(place if place in self.place_actions else AUTO_PLACE)
         self.query_bar.top_k.setValue(self.preferences.top_k())
         self._fill_recent_menu()
 
     def save_settings(self) -> None:
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("windowState", self.saveState())
-        self.settings.setValue("splitter", self.splitter.saveState())
-        self.settings.setValue("bottomSplitter", self.bottom.saveState())
+        for name, splitter, _sizes in self.layouts():
+            self.settings.setValue(name, splitter.saveState())
         self.settings.setValue("healthVisible", self.health_action.isChecked())
+        self.settings.setValue("code/wholeFile", self.code.whole_file.isChecked())
         self.preferences.save_strategy(self.workspace, self.query_bar.strategy_name())
         self.settings.setValue("topK", self.query_bar.top_k.value())
         self._save_filters()

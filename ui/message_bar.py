@@ -70,12 +70,24 @@ class MessageBar(QFrame):
         that reaches that edge (a panel of buttons the banner must never cover)."""
         self.setParent(host)
         self.avoid = list(avoid)
-        for widget in [host, *self.avoid]:
-            widget.installEventFilter(self)
+        self._watch()
         self._place()
 
+    def _watch(self) -> None:
+        """Follow the host, the widgets to avoid and every widget between them and the host (a splitter moving
+        them moves no widget of `avoid` itself)."""
+        self.watched = {id(self.parentWidget()): self.parentWidget()}
+        for widget in self.avoid:
+            while widget is not None and widget is not self.parentWidget():
+                self.watched[id(widget)] = widget
+                widget = widget.parentWidget()
+        for widget in self.watched.values():
+            widget.installEventFilter(self)  # installing twice keeps one filter
+
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt API)
-        if event.type() in PLACE_EVENTS and (watched is self.parent() or watched in getattr(self, "avoid", ())):
+        if event.type() == QEvent.Type.ParentChange and watched in getattr(self, "avoid", ()):
+            self._watch()  # moved into another arrangement of the window
+        if event.type() in PLACE_EVENTS and id(watched) in getattr(self, "watched", {}):
             self._place()
         return False
 

@@ -247,7 +247,7 @@ def test_settings_persist_between_windows(qtbot, window, workspace, service, qse
     assert window.query_bar.select_strategy("rrf")
     window.query_bar.top_k.setValue(17)
     window.resize(760, 700)  # above the minimum size, inside the offscreen screen (800x800)
-    window.bottom.setSizes([400, 340])
+    window.below.setSizes([300, 340])  # narrower than 1,200: the code pane is below the rankings
     size_at_close = window.size()
     window.close()
     second = MainWindow(service, qsettings)
@@ -257,7 +257,7 @@ def test_settings_persist_between_windows(qtbot, window, workspace, service, qse
     assert second.query_bar.strategy_name() == "rrf"
     assert second.query_bar.top_k.value() == 17
     assert second.size() == size_at_close and second.height() == 700
-    assert second.bottom.sizes()[1] == window.bottom.sizes()[1]
+    assert second.below.sizes()[1] == window.below.sizes()[1]
     assert qsettings.value("lastWorkspace") == str(Path(workspace).resolve())
     assert second.recent_menu.actions()[0].text() == str(Path(workspace).resolve())
 
