@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QKeySequence
+from PySide6.QtGui import QFontMetrics, QKeySequence
 from PySide6.QtWidgets import (
     QApplication, QFrame, QLabel, QLineEdit, QListWidget, QListWidgetItem, QSplitter, QVBoxLayout, QWidget,
 )
@@ -97,9 +97,10 @@ class GotoDialog(QFrame):
             item.setData(HitRole, hit)
             item.setToolTip(f"{hit.path}:{hit.start_line}")
             self.list.addItem(item)
-            label = QLabel(row_html(hit))
+            label = QLabel(row_html(hit, fits=self._fits))
             label.setTextFormat(Qt.TextFormat.RichText)
-            label.setContentsMargins(4, 1, 4, 1)
+            label.setContentsMargins(4, 2, 4, 2)
+            item.setSizeHint(label.sizeHint())  # the row as tall as its text: an underscore is never cut off
             self.list.setItemWidget(item, label)
         answer = self.model.answer
         if hits:
@@ -111,6 +112,12 @@ class GotoDialog(QFrame):
                                                       self.filter.text()))
             self.previewed = None
             self.preview.show_chunk(None)
+
+    def _fits(self, text: str) -> bool:
+        """Whether a row's plain text fits the list's width (bold matched characters given room)."""
+        bold = self.list.font()
+        bold.setBold(True)
+        return QFontMetrics(bold).horizontalAdvance(text) <= self.list.viewport().width() - 16
 
     # --- the selected match ---
     def current_hit(self) -> GotoHit | None:
@@ -124,7 +131,7 @@ class GotoDialog(QFrame):
         for row, selected in ((previous, False), (item, True)):
             label = self.list.itemWidget(row) if row is not None else None
             if label is not None:
-                label.setText(row_html(row.data(HitRole), selected))
+                label.setText(row_html(row.data(HitRole), selected, self._fits))
         if item is None:
             return
         self.runner.run(self.model.preview(item.data(HitRole)), key="preview", context="Preview",

@@ -192,3 +192,29 @@ def test_back_and_forward_walk_a_chain_of_jumps_and_used_by_follows_ctrl_t(qtbot
     go_to_symbol(qtbot, window, "NoteStore.save")  # a new jump drops what was ahead, as in a browser
     qtbot.keyClick(window, back, Qt.KeyboardModifier.AltModifier)
     assert shown(window) == fourth
+
+
+def test_go_to_rows_keep_underscores_and_cut_long_paths_in_the_middle(qtbot, window):
+    """`notes/__init__.py` reads with its underscores (the row as tall as its text, nothing clipped), and a
+    path too long for the row keeps its first folder and its file name (issue 40)."""
+    from PySide6.QtGui import QTextDocument
+
+    finder = window.finder
+    qtbot.keyClick(window, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier)
+    type_in(qtbot, finder, "__init__")
+    item = finder.list.item(0)
+    label = finder.list.itemWidget(item)
+    document = QTextDocument()
+    document.setHtml(label.text())
+    assert document.toPlainText().startswith("notes/__init__.py")
+    assert finder.list.visualItemRect(item).height() >= label.sizeHint().height()
+    finder.filter.clear()
+    finder.resize(300, finder.height())  # a narrow finder: the list is about 100 px wide
+    qtbot.waitUntil(lambda: finder.list.viewport().width() < 200)
+    type_in(qtbot, finder, "NoteRepository")
+    rows = [QTextDocument() for _ in range(finder.list.count())]
+    for row, document in enumerate(rows):
+        document.setHtml(finder.list.itemWidget(finder.list.item(row)).text())
+    java = next(d.toPlainText() for d in rows if "NoteRepository.java" in d.toPlainText())
+    assert java.startswith(("java/…/", "…/", "NoteRepository.java"))  # cut from the front folders on
+    assert "NoteRepository.java" in java and "java/src/main/java/notes" not in java  # the file name kept

@@ -63,14 +63,34 @@ def empty_text(target: str, workspace: str, answer: GotoAnswer | None, text: str
     return "Type a name to find its definition." if target == SYMBOLS else "Type a file name or a path."
 
 
-def row_html(hit: GotoHit, selected: bool = False) -> str:
+def row_html(hit: GotoHit, selected: bool = False, fits=lambda _text: True) -> str:
     """One row: the matched characters in bold, then its kind, path:line and language (a file: its language),
-    quieter; white on the selection's colour when `selected`."""
-    label = marked(hit.label, hit.positions)
-    details = hit.language if hit.kind == "file" else f"{hit.kind} · {hit.path}:{hit.start_line} · {hit.language}"
+    quieter; white on the selection's colour when `selected`. A label or path too long for `fits` (a width
+    test of the row's plain text) is cut in the middle: its first folder and its file name stay."""
+    path = f"{hit.path}:{hit.start_line}"
+    details = lambda shown: hit.language if hit.kind == "file" else f"{hit.kind} · {shown} · {hit.language}"  # noqa: E731
+    label_text = hit.label
+    if hit.kind == "file":  # the label is the path
+        label_text = cut_path(hit.label, lambda shown: fits(f"{shown}  {details(path)}"))
+    else:
+        path = cut_path(path, lambda shown: fits(f"{hit.label}  {details(shown)}"))
+    label = marked(hit.label, hit.positions) if label_text == hit.label else html.escape(label_text)
     color, quiet = ("white", "#e8eefc") if selected else ("", "gray")
-    text = f"{label}&nbsp;&nbsp;<span style='color:{quiet}'>{html.escape(details)}</span>"
+    text = f"{label}&nbsp;&nbsp;<span style='color:{quiet}'>{html.escape(details(path))}</span>"
     return f"<span style='color:{color}'>{text}</span>" if color else text
+
+
+def cut_path(path: str, fits) -> str:
+    """`path` whole if it `fits`, else cut in the middle: `src/…/_io/saferepr.py:12` keeps the first folder and
+    as many of the last ones as fit, then `…/saferepr.py:12`, then the file name alone."""
+    if fits(path):
+        return path
+    folders, name = path.split("/")[:-1], path.rsplit("/", 1)[-1]
+    for kept in range(len(folders) - 2, -1, -1):
+        shown = "/".join([folders[0], "…", *folders[len(folders) - kept:], name]) if folders else name
+        if fits(shown):
+            return shown
+    return f"…/{name}" if folders and fits(f"…/{name}") else name
 
 
 def marked(label: str, positions: tuple[int, ...]) -> str:
