@@ -54,7 +54,7 @@ FILES_FIELDS = {
 }
 SEARCH_MANY_FIELDS = {
     "question": True, "strategy": True, "workspaces": True, "searched": True, "fallback_reasons": True, "warnings": True,
-    "question_note": True,
+    "question_note": True, "unanswered": True,
     "results": {"__all__": {
         "workspace": True, "name": True, "rank": True, "evidence": True,
         "result": SEARCH_FIELDS["results"]["__all__"],

@@ -815,7 +815,30 @@ class MainWindow(QMainWindow):
             return None
         self.workspace_set.title.setText(f"Searching {len(workspaces)} workspaces for “{question}”…")
         return self.runner.run(self.workspace_set_model.ask(question, options, workspaces), key="workspace-set",
-                               context="Several workspaces", on_result=self.workspace_set.set_result)
+                               context="Several workspaces", on_result=self._show_workspace_set)
+
+    def _show_workspace_set(self, result) -> None:
+        """The merged answer; a ticked workspace not indexed yet is said, with an action that indexes it (the
+        others answered meanwhile)."""
+        self.workspace_set.set_result(result)
+        for path, _reason in list(result.unanswered.items())[:1]:
+            name = Path(path).name
+            more = len(result.unanswered) - 1
+            self.messages.show_message(
+                f"{name} is not indexed yet{f' (and {more} more)' if more else ''}: the other workspaces answered.",
+                WARNING, action_text=f"Index {name}", action=lambda p=path: self.index_other(p))
+
+    def index_other(self, path: str) -> asyncio.Task:
+        """Index a workspace other than the open one (the Several workspaces tab's "Index it"), then ask again."""
+        self.workspace_set.title.setText(f"Indexing {Path(path).name}…")
+        record("index another workspace: %s", path)
+
+        def done(_report) -> None:
+            self.workspace_set_model.asked = None
+            self.refresh_workspace_set()
+
+        return self.runner.run(self.service.index(path), key="index-other", context=f"Indexing {Path(path).name}",
+                               on_result=done)
 
     def _strategy_changed(self, _index: int) -> None:
         """Switching strategy re-runs the question on screen, so rankings can be compared quickly; each

@@ -348,6 +348,7 @@ class MultiQueryResult:
     warnings: dict[str, str] = field(default_factory=dict)  # workspace -> its answer's warning, when it has one
     timings_ms: dict[str, float] = field(default_factory=dict)  # "total", and each workspace's total
     question_note: str = ""  # as QueryResult's
+    unanswered: dict[str, str] = field(default_factory=dict)  # workspace -> why it could not answer (not indexed)
 
 
 # --- go to file / go to symbol (services/retrieval/goto.py) ---

@@ -29,7 +29,7 @@ from services.storage.file_words import CatalogFileWords
 from services.retrieval.multi import check_workspaces, merge, missing_cosines
 from services.retrieval.search import Searcher
 from services.encoders.embedder import Embedder
-from services.core.errors import IndexUnavailable, KnowledgeError, QueryError, WorkspaceError
+from services.core.errors import IndexMissingError, IndexUnavailable, KnowledgeError, QueryError, WorkspaceError
 from services.core.messages import MAX_QUESTION_CHARS, DocumentRerankResponse, question_too_long
 from services.engine.protocol import ProgressCallback, WatchCallback
 from services.engine.scheduler import RUN, STALE as REPORT_STALE, IndexScheduler
@@ -296,11 +296,17 @@ class KnowledgeService:
         self._validate(question, options)
         roots = list(dict.fromkeys(workspace_root(w) for w in check_workspaces(workspaces)))
         started = time.perf_counter()
-        answers = await asyncio.gather(*(self.query(question, replace(options, workspace=str(root)))
-                                         for root in roots))
-        cosines = await self._run(self._query_pool, self._missing_cosines, question.strip(), roots, answers)
-        return merge(question.strip(), options.strategy, [(str(r), a) for r, a in zip(roots, answers)],
-                     options.top_k, (time.perf_counter() - started) * 1000, cosines)
+        asked = await asyncio.gather(*(self.query(question, replace(options, workspace=str(root)))
+                                       for root in roots), return_exceptions=True)
+        missing = {str(root): str(a) for root, a in zip(roots, asked) if isinstance(a, IndexMissingError)}
+        failed = [a for a in asked if isinstance(a, BaseException) and not isinstance(a, IndexMissingError)]
+        if failed or len(missing) == len(roots):  # a workspace not yet indexed is said; the others answer
+            raise (failed or [a for a in asked if isinstance(a, BaseException)])[0]
+        roots, answers = zip(*((r, a) for r, a in zip(roots, asked) if isinstance(a, QueryResult)))
+        cosines = await self._run(self._query_pool, self._missing_cosines, question.strip(), list(roots), list(answers))
+        merged = merge(question.strip(), options.strategy, [(str(r), a) for r, a in zip(roots, answers)],
+                       options.top_k, (time.perf_counter() - started) * 1000, cosines)
+        return replace(merged, unanswered=missing)
 
     def _missing_cosines(self, question: str, roots: list[Path], answers: list[QueryResult]
                          ) -> dict[str, dict[str, float]]:

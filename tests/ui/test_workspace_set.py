@@ -78,3 +78,30 @@ def test_one_question_over_three_workspaces_in_the_window(loop, qtbot, service, 
     assert opened(record) == (str(Path(hit.workspace) / hit.result.chunk.path), hit.result.chunk.start_line)
     view.grab().save(str(tmp_path / "workspace-set.png"))
     window.shutdown()
+
+
+@pytest.mark.slow
+def test_a_workspace_not_indexed_yet_is_said_with_an_action_while_the_others_answer(loop, qtbot, service,
+                                                                                        qsettings, tmp_path):
+    """Ticking a folder never indexed: the open workspace still answers, the banner names the folder with an
+    "Index backend" action, which indexes it and asks again, now over both (issue 40)."""
+    backend, frontend = small_workspaces(tmp_path / "more")
+    window = MainWindow(service, qsettings)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(window.open_workspace(str(frontend)).done, timeout=60_000)
+    qtbot.waitUntil(window.start_index(False).done, timeout=240_000)
+    view = window.workspace_set
+    window.workspace_set_action.trigger()
+    view.add_workspace(str(backend))  # never indexed
+    window.query_bar.query.setText(QUESTION)
+    window.run_query()
+    qtbot.waitUntil(lambda: view.result is not None, timeout=60_000)
+    assert {row[1] for row in view.rows()} == {"frontend"}  # the indexed one answered
+    assert str(backend.resolve()) in view.result.unanswered
+    assert window.messages.isVisible() and "backend is not indexed yet" in window.messages.label.text()
+    assert window.messages.action_button.text() == "Index backend"
+    window.messages.action_button.click()
+    qtbot.waitUntil(lambda: view.result is not None and not view.result.unanswered, timeout=240_000)
+    assert {row[1] for row in view.rows()} == {"frontend", "backend"}
+    window.shutdown()
