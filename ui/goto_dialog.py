@@ -34,6 +34,7 @@ class GotoDialog(QFrame):
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setAutoFillBackground(True)
         self.model, self.workspace, self.on_open = model, workspace, on_open
+        self.building: Callable[[], bool] = lambda: False  # whether an index run is under way (the window's)
         self.runner = AsyncRunner(self)
         self.previewed: ResultChunk | None = None
         self.filter = QLineEdit()
@@ -109,7 +110,7 @@ class GotoDialog(QFrame):
             self.list.setCurrentRow(0)
         else:
             self.status.setText(problem or empty_text(self.model.target, self.model.workspace, answer,
-                                                      self.filter.text()))
+                                                      self.filter.text(), self.building()))
             self.previewed = None
             self.preview.show_chunk(None)
 

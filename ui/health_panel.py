@@ -303,7 +303,9 @@ class HealthPanel(QWidget):
         self.progress.setRange(0, 0)
         self.progress_label.setText("Full rebuild: starting…" if full else "Reindex: starting…")
 
-    def show_progress(self, event: ProgressEvent) -> None:
+    def show_progress(self, event: ProgressEvent, fraction: tuple[int, int] | None = None) -> None:
+        """A run's event on the bar and its line; `fraction`: the bar's (value, maximum) when the caller
+        keeps it from going backwards (else the event's own)."""
         if event.phase == "done":
             self.progress.setRange(0, 1)
             self.progress.setValue(1)
@@ -312,11 +314,11 @@ class HealthPanel(QWidget):
         if event.phase == "cancelled":
             self.progress_label.setText("Cancelled")
             return
-        value, maximum = progress_fraction(event)
+        value, maximum = fraction if fraction is not None else progress_fraction(event)
         self.progress.setRange(0, maximum)
         if maximum:
             self.progress.setValue(value)
-        self.progress_label.setText(progress_text(event))
+        self.progress_label.setText(progress_text(event, 100 * value // maximum if maximum else None))
 
     def indexing_finished(self, message: str) -> None:
         self.running = ""

@@ -38,7 +38,7 @@ from ui.viewmodels.labels import LabelsViewModel
 from ui.viewmodels.navigation import Navigation
 from ui.viewmodels.preferences import Preferences, recent_workspaces
 from ui.why_view import ElidedLabel
-from ui.viewmodels.progress import progress_percent, progress_text
+from ui.viewmodels.progress import RunProgress, progress_text
 from ui.viewmodels.results import empty_result_text, is_empty, one_line, summary_text, timings_text
 from ui.viewmodels.strategies import fallback_strategies, step_strategy
 from ui.viewmodels.workspace import INDEX, REBUILD, Offer, WorkspaceViewModel, health_offer
@@ -97,6 +97,7 @@ class MainWindow(QMainWindow):
         self.questions: dict[str, str] = {}  # the question box's text per workspace, while the window is open
         self.answers: dict[str, QueryResult] = {}  # the last answer per workspace, while the window is open
         self.runner = AsyncRunner(self)
+        self.run_progress = RunProgress()  # the run's bar and title percentage, never going backwards
         self.navigation: Navigation[ResultChunk] = Navigation()  # Back / Forward over what the code pane showed
         self._lexer_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ke-lexers")
         self.setWindowTitle("Knowledge Explorer")
@@ -122,6 +123,7 @@ class MainWindow(QMainWindow):
         self.strategy_actions: list[QAction] = []  # "Use strategy: …", offered by the palette
         self.palette = CommandPalette(self, self.commands(), lambda: self.strategy_actions)
         self.finder = GotoDialog(self, GotoViewModel(service), lambda: self.workspace, self.open_definition)
+        self.finder.building = lambda: bool(self.health_panel.running) and not (self.health and self.health.indexed)
         self.strategies_loaded = self._load_strategies()  # done once the engine has listed them
         self._restore_settings()
 
@@ -718,6 +720,7 @@ class MainWindow(QMainWindow):
             self.run_query()
 
     def _index_failed(self, exc: BaseException) -> None:
+        self.run_progress.end()
         self.health_panel.indexing_finished("Indexing failed")
         self._show_run_status("", None)
         if self.workspace:
@@ -745,10 +748,13 @@ class MainWindow(QMainWindow):
 
     def _on_progress(self, event: ProgressEvent) -> None:
         self.session.progress_events.append(event)
-        self.health_panel.show_progress(event)
         if event.phase in ("done", "cancelled"):
+            self.run_progress.end()
+            self.health_panel.show_progress(event)
             return
-        self._show_run_status(progress_text(event), progress_percent(event))
+        percent = self.run_progress.percent(event)  # never backwards, in the title and on the bar alike
+        self.health_panel.show_progress(event, self.run_progress.shown)
+        self._show_run_status(progress_text(event, percent), percent)
 
     def _show_run_status(self, text: str, percent: int | None) -> None:
         """A run's progress in the status bar (its text names the device once) and the window title, with

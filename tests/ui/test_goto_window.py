@@ -218,3 +218,31 @@ def test_go_to_rows_keep_underscores_and_cut_long_paths_in_the_middle(qtbot, win
     java = next(d.toPlainText() for d in rows if "NoteRepository.java" in d.toPlainText())
     assert java.startswith(("java/…/", "…/", "NoteRepository.java"))  # cut from the front folders on
     assert "NoteRepository.java" in java and "java/src/main/java/notes" not in java  # the file name kept
+
+
+def test_ctrl_t_during_the_first_index_says_the_index_is_still_being_built(qtbot, loop, service, qsettings, tmp_path):
+    """Not "No symbol named 'LineMatcher'" while the first index of the workspace is under way (issue 40);
+    once it is done, the finder says what is true again."""
+    from ui.main_window import MainWindow
+    from ui.viewmodels.goto import BUILDING
+
+    fresh = shutil.copytree(SAMPLE, tmp_path / "fresh")
+    window = MainWindow(service, qsettings)
+    qtbot.addWidget(window)
+    window.show()
+    health = wait_task(qtbot, window.open_workspace(str(fresh)))
+    assert not health.indexed
+    task = window.start_index(False)
+    assert window.finder.building()  # the first run is under way
+    qtbot.keyClick(window, Qt.Key.Key_T, Qt.KeyboardModifier.ControlModifier)
+    window.finder.filter.blockSignals(True)  # the engine's answer is not what is tested: the run may end first
+    window.finder.filter.setText("LineMatcher")
+    window.finder.filter.blockSignals(False)
+    window.finder._show_rows([])  # what an answer with no match shows, while the run goes on
+    assert window.finder.status.text() == BUILDING
+    wait_task(qtbot, task, 240_000)
+    qtbot.waitUntil(lambda: not window.finder.building(), timeout=30_000)
+    window.finder.filter.clear()
+    type_in(qtbot, window.finder, "LineMatcher")
+    assert window.finder.status.text() != BUILDING and "LineMatcher" in window.finder.status.text()
+    window.shutdown()

@@ -357,3 +357,19 @@ def test_open_index_and_query_a_workspace_through_the_real_engine(tmp_path):
     options = session.options(5, "rrf", ["python"], " notes/* ")
     assert (options.workspace, options.strategy, options.path_glob) == (session.workspace, "rrf", "notes/*")
     assert result.results and result.results[0].chunk.path.startswith("notes/")
+
+
+def test_a_run_s_percentage_never_goes_backwards_and_starts_afresh_with_the_next_run():
+    """Seen in the title: 60 → 90 → 100 → 69 % in one run, as its phases count different things (issue 40)."""
+    from services.core.models import ProgressEvent
+    from ui.viewmodels.progress import RunProgress, progress_text
+
+    run = RunProgress()
+    events = [ProgressEvent("embedding", 6, 10, 60, 100, 10.0, None, "", index_done=60, index_total=100),
+              ProgressEvent("embedding", 9, 10, 90, 100, 10.0, None, "", index_done=90, index_total=100),
+              ProgressEvent("embedding", 10, 10, 100, 100, 10.0, None, "", index_done=100, index_total=100),
+              ProgressEvent("writing", 3, 10, 0, 0, 0.0, None, "", index_done=69, index_total=100)]
+    assert [run.percent(e) for e in events] == [60, 90, 100, 100]
+    assert "(100 %)" in progress_text(events[-1], run.percent(events[-1]))
+    run.end()
+    assert run.percent(ProgressEvent("scanning", 1, 10, 0, 0, 0.0, None, "")) == 10  # the next run starts at 0

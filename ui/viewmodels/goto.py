@@ -54,10 +54,16 @@ def count_text(matched: int, shown: int) -> str:
     return text + (f", best {shown} shown" if matched > shown else "")
 
 
-def empty_text(target: str, workspace: str, answer: GotoAnswer | None, text: str) -> str:
-    """What the list says when it has no rows."""
+BUILDING = ("The index is still being built: names and files appear as their files are indexed; try again when "
+            "it is done.")
+
+
+def empty_text(target: str, workspace: str, answer: GotoAnswer | None, text: str, building: bool = False) -> str:
+    """What the list says when it has no rows (`building`: an index run is under way)."""
     if not workspace:
         return "Open a workspace first."
+    if building and text.strip():
+        return BUILDING
     if answer is not None and answer.message:
         return answer.message
     return "Type a name to find its definition." if target == SYMBOLS else "Type a file name or a path."

@@ -19,20 +19,44 @@ def progress_fraction(event: ProgressEvent) -> tuple[int, int]:
     return 0, 0
 
 
+class RunProgress:
+    """One run's bar, never going backwards: a run's phases count different things (files, then chunks,
+    then the index's chunks), so a later phase may start at a smaller share; the bar holds until it passes
+    what was shown. `end()` when the run is over."""
+
+    def __init__(self) -> None:
+        self.shown: tuple[int, int] = (0, 0)
+
+    def fraction(self, event: ProgressEvent) -> tuple[int, int]:
+        value, maximum = progress_fraction(event)
+        old_value, old_maximum = self.shown
+        if maximum and (not old_maximum or value * old_maximum >= old_value * maximum):
+            self.shown = (value, maximum)
+        return self.shown
+
+    def percent(self, event: ProgressEvent) -> int | None:
+        value, maximum = self.fraction(event)
+        return 100 * value // maximum if maximum else None
+
+    def end(self) -> None:
+        self.shown = (0, 0)
+
+
 def progress_percent(event: ProgressEvent) -> int | None:
     """The bar's percentage (None while it is a busy indicator), for the title."""
     value, maximum = progress_fraction(event)
     return 100 * value // maximum if maximum else None
 
 
-def progress_text(event: ProgressEvent) -> str:
-    """"Embedding · 1,200 of 7,206 chunks (16 %) · files 3/40 · 55/s · ETA 2:05": the same numbers as the bar."""
+def progress_text(event: ProgressEvent, percent: int | None = None) -> str:
+    """"Embedding · 1,200 of 7,206 chunks (16 %) · files 3/40 · 55/s · ETA 2:05": the same numbers as the bar
+    (`percent`: the bar's, when it is held from going backwards)."""
     if event.phase == "preparing" and event.message:
         return f"Preparing the model: {event.message.removeprefix('preparing the embedding model ')}"
     parts = [event.phase.capitalize()]
     if event.index_total:
         parts.append(f"{min(event.index_done, event.index_total):,} of {event.index_total:,} chunks "
-                     f"({progress_percent(event)} %)")
+                     f"({progress_percent(event) if percent is None else percent} %)")
     if event.files_total:
         parts.append(f"files {event.files_done}/{event.files_total}")
     if event.chunks_total and not event.index_total:
