@@ -1,7 +1,8 @@
 """Installed like a desktop app, end to end, in a temporary folder:
 
 1. pipx (from PATH, else pip-installed into a venv of its own) installs a copy of this checkout with
-   PIPX_HOME / PIPX_BIN_DIR in the folder, CPU torch first (--preinstall);
+   PIPX_HOME / PIPX_BIN_DIR in the folder, as README's "Install as a desktop app" says; torch must be the CPU
+   build, without nvidia packages;
 2. `knowledge-explorer desktop install` writes the menu entry under a temporary XDG_DATA_HOME;
 3. the entry's Exec line opens the app under Xvfb on a copy of tests/sample_workspace with --screenshot,
    with fresh data, config and cache folders (a first launch: it indexes the workspace);
@@ -12,7 +13,8 @@ Prints each step and the figures (install time, the installed environment's size
     PYTHONPATH=. python benchmarks/desktop_install.py [--torch-index URL] [--screenshot OUT.png] [--keep]
 
 --torch-index: where CPU torch comes from when the package index serves CUDA builds (PyPI does on Linux),
-e.g. https://download.pytorch.org/whl/cpu. This machine's index serves the CPU build: not needed here.
+e.g. https://download.pytorch.org/whl/cpu (passed as --pip-args="--extra-index-url URL", and torch is
+installed first with --preinstall). This machine's index serves the CPU build: not needed here.
 """
 
 from __future__ import annotations
@@ -103,8 +105,9 @@ def python311() -> str:
 
 
 def pipx_install(pipx: list[str], source: Path, env: dict, torch_index: str | None) -> float:
-    pip_args = ["--pip-args", f"--extra-index-url {torch_index}"] if torch_index else []
-    return run([*pipx, "install", "--python", python311(), "--preinstall", TORCH, *pip_args, source], env)
+    """README's command; with `torch_index`, CPU torch from there, installed first."""
+    extra = ["--pip-args", f"--extra-index-url {torch_index}", "--preinstall", TORCH] if torch_index else []
+    return run([*pipx, "install", "--python", python311(), *extra, source], env)
 
 
 def size_bytes(folder: Path) -> int:
@@ -183,7 +186,7 @@ def measure(tmp: Path, args) -> int:
     pipx = pipx_command(tmp, env)
     pipx_version = subprocess.run([*pipx, "--version"], env=env, capture_output=True, text=True).stdout.strip()
     print(f"pipx {pipx_version} ({pipx[0]})")
-    step(f"pipx install ({TORCH} first)")
+    step("pipx install")
     install_s = pipx_install(pipx, source, env, args.torch_index)
     venv = tmp / "pipx" / "venvs" / "knowledge-explorer"
     probe = json.loads(subprocess.run([venv / "bin" / "python", "-c", PROBE], env=env, cwd=tmp, check=True,
@@ -192,8 +195,8 @@ def measure(tmp: Path, args) -> int:
           f"distributions, torch {probe['torch']}, {len(probe['nvidia'])} nvidia packages")
     print(f"resources in the wheel: {', '.join(probe['resources'])}")
     missing = {"style.qss", "icons/knowledge-explorer.png", "fonts/DejaVuSans.ttf"} - set(probe["resources"])
-    if missing:
-        sys.exit(f"error: resources missing from the install: {sorted(missing)}")
+    if missing or probe["nvidia"] or not probe["torch"].endswith("+cpu"):
+        sys.exit(f"error: resources missing from the install ({sorted(missing)}) or not the CPU torch")
 
     step("knowledge-explorer desktop install")
     program = tmp / "bin" / "knowledge-explorer"
