@@ -127,18 +127,18 @@ def exec_argv(value: str) -> list[str]:
     """The Exec value as argv (Desktop Entry spec): the string escapes undone, then double quotes with
     \\-escapes inside, `%%` a percent sign; field codes (%f, %U, ...) dropped."""
     text = re.sub(r"\\([snrt\\])", lambda m: STRING_ESCAPES[m.group(1)], value)
-    argv, word, quoted, escaped = [], None, False, False
+    argv: list[str] = []
+    word: str | None = None  # None between words; "" an empty quoted word
+    quoted = escaped = False
     for c in text:
-        if escaped:
-            word, escaped = word + c, False
-        elif quoted and c == "\\":
+        if escaped or not (c == '"' or (c == "\\" and quoted) or (c == " " and not quoted)):
+            word, escaped = (word or "") + c, False
+        elif c == "\\":
             escaped = True
         elif c == '"':
             word, quoted = word or "", not quoted
-        elif c == " " and not quoted:
-            argv, word = argv + ([word] if word is not None else []), None
-        else:
-            word = (word or "") + c
+        elif word is not None:  # a space ends the word
+            argv, word = argv + [word], None
     argv += [word] if word is not None else []
     return [a.replace("%%", "%") for a in argv if not re.fullmatch(r"%[a-zA-Z]", a)]
 
