@@ -18,7 +18,7 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-COMMANDS = ("index", "health", "query", "strategies", "eval", "gui", "serve", "mcp", "goto", "refs", "uses")
+COMMANDS = ("index", "health", "query", "strategies", "eval", "gui", "serve", "mcp", "goto", "refs", "uses", "desktop")
 WARM_COMMANDS = ("index", "health", "query", "strategies", "goto", "refs", "uses")  # go through a running server when there is one
 
 
@@ -99,6 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="answer requests for this Host name too (repeatable; '*': any), beside the loopback "
                             "names and --host (DNS rebinding protection)")
     sub.add_parser("mcp", parents=[common], help="serve the engine as an MCP server over stdio")
+    desktop = sub.add_parser("desktop", help="add or remove the app-menu entry and icon (freedesktop, "
+                                             "under $XDG_DATA_HOME, default ~/.local/share)")
+    desktop.add_argument("action", choices=("install", "uninstall"),
+                         help="install: write the .desktop file and icon (the entry runs this knowledge-explorer); "
+                              "uninstall: remove them")
     _add_goto(sub, common)
     _add_graph(sub, common)
     _add_eval(sub, common)
@@ -253,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: the argument {bad!r} is not valid UTF-8 text (check the terminal's encoding)", file=sys.stderr)
         return 2
     args = build_parser().parse_args(normalise_argv(argv))
+    if args.command == "desktop":  # before logging: it touches nothing but the menu entry
+        return cmd_desktop(args)
     from app.logging_setup import setup_logging
     from services.core.settings import default_data_dir
 
@@ -285,6 +292,18 @@ def main(argv: list[str] | None = None) -> int:
     if from_command_line:
         exit_now(code)
     return code
+
+
+def cmd_desktop(args) -> int:
+    """`desktop install|uninstall`: one line saying what was written or removed."""
+    from app import desktop_entry
+
+    try:
+        print(desktop_entry.install() if args.action == "install" else desktop_entry.uninstall())
+    except OSError as error:
+        print(f"error: {shown(error)}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def exit_now(code: int) -> None:

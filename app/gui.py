@@ -110,6 +110,7 @@ def run_gui(path: str | None, screenshot: str | None, query: str | None, strateg
 
     QCoreApplication.setOrganizationName(ORGANIZATION)
     QCoreApplication.setApplicationName(APPLICATION)
+    QApplication.setDesktopFileName("knowledge-explorer")  # the menu entry (app/desktop_entry.py): Wayland's app id
     app = QApplication.instance() or QApplication(sys.argv[:1])
     apply_theme(app)
     prefer_gui_thread()

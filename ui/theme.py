@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtGui import QFont, QFontDatabase
+from PySide6.QtGui import QFont, QFontDatabase, QIcon
 from PySide6.QtWidgets import QApplication
 
 import resources
@@ -14,6 +14,7 @@ import resources
 RESOURCES = Path(resources.__file__).resolve().parent
 STYLE_PATH = RESOURCES / "style.qss"
 FONTS_DIR = RESOURCES / "fonts"
+ICON_PATH = RESOURCES / "icons" / "knowledge-explorer.png"  # the window's and the menu entry's icon
 SANS = "DejaVu Sans"  # the application font
 MONO = "DejaVu Sans Mono"  # code, paths and timings (style.qss names it too)
 POINT_SIZE = 10
@@ -39,6 +40,8 @@ def mono_font(point_size: float = POINT_SIZE) -> QFont:
 
 def apply_theme(app: QApplication) -> None:
     app.setStyle("Fusion")
+    if ICON_PATH.is_file():
+        app.setWindowIcon(QIcon(str(ICON_PATH)))
     if load_fonts():  # missing font files leave the system's fonts, never a crash
         app.setFont(QFont(SANS, POINT_SIZE))
     try:
