@@ -172,6 +172,9 @@ class MainWindow(QMainWindow):
         self.arrangement.addWidget(self.bottom)
         self.arrangement.addWidget(self.below)
         self.code_place = AUTO_PLACE
+        self.kept_sizes: dict[str, list[int]] = {}  # each split as the user left it (dragged) or first came
+        for name, split, _sizes in self.layouts():
+            split.splitterMoved.connect(lambda _pos, _index, n=name, sp=split: self.kept_sizes.update({n: sp.sizes()}))
         self._arrange(True)
         explore = QWidget()
         layout = QVBoxLayout(explore)
@@ -206,7 +209,8 @@ class MainWindow(QMainWindow):
             self._arrange(self.beside())
 
     def _arrange(self, beside: bool) -> None:
-        """Move the rankings, the lists, the code pane and the health panel into one arrangement's splitters."""
+        """Move the rankings, the lists, the code pane and the health panel into one arrangement's splitters,
+        each split as the user left it in that arrangement (else as it first comes)."""
         if beside:
             self.splitter.insertWidget(0, self.results)
             self.splitter.insertWidget(1, self.graph)
@@ -222,6 +226,16 @@ class MainWindow(QMainWindow):
             stretch(self.below, 2, 3)
             stretch(self.below_row, 1, 0, 0)
         self.arrangement.setCurrentWidget(self.bottom if beside else self.below)
+        QTimer.singleShot(0, self._restore_splits)  # once the arrangement is laid out at its new size
+
+    def _restore_splits(self) -> None:
+        for name, split, first in self.layouts():
+            if self._in(split, self.arrangement.currentWidget()):
+                split.setSizes(self.kept_sizes.get(name, first))
+
+    @staticmethod
+    def _in(split: QSplitter, arrangement) -> bool:
+        return split is arrangement or arrangement.isAncestorOf(split)
 
     def layouts(self) -> tuple[tuple[str, QSplitter, list[int]], ...]:
         """Each kept split: its settings key, the splitter, its first sizes."""
@@ -497,8 +511,9 @@ class MainWindow(QMainWindow):
             self.restoreState(state)
         for name, splitter, sizes in self.layouts():
             saved = self.settings.value(name)
-            if saved is None or not splitter.restoreState(saved):
+            if saved is None or not splitter.restoreState(saved) or not all(splitter.sizes()):
                 splitter.setSizes(sizes)
+            self.kept_sizes[name] = splitter.sizes() if all(splitter.sizes()) else sizes
         self.health_action.setChecked(self.settings.value("healthVisible", "true") in (True, "true"))
         self.code.whole_file.setChecked(self.settings.value("code/wholeFile", "true") in (True, "true"))
         place = str(self.settings.value("layout/code", AUTO_PLACE))
@@ -511,6 +526,8 @@ class MainWindow(QMainWindow):
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("windowState", self.saveState())
         for name, splitter, _sizes in self.layouts():
+            if not self._in(splitter, self.arrangement.currentWidget()):
+                splitter.setSizes(self.kept_sizes.get(name, splitter.sizes()))  # the hidden arrangement's, as left
             self.settings.setValue(name, splitter.saveState())
         self.settings.setValue("healthVisible", self.health_action.isChecked())
         self.settings.setValue("code/wholeFile", self.code.whole_file.isChecked())

@@ -93,3 +93,19 @@ def test_the_code_pane_shows_the_whole_file_with_the_height_of_the_window(qtbot,
     assert code.shown_lines()[0] <= chunk.start_line and code.shown_lines()[1] >= chunk.end_line
     window.save_settings()
     assert window.settings.value("code/wholeFile") in (False, "false")
+
+def test_each_arrangement_keeps_its_own_splits_across_resizes(qtbot, window):
+    """1024 wide: the code below the rankings; 1440: beside them, the code the widest pane; back and forth,
+    each arrangement comes back as the user left it, and the health panel never takes the code's room."""
+    window.resize(1440, 900)
+    qtbot.waitUntil(lambda: window.arrangement.currentWidget() is window.bottom and all(window.bottom.sizes()))
+    column, code, health = window.bottom.sizes()
+    assert code > column and code > health
+    window.bottom.setSizes([column + 40, code - 40, health])
+    window.bottom.splitterMoved.emit(column + 40, 1)  # what dragging the handle signals
+    chosen = window.bottom.sizes()
+    for width, height in ((1024, 700), (1440, 900), (1024, 700), (1440, 900)):
+        window.resize(width, height)
+        qtbot.waitUntil(lambda: window.width() == width)
+    qtbot.waitUntil(lambda: window.arrangement.currentWidget() is window.bottom and window.bottom.sizes() == chosen)
+    assert window.code.width() > window.health_scroll.width()

@@ -257,7 +257,7 @@ def test_settings_persist_between_windows(qtbot, window, workspace, service, qse
     assert second.query_bar.strategy_name() == "rrf"
     assert second.query_bar.top_k.value() == 17
     assert second.size() == size_at_close and second.height() == 700
-    assert second.below.sizes()[1] == window.below.sizes()[1]
+    assert abs(second.below.sizes()[1] - window.below.sizes()[1]) <= 6  # laid out anew: a few px of rounding
     assert qsettings.value("lastWorkspace") == str(Path(workspace).resolve())
     assert second.recent_menu.actions()[0].text() == str(Path(workspace).resolve())
 

@@ -37,10 +37,10 @@ class GraphViewModel:
         self._asked += 1
         asked = self._asked
         self.subject = item
-        if item is None or not workspace or item.chunk.language in NO_GRAPH:
+        target = target_of(item) if item is not None else ""
+        if not target or not workspace or item.chunk.language in NO_GRAPH:  # a whole file has no name to follow
             self.answers = {USED_BY: None, USES: None}
             return True
-        target = target_of(item)
         used_by, uses = await asyncio.gather(self.engine.references(target, workspace),
                                              self.engine.uses(target, workspace))
         if asked != self._asked:
@@ -57,6 +57,8 @@ class GraphViewModel:
         answer = self.answers[direction]
         if self.subject is None:
             return "Select a result to see what uses it and what it uses."
+        if answer is None and not target_of(self.subject):
+            return "A whole file: put the cursor on a name in the code pane and press Alt+F7."
         if answer is None:
             return f"No code graph for {self.subject.chunk.language or 'this'} chunks."
         return answer.message or ("Nothing uses it." if direction == USED_BY else "It uses no indexed definition.")
