@@ -246,3 +246,15 @@ async def test_uses_are_resolved_through_the_file_s_imports_never_by_name_alone(
     assert ("pkg/helpers.py", "normalise") in listed  # from pkg.helpers import normalise
     assert ("pkg/tools.py", "prepare") in listed  # tools.prepare, through `from pkg import tools`
     assert not any(path.startswith("tests/") for path, _name in listed), listed  # step, reload, the other prepare
+
+
+async def test_messages_name_a_chunk_by_its_definition_never_by_its_raw_id(repo):
+    """The window asks by chunk id; what it shows names the definition (issue 40: no raw chunk ids)."""
+    from services.core.models import QueryOptions
+
+    service, workspace = repo
+    result = await service.query("normalise text strip lower", QueryOptions(workspace=str(workspace), top_k=10))
+    chunk = next(r.chunk for r in result.results if r.chunk.qualified_name == "normalise")
+    answer = await service.uses(chunk.id, workspace)
+    assert not answer.files and "'normalise' uses no definition" in answer.message
+    assert chunk.id not in answer.message

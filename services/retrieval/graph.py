@@ -62,7 +62,7 @@ def references(catalog, query: str, root: Path | None = None) -> GraphAnswer:
     wanted = {t.key for t in targets}
     rows = catalog.uses_of([symbol])
     if not targets and not rows:
-        return _answer(query, "references", [], [], started, f"No symbol named {query!r} in the index.")
+        return _answer(query, "references", [], [], started, f"No symbol named {shown(query, targets)!r} in the index.")
     kept: list[tuple[str, Use]] = []
     coded: set[tuple[str, int]] = set()  # every line using the name in code, whichever definition it means
     for _name, path, text in rows:
@@ -75,7 +75,7 @@ def references(catalog, query: str, root: Path | None = None) -> GraphAnswer:
     if root is not None:
         places += _mentions(catalog, root.resolve(), symbol, coded)
     links = _enclosed(catalog, symbol, places)
-    message = "" if links else f"No uses of {query!r} found in the index."
+    message = "" if links else f"No uses of {shown(query, targets)!r} found in the index."
     if not targets and links:
         message = f"{symbol!r} is not defined in the indexed files; these are its uses by name."
     return _answer(query, "references", targets, links, started, message)
@@ -88,7 +88,7 @@ def uses(catalog, query: str) -> GraphAnswer:
     query = check_query(query, 1)
     targets, _symbol = resolve(catalog, query)
     if not targets:
-        return _answer(query, "uses", [], [], started, f"No definition named {query!r} in the index.")
+        return _answer(query, "uses", [], [], started, f"No definition named {shown(query, targets)!r} in the index.")
     if not catalog.graph_ready():
         return _answer(query, "uses", targets, [], started, NOT_READY)
     found: dict[tuple[str, str], tuple[Target, list[int], str]] = {}
@@ -103,11 +103,22 @@ def uses(catalog, query: str) -> GraphAnswer:
     links = [GraphLink(d.path, d.start_line, d.symbol, how, d.qualified_name, d.kind, d.chunk_id,
                        tuple(sorted(set(lines))))
              for d, lines, how in ordered]
-    message = "" if links else f"{query!r} uses no definition of the indexed files."
+    message = "" if links else f"{shown(query, targets)!r} uses no definition of the indexed files."
     return _answer(query, "uses", targets, links, started, message)
 
 
 NOT_READY = "The code graph is not built yet: index the workspace once more to add it (nothing is re-embedded)."
+
+
+def shown(query: str, targets: list[Target]) -> str:
+    """How a message names what was asked: a chunk id (what the window holds) as its definition's name, or
+    as its file and line when it names none, never as the raw id."""
+    if not _CHUNK_ID.match(query):
+        return query
+    if targets:
+        return targets[0].qualified_name or targets[0].symbol or f"{targets[0].path}:{targets[0].start_line}"
+    path, _, rest = query.rpartition(":")[0].rpartition(":")
+    return f"{path}:{rest.split('-')[0]}" if path else query
 
 
 def resolve(catalog, query: str) -> tuple[list[Target], str]:
