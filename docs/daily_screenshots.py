@@ -1,6 +1,7 @@
 """Pictures of the window as a developer uses it every few minutes, on a real repository (issue 32):
-1024×700 with a run's status in the status bar, middle-elided qualified names, the code pane grown to the
-whole file, the health panel under a banner, a result's "Used by" list.
+reading code at 1440×900 and 1024×700 (issue 40), 1024×700 with a run's status in the status bar,
+middle-elided qualified names, the chunk with its context, the health panel under a banner, a result's
+"Used by" list.
 
     xvfb-run -a python docs/daily_screenshots.py --data-dir DIR --workspace /path/to/pytest [--out docs]
 
@@ -34,6 +35,7 @@ async def scenes(app, window, workspace: str, out: Path, only: set[str]) -> None
 
     await wait_for(lambda: window.strategies_loaded.done())
     await window.open_workspace(workspace)
+    await reading(app, window, shot)
     window.resize(1024, 700)
     before = window.last_result
     window.query_bar.select_strategy("hybrid")
@@ -42,10 +44,9 @@ async def scenes(app, window, workspace: str, out: Path, only: set[str]) -> None
     await settle(app, 0.5)
     await used_by(app, window, "FixtureManager")
     shot("daily-used-by.png")
-    window.code.whole_file.setChecked(True)  # the code pane grown to the whole file, the chunk marked
+    window.code.whole_file.setChecked(False)  # the chunk with its context
     await settle(app, 0.5)
     shot("daily-whole-file.png")
-    window.code.whole_file.setChecked(False)
     # a run's status as an automatic run reports it, beside the result text and the timings
     window.health_panel.auto_started()
     window._on_progress(ProgressEvent("embedding", 120, 166, 2100, 4300, 48.0, 151.0, "torch on cpu, fp32, batch 32",
@@ -79,6 +80,34 @@ async def scenes(app, window, workspace: str, out: Path, only: set[str]) -> None
     await wait_for(lambda: window.files_view.answer is not None and window.files_view.answer is not before)
     await settle(app, 0.5)
     shot("daily-files-question.png")
+
+
+async def reading(app, window, shot) -> None:
+    """Reading code at 1440×900 (the code pane beside the rankings, the whole height) and at 1024×700 (below
+    them, the whole width): a go to symbol, then a use of it opened; prints the lines and columns shown."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    for (width, height), name in (((1440, 900), "reading-1440x900.png"), ((1024, 700), "reading-1024x700.png")):
+        window.resize(width, height)
+        before = window.last_result
+        window.query_bar.select_strategy("hybrid")
+        window.run_query("where are fixture definitions parsed from a plugin")
+        await wait_for(lambda: window.last_result is not before)
+        QTest.keyClick(window, Qt.Key.Key_T, Qt.KeyboardModifier.ControlModifier)
+        QTest.keyClicks(window.finder.filter, "FixtureManager.parsefactories")
+        finder = window.finder
+        await wait_for(lambda: finder.model.answer is not None and not finder.runner.is_running("goto")
+                       and finder.list.count() > 0)
+        QTest.keyClick(finder.filter, Qt.Key.Key_Return)
+        await wait_for(lambda: window.code.item is not None
+                       and window.code.item.chunk.qualified_name == "FixtureManager.parsefactories")
+        await settle(app, 1.0)
+        editor = window.code.editor
+        lines = editor.viewport().height() // editor.fontMetrics().lineSpacing()
+        columns = editor.viewport().width() // editor.fontMetrics().horizontalAdvance("x")
+        print(f"{width}×{height}: the code pane shows {lines} lines of {columns} columns")
+        shot(name)
 
 
 async def used_by(app, window, qualified_name: str) -> None:

@@ -16,11 +16,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import PySide6
-from PySide6.QtCore import QSize
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtTest import QTest
 
 from tests.ui.factories import SOURCE, sample_health, sample_result
 from ui.code_view import CodeView
 from ui.health_panel import HealthPanel
+from ui.query_bar import QueryBar
 from ui.results_view import ResultsView
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,9 +53,11 @@ def long_file(tmp_path: Path) -> tuple[str, Path]:
     return text, path
 
 
-def exercise(code: CodeView, results: ResultsView, health: HealthPanel, size: int) -> None:
+def exercise(code: CodeView, results: ResultsView, health: HealthPanel, size: int, bar: QueryBar | None = None
+             ) -> None:
     """One round of what a user does all day: read a whole file, scroll it, repaint the rankings and the
-    why bars, resize the panes, refresh the health panel."""
+    why bars, resize the panes, refresh the health panel, type a question with completions and walk the
+    history."""
     result = sample_result()
     results.set_result(result)
     for row in range(len(result.results)):
@@ -62,28 +66,41 @@ def exercise(code: CodeView, results: ResultsView, health: HealthPanel, size: in
     code.whole_file.setChecked(True)
     code.show_chunk(result.original[0])  # the whole file: highlightBlock for each of its lines
     code.highlighter.rehighlight()
-    bar = code.editor.verticalScrollBar()
-    for value in range(0, bar.maximum(), max(1, bar.maximum() // 20)):
-        bar.setValue(value)
+    scrollbar = code.editor.verticalScrollBar()
+    for value in range(0, scrollbar.maximum(), max(1, scrollbar.maximum() // 20)):
+        scrollbar.setValue(value)
         code.editor.grab()  # the gutter's paintEvent at each scroll position
     for width in (size, size // 2, size):
         code.resize(QSize(width, 600))
         results.resize(QSize(width, 500))  # ElidedLabel.resizeEvent, the column fitter's eventFilter
     health.set_health(sample_health())
     health.grab()
+    if bar is not None:  # keyPressEvent, the completer's splitPath / pathFromIndex
+        box = bar.query
+        box.clear()
+        QTest.keyClicks(box, "save the sto")
+        popup = bar.completer.popup()
+        if popup.isVisible():
+            QTest.keyClick(popup, Qt.Key.Key_Down)
+            QTest.keyClick(popup, Qt.Key.Key_Return)
+        for key in (Qt.Key.Key_Up, Qt.Key.Key_Up, Qt.Key.Key_Down):
+            QTest.keyClick(box, key)
+        bar.grab()
 
 
 def test_the_window_s_qt_paths_leak_no_reference_to_none_or_small_singletons(qtbot, tmp_path):
     _text, _path = long_file(tmp_path)
-    code, results, health = CodeView(), ResultsView(), HealthPanel()
-    for widget in (code, results, health):
+    code, results, health, bar = CodeView(), ResultsView(), HealthPanel(), QueryBar()
+    for widget in (code, results, health, bar):
         qtbot.addWidget(widget)
         widget.show()
     code.set_workspace(str(tmp_path))
-    exercise(code, results, health, 900)  # first use fills caches (lexers, fonts, styles)
+    bar.set_symbols(["Store", "Store.save", "Store.load", "store_notes", "stored"])
+    bar.query.set_history(["save notes", "load notes", "index notes"])
+    exercise(code, results, health, 900, bar)  # first use fills caches (lexers, fonts, styles)
     before = counts()
     for _ in range(ROUNDS):
-        exercise(code, results, health, 900)
+        exercise(code, results, health, 900, bar)
         assert not drifted(before), (
             f"reference counts drifted by {drifted(before)} with PySide6 {PySide6.__version__}: the Qt binding "
             "leaks references (a leak to None aborts the process once its count reaches zero)")
