@@ -36,6 +36,7 @@ from services.core.messages import (
     FilesRequest, MultiQueryRequest, QueryRequest, RerankingConfig, SearchRerankRequest, SearchRerankResponse, WatchRequest, Workspace,
     WorkspaceRequest,
 )
+from services.core import files
 from services.transport.paths import confined
 from services.transport.registry import WorkspaceRegistry
 from services.transport.roots import refusal
@@ -529,7 +530,7 @@ def read_text(path: Path) -> str:
     if path.stat().st_size > MAX_FILE_BYTES:
         raise WorkspaceError("The file is too large to send.")
     try:
-        return path.read_text(encoding="utf-8")
+        return files.read_text(path)
     except (OSError, UnicodeDecodeError) as error:
         raise WorkspaceError(f"Cannot read the file: {error}") from None
 

@@ -136,7 +136,8 @@ class KnowledgeService:
         threading.Thread(target=self._timer_loop, daemon=True, name="ke-scheduler-timer").start()
         self._watches: dict[Path, _Watch] = {}
         self._file_rankers: dict[Path, tuple[tuple, FileRanker]] = {}  # root -> (index state, ranker)
-        self._goto_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-goto")  # keystrokes never wait on a query
+        # go to / references: a thread per workspace, so keystrokes never wait on a query nor on another workspace
+        self._goto_pools: dict[Path, ThreadPoolExecutor] = {}
         self._finders = goto.Finders()  # each catalogue's names, kept until its next write
 
     # --- plumbing ---
@@ -148,6 +149,13 @@ class KnowledgeService:
 
     async def _run(self, pool: ThreadPoolExecutor, func, *args):
         return await asyncio.get_running_loop().run_in_executor(pool, func, *args)
+
+    def _goto_pool(self, index: WorkspaceIndex) -> ThreadPoolExecutor:
+        """The workspace's own go-to / references thread."""
+        with self._lock:
+            if index.root not in self._goto_pools:
+                self._goto_pools[index.root] = ThreadPoolExecutor(1, thread_name_prefix="ke-goto")
+            return self._goto_pools[index.root]
 
     def _index(self, workspace: str | Path) -> WorkspaceIndex:
         root = workspace_root(workspace)
@@ -393,11 +401,11 @@ class KnowledgeService:
     # --- go to symbol / file (services/retrieval/goto.py) ---
     async def goto_symbols(self, query: str, workspace: str | Path, limit: int = 20) -> GotoAnswer:
         index = self._readable_index(workspace)
-        return await self._run(self._goto_pool, self._goto, goto.goto_symbols, index, query, limit)
+        return await self._run(self._goto_pool(index), self._goto, goto.goto_symbols, index, query, limit)
 
     async def goto_files(self, query: str, workspace: str | Path, limit: int = 20) -> GotoAnswer:
         index = self._readable_index(workspace)
-        return await self._run(self._goto_pool, self._goto, goto.goto_files, index, query, limit)
+        return await self._run(self._goto_pool(index), self._goto, goto.goto_files, index, query, limit)
 
     def _goto(self, find, index: WorkspaceIndex, query: str, limit: int) -> GotoAnswer:
         goto.check_query(query, limit)  # bad input first, then whether there is an index
@@ -408,11 +416,11 @@ class KnowledgeService:
     async def references(self, name_or_chunk: str, workspace: str | Path) -> GraphAnswer:
         index = self._readable_index(workspace)
         find = functools.partial(graph.references, root=index.root)
-        return await self._run(self._goto_pool, self._graph, find, index, name_or_chunk)
+        return await self._run(self._goto_pool(index), self._graph, find, index, name_or_chunk)
 
     async def uses(self, chunk: str, workspace: str | Path) -> GraphAnswer:
         index = self._readable_index(workspace)
-        return await self._run(self._goto_pool, self._graph, graph.uses, index, chunk)
+        return await self._run(self._goto_pool(index), self._graph, graph.uses, index, chunk)
 
     def _graph(self, find, index: WorkspaceIndex, query: str) -> GraphAnswer:
         goto.check_query(query, 1)  # bad input first, then whether there is an index
@@ -705,7 +713,8 @@ class KnowledgeService:
         self._query_pool.shutdown(wait=True, cancel_futures=True)
         self._reference_pool.shutdown(wait=True, cancel_futures=True)
         self._rerank_pool.shutdown(wait=True, cancel_futures=True)
-        self._goto_pool.shutdown(wait=True, cancel_futures=True)
+        for pool in self._goto_pools.values():
+            pool.shutdown(wait=True, cancel_futures=True)
         for index in self._indexes.values():
             index.close()
         if self.vector_cache is not None:

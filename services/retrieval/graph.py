@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from services.core import files
 from services.core.models import Chunk, GotoHit, GraphAnswer, GraphFile, GraphLink
 from services.storage.code_graph import KINDS, Use, decode
 from services.retrieval.goto import check_query
@@ -194,8 +195,8 @@ def _read_text(root: Path, path: str) -> str:
         file = (root / path).resolve()
         if not file.is_relative_to(root):
             return ""
-        return file.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return files.read_text(file, errors="replace")
+    except OSError:  # gone, unreadable or not a regular file (a FIFO would block the reader for ever)
         return ""
 
 

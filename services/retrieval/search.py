@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 from cachetools import LRUCache
 
+from services.core import files
 from services.core.models import Candidate, Chunk, QueryOptions, QueryResult
 from services.core.settings import Settings
 from services.storage.labels import default_labels_file
@@ -226,7 +227,7 @@ def read_lines(path: Path) -> list[str] | None:
         with _LINES_LOCK:
             if key in _LINES:
                 return _LINES[key]
-        lines = path.read_text(encoding="utf-8-sig").splitlines(keepends=True)
+        lines = files.read_text(path, encoding="utf-8-sig").splitlines(keepends=True)
     except (OSError, UnicodeDecodeError):
         return None
     with _LINES_LOCK:
