@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import math
 from collections.abc import Iterable
 
 from pydantic import TypeAdapter, ValidationError
@@ -51,9 +50,6 @@ def describe(problem: dict, known: Iterable[str] = ()) -> str:
 def query_request(**fields) -> QueryRequest:
     """A QueryRequest from `fields`, or InvalidRequest with the message REST gives for the same body;
     QueryError for an unknown language."""
-    relevance = fields.get("min_relevance")
-    if isinstance(relevance, float) and not math.isfinite(relevance):
-        raise InvalidRequest("min_relevance: Input should be a finite number between 0 and 1")
     check_known(fields, QUERY_FIELDS)
     try:
         request = _QUERY.validate_python(fields)

@@ -7,11 +7,12 @@ the API rejects the same bad input with the same message.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-
 from typing import Annotated
 
-from pydantic import ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field, WithJsonSchema
+from pydantic_core import PydanticCustomError
 
 from services.core.models import IndexReport, ProgressEvent, QueryOptions
 from services.core.settings import DEFAULT_STRATEGY
@@ -33,7 +34,15 @@ def question_too_long(length: int) -> str:
 # Every request type refuses a field it does not know (a typo, `topk`, or one another route takes): never dropped.
 STRICT = ConfigDict(extra="forbid")
 
+def _fraction(value: float) -> float:
+    if not (math.isfinite(value) and 0.0 <= value <= 1.0):  # NaN and infinity fail any range check
+        raise PydanticCustomError("fraction", "Input should be a finite number from 0 to 1 (got {value})",
+                                  {"value": value})
+    return value
+
+
 TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K)]
+Fraction = Annotated[float, AfterValidator(_fraction), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
 Question = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS)]
 
 
@@ -58,7 +67,7 @@ class QueryRequest:
     question: Question
     top_k: TopK = 10
     strategy: str = DEFAULT_STRATEGY
-    min_relevance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.2
+    min_relevance: Fraction = 0.2
     languages: tuple[str, ...] = ()
     path_glob: str = ""
     context_lines: Annotated[int, Field(ge=0, le=200)] = 5
@@ -102,7 +111,7 @@ class RerankingConfig:
     model_name: str | None = None
     batch_size: Annotated[int, Field(ge=1, le=512)] = 32
     max_input_length: Annotated[int, Field(ge=16, le=4096)] = 512
-    score_threshold: float = 0.0
+    score_threshold: Fraction = 0.0  # the cross-encoder's, on its 0-1 scale
     normalize_scores: bool = True
 
 
@@ -116,7 +125,7 @@ class SearchRerankRequest:
     final_top_k: TopK = 5
     enable_reranking: bool = True
     strategy: str | None = None  # default: the workspace's reranking config
-    min_relevance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.2
+    min_relevance: Fraction = 0.2
 
 
 @dataclass(frozen=True)

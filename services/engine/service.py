@@ -41,7 +41,7 @@ from services.core.models import (
 )
 from services.storage.ownership import Owner, OwnerLock, read_owner
 from services.retrieval.strategies import create_strategy, strategy_info, strategy_names
-from services.core.settings import Settings, default_data_dir  # noqa: F401 (re-exported)
+from services.core.settings import Settings, SettingsError, default_data_dir  # noqa: F401 (re-exported)
 from services.indexing.health import folder_missing
 from services.indexing.watcher import (
     FOLDER_MISSING, PAUSED, PROGRESS, REFERENCES, REINDEX_FINISHED, REINDEX_STARTED, RESUMED, STALE, WATCH_ERROR, WATCHING,
@@ -123,6 +123,7 @@ class KnowledgeService:
         self.vector_cache = VectorCache(self.data_dir / CACHE_FILE) if self.settings.share_vectors else None
         self._strategies: dict = {}  # (name, a workspace's reranker changes) -> the strategy
         self._reranking: dict[Path, dict] = {}  # per workspace: its reranker settings (configure_reranking)
+        self._reranking_notes: dict[Path, str] = {}  # per workspace: why its stored settings were ignored
         self._errors: dict[Path, str] = {}
         self._cache: TTLCache = TTLCache(maxsize=self.settings.cache_size, ttl=self.settings.cache_ttl_seconds)
         self._lock = threading.RLock()
@@ -171,11 +172,25 @@ class KnowledgeService:
         with self._lock:
             if name not in strategy_names():
                 raise QueryError(f"Unknown strategy {name!r}. Known: {', '.join(strategy_names())}.")
-            changes = self._reranking.get(root, {}) if root is not None else {}
+            changes = self._reranker_changes(root)
             key = (name, tuple(sorted(changes.items())))
             if key not in self._strategies:
                 self._strategies[key] = create_strategy(name, self.settings.with_changes(**changes))
             return self._strategies[key]
+
+    def _reranker_changes(self, root: Path | None) -> dict:
+        """The workspace's reranker settings, validated again as they are read: a bad value (however it was
+        stored) is dropped, logged once and noted on the workspace's answers, never a failed query."""
+        with self._lock:
+            changes = self._reranking.get(root, {}) if root is not None else {}
+            try:
+                self.settings.with_changes(**changes)
+            except SettingsError as error:
+                note = f"This workspace's reranker settings were ignored (the defaults are used): {error}"
+                log.warning("%s: %s", root, note)
+                self._reranking[root], self._reranking_notes[root] = {}, note
+                return {}
+            return changes
 
     def _invalidate(self, root: Path) -> None:
         with self._lock:
@@ -291,8 +306,11 @@ class KnowledgeService:
             if cached is not None:
                 return await self._run(self._query_pool, self._searcher(index).mark_stale,
                                        search_steps.mark_cached(cached))
-        result = await self._run(self._query_pool, self._searcher(index).query, question.strip(), options,
-                                 self._strategy(options.strategy, index.root))
+        strategy = self._strategy(options.strategy, index.root)
+        result = await self._run(self._query_pool, self._searcher(index).query, question.strip(), options, strategy)
+        note = self._reranking_notes.get(index.root)
+        if note:
+            result = replace(result, warning="; ".join(filter(None, (result.warning, note))))
         if options.use_cache:
             with self._lock:
                 self._cache[key] = result
@@ -446,7 +464,7 @@ class KnowledgeService:
     def model_name(self, strategy: str, workspace: str | Path | None = None) -> str:
         """The model behind a strategy's scores (the embedding model for the non-neural ones), for `workspace`
         when given (its reranker settings)."""
-        settings = self.settings.with_changes(**self._reranking.get(workspace_root(workspace), {})) \
+        settings = self.settings.with_changes(**self._reranker_changes(workspace_root(workspace))) \
             if workspace is not None else self.settings
         return {"cross-encoder": settings.cross_encoder_model,
                 "llm": settings.llm_model}.get(strategy) or settings.embedding_model
@@ -466,8 +484,10 @@ class KnowledgeService:
             available = model_availability(model_name)
             if not available.available:
                 raise QueryError(f"The reranker model cannot be used: {available.reason}.")
+        self.settings.with_changes(**changes)  # SettingsError (400), storing nothing, for a bad value
         with self._lock:
             self._reranking[root] = changes
+            self._reranking_notes.pop(root, None)
             self._invalidate(root)
 
     async def warm_up(self) -> None:
