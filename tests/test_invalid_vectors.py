@@ -1,7 +1,8 @@
 """Vectors that are not finite (NaN or infinity) are never stored nor searched with silently (issue 42): a real
 model whose weights are damaged for one word (the stand-in MiniLM with that word's embedding row set to NaN, run by
 the torch backend) embeds other texts as before; a file holding the word is refused (listed, naming the encoder),
-and a question holding it is answered with a warning saying why there are no results, never a plain empty list."""
+and a question holding it is answered with a warning saying why there are no results, never a plain empty list.
+An exported model damaged on disk is found by the checksums recorded when it was made, and made again."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import json
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 
 from services.core.models import QueryOptions
 from services.core.settings import Settings
+from services.encoders.embedder import Embedder
 from services.engine.service import KnowledgeService
 from tests.helpers.engine_server import ROOT, cli, env
 from tests.helpers.stand_in_encoder import stand_in_model
@@ -85,3 +88,25 @@ def test_the_cli_prints_the_warning_and_its_json_carries_it(damaged_model, tmp_p
     assert "warning: no answer: the torch encoder of minilm-nan-zebra" in shown.stdout, shown.stdout + shown.stderr
     data = json.loads(run("query", str(workspace), f"where is the {WORD}", "--strategy", "none", "--json").stdout)
     assert data["results"] == [] and data["warning"].startswith("no answer: the torch encoder")
+
+
+def test_a_damaged_export_is_found_by_its_checksum_and_made_again(tmp_path):
+    cache = tmp_path / "encoders"
+    texts = ["def add_numbers(a, b):\n    return a + b", "how do I add two numbers"]
+
+    def embedder(role: str) -> Embedder:  # a role of its own: a new load, not the process's loaded encoder
+        return Embedder(str(stand_in_model()), role=role, backend="openvino-int8", cache_dir=cache)
+
+    first = embedder("checksum-made")
+    expected = first.encode(texts)
+    assert first.note == ""
+    model_bin = next(cache.glob("*-openvino-int8-*/model.bin"))
+    data = bytearray(model_bin.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 65536] = np.random.default_rng(42).integers(0, 256, 65536, dtype=np.uint8).tobytes()
+    model_bin.write_bytes(bytes(data))
+    again = embedder("checksum-damaged")
+    assert again.note == f"the exported model {model_bin.parent.name} was damaged (a file's checksum differs) and " \
+                         "was made again"
+    assert np.allclose(again.encode(texts), expected, atol=1e-5)
+    assert model_bin.read_bytes() != bytes(data)
