@@ -181,8 +181,10 @@ class KnowledgeService:
     def _reranker_changes(self, root: Path | None) -> dict:
         """The workspace's reranker settings, validated again as they are read: a bad value (however it was
         stored) is dropped, logged once and noted on the workspace's answers, never a failed query."""
+        if root is None:
+            return {}
         with self._lock:
-            changes = self._reranking.get(root, {}) if root is not None else {}
+            changes = self._reranking.get(root, {})
             try:
                 self.settings.with_changes(**changes)
             except SettingsError as error:

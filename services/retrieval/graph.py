@@ -197,7 +197,7 @@ def _as_on_disk(catalog, root: Path, rows: list[tuple[str, list[Use]]]) -> list[
     holds its indexed line's text (the nearest), and is dropped when none does, so the file's mentions read
     from disk never list it a second time. A file that cannot be read keeps the index's lines."""
     records = catalog.files([path for path, _uses in rows])
-    moved: dict[str, dict[int, int]] = {}
+    moved: dict[str, dict[int, int] | None] = {}
     out = []
     for path, uses in rows:
         if path not in moved:
@@ -226,7 +226,7 @@ def _moved_lines(catalog, root: Path, path: str, record) -> dict[int, int] | Non
     now: dict[str, list[int]] = defaultdict(list)
     for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
         now[line.strip()].append(number)
-    then = {}
+    then: dict[int, str] = {}
     for chunk in catalog.chunks(path=path):
         if chunk.contiguous:
             then.update((chunk.start_line + i, line.strip()) for i, line in enumerate(chunk.content.split("\n")))
