@@ -89,6 +89,7 @@ class Embedder:
         self.threads = threads
         self._loaded = None
         self._lock = threading.Lock()
+        self.fault = ""  # the last time it produced vectors that are not finite, said (health shows it)
 
     def load(self) -> Encoder:
         return self._model_and_lock()[0]
@@ -201,6 +202,7 @@ class Embedder:
                        f"not finite (NaN or infinity) for {bad} of {len(vectors)} texts: its model files or their "
                        "export may be damaged")
             log.error("%s (%s)", message, self.model_name)
+            self.fault = message
             raise InvalidVectors(message)
         return vectors
 

@@ -289,7 +289,9 @@ class KnowledgeService:
 
     def _health(self, index: WorkspaceIndex) -> IndexHealth:
         error = self._errors.get(index.root, "") or index.vanished() or ErrorNote(index.folder).read()
-        return index_health(index, self.settings, error)
+        health = index_health(index, self.settings, error)
+        faults = [e.fault for e in (self.index_embedder, self.embedder) if e.fault]  # the encoders' state now
+        return replace(health, encoder_note="; ".join(dict.fromkeys(filter(None, (health.encoder_note, *faults)))))
 
     async def is_indexed(self, workspace: str | Path) -> bool:
         index = self._index(workspace)
