@@ -204,6 +204,7 @@ class VectorStore:
 
     def drop(self) -> None:
         with self._lock, CHROMA_CALL:
+            self.before_write()
             self._collection = None
             try:
                 self.client.delete_collection(self.name)
@@ -255,6 +256,7 @@ class VectorStore:
         with CHROMA_CALL:
             got = self.collection().get(limit=1, include=["embeddings"])
             if got["ids"]:
+                self.before_write()
                 self.collection().upsert(ids=got["ids"], embeddings=got["embeddings"])
 
     def vector_ids(self) -> set[str]:
