@@ -5,7 +5,9 @@ all call through check_fields."""
 
 from __future__ import annotations
 
-import math
+import dataclasses
+import difflib
+from collections.abc import Iterable
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -14,10 +16,33 @@ from services.core.messages import MAX_QUESTION_CHARS, QueryRequest
 from services.transport.paths import check_glob, check_relative_path
 
 _QUERY = TypeAdapter(QueryRequest)
+QUERY_FIELDS = [field.name for field in dataclasses.fields(QueryRequest)]
 
 
-def describe(problem: dict) -> str:
-    """One pydantic problem as "field: message" (the REST API's 422 message)."""
+UNKNOWN = ("unexpected_keyword_argument", "extra_forbidden")  # pydantic's types for a field the model lacks
+
+
+def unknown_field(name: str, known: Iterable[str]) -> str:
+    """"unknown field 'topk'; did you mean 'top_k'?" (the known names when none is close)."""
+    known = sorted(set(known))
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known) or 'none'}."
+    return f"unknown field {name!r}; {hint}"
+
+
+def check_known(given: Iterable[str], known: Iterable[str]) -> None:
+    """InvalidRequest (422) for the first name in `given` that is not in `known`: never dropped."""
+    known = set(known)
+    for name in given:
+        if name not in known:
+            raise InvalidRequest(unknown_field(name, known))
+
+
+def describe(problem: dict, known: Iterable[str] = ()) -> str:
+    """One pydantic problem as "field: message" (the REST API's 422 message); an unknown field as
+    unknown_field says it, with the `known` names."""
+    if problem.get("type") in UNKNOWN and problem.get("loc"):
+        return unknown_field(str(problem["loc"][-1]), known)
     where = ".".join(str(p) for p in problem.get("loc", ()) if p != "body")
     return f"{where}: {problem.get('msg', 'invalid')}" if where else problem.get("msg", "invalid")
 
@@ -25,9 +50,7 @@ def describe(problem: dict) -> str:
 def query_request(**fields) -> QueryRequest:
     """A QueryRequest from `fields`, or InvalidRequest with the message REST gives for the same body;
     QueryError for an unknown language."""
-    relevance = fields.get("min_relevance")
-    if isinstance(relevance, float) and not math.isfinite(relevance):
-        raise InvalidRequest("min_relevance: Input should be a finite number between 0 and 1")
+    check_known(fields, QUERY_FIELDS)
     try:
         request = _QUERY.validate_python(fields)
     except ValidationError as error:

@@ -14,7 +14,10 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from pydantic import BaseModel, ConfigDict
 
+from app.limits import check_known
 from app.operations import OPERATIONS, Operation, is_many, signature
 from app.render import mcp_json
 from services.core.errors import ForbiddenWorkspace, KnowledgeError
@@ -33,8 +36,6 @@ INSTRUCTIONS = ("Semantic code search over indexed workspaces. `search` answers 
 def build_mcp(engine, registry=None) -> MCPServer:
     """An MCP server over `engine`. With a `registry` (the HTTP server's), workspaces must be registered;
     without one (stdio, the owner's own process) any folder but those never served (services.transport.roots)."""
-    server = MCPServer("knowledge-explorer", instructions=INSTRUCTIONS)
-
     def workspace_path(workspace: str) -> str:
         if registry is not None:
             return str(registry.find(workspace)[1])
@@ -44,17 +45,19 @@ def build_mcp(engine, registry=None) -> MCPServer:
             raise ForbiddenWorkspace(f"The folder {workspace} cannot be served: {reason}.")
         return workspace
 
-    for operation in OPERATIONS:
-        add_tool(server, operation, engine, workspace_path)
-    return server
+    tools = [make_tool(operation, engine, workspace_path) for operation in OPERATIONS]
+    return MCPServer("knowledge-explorer", instructions=INSTRUCTIONS, tools=tools)
 
 
-def add_tool(server: MCPServer, operation: Operation, engine, workspace_path) -> None:
+def make_tool(operation: Operation, engine, workspace_path) -> Tool:
     """The operation as an MCP tool: its name, description and parameters (the SDK reads the input schema
-    from the signature), its code path, and MCP's subset of its JSON."""
+    from the signature), its code path, and MCP's subset of its JSON. An argument the tool does not take is
+    refused by name (InvalidRequest), never dropped."""
+    known = [p.name for p in operation.params]
 
     async def tool(**arguments: Any) -> dict[str, Any]:
         async def run():
+            check_known(arguments, known)
             value = await operation.run(engine, workspace_path, **arguments)
             if operation.render is None:
                 return value
@@ -65,7 +68,24 @@ def add_tool(server: MCPServer, operation: Operation, engine, workspace_path) ->
     tool.__name__ = tool.__qualname__ = operation.name  # the SDK names the schema after it ("searchArguments")
     tool.__signature__ = signature(  # type: ignore[attr-defined]
         [(p.name, p.type, p.default) for p in operation.params], dict[str, Any])
-    server.add_tool(tool, name=operation.name, description=operation.description)
+    made = Tool.from_function(tool, name=operation.name, description=operation.description)
+    made.fn_metadata.arg_model = keeping_unknown(made.fn_metadata.arg_model)
+    made.parameters = {**made.parameters, "additionalProperties": False}
+    return made
+
+
+def keeping_unknown(model: type[BaseModel]) -> Any:
+    """The SDK's argument model, keeping the arguments its schema lacks (the SDK would drop them unseen) for
+    the tool to refuse by name."""
+
+    class Arguments(model):  # type: ignore[valid-type,misc]
+        model_config = ConfigDict(extra="allow")
+
+        def model_dump_one_level(self) -> dict[str, Any]:
+            return {**super().model_dump_one_level(), **(self.model_extra or {})}
+
+    Arguments.__name__ = Arguments.__qualname__ = model.__name__
+    return Arguments
 
 
 async def reported(work):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from app.limits import query_request
+from services.core import files
 from services.core.errors import QueryError, WorkspaceError
 from services.core.messages import QueryRequest
 from services.core.models import (
@@ -133,7 +134,7 @@ def file_lines(target: Path, path: str, start_line: int, end_line: int | None) -
     if target.stat().st_size > MAX_OPEN_BYTES:
         raise WorkspaceError(f"The file {path!r} is too large to open ({target.stat().st_size:,} bytes).")
     try:
-        lines = target.read_text(encoding="utf-8").splitlines()
+        lines = files.read_text(target).splitlines()
     except (OSError, UnicodeDecodeError) as error:
         raise WorkspaceError(f"Cannot read {path!r}: {error}") from None
     last = min(len(lines), end_line or len(lines), start_line + MAX_OPEN_LINES - 1)
@@ -161,7 +162,7 @@ LANGUAGES = Param("languages", list[str] | None, None)
 PATH_GLOB = Param("path_glob", str, "")
 IN_URL = {"workspace": "workspace_id"}
 QUERY_FIELDS = {"question": "question", "strategy": "strategy", "languages": "languages", "path_glob": "path_glob"}
-QUERY_EXTRA = ("min_relevance", "context_lines", "expand_context", "use_cache")  # REST's QueryRequest beyond MCP
+QUERY_EXTRA = ("min_relevance", "context_lines", "expand_context", "use_cache", "before")  # REST's QueryRequest beyond MCP
 GOTO_HITS = ("{query, target, matched (how many names matched), line, message ('' or why nothing was found), "
              "hits: [{path, start_line, end_line, symbol, qualified_name, kind, language, score}]}, fields of the "
              "REST goto JSON")

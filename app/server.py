@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hmac
 import ipaddress
 import json
@@ -21,14 +22,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from fastapi import Body, FastAPI, Request
+from fastapi import Body, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.routing import APIRoute
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import operations
-from app.limits import check_fields, describe
+from app.limits import check_fields, check_known, describe
 from app.mcp_server import build_mcp
 from app.render import search_rerank_response, to_json
 from services.core.messages import (
@@ -36,6 +38,7 @@ from services.core.messages import (
     FilesRequest, MultiQueryRequest, QueryRequest, RerankingConfig, SearchRerankRequest, SearchRerankResponse, WatchRequest, Workspace,
     WorkspaceRequest,
 )
+from services.core import files
 from services.transport.paths import confined
 from services.transport.registry import WorkspaceRegistry
 from services.transport.roots import refusal
@@ -327,6 +330,7 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
         runs.cancel_all()
 
     app = FastAPI(title="Knowledge Explorer engine", version="1", lifespan=lifespan,
+                  dependencies=[Depends(known_query)],
                   description="Index a codebase, ask questions, compare reranking strategies. Errors are "
                               '`{"error": {"code", "message"}}`.')
     app.state.service, app.state.registry, app.state.runs = service, registry, runs
@@ -413,7 +417,7 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
     async def files(workspace_id: str, request: FilesRequest):
         root = workspace(workspace_id)
         return respond(await operations.find_files(service, lambda _: root, workspace="", **query_fields(request),
-                                                   max_files=request.max_files, before=request.before))
+                                                   max_files=request.max_files))
 
     @app.post("/v1/workspaces/{workspace_id}/search/rerank", response_model=SearchRerankResponse)
     async def search_rerank(workspace_id: str, request: SearchRerankRequest):
@@ -503,7 +507,23 @@ def query_fields(request: QueryRequest) -> dict:
     return {"question": request.question, "top_k": request.top_k, "strategy": request.strategy,
             "languages": list(request.languages), "path_glob": request.path_glob,
             "min_relevance": request.min_relevance, "context_lines": request.context_lines,
-            "expand_context": request.expand_context, "use_cache": request.use_cache}
+            "expand_context": request.expand_context, "use_cache": request.use_cache, "before": request.before}
+
+
+def accepted(route: APIRoute) -> tuple[set[str], set[str]]:
+    """(query parameters, body fields) a route takes by name."""
+    body: set[str] = set()
+    for param in route.dependant.body_params:  # a dataclass of services.core.messages
+        kind = param.field_info.annotation
+        body |= {f.name for f in dataclasses.fields(kind)} if dataclasses.is_dataclass(kind) else {param.alias}
+    return {p.alias for p in route.dependant.query_params}, body
+
+
+async def known_query(request: Request) -> None:
+    """Every route refuses a query parameter it does not take (`?topk=3`), naming the nearest it takes."""
+    route = request.scope.get("route")
+    if isinstance(route, APIRoute):
+        check_known(request.query_params.keys(), accepted(route)[0])
 
 
 class ClientGone(Exception):
@@ -529,7 +549,7 @@ def read_text(path: Path) -> str:
     if path.stat().st_size > MAX_FILE_BYTES:
         raise WorkspaceError("The file is too large to send.")
     try:
-        return path.read_text(encoding="utf-8")
+        return files.read_text(path)
     except (OSError, UnicodeDecodeError) as error:
         raise WorkspaceError(f"Cannot read the file: {error}") from None
 
@@ -548,11 +568,13 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(error)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid(_request: Request, error: RequestValidationError):
+    async def invalid(request: Request, error: RequestValidationError):
         problems = error.errors()
         if any(p.get("type") == "json_invalid" for p in problems):
             return error_response(MalformedJson("The request body is not valid JSON."))
-        return error_response(InvalidRequest("; ".join(describe(p) for p in problems[:5])))
+        route = request.scope.get("route")
+        known = accepted(route)[1] if isinstance(route, APIRoute) else set()
+        return error_response(InvalidRequest("; ".join(describe(p, known) for p in problems[:5])))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, error: StarletteHTTPException):

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSizePolicy, QTextEdit, QVBoxLayout, QWidget,
 )
 
+from services.core import files
 from services.core.models import ResultChunk
 from ui.editor import AUTO, EditorError, open_at_line
 from ui.theme import mono_font
@@ -269,7 +270,7 @@ def identifier_at(line: str, column: int) -> str:
 def file_slice(path: Path, text: str, first_line: int) -> str | None:
     """The whole file when `text` is exactly its lines from `first_line` on (else None)."""
     try:
-        whole = path.read_text(encoding="utf-8")
+        whole = files.read_text(path)
     except (OSError, UnicodeDecodeError):
         return None
     lines = whole.split("\n")

@@ -27,6 +27,13 @@ class ModelLoadError(KnowledgeError):
     code, status = "model_unavailable", 503
 
 
+class InvalidVectors(ModelLoadError):
+    """The embedding model produced vectors that are not finite (NaN or infinity): damaged model files.
+    Such vectors are never stored nor searched with."""
+
+    code = "invalid_vectors"
+
+
 class IndexMissingError(KnowledgeError):
     """The workspace has no index (never built, or its folder was deleted)."""
 
@@ -159,7 +166,7 @@ class InternalError(KnowledgeError):
 
 
 ERRORS: dict[str, type[KnowledgeError]] = {cls.code: cls for cls in (
-    KnowledgeError, WorkspaceError, ModelLoadError, IndexMissingError, QueryError, InvalidRequest, MalformedJson,
+    KnowledgeError, WorkspaceError, ModelLoadError, InvalidVectors, IndexMissingError, QueryError, InvalidRequest, MalformedJson,
     BodyTooLarge, StrategyUnavailable, Cancelled, IndexStoreError, IndexUnavailable, UnknownWorkspace,
     ForbiddenWorkspace, PathEscape, IndexRunning, IndexBusyError, EngineStopped, EngineUnreachable, Unauthorized,
     NotFound, HttpError, InternalError,

@@ -7,11 +7,12 @@ the API rejects the same bad input with the same message.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import AfterValidator, ConfigDict, Field, WithJsonSchema
+from pydantic_core import PydanticCustomError
 
 from services.core.models import IndexReport, ProgressEvent, QueryOptions
 from services.core.settings import DEFAULT_STRATEGY
@@ -30,12 +31,25 @@ def question_too_long(length: int) -> str:
     return (f"The question has {length:,} characters; the limit is {MAX_QUESTION_CHARS:,} "
             "(enough for a bug report with its traceback). Shorten it.")
 
+# Every request type refuses a field it does not know (a typo, `topk`, or one another route takes): never dropped.
+STRICT = ConfigDict(extra="forbid")
+
+def _fraction(value: float) -> float:
+    if not (math.isfinite(value) and 0.0 <= value <= 1.0):  # NaN and infinity fail any range check
+        raise PydanticCustomError("fraction", "Input should be a finite number from 0 to 1 (got {value})",
+                                  {"value": value})
+    return value
+
+
 TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K)]
+Fraction = Annotated[float, AfterValidator(_fraction), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
 Question = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS)]
 
 
 @dataclass(frozen=True)
 class WorkspaceRequest:
+    __pydantic_config__ = STRICT
+
     path: str  # a folder on the server's machine
 
 
@@ -48,22 +62,24 @@ class Workspace:
 @dataclass(frozen=True)
 class QueryRequest:
     """QueryOptions without the workspace (it is in the URL), plus the question."""
+    __pydantic_config__ = STRICT
 
     question: Question
     top_k: TopK = 10
     strategy: str = DEFAULT_STRATEGY
-    min_relevance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.2
+    min_relevance: Fraction = 0.2
     languages: tuple[str, ...] = ()
     path_glob: str = ""
     context_lines: Annotated[int, Field(ge=0, le=200)] = 5
     expand_context: bool = True
     use_cache: bool = True
+    before: int | None = None  # history cut-off (unix time): commits at or after it are ignored
 
     def options(self, workspace: str) -> QueryOptions:
         return QueryOptions(workspace=workspace, top_k=self.top_k, strategy=self.strategy,
                             min_relevance=self.min_relevance, languages=tuple(self.languages),
                             path_glob=self.path_glob, context_lines=self.context_lines,
-                            expand_context=self.expand_context, use_cache=self.use_cache)
+                            expand_context=self.expand_context, use_cache=self.use_cache, before=self.before)
 
 
 MAX_WORKSPACES = 20  # as services.retrieval.multi.MAX_WORKSPACES
@@ -81,34 +97,35 @@ MAX_FILES = 100
 
 @dataclass(frozen=True)
 class FilesRequest(QueryRequest):
-    """POST …/files: a query's fields plus how many files, and the history cut-off (unix time)."""
+    """POST …/files: a query's fields plus how many files."""
 
     max_files: Annotated[int, Field(ge=1, le=MAX_FILES)] = 10
-    before: int | None = None  # commits at or after this time are ignored
 
 
 @dataclass(frozen=True)
 class RerankingConfig:
     """PUT …/reranking/config (cross-encoder-reranking.md "Configure Re-ranker"), plus the default strategy."""
+    __pydantic_config__ = STRICT
 
     strategy: str = "cross-encoder"
     model_name: str | None = None
     batch_size: Annotated[int, Field(ge=1, le=512)] = 32
     max_input_length: Annotated[int, Field(ge=16, le=4096)] = 512
-    score_threshold: float = 0.0
+    score_threshold: Fraction = 0.0  # the cross-encoder's, on its 0-1 scale
     normalize_scores: bool = True
 
 
 @dataclass(frozen=True)
 class SearchRerankRequest:
     """POST …/search/rerank (the spec's "Re-rank Search Results")."""
+    __pydantic_config__ = STRICT
 
     query_text: Question
     initial_top_k: TopK = 50  # accepted for the spec; the pool is the strategy's own (pool_size: 2 x top_k, 50)
     final_top_k: TopK = 5
     enable_reranking: bool = True
     strategy: str | None = None  # default: the workspace's reranking config
-    min_relevance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.2
+    min_relevance: Fraction = 0.2
 
 
 @dataclass(frozen=True)
@@ -137,6 +154,7 @@ class SearchRerankResponse:
 @dataclass(frozen=True)
 class DocumentRerankRequest:
     """POST /v1/rerank (the spec's "Standalone Re-ranking")."""
+    __pydantic_config__ = STRICT
 
     query: Question
     documents: Annotated[list[Annotated[str, Field(max_length=MAX_DOCUMENT_CHARS)]],
@@ -181,17 +199,22 @@ class IndexStatus:
 
 @dataclass(frozen=True)
 class IndexRequest:
+    __pydantic_config__ = STRICT
+
     full: bool = False
 
 
 @dataclass(frozen=True)
 class WatchRequest:
+    __pydantic_config__ = STRICT
+
     auto_reindex: bool = True  # index changes as they happen, else only report stale files
 
 
 @dataclass(frozen=True)
 class LabelRequest:
     """PUT …/labels: label one result of a question relevant or not (Engine.record_label)."""
+    __pydantic_config__ = STRICT
 
     question: Question
     path: str

@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 from services.encoders import Encoder, EncoderSpec, backend_names, choose_device, create_encoder  # noqa: E402
 from services.encoders.base import content_digest  # noqa: E402
 from services.encoders.device import DEVICES, GPU_BATCH_SIZE, unused_gpu_note  # noqa: E402
-from services.core.errors import ModelLoadError  # noqa: E402
+from services.core.errors import InvalidVectors, ModelLoadError  # noqa: E402
 from services.encoders.hub import cached_model_path  # noqa: E402
 from services.core.models import Chunk  # noqa: E402
 
@@ -89,6 +89,7 @@ class Embedder:
         self.threads = threads
         self._loaded = None
         self._lock = threading.Lock()
+        self.fault = ""  # the last time it produced vectors that are not finite, said (health shows it)
 
     def load(self) -> Encoder:
         return self._model_and_lock()[0]
@@ -189,7 +190,21 @@ class Embedder:
             return np.zeros((0, self.dimension), dtype=np.float32)
         encoder, encode_lock = self._model_and_lock()
         with encode_lock:
-            return encoder.encode(texts)
+            vectors = encoder.encode(texts)
+        return self._finite(vectors, encoder.name)
+
+    def _finite(self, vectors: np.ndarray, backend: str) -> np.ndarray:
+        """The vectors, or InvalidVectors naming the encoder when any is not finite (NaN or infinity): such a
+        vector would be stored, or searched with, and match nothing, silently."""
+        bad = int((~np.isfinite(vectors)).any(axis=1).sum())
+        if bad:
+            message = (f"the {backend} encoder of {Path(self.model_name).name} produced vectors that are "
+                       f"not finite (NaN or infinity) for {bad} of {len(vectors)} texts: its model files or their "
+                       "export may be damaged")
+            log.error("%s (%s)", message, self.model_name)
+            self.fault = message
+            raise InvalidVectors(message)
+        return vectors
 
     def encode_chunks(self, chunks: list[Chunk]) -> np.ndarray:
         return self.encode([chunk_text(c) for c in chunks])

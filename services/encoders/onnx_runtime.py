@@ -8,6 +8,7 @@ its files), max_seq_length, the quantisation config and the onnxruntime version.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -167,32 +168,82 @@ def build(folder: Path, cache_dir: Path, max_seq_length: int, quant: dict | None
     return cached(cache_dir / f"{folder.name}-{cache_key(folder, max_seq_length, quant)}", name, make)
 
 
+SUMS = "sha256.json"  # {file: sha256} of a made folder's files, recorded when it is made
+_repairs: list[str] = []
+_INTACT: set[tuple] = set()  # folders found intact, by their files' names, sizes and times  # what cached() found damaged and made again, for the next encoder's note
+
+
 def cached(final: Path, name: str, make) -> Path:
-    """`final/name`, made first by `make(staging folder)` when missing: one process makes it (a file
-    lock), in a staging folder renamed into place, so a crash never leaves half a model behind."""
+    """`final/name`, made first by `make(staging folder)` when missing or damaged (a file's sha256 is not the
+    one recorded when it was made): one process makes it (a file lock), in a staging folder renamed into
+    place, so a crash never leaves half a model behind."""
     from filelock import FileLock
 
-    if (final / name).exists():
+    if (final / name).exists() and intact(final):
         return final / name
     final.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(final) + ".lock"):
         if (final / name).exists():
-            return final / name
+            if intact(final):
+                return final / name
+            _repairs.append(f"the exported model {final.name} was damaged (a file's checksum differs) and was made again")
+            log.warning("%s", _repairs[-1])
         staging = final.with_name(final.name + ".tmp")
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
         try:
             make(staging)
+            (staging / SUMS).write_text(json.dumps(checksums(staging)))
         except ExportError:
             raise
         except Exception as error:
             raise ExportError(f"{type(error).__name__}: {error}") from error
         finally:
-            if not (staging / name).exists():
+            if not (staging / SUMS).exists():
                 shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(final, ignore_errors=True)
         staging.rename(final)
     return final / name
+
+
+def checksums(folder: Path) -> dict[str, str]:
+    """{file name: sha256} of a made folder's files."""
+    found = {}
+    for path in sorted(p for p in folder.iterdir() if p.is_file() and p.name != SUMS):
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            while block := handle.read(1 << 20):
+                digest.update(block)
+        found[path.name] = digest.hexdigest()
+    return found
+
+
+def intact(folder: Path) -> bool:
+    """Whether a made folder's files are those recorded when it was made (checked once per process while
+    their sizes and times stay). One made before checksums were recorded has them recorded now."""
+    sums = folder / SUMS
+    try:
+        stamp = (str(folder), tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(folder.iterdir())))
+        if stamp in _INTACT:
+            return True
+        recorded = json.loads(sums.read_text())
+    except FileNotFoundError:
+        with contextlib.suppress(OSError):  # a read-only cache: checked from the next made folder on
+            sums.write_text(json.dumps(checksums(folder)))
+        return True
+    except (OSError, ValueError):
+        return False
+    if recorded != checksums(folder):
+        return False
+    _INTACT.add(stamp)
+    return True
+
+
+def repairs() -> str:
+    """What cached() made again since the last call (an encoder's note), then forgotten."""
+    found = "; ".join(_repairs)
+    _repairs.clear()
+    return found
 
 
 def _quantise(source: Path, target: Path, quant: dict) -> None:
@@ -285,6 +336,7 @@ class OnnxEncoder:
         # what, besides the model's files, decides its vectors (services/storage/vector_cache.py)
         self.identity = json.dumps([FORMAT, self.pooling, self.quant, onnxruntime.__version__,
                                     content_digest(self.path.parent, [self.path])])
+        self.note = repairs()
 
     @property
     def dimension(self) -> int:

@@ -108,6 +108,7 @@ class OpenVinoEncoder(ox.OnnxEncoder):
         # what, besides the model's files, decides its vectors (services/storage/vector_cache.py)
         self.identity = json.dumps([FORMAT, self.pooling, self.quantised, version("openvino"),
                                     content_digest(self.path.parent, files)])
+        self.note = ox.repairs()
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Length-sorted batches (less padding), split so that every stream gets one when there are few

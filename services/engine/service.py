@@ -41,7 +41,7 @@ from services.core.models import (
 )
 from services.storage.ownership import Owner, OwnerLock, read_owner
 from services.retrieval.strategies import create_strategy, strategy_info, strategy_names
-from services.core.settings import Settings, default_data_dir  # noqa: F401 (re-exported)
+from services.core.settings import Settings, SettingsError, default_data_dir  # noqa: F401 (re-exported)
 from services.indexing.health import folder_missing
 from services.indexing.watcher import (
     FOLDER_MISSING, PAUSED, PROGRESS, REFERENCES, REINDEX_FINISHED, REINDEX_STARTED, RESUMED, STALE, WATCH_ERROR, WATCHING,
@@ -123,6 +123,7 @@ class KnowledgeService:
         self.vector_cache = VectorCache(self.data_dir / CACHE_FILE) if self.settings.share_vectors else None
         self._strategies: dict = {}  # (name, a workspace's reranker changes) -> the strategy
         self._reranking: dict[Path, dict] = {}  # per workspace: its reranker settings (configure_reranking)
+        self._reranking_notes: dict[Path, str] = {}  # per workspace: why its stored settings were ignored
         self._errors: dict[Path, str] = {}
         self._cache: TTLCache = TTLCache(maxsize=self.settings.cache_size, ttl=self.settings.cache_ttl_seconds)
         self._lock = threading.RLock()
@@ -136,7 +137,8 @@ class KnowledgeService:
         threading.Thread(target=self._timer_loop, daemon=True, name="ke-scheduler-timer").start()
         self._watches: dict[Path, _Watch] = {}
         self._file_rankers: dict[Path, tuple[tuple, FileRanker]] = {}  # root -> (index state, ranker)
-        self._goto_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-goto")  # keystrokes never wait on a query
+        # go to / references: a thread per workspace, so keystrokes never wait on a query nor on another workspace
+        self._goto_pools: dict[Path, ThreadPoolExecutor] = {}
         self._finders = goto.Finders()  # each catalogue's names, kept until its next write
 
     # --- plumbing ---
@@ -148,6 +150,13 @@ class KnowledgeService:
 
     async def _run(self, pool: ThreadPoolExecutor, func, *args):
         return await asyncio.get_running_loop().run_in_executor(pool, func, *args)
+
+    def _goto_pool(self, index: WorkspaceIndex) -> ThreadPoolExecutor:
+        """The workspace's own go-to / references thread."""
+        with self._lock:
+            if index.root not in self._goto_pools:
+                self._goto_pools[index.root] = ThreadPoolExecutor(1, thread_name_prefix="ke-goto")
+            return self._goto_pools[index.root]
 
     def _index(self, workspace: str | Path) -> WorkspaceIndex:
         root = workspace_root(workspace)
@@ -163,11 +172,27 @@ class KnowledgeService:
         with self._lock:
             if name not in strategy_names():
                 raise QueryError(f"Unknown strategy {name!r}. Known: {', '.join(strategy_names())}.")
-            changes = self._reranking.get(root, {}) if root is not None else {}
+            changes = self._reranker_changes(root)
             key = (name, tuple(sorted(changes.items())))
             if key not in self._strategies:
                 self._strategies[key] = create_strategy(name, self.settings.with_changes(**changes))
             return self._strategies[key]
+
+    def _reranker_changes(self, root: Path | None) -> dict:
+        """The workspace's reranker settings, validated again as they are read: a bad value (however it was
+        stored) is dropped, logged once and noted on the workspace's answers, never a failed query."""
+        if root is None:
+            return {}
+        with self._lock:
+            changes = self._reranking.get(root, {})
+            try:
+                self.settings.with_changes(**changes)
+            except SettingsError as error:
+                note = f"This workspace's reranker settings were ignored (the defaults are used): {error}"
+                log.warning("%s: %s", root, note)
+                self._reranking[root], self._reranking_notes[root] = {}, note
+                return {}
+            return changes
 
     def _invalidate(self, root: Path) -> None:
         with self._lock:
@@ -264,7 +289,9 @@ class KnowledgeService:
 
     def _health(self, index: WorkspaceIndex) -> IndexHealth:
         error = self._errors.get(index.root, "") or index.vanished() or ErrorNote(index.folder).read()
-        return index_health(index, self.settings, error)
+        health = index_health(index, self.settings, error)
+        faults = [e.fault for e in (self.index_embedder, self.embedder) if e.fault]  # the encoders' state now
+        return replace(health, encoder_note="; ".join(dict.fromkeys(filter(None, (health.encoder_note, *faults)))))
 
     async def is_indexed(self, workspace: str | Path) -> bool:
         index = self._index(workspace)
@@ -283,8 +310,11 @@ class KnowledgeService:
             if cached is not None:
                 return await self._run(self._query_pool, self._searcher(index).mark_stale,
                                        search_steps.mark_cached(cached))
-        result = await self._run(self._query_pool, self._searcher(index).query, question.strip(), options,
-                                 self._strategy(options.strategy, index.root))
+        strategy = self._strategy(options.strategy, index.root)
+        result = await self._run(self._query_pool, self._searcher(index).query, question.strip(), options, strategy)
+        note = self._reranking_notes.get(index.root)
+        if note:
+            result = replace(result, warning="; ".join(filter(None, (result.warning, note))))
         if options.use_cache:
             with self._lock:
                 self._cache[key] = result
@@ -399,11 +429,11 @@ class KnowledgeService:
     # --- go to symbol / file (services/retrieval/goto.py) ---
     async def goto_symbols(self, query: str, workspace: str | Path, limit: int = 20) -> GotoAnswer:
         index = self._readable_index(workspace)
-        return await self._run(self._goto_pool, self._goto, goto.goto_symbols, index, query, limit)
+        return await self._run(self._goto_pool(index), self._goto, goto.goto_symbols, index, query, limit)
 
     async def goto_files(self, query: str, workspace: str | Path, limit: int = 20) -> GotoAnswer:
         index = self._readable_index(workspace)
-        return await self._run(self._goto_pool, self._goto, goto.goto_files, index, query, limit)
+        return await self._run(self._goto_pool(index), self._goto, goto.goto_files, index, query, limit)
 
     def _goto(self, find, index: WorkspaceIndex, query: str, limit: int) -> GotoAnswer:
         goto.check_query(query, limit)  # bad input first, then whether there is an index
@@ -414,11 +444,11 @@ class KnowledgeService:
     async def references(self, name_or_chunk: str, workspace: str | Path) -> GraphAnswer:
         index = self._readable_index(workspace)
         find = functools.partial(graph.references, root=index.root)
-        return await self._run(self._goto_pool, self._graph, find, index, name_or_chunk)
+        return await self._run(self._goto_pool(index), self._graph, find, index, name_or_chunk)
 
     async def uses(self, chunk: str, workspace: str | Path) -> GraphAnswer:
         index = self._readable_index(workspace)
-        return await self._run(self._goto_pool, self._graph, graph.uses, index, chunk)
+        return await self._run(self._goto_pool(index), self._graph, graph.uses, index, chunk)
 
     def _graph(self, find, index: WorkspaceIndex, query: str) -> GraphAnswer:
         goto.check_query(query, 1)  # bad input first, then whether there is an index
@@ -444,7 +474,7 @@ class KnowledgeService:
     def model_name(self, strategy: str, workspace: str | Path | None = None) -> str:
         """The model behind a strategy's scores (the embedding model for the non-neural ones), for `workspace`
         when given (its reranker settings)."""
-        settings = self.settings.with_changes(**self._reranking.get(workspace_root(workspace), {})) \
+        settings = self.settings.with_changes(**self._reranker_changes(workspace_root(workspace))) \
             if workspace is not None else self.settings
         return {"cross-encoder": settings.cross_encoder_model,
                 "llm": settings.llm_model}.get(strategy) or settings.embedding_model
@@ -464,8 +494,10 @@ class KnowledgeService:
             available = model_availability(model_name)
             if not available.available:
                 raise QueryError(f"The reranker model cannot be used: {available.reason}.")
+        self.settings.with_changes(**changes)  # SettingsError (400), storing nothing, for a bad value
         with self._lock:
             self._reranking[root] = changes
+            self._reranking_notes.pop(root, None)
             self._invalidate(root)
 
     async def warm_up(self) -> None:
@@ -711,7 +743,8 @@ class KnowledgeService:
         self._query_pool.shutdown(wait=True, cancel_futures=True)
         self._reference_pool.shutdown(wait=True, cancel_futures=True)
         self._rerank_pool.shutdown(wait=True, cancel_futures=True)
-        self._goto_pool.shutdown(wait=True, cancel_futures=True)
+        for pool in self._goto_pools.values():
+            pool.shutdown(wait=True, cancel_futures=True)
         for index in self._indexes.values():
             index.close()
         if self.vector_cache is not None:

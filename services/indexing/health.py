@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 
+from services.core import files
 from services.core.models import IndexHealth, StaleFile, nothing_to_index, run_progress_text
 from services.indexing import integrity
 from services.indexing.scanning import UnreadableRoot, file_hash, scan_workspace
@@ -40,7 +41,7 @@ def stale_files(index: WorkspaceIndex, settings: Settings) -> list[StaleFile]:
 
 def _hash(source) -> str:
     try:
-        return file_hash(source.abs_path.read_bytes())
+        return file_hash(files.read_bytes(source.abs_path))
     except OSError:
         return ""
 

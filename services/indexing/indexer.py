@@ -70,8 +70,8 @@ _REFERENCE_COUNTS = threading.Lock()
 def store_down(error: BaseException | None) -> bool:
     """Whether a store write failed because the store itself cannot take writes."""
     while error is not None:
-        if isinstance(error, OSError) and error.errno in STORE_DOWN_ERRNOS:
-            return True
+        if isinstance(error, IndexUnavailable) or isinstance(error, OSError) and error.errno in STORE_DOWN_ERRNOS:
+            return True  # (IndexUnavailable: busy, another process's lock; every file would wait on it)
         if STORE_DOWN_TEXT.search(f"{type(error).__name__} {error}"):
             return True
         error = error.__cause__ or error.__context__

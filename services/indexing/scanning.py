@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pathspec
 
+from services.core import files
 from services.core.models import SkippedFile
 
 MIB = 1024 * 1024
@@ -168,7 +169,9 @@ def format_size(size: int) -> str:
 def read_source(file: SourceFile, skip_machine_made: bool = True) -> tuple[str, str]:
     """Return (text, sha256 of the bytes); raise SkipFileError when the file cannot be used."""
     try:
-        data = file.abs_path.read_bytes()
+        data = files.read_bytes(file.abs_path)
+    except files.NotRegularFile as exc:
+        raise SkipFileError(exc.reason) from exc
     except OSError as exc:
         raise SkipFileError(f"unreadable: {_os_reason(exc)}") from exc
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
@@ -351,6 +354,7 @@ def _add_file(root: Path, path: str, name: str, rel: str, is_link: bool, limits:
     try:
         info = os.stat(path)
         if not stat.S_ISREG(info.st_mode):
+            result.skipped.append(SkippedFile(rel, files.NOT_REGULAR))  # a FIFO, socket or device: never opened
             return
         if os.path.splitext(name)[1].lower() in BINARY_EXTENSIONS:
             result.skipped.append(SkippedFile(rel, "binary file"))
@@ -363,8 +367,10 @@ def _add_file(root: Path, path: str, name: str, rel: str, is_link: bool, limits:
         if record is not None and (record.size, record.mtime_ns) == (info.st_size, info.st_mtime_ns):
             result.files.append(SourceFile(rel, root, info.st_size, info.st_mtime_ns, record.language))
             return  # indexed as it is: sniffed when it was
-        with open(path, "rb") as handle:
-            head = handle.read(BINARY_SNIFF_BYTES)
+        head = files.read_bytes(path, BINARY_SNIFF_BYTES)
+    except files.NotRegularFile as exc:  # swapped since the stat
+        result.skipped.append(SkippedFile(rel, exc.reason))
+        return
     except OSError as exc:
         result.skipped.append(SkippedFile(rel, f"unreadable: {_os_reason(exc)}"))
         return
@@ -378,8 +384,8 @@ def _add_file(root: Path, path: str, name: str, rel: str, is_link: bool, limits:
 
 def _load_spec(path: Path) -> pathspec.PathSpec | None:
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+        lines = files.read_text(path, errors="replace").splitlines()
+    except OSError:  # none, unreadable or not a regular file
         return None
     return pathspec.GitIgnoreSpec.from_lines(lines)
 

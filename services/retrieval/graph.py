@@ -10,13 +10,16 @@ candidate stays (a method called on an object of unknown type). A target is a na
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from services.core import files
 from services.core.models import Chunk, GotoHit, GraphAnswer, GraphFile, GraphLink
 from services.storage.code_graph import KINDS, Use, decode
 from services.retrieval.goto import check_query
@@ -60,13 +63,14 @@ def references(catalog, query: str, root: Path | None = None) -> GraphAnswer:
         return _answer(query, "references", targets, [], started, NOT_READY)
     rivals = _definitions(catalog, [symbol]).get(symbol, [])
     wanted = {t.key for t in targets}
-    rows = catalog.uses_of([symbol])
+    rows = [(path, decode(text)) for _name, path, text in catalog.uses_of([symbol])]
     if not targets and not rows:
         return _answer(query, "references", [], [], started, f"No symbol named {shown(query, targets)!r} in the index.")
+    if root is not None:
+        rows = _as_on_disk(catalog, root.resolve(), rows)
     kept: list[tuple[str, Use]] = []
     coded: set[tuple[str, int]] = set()  # every line using the name in code, whichever definition it means
-    for _name, path, text in rows:
-        uses = decode(text)
+    for path, uses in rows:
         coded.update((path, use.line) for use in uses)
         bound = _binding(path, uses, rivals)
         if not targets or len(wanted) >= len(rivals) or not bound or wanted & {t.key for t in bound}:
@@ -216,6 +220,48 @@ def _mentions(catalog, root: Path, symbol: str, coded: set[tuple[str, int]]) -> 
     return found
 
 
+def _as_on_disk(catalog, root: Path, rows: list[tuple[str, list[Use]]]) -> list[tuple[str, list[Use]]]:
+    """The index's uses, per file, at the lines the file on disk has now: in a file changed since it was
+    indexed (size or mtime, then its hash, differ from the catalogue's), each use moves to the line that now
+    holds its indexed line's text (the nearest), and is dropped when none does, so the file's mentions read
+    from disk never list it a second time. A file that cannot be read keeps the index's lines."""
+    records = catalog.files([path for path, _uses in rows])
+    moved: dict[str, dict[int, int] | None] = {}
+    out = []
+    for path, uses in rows:
+        if path not in moved:
+            moved[path] = _moved_lines(catalog, root, path, records.get(path))
+        lines = moved[path]
+        if lines is None:
+            out.append((path, uses))
+        else:
+            out.append((path, [replace(u, line=lines[u.line]) for u in uses if u.line in lines]))
+    return out
+
+
+def _moved_lines(catalog, root: Path, path: str, record) -> dict[int, int] | None:
+    """{indexed line: its line now} for a file changed since it was indexed (lines whose text is gone are
+    absent); None when it is unchanged or cannot be read."""
+    file = root / path
+    try:
+        info = os.stat(file)
+        if record is None or (info.st_size, info.st_mtime_ns) == (record.size, record.mtime_ns):
+            return None
+        data = files.read_bytes(file)
+    except OSError:
+        return None
+    if hashlib.sha256(data).hexdigest() == record.file_hash:
+        return None  # touched, not changed
+    now: dict[str, list[int]] = defaultdict(list)
+    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+        now[line.strip()].append(number)
+    then: dict[int, str] = {}
+    for chunk in catalog.chunks(path=path):
+        if chunk.contiguous:
+            then.update((chunk.start_line + i, line.strip()) for i, line in enumerate(chunk.content.split("\n")))
+    return {old: min(now[text], key=lambda new: abs(new - old)) for old, text in then.items() if now.get(text)}
+
+
 def _read_text(root: Path, path: str) -> str:
     """A workspace file's text as it is now ("" when it is gone, unreadable, or not inside the (resolved)
     root)."""
@@ -223,8 +269,8 @@ def _read_text(root: Path, path: str) -> str:
         file = (root / path).resolve()
         if not file.is_relative_to(root):
             return ""
-        return file.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return files.read_text(file, errors="replace")
+    except OSError:  # gone, unreadable or not a regular file (a FIFO would block the reader for ever)
         return ""
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 from cachetools import LRUCache
 
+from services.core import files
+from services.core.errors import InvalidVectors
 from services.core.models import Candidate, Chunk, QueryOptions, QueryResult
 from services.core.settings import Settings
 from services.storage.labels import default_labels_file
@@ -78,7 +80,11 @@ class Searcher:
         self.index.require()
         stages = steps.Stages()
         pool = max(strategy.pool_size(options.top_k), options.top_k)
-        vector = self.index.project(self.encode([question]))[0]
+        try:
+            vector = self.index.project(self.encode([question]))[0]
+        except InvalidVectors as error:  # never searched with: an answer that says why it has no results
+            return replace(steps.assemble(question, options, [], [], 0, 0, False, None, stages),
+                           warning=f"no answer: {error}")
         stages.mark("embed")
         allowed = self.filtered_ids(options)
         semantic, keyword, total = self.candidates(question, vector, options, pool, strategy.uses_keyword_index,
@@ -226,7 +232,7 @@ def read_lines(path: Path) -> list[str] | None:
         with _LINES_LOCK:
             if key in _LINES:
                 return _LINES[key]
-        lines = path.read_text(encoding="utf-8-sig").splitlines(keepends=True)
+        lines = files.read_text(path, encoding="utf-8-sig").splitlines(keepends=True)
     except (OSError, UnicodeDecodeError):
         return None
     with _LINES_LOCK:

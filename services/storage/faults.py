@@ -137,15 +137,16 @@ def held_by(path: Path) -> str:
 
 
 def require_unlocked(path: Path, part: str, wait: float = LOCK_WAIT) -> None:
-    """Raise IndexUnavailable ("busy: ... (held by pid N)") when another process keeps a write lock on the
-    SQLite file `path` for `wait` seconds: its readers and writers would otherwise wait on it without end.
+    """Raise IndexUnavailable ("busy: ... (held by pid N)") when another process keeps a lock on the SQLite
+    file `path` for `wait` seconds that a write must wait out: a writer's, or a reader's open transaction on a
+    file not in WAL mode (Chroma's). Its readers and writers would otherwise wait on it without end, silent.
     A lock this process holds (another of its threads writing) is not waited on here."""
     if not path.exists():
         return
     try:
         db = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=wait, isolation_level=None)
         try:
-            db.execute("BEGIN IMMEDIATE")
+            db.execute("BEGIN EXCLUSIVE")  # in WAL mode the same as IMMEDIATE: readers never block it there
             db.execute("ROLLBACK")
         finally:
             db.close()

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from services.core.text import STOP_WORDS, code_tokens
+from services.storage.faults import LOCK_WAIT
 
 HISTORY_FILE = "history.sqlite"
 SCHEMA = """
@@ -131,7 +132,7 @@ class HistoryStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=LOCK_WAIT)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(SCHEMA)
         self._lock = threading.RLock()

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from services.core.batching import batches, marks
+from services.storage.faults import LOCK_WAIT, busy, held_by
 
 log = logging.getLogger(__name__)
 CACHE_FILE = "vector-cache.sqlite"
@@ -79,7 +80,7 @@ class VectorCache:
     def _connect(self) -> sqlite3.Connection:
         if self._db is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
+            db = sqlite3.connect(str(self.path), timeout=LOCK_WAIT, check_same_thread=False, isolation_level=None)
             try:
                 db.execute(f"PRAGMA page_size={PAGE_SIZE}")  # only a new, empty file takes it
                 db.execute("PRAGMA journal_mode=WAL")
@@ -187,8 +188,9 @@ class VectorCache:
             try:
                 return work(self._connect())
             except sqlite3.Error as error:
-                log.warning("the shared vector cache %s could not %s (%s); embedding without it",
-                            self.path, action, error, exc_info=True)
+                held = held_by(self.path) if busy(error) else ""
+                log.warning("the shared vector cache %s could not %s (%s%s); embedding without it",
+                            self.path, action, error, held, exc_info=True)
                 if self._db is None:  # it cannot even be opened (e.g. not a database): not again in this process
                     self.problem = f"{type(error).__name__}: {error}"
                 return fallback

@@ -181,10 +181,13 @@ class VectorStore:
 
     IDS_FILTER_MAX = 2000  # larger filters search wider and filter the hits instead
 
-    def __init__(self, client, collection_name: str, resolve: Callable[[list[str]], dict[str, str]]) -> None:
+    def __init__(self, client, collection_name: str, resolve: Callable[[list[str]], dict[str, str]],
+                 before_write: Callable[[], None] = lambda: None) -> None:
+        """`before_write` raises IndexUnavailable when a write would wait on another process's lock."""
         self.client = client
         self.name = collection_name
         self.resolve = resolve
+        self.before_write = before_write
         self._collection = None
         self._lock = threading.Lock()
 
@@ -201,6 +204,7 @@ class VectorStore:
 
     def drop(self) -> None:
         with self._lock, CHROMA_CALL:
+            self.before_write()
             self._collection = None
             try:
                 self.client.delete_collection(self.name)
@@ -210,7 +214,8 @@ class VectorStore:
     def upsert(self, chunks: list[Chunk], embeddings) -> None:
         for start in range(0, len(chunks), WRITE_SLICE):  # WRITE_SLICE is under Chroma's max batch size
             part = chunks[start:start + WRITE_SLICE]
-            with CHROMA_CALL:
+            with CHROMA_CALL:  # every Chroma call of this process waits here: a lock now is another's
+                self.before_write()
                 self.collection().upsert(ids=[vector_id(c.id) for c in part],
                                          embeddings=embeddings[start:start + WRITE_SLICE])
             time.sleep(0)  # Chroma holds the GIL while it writes: let the GUI thread run between slices
@@ -221,6 +226,7 @@ class VectorStore:
     def _delete_vectors(self, vids: list[str]) -> None:
         for part in batches(vids, WRITE_SLICE):
             with CHROMA_CALL:
+                self.before_write()
                 self.collection().delete(ids=part)
             time.sleep(0)
 
@@ -250,6 +256,7 @@ class VectorStore:
         with CHROMA_CALL:
             got = self.collection().get(limit=1, include=["embeddings"])
             if got["ids"]:
+                self.before_write()
                 self.collection().upsert(ids=got["ids"], embeddings=got["embeddings"])
 
     def vector_ids(self) -> set[str]:

@@ -83,10 +83,15 @@ class WorkspaceIndex:
                 shutil.rmtree(self.folder / name, ignore_errors=True)
         return self._catalog
 
+    def _unlocked(self) -> None:
+        """IndexUnavailable ("busy ... (held by pid N)") when another process holds a lock on the embedded
+        store that Chroma would wait on without end, silent: checked at opening and before each write."""
+        if not self.chroma_url:
+            require_unlocked(self.chroma_path / "chroma.sqlite3", "the vector store (chroma.sqlite3)")
+
     def store(self) -> VectorStore:
         if self._store is None:
-            if not self.chroma_url:  # Chroma would wait on another process's lock without end
-                require_unlocked(self.chroma_path / "chroma.sqlite3", "the vector store (chroma.sqlite3)")
+            self._unlocked()
             try:
                 problem = "" if self.chroma_url else hnsw_problem(self.chroma_path)
             except OSError as error:  # cannot be read now (e.g. no file handle left)
@@ -99,7 +104,7 @@ class WorkspaceIndex:
             except Exception as error:  # a garbled chroma.sqlite3 fails here
                 raise unreadable(error) from error
             self._store = VectorStore(client, "ke_" + self.key.replace("-", "_")[:50],
-                                      lambda vids: self.catalog().ids_for_vectors(vids))
+                                      lambda vids: self.catalog().ids_for_vectors(vids), self._unlocked)
         return self._store
 
     def history_store(self) -> HistoryStore:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from services.core.files import read_text
 from services.core.models import Chunk, FileAnswer, QueryOptions, RankedFile, ResultChunk
 from ui.viewmodels.results import one_line
 
@@ -57,7 +58,7 @@ def file_preview(workspace: str, file: RankedFile) -> ResultChunk:
     best = file.chunks[0] if file.chunks else None
     start, end = (best.start_line, best.end_line) if best else (1, 1)
     try:
-        text = (Path(workspace) / file.path).read_text(encoding="utf-8")
+        text = read_text(Path(workspace) / file.path)
     except (OSError, UnicodeDecodeError) as error:
         text = f"{file.path} cannot be read now: {getattr(error, 'strerror', None) or error}"
         start = end = 1

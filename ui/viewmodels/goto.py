@@ -7,6 +7,7 @@ import asyncio
 import html
 from pathlib import Path
 
+from services.core import files
 from services.core.models import Chunk, GotoAnswer, GotoHit, ResultChunk
 
 SYMBOLS, FILES = "symbols", "files"
@@ -114,7 +115,7 @@ def code_item(workspace: str, hit: GotoHit) -> ResultChunk:
     start) with up to CONTEXT_LINES around them; an unreadable file shows a line saying why."""
     path = Path(workspace) / hit.path
     try:
-        lines = path.read_text(encoding="utf-8").split("\n")
+        lines = files.read_text(path).split("\n")
     except (OSError, UnicodeDecodeError) as error:
         lines = [f"(cannot read {hit.path}: {getattr(error, 'strerror', None) or error})"]
     start = min(max(hit.start_line, 1), len(lines))

@@ -1,0 +1,76 @@
+"""A bad reranking config never takes a workspace down (issue 42): NaN, infinity or an out-of-range threshold is
+refused with a 4xx naming the field and its range, storing nothing, and a bad value already stored is ignored
+with a note on the answers, never a failed query. Real parts: uvicorn on 127.0.0.1 in a thread, httpx, the
+engine with a real index (the stand-in model) and store."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import httpx
+import pytest
+
+from app.server import build_app
+from services.core.models import QueryOptions
+from services.engine.service import KnowledgeService
+from tests.helpers.engine_server import app_in_thread
+from tests.helpers.stand_in_encoder import stand_in_settings
+
+pytestmark = pytest.mark.stand_in_encoder  # the config is tested, not the model
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """(url, workspace id, service, workspace folder): a small workspace, indexed, on a served engine."""
+    root = tmp_path_factory.mktemp("reranking-config")
+    workspace = root / "projects" / "one"
+    workspace.mkdir(parents=True)
+    (workspace / "adder.py").write_text("def add_numbers(a, b):\n    return a + b\n")
+    service = KnowledgeService(stand_in_settings(), data_dir=root / "data", kind="server")
+    app = build_app(service, root / "data", warm=False, allowed_roots=[str(root / "projects")])
+    with contextlib.closing(service), app_in_thread(app) as url:
+        key = httpx.post(f"{url}/v1/workspaces", json={"path": str(workspace)}).json()["id"]
+        asyncio.run(service.index(workspace))
+        yield url, key, service, workspace
+
+
+def put_config(url: str, key: str, raw: str) -> httpx.Response:
+    """PUT a JSON text as it is (httpx will not write NaN or Infinity, a Python client's json.dumps does)."""
+    return httpx.put(f"{url}/v1/workspaces/{key}/reranking/config", content=raw.encode(),
+                     headers={"content-type": "application/json"}, timeout=60)
+
+
+def ask(url: str, key: str) -> httpx.Response:
+    body = {"question": "add numbers", "strategy": "none", "use_cache": False}
+    return httpx.post(f"{url}/v1/workspaces/{key}/query", json=body, timeout=120)
+
+
+@pytest.mark.parametrize("value, shown", [("NaN", "nan"), ("Infinity", "inf"), ("-Infinity", "-inf"), ("1.5", "1.5"),
+                                          ("-0.1", "-0.1")])
+def test_a_threshold_that_is_not_a_finite_number_from_0_to_1_is_refused_and_not_stored(served, value, shown):
+    url, key, _service, _workspace = served
+    before = httpx.get(f"{url}/v1/workspaces/{key}/reranking/config").json()
+    response = put_config(url, key, f'{{"strategy": "none", "score_threshold": {value}}}')
+    assert response.status_code == 422, response.text
+    assert response.json()["error"]["message"] == \
+        f"score_threshold: Input should be a finite number from 0 to 1 (got {shown})"
+    assert httpx.get(f"{url}/v1/workspaces/{key}/reranking/config").json() == before
+    answer = ask(url, key)
+    assert answer.status_code == 200 and answer.json()["results"][0]["chunk"]["symbol"] == "add_numbers"
+    assert answer.json()["warning"] == ""
+
+
+def test_a_bad_stored_value_is_ignored_with_a_note_and_queries_still_answer(served):
+    url, key, service, workspace = served
+    assert put_config(url, key, '{"strategy": "none", "score_threshold": 0.3}').status_code == 200
+    # as a store written before the check would hold it
+    service._reranking[workspace.resolve()] = {"cross_encoder_score_threshold": float("nan")}
+    answer = ask(url, key)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["results"][0]["chunk"]["symbol"] == "add_numbers"
+    assert answer.json()["warning"].startswith("This workspace's reranker settings were ignored")
+    assert "cross_encoder_score_threshold" in answer.json()["warning"]
+    assert asyncio.run(service.query("add numbers", QueryOptions(str(workspace), strategy="none"))).warning
+    assert put_config(url, key, '{"strategy": "none", "score_threshold": 0.2}').status_code == 200
+    assert ask(url, key).json()["warning"] == ""  # configured again: no note
