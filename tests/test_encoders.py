@@ -214,3 +214,25 @@ async def test_backend_or_format_change_rebuilds_and_says_why(data_dir, workspac
     again = await second.index(workspace)
     second.close()
     assert "index format changed" in again.rebuilt_reason and again.chunks_embedded == again.chunks_total
+
+
+def test_one_folder_of_encoders_per_machine_whatever_the_data_dir(monkeypatch, tmp_path):
+    """Exports live in the user's cache folder (or KE_ENCODER_CACHE_DIR), not in each data dir (issue 44)."""
+    from services.encoders.onnx_runtime import default_cache_dir
+
+    monkeypatch.delenv("KE_ENCODER_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert default_cache_dir() == tmp_path / "cache" / "knowledge-explorer" / "encoders"
+    monkeypatch.setenv("KE_ENCODER_CACHE_DIR", str(tmp_path / "chosen"))
+    assert default_cache_dir() == tmp_path / "chosen"
+
+
+@pytest.mark.slow
+def test_the_int8_model_is_made_without_keeping_an_fp32_copy(tmp_path):
+    """openvino-int8 quantises a fresh fp32 export and keeps only its own files (issue 44: 121 MB per data
+    dir was the int8 model plus the fp32 export it was made from)."""
+    encoder = exported("openvino-int8", tmp_path)
+    folders = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
+    assert len(folders) == 1 and "-openvino-int8-" in folders[0], folders
+    assert not list(tmp_path.rglob("*.onnx"))
+    assert encoder.encode(SAMPLES[:1]).shape == (1, 384)

@@ -287,7 +287,12 @@ def _auto_tokenizer(folder: Path, limit: int):
     return lambda texts: dict(tokenizer(texts, padding=True, truncation=True, max_length=limit, return_tensors="np"))
 
 
-DEFAULT_CACHE_DIR = Path.home() / ".cache" / "knowledge-explorer" / "encoders"  # without EncoderSpec.cache_dir
+def default_cache_dir() -> Path:
+    """One folder of exported encoders per machine (the user's cache folder: $XDG_CACHE_HOME on Linux), shared
+    by every data dir; KE_ENCODER_CACHE_DIR chooses another."""
+    import platformdirs
+
+    return Path(os.environ.get("KE_ENCODER_CACHE_DIR") or platformdirs.user_cache_path("knowledge-explorer") / "encoders")
 
 
 def length_sorted(texts: list[str], size: int) -> list[list[int]]:
@@ -319,7 +324,7 @@ class OnnxEncoder:
         folder = model_folder(spec.source)
         self.pooling = pooling_mode(folder)
         self.tokenize = load_tokenizer(folder, spec.max_seq_length)
-        self._start(folder, spec.cache_dir or DEFAULT_CACHE_DIR)
+        self._start(folder, spec.cache_dir or default_cache_dir())
         self._dimension = int(self.encode(["dimension"]).shape[1])
 
     def _start(self, folder: Path, cache_dir: Path) -> None:

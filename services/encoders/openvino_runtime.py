@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import re
+import shutil
 from importlib.metadata import version
 from pathlib import Path
 
@@ -40,15 +41,25 @@ def calibration_texts() -> list[str]:
 
 
 def build(folder: Path, cache_dir: Path, max_seq_length: int, quantised: bool) -> Path:
-    """The model for OpenVINO: the cached ONNX export, or its cached int8 quantisation (OpenVINO IR)."""
-    onnx_file = ox.build(folder, cache_dir, max_seq_length, None)
+    """The model for OpenVINO: the cached ONNX export, or its cached int8 quantisation (OpenVINO IR), made
+    from an fp32 export that is not kept (the machine keeps one set of files per model and backend)."""
     if not quantised:
-        return onnx_file
-    stamp = json.dumps([FORMAT, onnx_file.parent.name, version("openvino"), version("nncf"),
+        return ox.build(folder, cache_dir, max_seq_length, None)
+    fp32 = f"{folder.name}-{ox.cache_key(folder, max_seq_length, None)}"  # what the fp32 export is named
+    stamp = json.dumps([FORMAT, fp32, version("openvino"), version("nncf"),
                         hashlib.sha256(CALIBRATION.read_bytes()).hexdigest()])
     key = hashlib.sha256(stamp.encode()).hexdigest()[:16]
-    return ox.cached(cache_dir / f"{folder.name}-openvino-int8-{key}", "model.xml",
-                     lambda staging: quantise(onnx_file, staging / "model.xml", folder, max_seq_length))
+
+    def make(staging: Path) -> None:
+        onnx_file = cache_dir / fp32 / "model.onnx"  # an fp32 export already there (the openvino backend's)
+        if not onnx_file.exists():
+            onnx_file = staging / "fp32" / "model.onnx"
+            onnx_file.parent.mkdir()
+            ox.export(folder, onnx_file, max_seq_length)
+        quantise(onnx_file, staging / "model.xml", folder, max_seq_length)
+        shutil.rmtree(staging / "fp32", ignore_errors=True)
+
+    return ox.cached(cache_dir / f"{folder.name}-openvino-int8-{key}", "model.xml", make)
 
 
 def quantise(onnx_file: Path, target: Path, folder: Path, max_seq_length: int) -> None:

@@ -29,6 +29,7 @@ from services.storage.file_words import CatalogFileWords
 from services.retrieval.multi import check_workspaces, merge, missing_cosines
 from services.retrieval.search import Searcher
 from services.encoders.embedder import Embedder
+from services.encoders.onnx_runtime import default_cache_dir
 from services.core.errors import IndexMissingError, IndexUnavailable, KnowledgeError, QueryError, WorkspaceError
 from services.core.messages import MAX_QUESTION_CHARS, DocumentRerankResponse, question_too_long
 from services.engine.protocol import ProgressCallback, WatchCallback
@@ -55,10 +56,6 @@ log = logging.getLogger(__name__)
 FOLDER_POLL_SECONDS = 1.0  # how often a watched workspace folder is checked for being there
 
 
-def encoder_cache_dir(data_dir: Path) -> Path:
-    """Where exported encoders are kept: KE_ENCODER_CACHE_DIR (shared by several data dirs,
-    e.g. the test suite's), else the data dir's `encoders` folder."""
-    return Path(os.environ.get("KE_ENCODER_CACHE_DIR") or data_dir / "encoders")
 
 
 class _Watch:
@@ -146,7 +143,7 @@ class KnowledgeService:
         s = self.settings
         return Embedder(s.embedding_model, s.max_seq_length, s.embed_batch_size, role=role,
                         backend=s.embedding_backend, device=s.embedding_device,
-                        cache_dir=encoder_cache_dir(self.data_dir), threads=threads)
+                        cache_dir=default_cache_dir(), threads=threads)
 
     async def _run(self, pool: ThreadPoolExecutor, func, *args):
         return await asyncio.get_running_loop().run_in_executor(pool, func, *args)
