@@ -49,6 +49,51 @@ def qapp(qapp):
     return qapp
 
 
+# --- the unit tier: `pytest -m unit`, the one-minute loop ---
+# A test is `unit` unless it is marked for a slower tier or asks for a fixture that starts Qt, a model, an
+# engine or a server; a unit test that starts one anyway fails, saying which tier it belongs to.
+SLOW_TIERS = {"slow", "scale", "stand_in_encoder"}
+HEAVY_FIXTURES = {"qtbot", "qapp", "qasync_loop", "loop", "window", "service", "engine_server", "served_workspace"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        marks = {mark.name for mark in item.iter_markers()}
+        in_folder = {"ui", "contract"} & set(Path(str(item.fspath)).relative_to(Path(__file__).parent).parts[:-1])
+        if not marks & SLOW_TIERS and not set(getattr(item, "fixturenames", ())) & HEAVY_FIXTURES and not in_folder:
+            item.add_marker(pytest.mark.unit)
+
+
+class NotAUnitTest(Exception):
+    """A `unit` test started what makes a test slow: mark it `slow` (or `stand_in_encoder`)."""
+
+
+@pytest.fixture(autouse=True)
+def unit_tier(request, monkeypatch):
+    """Keeps the unit tier fast: a unit test may not start a process, open a socket, load a model or start
+    an engine (each raises NotAUnitTest naming what it did)."""
+    if request.node.get_closest_marker("unit") is None:
+        return
+
+    def refuse(what: str):
+        def refused(*_args, **_kwargs):
+            raise NotAUnitTest(f"a unit test {what}: mark it slow (tests/conftest.py, the unit tier)")
+        return refused
+
+    import socket
+    import subprocess
+
+    from services.encoders import base
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse("started a process"))
+    monkeypatch.setattr(socket.socket, "connect", refuse("opened a connection"))
+    monkeypatch.setattr(socket.socket, "bind", refuse("listened on a socket"))
+    monkeypatch.setattr(base, "create_encoder", refuse("loaded a model"))
+    import services.encoders.embedder as embedder
+
+    monkeypatch.setattr(embedder, "create_encoder", refuse("loaded a model"))
+
+
 @pytest.fixture
 def workspace(tmp_path) -> Path:
     return copy_sample(tmp_path / "workspace")

@@ -7,10 +7,12 @@ from collections import Counter
 from pathlib import Path
 
 import grimp
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_import_contracts_hold():
     lint = shutil.which("lint-imports") or str(Path(sys.executable).parent / "lint-imports")
     result = subprocess.run([lint], cwd=ROOT, capture_output=True, text=True)
@@ -130,6 +132,7 @@ def mypy_errors() -> Counter:
     return Counter(f"{m['path']}: {m['message']}" for m in map(line.match, result.stdout.splitlines()) if m)
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_the_type_checker_finds_no_error_beyond_the_known_ones():
     """New code type-checks; the errors mypy found when it came in are listed in tests/mypy_baseline.txt,
     to be fixed (and removed from it) file by file."""

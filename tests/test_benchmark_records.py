@@ -52,6 +52,7 @@ def test_percentiles_interpolate_between_ranks():
     assert percentile([7.0], 95) == 7.0
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_benchmarks_readme_shows_the_recorded_results():
     checked = subprocess.run([sys.executable, "benchmarks/report.py", "--check"], cwd=ROOT,
                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -15,6 +15,8 @@ import pytest
 from services.engine.service import KnowledgeService
 from services.core.models import QueryOptions
 
+pytestmark = pytest.mark.slow  # starts a process, a server or the model: not the unit tier
+
 
 def free_port() -> int:
     with socket.socket() as s:

@@ -17,6 +17,7 @@ def run(capsys, *argv) -> tuple[int, str, str]:
     return code, out, err
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_index_health_query_and_strategies_print_stable_json(capsys, workspace, data_dir):
     code, out, _ = run(capsys, "index", str(workspace), "--data-dir", str(data_dir), "--json")
     report = json.loads(out)
@@ -59,6 +60,7 @@ def test_index_health_query_and_strategies_print_stable_json(capsys, workspace, 
     assert code == 0 and json.loads(out)["strategy"] == DEFAULT_STRATEGY == QueryRequest("q").strategy
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_fallback_is_reported_in_query_json(capsys, workspace, data_dir):
     run(capsys, "index", str(workspace), "--data-dir", str(data_dir), "--json")
     code, out, _ = run(capsys, "query", str(workspace), "save a note", "--strategy", "cross-encoder",
@@ -89,6 +91,7 @@ def test_a_bare_path_opens_the_app(argv, expected):
     assert normalise_argv(argv) == expected
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_gui_screenshot_mode_runs_the_real_app_with_its_engine_process(workspace, data_dir, tmp_path):
     """`knowledge-explorer gui PATH --screenshot OUT.png --query Q` as a user runs it (offscreen)."""
     import os

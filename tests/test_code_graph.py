@@ -248,6 +248,7 @@ async def test_uses_are_resolved_through_the_file_s_imports_never_by_name_alone(
     assert not any(path.startswith("tests/") for path, _name in listed), listed  # step, reload, the other prepare
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_messages_name_a_chunk_by_its_definition_never_by_its_raw_id(repo):
     """The window asks by chunk id; what it shows names the definition (issue 40: no raw chunk ids)."""
     from services.core.models import QueryOptions

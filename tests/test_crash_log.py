@@ -3,6 +3,8 @@ code; the next start reports it and the log file holds the traceback and the las
 
 from __future__ import annotations
 
+import pytest
+
 import logging
 import subprocess
 import sys
@@ -30,6 +32,7 @@ CRASHING = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_a_fatal_error_leaves_its_traceback_and_last_actions_and_the_next_start_says_so(tmp_path):
     crashed = subprocess.run([sys.executable, "-c", CRASHING, str(tmp_path)], cwd=ROOT, capture_output=True,
                              text=True, timeout=60)

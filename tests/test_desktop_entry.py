@@ -53,6 +53,7 @@ def validate(path: Path) -> None:
         assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_install_writes_a_valid_entry_and_uninstall_removes_it(capsys, data_home):
     assert main(["desktop", "install"]) == 0
     out = capsys.readouterr().out
@@ -78,6 +79,7 @@ def test_uninstall_without_an_entry_says_so(capsys, data_home):
     assert not data_home.exists()
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_a_program_path_with_spaces_is_quoted(capsys, data_home, tmp_path, monkeypatch):
     program = tmp_path / "my apps $HOME \\ 100%" / "knowledge-explorer"
     program.parent.mkdir()

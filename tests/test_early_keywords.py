@@ -14,6 +14,8 @@ from services.core.models import QueryOptions
 from services.core.settings import Settings
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
 
+pytestmark = pytest.mark.slow  # starts a process, a server or the model: not the unit tier
+
 
 @pytest.fixture
 def early(data_dir):

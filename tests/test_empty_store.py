@@ -15,6 +15,8 @@ from services.engine.service import KnowledgeService
 from services.storage.vector_store import forget_client
 from tests.conftest import copy_sample
 
+pytestmark = pytest.mark.slow  # starts a process, a server or the model: not the unit tier
+
 
 @pytest.fixture(scope="module")
 def emptied(tmp_path_factory):

@@ -63,6 +63,7 @@ async def paths_for(service, workspace, question=QUESTION, top_k=5) -> list[str]
     return [r.chunk.path for r in (await service.query(question, options)).results]
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_a_second_process_is_refused_with_the_owner_named_then_a_killed_owner_is_recovered(workspace, data_dir):
     owner = start_owner(data_dir)
     try:

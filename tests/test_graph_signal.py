@@ -15,6 +15,8 @@ from services.core.models import QueryOptions
 from services.core.settings import Settings
 from services.engine.service import KnowledgeService
 
+pytestmark = pytest.mark.slow  # starts a process, a server or the model: not the unit tier
+
 API = '''\
 from pkg.printing.pycode import render_source
 

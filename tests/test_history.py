@@ -18,6 +18,8 @@ from services.indexing.history import CommitIndex, read_history
 from services.storage.history_store import HISTORY_FILE
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
 
+pytestmark = pytest.mark.slow  # starts a process, a server or the model: not the unit tier
+
 DAY = 86400
 START = 1_700_000_000  # 2023-11-14
 

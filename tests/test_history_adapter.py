@@ -44,6 +44,7 @@ def history_repo(tmp_path_factory) -> Repo:
     return repo
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_history_pairs_use_only_commits_before_the_cut_off_and_skip_mass_edits(history_repo, tmp_path):
     commits = read_history(history_repo.folder)
     chunks = [_Chunk(f"{name}:1-2:x", name) for name in TOPICS]

@@ -6,6 +6,8 @@ stopped with their real cancel events, the service closed and opened again as a 
 
 from __future__ import annotations
 
+import pytest
+
 import asyncio
 import threading
 
@@ -15,6 +17,8 @@ from services.engine.service import KnowledgeService
 from services.indexing.watcher import FOLDER_MISSING, PROGRESS, REINDEX_FINISHED, REINDEX_STARTED
 from tests.helpers.stand_in_encoder import stand_in_settings
 from tests.helpers.waiting import wait_for
+
+pytestmark = pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 
 
 

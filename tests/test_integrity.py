@@ -25,9 +25,8 @@ from services.storage.workspace_index import WorkspaceIndex, workspace_root
 from tests.conftest import indexed_sample
 from tests.helpers.stand_in_encoder import stand_in_settings
 
-pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.stand_in_encoder  # damage and repair are tested, not the model
+pytestmark = [pytest.mark.slow, pytest.mark.stand_in_encoder]  # damage and repair are tested, not the model
 
 
 @pytest.fixture(scope="module")

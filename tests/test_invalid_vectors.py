@@ -20,6 +20,8 @@ from services.engine.service import KnowledgeService
 from tests.helpers.engine_server import ROOT, cli, env
 from tests.helpers.stand_in_encoder import stand_in_model
 
+pytestmark = pytest.mark.slow  # starts a process, a server or the model: not the unit tier
+
 WORD = "zebra"
 
 

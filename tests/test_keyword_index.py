@@ -3,6 +3,8 @@ per file, written in each file's commit. Real model, real ChromaDB, real SQLite;
 
 from __future__ import annotations
 
+import pytest
+
 import sqlite3
 import zlib
 
@@ -48,6 +50,7 @@ async def test_an_edit_is_keyword_searchable_after_its_run_and_a_deletion_remove
     assert service._index(workspace).catalog().keyword_problem() == ""
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_an_index_with_the_old_bm25_files_is_upgraded_on_open_without_re_embedding(data_dir, workspace):
     service = KnowledgeService(data_dir=data_dir)
     try:

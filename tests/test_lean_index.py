@@ -15,6 +15,8 @@ from services.core.models import QueryOptions
 from services.core.settings import Settings
 from services.storage.vector_store import VectorStore
 
+pytestmark = pytest.mark.slow  # starts a process, a server or the model: not the unit tier
+
 QUESTIONS = ("save a note to disk", "tokenize keywords in a query", "parse command line arguments")
 REDUCED = Settings(reduce_from_chunks=20, vector_dimensions=32, projection_sample=400)  # 121 chunks here
 

@@ -41,6 +41,7 @@ def test_off_without_a_base_url():
         strategy.rerank(request(QUERY, three()))
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_good_json_reorders_and_scales_to_zero_one(server):
     server.reply = '[{"index": 1, "score": 2}, {"index": 2, "score": 9}, {"index": 3, "score": 5}]'
     strategy = llm(server)
@@ -52,6 +53,7 @@ def test_good_json_reorders_and_scales_to_zero_one(server):
     assert result[0].original_score == 0.6 and result[0].original_rank == 2
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_request_follows_the_chat_protocol(server):
     server.reply = "[]"
     with pytest.raises(StrategyUnavailable):
@@ -66,6 +68,7 @@ def test_request_follows_the_chat_protocol(server):
     assert '"index"' in prompt and "src/save_session.py" in prompt
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_fenced_json_in_prose_is_understood(server):
     server.reply = ("Sure! Here are the ratings:\n```json\n"
                     '[{"index": 3, "score": 10}, {"index": 1, "score": 4}]\n```\nHope this helps.')
@@ -74,12 +77,14 @@ def test_fenced_json_in_prose_is_understood(server):
     assert [c.score for c in result] == pytest.approx([1.0, 0.5, 0.4])
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_garbage_answer_makes_the_strategy_unavailable(server):
     server.reply = "I cannot rate these, sorry."
     with pytest.raises(StrategyUnavailable, match="no scores"):
         llm(server).rerank(request(QUERY, three()))
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_slow_server_times_out(server):
     server.delay = 1.5
     server.reply = '[{"index": 1, "score": 9}]'
@@ -87,18 +92,21 @@ def test_slow_server_times_out(server):
         llm(server, llm_timeout_seconds=0.3).rerank(request(QUERY, three()))
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_http_500_makes_the_strategy_unavailable(server):
     server.status = 500
     with pytest.raises(StrategyUnavailable, match="HTTP 500"):
         llm(server).rerank(request(QUERY, three()))
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_unreachable_endpoint_is_reported():
     settings = Settings().with_changes(llm_base_url="http://127.0.0.1:9/v1", llm_timeout_seconds=2.0)
     with pytest.raises(StrategyUnavailable, match="could not reach"):
         create_strategy("llm", settings).rerank(request(QUERY, three()))
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_only_the_first_max_candidates_are_sent_and_the_rest_keep_their_order(server):
     many = ranked([chunk(f"c{i}") for i in range(6)], [0.9 - 0.1 * i for i in range(6)])
     server.reply = lambda body: json.dumps([{"index": i, "score": i * 2} for i in (1, 2, 3)])

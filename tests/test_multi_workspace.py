@@ -55,6 +55,7 @@ def related_and_unrelated(tmp_path_factory):
 
 
 @pytest.mark.parametrize("strategy", ["none", "hybrid", "heuristic"])
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_an_unrelated_workspace_does_not_take_every_second_place(related_and_unrelated, strategy):
     service, notes, shop = related_and_unrelated
     options = QueryOptions(workspace=str(notes), strategy=strategy, top_k=10)

@@ -46,6 +46,7 @@ def test_a_question_is_read_as_navigation_only_when_it_is_a_name_or_a_path(quest
 
 
 @pytest.mark.parametrize("strategy", RERANKING)
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_a_name_defined_twice_lists_both_definitions_first_each_labelled(indexed, strategy):
     service, workspace = indexed
     result = await service.query("findById", options(workspace, strategy))
@@ -59,6 +60,7 @@ async def test_a_name_defined_twice_lists_both_definitions_first_each_labelled(i
     assert not any("the name asked" in s.name for r in result.results[2:] for s in r.signals)
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_a_dotted_method_name_finds_that_method_not_its_namesakes(indexed):
     service, workspace = indexed
     result = await service.query("MarkdownExporter.Export", options(workspace))
@@ -66,6 +68,7 @@ async def test_a_dotted_method_name_finds_that_method_not_its_namesakes(indexed)
     assert result.reading == "dotted" and "1 definition first" in result.reading_note
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_a_path_with_a_line_opens_the_chunk_holding_that_line(indexed):
     service, workspace = indexed
     result = await service.query("index/index.go:25", options(workspace))
@@ -75,6 +78,7 @@ async def test_a_path_with_a_line_opens_the_chunk_holding_that_line(indexed):
     assert result.reading == "path"
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_a_name_that_does_not_exist_says_so_and_still_answers(indexed):
     service, workspace = indexed
     result = await service.query("NoteArchiver_v2", options(workspace, min_relevance=0.0))
@@ -83,6 +87,7 @@ async def test_a_name_that_does_not_exist_says_so_and_still_answers(indexed):
     assert not any("the name asked" in s.name for r in result.results for s in r.signals)
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_a_name_in_another_language_is_found_first(indexed):
     service, workspace = indexed
     for question, expected in [("InvertedIndex", "go/index/index.go::InvertedIndex"),
@@ -92,6 +97,7 @@ async def test_a_name_in_another_language_is_found_first(indexed):
         assert where(result.results[0]) == expected, question
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_none_keeps_the_plain_vector_ranking_for_a_name(indexed):
     service, workspace = indexed
     result = await service.query("findById", options(workspace, "none"))
@@ -99,6 +105,7 @@ async def test_none_keeps_the_plain_vector_ranking_for_a_name(indexed):
     assert result.reading == "name"
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_a_sentence_is_still_a_search(indexed):
     service, workspace = indexed
     result = await service.query("save a note to disk", options(workspace))
@@ -106,6 +113,7 @@ async def test_a_sentence_is_still_a_search(indexed):
     assert not any("the name asked" in s.name for r in result.results for s in r.signals)
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_a_language_filter_keeps_definitions_in_that_language(indexed):
     service, workspace = indexed
     result = await service.query("Export", options(workspace, languages=("kotlin",)))
@@ -113,6 +121,7 @@ async def test_a_language_filter_keeps_definitions_in_that_language(indexed):
     assert result.results[0].chunk.qualified_name.endswith("export")
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_a_sentence_naming_code_brings_its_definition_into_every_reranking_pool(indexed):
     """The vector search's two candidates (heuristic's pool for one result) miss NewInvertedIndex; the name
     channel adds it, and heuristic's name boost ranks it first. `none` keeps the vector ranking."""

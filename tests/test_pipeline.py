@@ -28,6 +28,7 @@ def options(workspace, **changes) -> QueryOptions:
 
 
 @pytest.mark.parametrize("strategy", strategy_names())
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_every_strategy_runs_end_to_end(indexed, strategy):
     service, workspace = indexed
     result = await service.query("save a note to disk", options(workspace, strategy=strategy, top_k=5))
@@ -52,6 +53,7 @@ async def test_every_strategy_runs_end_to_end(indexed, strategy):
         assert [r.chunk.id for r in result.results] == [r.chunk.id for r in result.original]
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_metadata_puts_implementations_first(indexed):
     service, workspace = indexed
     result = await service.query("what implements ChunkStore", options(workspace, strategy="metadata", top_k=5))
@@ -62,12 +64,14 @@ async def test_metadata_puts_implementations_first(indexed):
     assert protocol.results[0].chunk.kind == "protocol" and protocol.results[0].chunk.symbol == "ChunkStore"
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_heuristic_puts_the_exact_name_first(indexed):
     service, workspace = indexed
     result = await service.query("tokenize_query", options(workspace, strategy="heuristic", top_k=5))
     assert result.results[0].chunk.symbol == "tokenize_query"
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_hybrid_ranks_an_exact_identifier_first(indexed):
     service, workspace = indexed
     result = await service.query("KeywordTokenizer", options(workspace, strategy="hybrid", top_k=5))
@@ -75,6 +79,7 @@ async def test_hybrid_ranks_an_exact_identifier_first(indexed):
     assert 0.0 <= min(r.score for r in result.results) and max(r.score for r in result.results) <= 1.0
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_filters_apply_inside_the_search_and_still_fill_top_k(indexed):
     service, workspace = indexed
     for strategy in ("none", "hybrid"):
@@ -85,6 +90,7 @@ async def test_filters_apply_inside_the_search_and_still_fill_top_k(indexed):
     assert len(swift.results) == 4 and all(r.chunk.path.startswith("swift/") for r in swift.results)
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_threshold_drops_weak_results_on_the_cosine_scale(indexed):
     service, workspace = indexed
     loose = await service.query("save a note to disk", options(workspace, top_k=50, min_relevance=0.0))
@@ -107,6 +113,7 @@ def test_keyword_only_candidates_are_judged_by_their_stored_cosine():
     assert [c.chunk.path for c in kept] == ["a.py", "kw_close.py", "b.py"]
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_hybrid_results_all_pass_the_threshold_on_cosine(indexed, monkeypatch):
     service, workspace = indexed
     # a small vector pool (10), so that BM25 finds chunks the vector pool missed
@@ -125,6 +132,7 @@ async def test_hybrid_results_all_pass_the_threshold_on_cosine(indexed, monkeypa
     assert strict.results and all(cosines[r.chunk.id] >= 0.4 - 1e-5 for r in strict.results)
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_an_empty_answer_says_what_removed_the_candidates(indexed):
     service, workspace = indexed
     far = await service.query("quantum chromodynamics lattice", options(workspace, min_relevance=0.9))
@@ -136,6 +144,7 @@ async def test_an_empty_answer_says_what_removed_the_candidates(indexed):
     assert filtered.removed["path"] > 0 and filtered.removed["languages"] > 0
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_cache_hits_misses_and_invalidation(indexed):
     service, workspace = indexed
     opts = options(workspace, strategy="keyword-boost", top_k=3)
@@ -149,6 +158,7 @@ async def test_cache_hits_misses_and_invalidation(indexed):
     assert not (await service.query("load notes from a folder", opts)).cache_hit
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_cache_entries_expire(tmp_path, indexed):
     _, workspace = indexed
     service = KnowledgeService(Settings(cache_ttl_seconds=2.0), data_dir=tmp_path)
@@ -163,6 +173,7 @@ async def test_cache_entries_expire(tmp_path, indexed):
     service.close()
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_context_is_expanded_around_the_chunk(indexed):
     service, workspace = indexed
     result = await service.query("tokenize a query into keywords", options(workspace, top_k=5, context_lines=3))
@@ -187,6 +198,7 @@ async def test_bad_input_gets_clear_errors(indexed, tmp_path):
     assert await service.is_indexed(workspace) and not await service.is_indexed(tmp_path / "empty")
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_relevant_files_context_and_suggestions(indexed):
     service, workspace = indexed
     files = await service.relevant_files("save a note to disk", workspace, max_files=4)
@@ -199,6 +211,7 @@ async def test_relevant_files_context_and_suggestions(indexed):
     assert "tokenize_query" in await service.suggestions("tokenise_query", workspace)
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_cross_encoder_reranks_with_a_local_model(indexed, tmp_path):
     _, workspace = indexed
     model = build_tiny_cross_encoder(tmp_path / "tiny-ce")

@@ -18,6 +18,8 @@ from app.server import build_app
 from services.engine.service import KnowledgeService
 from tests.helpers.engine_server import ROOT, app_in_thread, cli, env
 
+pytestmark = pytest.mark.slow  # starts a process, a server or the model: not the unit tier
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):

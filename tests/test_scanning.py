@@ -100,6 +100,7 @@ def scan_as_a_plain_user(root: Path) -> dict:
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_unreadable_file_is_skipped_and_the_readable_one_listed():
     # A folder "nobody" can enter (pytest's tmp_path is private to the user running the tests).
     with tempfile.TemporaryDirectory() as folder:

@@ -26,6 +26,8 @@ from services.transport.remote import RemoteEngine
 from services.transport.roots import record_owner_folder
 from tests.helpers.engine_server import ROOT, app_in_thread, cli, env
 
+pytestmark = pytest.mark.slow  # starts a process, a server or the model: not the unit tier
+
 SAMPLE = ROOT / "tests" / "sample_workspace"
 
 

@@ -181,11 +181,13 @@ def cli(tmp_path, env: dict[str, str], *argv: str) -> subprocess.CompletedProces
     ({"KE_EMBEDDING_DEVICE": "tpu"}, ["mcp"],
      "error: KE_EMBEDDING_DEVICE must be one of auto, cpu, cuda, mps (got 'tpu')"),
 ])
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_every_entry_point_prints_one_line_and_exits_1_on_a_bad_value(tmp_path, env, argv, expected):
     done = cli(tmp_path, env, *[arg.format(path=tmp_path) for arg in argv])
     assert (done.returncode, done.stderr.strip()) == (1, expected), done.stderr[-2000:]
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_good_environment_values_reach_the_engine(tmp_path):
     env = {"KE_LLM_BASE_URL": "http://127.0.0.1:9/v1", "KE_LLM_MODEL": "tiny-llm", "KE_CANDIDATE_POOL_MIN": "7",
            "KE_SKIP_MACHINE_MADE": "false", "KE_HYBRID_ALPHA": "0.5"}
@@ -236,6 +238,7 @@ def test_every_ke_name_the_project_reads_is_a_setting_or_in_the_one_list():
 @pytest.mark.parametrize("argv", [["strategies"], ["query", "{path}", "where is the parser"], ["serve", "--port", "0"],
                                   ["gui", "{path}"], ["mcp"], ["health", "{path}", "--engine-url",
                                                                "http://127.0.0.1:9"]])
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 def test_every_entry_point_refuses_an_unknown_setting_in_one_line(tmp_path, argv):
     done = cli(tmp_path, {"KE_CANDIDTE_POOL_MIN": "7"}, *[arg.format(path=tmp_path) for arg in argv])
     expected = "error: unknown setting KE_CANDIDTE_POOL_MIN (did you mean KE_CANDIDATE_POOL_MIN?)"

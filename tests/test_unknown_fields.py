@@ -16,6 +16,8 @@ from app.server import build_app
 from services.engine.service import KnowledgeService
 from tests.helpers.engine_server import app_in_thread
 
+pytestmark = pytest.mark.slow  # starts a process, a server or the model: not the unit tier
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):

@@ -23,6 +23,8 @@ from services.engine.service import KnowledgeService
 from tests.helpers.engine_server import app_in_thread, index_and_wait, register
 from tests.helpers.tiny_cross_encoder import build_tiny_cross_encoder
 
+pytestmark = pytest.mark.slow  # starts a process, a server or the model: not the unit tier
+
 FILES = {"notes.py": "def save_note(text):\n    '''Save a note to the store.'''\n    return store.save(text)\n",
          "tags.py": "def find_by_tag(tag):\n    '''Search notes by tag.'''\n    return [n for n in notes if tag in n]\n"}
 
