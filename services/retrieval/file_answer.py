@@ -71,6 +71,7 @@ class FileRanker:
         parts = fr.contributions(feats, self.index.is_test, weights)
         total = sum(parts.values(), np.zeros(len(self.index.paths)))
         baseline = dict(feats, chunks=self.index.fold(fr.chunk_evidence(evidence(result.original), weights.chunk_decay)))
+        baseline, _ = fr.with_tests_credited(baseline, self.index, weights)
         original_total = fr.combine(baseline, self.index.is_test, weights)
         found = _found(feats, allowed, self.index.paths)
         original_found = _found(baseline, allowed, self.index.paths)
@@ -90,7 +91,7 @@ class FileRanker:
                                      r.score) for r in by_path.get(path, [])[:BEST_CHUNKS])
             files.append(RankedFile(path, rank, float(total[i]), original_rank.get(path), chunks, signals))
         return FileAnswer(result.question, result.strategy, files, original[:max_files], self.history, before,
-                          question_note=result.question_note)
+                          question_note=result.question_note, strategy_note=result.strategy_note)
 
     def features(self, result: QueryResult, before: int | None, weights: fr.Weights
                  ) -> tuple[dict[str, np.ndarray], _Why]:
@@ -103,6 +104,7 @@ class FileRanker:
                                 self.graph_names, result.results[:self.graph_callers])
             feats["graph"] = self.index.fold({path: sum(v for v, _, _ in vs) for path, vs in votes.items()})
             why.callers = {path: [(label, calls) for _, label, calls in vs] for path, vs in votes.items()}
+        feats, why.tests = fr.with_tests_credited(feats, self.index, weights)
         return feats, why
 
 
@@ -151,12 +153,14 @@ class _Why:
         self.signals, self.terms, self.title = fr.query_terms(question)
         signals = self.signals
         self.callers: dict[str, list[tuple[str, bool]]] = {}  # per file, the graph's (who, whether it calls them)
+        self.tests: dict[int, str] = {}  # per file position, the test file whose score it was credited
         self.term_scores = index.term_scores(self.terms)
         self.title_scores = index.term_scores(self.title)
         path, symbol, self.named, self.used = index.mentions_explained(signals)
+        frames, self.frames = index.traceback(signals.frames)
         self.features = {"bm25": _weighted(self.term_scores, self.terms, len(index.paths)),
                          "title": _weighted(self.title_scores, self.title, len(index.paths)),
-                         "path": path, "symbol": symbol}
+                         "path": path, "symbol": symbol, "traceback": frames}
         self.commits, self.before = commits, before
         self.voters: dict[str, dict[str, list[int]]] = {}
         if commits is not None:
@@ -177,6 +181,8 @@ class _Why:
             return self._history_note(self.voters[name].get(path, []), self.terms if name == "history" else self.title)
         if name == "path":
             return f"named in the question ({self.named.get(i, path)})"
+        if name == "traceback":
+            return _frames_note(*self.frames[i])
         if name == "symbol":
             return "defines names the question uses: " + ", ".join(self.used.get(i, [])[:NOTE_TERMS])
         if name == "chunks":
@@ -185,6 +191,8 @@ class _Why:
             return f"{len(chunks)} of its chunks in the `{strategy}` ranking{where}"
         if name == "graph":
             return _graph_note(self.callers.get(path, []))
+        if name == "tested":
+            return f"tested by {self.tests.get(i, '')}, which matches the question (its score, test penalty aside)"
         if name == "test":
             return "a test file: pushed down"
         if name == "new":
@@ -200,6 +208,16 @@ class _Why:
         n = len(voters)
         earlier = "earlier " if self.before is not None else ""
         return f"{n} {earlier}commit{'s' if n != 1 else ''} about {words} touched this file"
+
+
+def _frames_note(count: int, depth: int) -> str:
+    """"named in 7 traceback frames, innermost"; "named in 1 traceback frame, 3rd from the innermost"."""
+    where = "innermost" if depth == 1 else f"{_ordinal(depth)} from the innermost"
+    return f"named in {count} traceback frame{'s' if count != 1 else ''}, {where}"
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 def _graph_note(related: list[tuple[str, bool]]) -> str:

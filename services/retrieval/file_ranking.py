@@ -7,27 +7,34 @@ Signals (each `-> np.ndarray` aligned with `FileIndex.paths`, higher is better):
 - `history_votes`: commits (strictly before the report) whose messages match the report vote for the
   files they touched, by match score, split over the files of a commit, decayed by age; matched with the
   weighted terms (`history`) and with the title alone (`history_title`);
-- `mentions`: files the report names (path, module, traceback frame) and files defining names it uses;
+- `mentions`: files the report names (path, module) and files defining names it uses;
+- `traceback`: files the report's traceback frames run in, each frame matched to a workspace file by the longest
+  path suffix (`/usr/lib/python3.8/site-packages/_pytest/nodes.py` -> `src/_pytest/nodes.py`); the innermost
+  frame counts 1, the next 1/2, then 1/3 ...; standard-library frames only when no project frame matched;
 - `graph`: files that the top chunks (and the traceback's frames) call, by the code graph
   (services/retrieval/file_answer.py: `graph_votes`);
 - `chunk_evidence`: a chunk ranking (e.g. the `bug-report` strategy's) folded into files:
-  best chunk plus a decaying sum of the file's next chunks.
+  best chunk plus a decaying sum of the file's next chunks;
+- `tested`: a test file's own score (every other signal's, before the test penalty) credited to the module it
+  tests (`testing/test_nodes.py` -> `src/_pytest/nodes.py`): test files are pushed down, what they point at is not.
 `combine` normalises each signal by its best value and adds them with weights; test files are pushed down.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from services.core.settings import Settings
 from services.core.text import STOP_WORDS, code_tokens
-from services.retrieval.query_signals import NameTable, QuerySignals, extract
+from services.retrieval.query_signals import Frame, NameTable, QuerySignals, extract, shared_suffix
 from services.storage.file_words import MemoryFileWords
 from services.retrieval.strategies.bugreport import bm25_weights, is_test_file
 
-SIGNALS = ("bm25", "title", "history", "history_title", "path", "symbol", "chunks", "graph")
+SIGNALS = ("bm25", "title", "history", "history_title", "path", "symbol", "traceback", "chunks", "tested", "graph")
+_STDLIB = re.compile(r"(^|/)lib/python[\d.]*/(?!(site|dist)-packages/)")  # /usr/lib/python3.8/reprlib.py
 
 
 @dataclass
@@ -43,7 +50,9 @@ class Weights:
     history_title: float = 0.9
     path: float = 0.3
     symbol: float = 0.4
+    traceback: float = 2.0  # chosen by leave-one-repository-out (benchmarks/README.md, "Tracebacks")
     chunks: float = 0.0
+    tested: float = 0.5  # chosen by leave-one-repository-out (benchmarks/README.md, "Tracebacks")
     graph: float = 0.0  # the engine sets it from Settings.files_graph_weight
     test: float = 1.6
     chunk_decay: float = 0.5  # a file's k-th best chunk counts chunk_decay**(k-1) (chunk_evidence)
@@ -79,6 +88,7 @@ class FileIndex:
         self.position = {p: i for i, p in enumerate(self.paths)}
         self.row = {number: i for i, (number, _) in enumerate(listing)}
         self.is_test = np.array([is_test_file(p) for p in self.paths])
+        self.subjects: list[tuple[int, list[int]]] | None = None  # (test file, the modules it tests), made on first use
         symbols = [_Symbol(f"{self.paths[self.row[n]]}#{name}", self.paths[self.row[n]], name, name)
                    for n, name in source.names() if n in self.row]
         symbols += [_Symbol(f"{p}#", p, "", "") for p in self.paths]  # every file has a row, even without names
@@ -115,8 +125,11 @@ class FileIndex:
 
     def mentions_explained(self, signals: QuerySignals
                            ) -> tuple[np.ndarray, np.ndarray, dict[int, str], dict[int, list[str]]]:
-        """`mentions`, plus per file position how the report names it and which of its names it uses."""
+        """`mentions`, plus per file position how the report names it and which of its names it uses. Paths
+        written only in traceback frames are the `traceback` signal's, not a mention."""
         path, symbol = np.zeros(len(self.paths)), np.zeros(len(self.paths))
+        in_frames = {f.path.lstrip("./") for f in signals.frames}
+        signals = replace(signals, paths=tuple(p for p in signals.paths if p.lstrip("./") not in in_frames))
         named: dict[int, str] = {}
         used: dict[int, list[str]] = {}
         for p, (score, mention) in self.names.path_matches(signals).items():
@@ -127,6 +140,56 @@ class FileIndex:
             symbol[i] += score
             used.setdefault(i, []).extend(n for n in names.split(", ") if n not in used.get(i, []))
         return path, symbol, named, used
+
+    def tested_files(self, path: str) -> list[str]:
+        """The modules a test file tests, by name (`test_nodes.py`, `nodes_test.py` -> the non-test `nodes.py`)."""
+        if path not in self.position or not self.is_test[self.position[path]]:
+            return []
+        stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()
+        subject = stem[5:] if stem.startswith("test_") else stem[:-5] if stem.endswith("_test") else ""
+        return [p for p in self.names.by_stem.get(subject, []) if not self.is_test[self.position[p]]]
+
+    def credit_tests(self, scores: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:
+        """Per module, the best score of the test files testing it (below zero counts 0), and which test that is."""
+        if self.subjects is None:
+            self.subjects = [(self.position[p], [self.position[q] for q in found]) for p in self.paths
+                             if (found := self.tested_files(p))]
+        credit, best = np.zeros(len(self.paths)), {}
+        for test, modules in self.subjects:
+            for module in modules:
+                if scores[test] > credit[module]:
+                    credit[module], best[module] = scores[test], self.paths[test]
+        return credit, best
+
+    def frame_files(self, frame: Frame) -> list[str]:
+        """The workspace files a frame's path may be: those sharing the longest path suffix with it (ties
+        narrowed to the files defining the frame's function, when some do)."""
+        parts = [p.lower() for p in frame.path.split("/") if p and p != "."]
+        if not parts:
+            return []
+        shared = {path: shared_suffix(parts, path.lower().split("/")) for path in self.names.by_basename.get(parts[-1], [])}
+        if not shared:
+            return []
+        best = max(shared.values())
+        found = [path for path, n in shared.items() if n == best]
+        defining = [p for p in found if f"{p}#{frame.function}" in self.names.by_name.get(frame.function.lower(), ())]
+        return defining if len(found) > 1 and defining else found
+
+    def traceback(self, frames: tuple[Frame, ...]) -> tuple[np.ndarray, dict[int, tuple[int, int]]]:
+        """Per file, the traceback's evidence: the innermost matched frame counts 1, the next 1/2, ... (a frame
+        matching k files gives each 1/k of it); standard-library frames only when no project frame matched.
+        Also per file position: (frames naming it, the depth of its innermost one, 1 = innermost)."""
+        scores = np.zeros(len(self.paths))
+        told: dict[int, tuple[int, int]] = {}
+        matched = [(f, files) for f in frames if (files := self.frame_files(f))]
+        project = [(f, files) for f, files in matched if not _STDLIB.search(f.path)]
+        for depth, (_, files) in enumerate(reversed(project or matched), 1):
+            for path in files:
+                i = self.position[path]
+                scores[i] += 1.0 / depth / len(files)
+                count, innermost = told.get(i, (0, depth))
+                told[i] = (count + 1, innermost)
+        return scores, told
 
     def fold(self, per_path: dict[str, float]) -> np.ndarray:
         """A {path: score} mapping as an array over this index's files (other paths dropped)."""
@@ -195,6 +258,16 @@ def combine(features: dict[str, np.ndarray], is_test: np.ndarray, weights: Weigh
     return sum(contributions(features, is_test, weights).values(), np.zeros(len(is_test)))
 
 
+def with_tests_credited(features: dict[str, np.ndarray], index: FileIndex, weights: Weights
+                        ) -> tuple[dict[str, np.ndarray], dict[int, str]]:
+    """`features` plus `tested`: each module's best test file's score by the other signals (test penalty left
+    out), and per module position the test file credited."""
+    parts = contributions({k: v for k, v in features.items() if k != "tested"}, index.is_test, weights)
+    own = sum((v for k, v in parts.items() if k not in ("test", "new")), np.zeros(len(index.paths)))
+    credit, tests = index.credit_tests(own)
+    return dict(features, tested=credit), tests
+
+
 def contributions(features: dict[str, np.ndarray], is_test: np.ndarray, weights: Weights) -> dict[str, np.ndarray]:
     """What each signal adds to each file's score (`combine` is their sum): weight x value / best value,
     `test` (minus the test weight for test files) and `new` (minus 100 for files not yet committed)."""
@@ -216,7 +289,8 @@ def file_features(question: str, index: FileIndex, commit_index=None, before: in
     knobs = (weights or Weights()).history_knobs
     signals, terms, title = query_terms(question)
     path, symbol = index.mentions(signals)
-    feats = {"bm25": index.bm25(terms), "title": index.bm25(title), "path": path, "symbol": symbol}
+    feats = {"bm25": index.bm25(terms), "title": index.bm25(title), "path": path, "symbol": symbol,
+             "traceback": index.traceback(signals.frames)[0]}
     if commit_index is not None:
         for name, query in (("history", terms), ("history_title", title)):
             scores = commit_index.weighted_scores(query, before)
@@ -225,7 +299,7 @@ def file_features(question: str, index: FileIndex, commit_index=None, before: in
             feats["new"] = np.array([commit_index.first_seen.get(p, 0) >= before for p in index.paths])
     if chunks is not None:
         feats["chunks"] = index.fold(chunk_evidence(chunks, (weights or Weights()).chunk_decay))
-    return feats
+    return with_tests_credited(feats, index, weights or Weights())[0]
 
 
 def rank(paths: list[str], scores: np.ndarray, k: int = 10) -> list[str]:
