@@ -3,8 +3,9 @@
     python benchmarks/file_default.py [--root /work/scratch/swe] [--data-dir /work/scratch/ke-swe]
 
 Every judged SWE issue is asked once per strategy through KnowledgeService.query (top_k 100, each query's
-`before`), then answered as files by the engine's own FileRanker (what `find_files` does) for every traceback
-pair of weights of GRID (traceback, tested). The pair is chosen leave-one-repository-out: for each repository, the pair with
+`before`), then answered as files by the engine's own FileRanker (what `find_files` does) for every
+setting of GRID (the traceback, tested and vector weights of fr.Weights). The setting is chosen
+leave-one-repository-out: for each repository, the setting with
 the best mean MRR@10 over the strategies on the three others (ties: the smaller weights) scores it. The table
 gives each repository's held-out figures; `figures` keeps every weight's.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
-import json
+import pickle
 import sys
 from pathlib import Path
 
@@ -32,8 +33,9 @@ from services.retrieval import file_ranking as fr  # noqa: E402
 REPOS = ["pytest", "sphinx", "xarray", "pylint"]
 STRATEGIES = ["none", "metadata", "bug-report", "auto"]
 TRACEBACK = [0.0, 1.0, 2.0, 3.0]  # fr.Weights.traceback
-TESTED = [0.0, 0.5, 1.0, 2.0]  # fr.Weights.tested
-GRID = [(a, b) for a in TRACEBACK for b in TESTED]
+TESTED = [0.0, 1.0, 2.0]  # fr.Weights.tested
+VECTOR = [0.0, 0.5, 1.0]  # fr.Weights.vector
+GRID = [(a, b, c) for a in TRACEBACK for b in TESTED for c in VECTOR]
 WEIGHTS = fr.Weights
 
 
@@ -44,23 +46,39 @@ def scores(ranked: list[str], relevant: set[str]) -> tuple[float, float, float]:
     return rr, len(relevant & set(top)) / len(relevant), float(bool(top) and top[0] in relevant)
 
 
-async def repository(service: KnowledgeService, root: Path, repo: str) -> dict:
-    """{strategy: {weight: [(rr, recall, acc1) per query]}}."""
+async def chunk_rankings(service: KnowledgeService, folder: Path, queries) -> dict:
+    """{query id: {strategy: QueryResult}}: each question asked once per strategy, top_k 100, its `before`."""
+    out: dict = {}
+    for query in queries:
+        for name in STRATEGIES:
+            options = QueryOptions(workspace=str(folder), top_k=100, strategy=name, min_relevance=0.0,
+                                   expand_context=False, use_cache=False, before=query.before)
+            out.setdefault(query.id, {})[name] = await service.query(query.text, options)
+    return out
+
+
+async def repository(service: KnowledgeService, root: Path, repo: str, saved: Path | None) -> dict:
+    """{strategy: {weights: [(rr, recall, acc1) per query]}}; the chunk rankings kept in `saved` and reused."""
     folder = snapshot(root, repo)
     await service.index(folder)
     qrels = file_qrels(load_qrels(BENCH / "swe" / repo / "qrels.tsv"))
     queries = judged(load_queries(BENCH / "swe" / repo / "queries.jsonl"), qrels)
+    kept = saved / f"{repo}.pickle" if saved else None
+    if kept and kept.exists():
+        results = pickle.loads(kept.read_bytes())
+    else:
+        results = await chunk_rankings(service, folder, queries)
+        if kept:
+            kept.write_bytes(pickle.dumps(results))
     index = service._index(folder)
     out: dict = {s: {w: [] for w in GRID} for s in STRATEGIES}
     for query in queries:
         relevant = {d for d, g in qrels[query.id].items() if g > 0}
         for name in STRATEGIES:
-            options = QueryOptions(workspace=str(folder), top_k=100, strategy=name, min_relevance=0.0,
-                                   expand_context=False, use_cache=False, before=query.before)
-            result = await service.query(query.text, options)
+            options = QueryOptions(workspace=str(folder), strategy=name)
             for weight in GRID:
-                fr.Weights = functools.partial(WEIGHTS, traceback=weight[0], tested=weight[1])
-                answer = service._file_answer(index, result, options, 10, query.before)
+                fr.Weights = functools.partial(WEIGHTS, traceback=weight[0], tested=weight[1], vector=weight[2])
+                answer = service._file_answer(index, results[query.id][name], options, 10, query.before)
                 out[name][weight].append(scores([f.path for f in answer.files], relevant))
         fr.Weights = WEIGHTS
     print(repo, len(queries), "queries", flush=True)
@@ -77,7 +95,7 @@ def chosen_weight(runs: dict, held_out: str) -> float:
     def fitness(weight: float) -> float:
         return mean(mean(rr for rr, _, _ in runs[repo][name][weight])
                     for repo in runs if repo != held_out for name in STRATEGIES)
-    return max(GRID, key=lambda w: (round(fitness(w), 6), -w[0], -w[1]))
+    return max(GRID, key=lambda w: (round(fitness(w), 6), -w[0], -w[1], -w[2]))
 
 
 def table(runs: dict) -> tuple[list[dict], dict]:
@@ -89,10 +107,10 @@ def table(runs: dict) -> tuple[list[dict], dict]:
             values = runs[repo][name][weight]
             mrr = mean(v[0] for v in values)
             rows.append({"repository": f"{repo} ({len(values)})", "strategy": name,
-                         "traceback, tested weights (chosen on the others)": f"{weight[0]:g}, {weight[1]:g}",
+                         "traceback, tested, vector weights (chosen on the others)": ", ".join(f"{w:g}" for w in weight),
                          "MRR@10": f"{mrr:.3f}",
                          "R@10": f"{mean(v[1] for v in values):.3f}", "Acc@1": f"{mean(v[2] for v in values):.3f}",
-                         "MRR@10 without both": f"{mean(v[0] for v in runs[repo][name][(0.0, 0.0)]):.3f}",
+                         "MRR@10 without them": f"{mean(v[0] for v in runs[repo][name][(0.0, 0.0, 0.0)]):.3f}",
                          "vs best single": "" if name != "auto" else f"{mrr - best:+.3f}"})
     return rows, picks
 
@@ -102,27 +120,21 @@ async def main() -> None:
     ap.add_argument("--root", type=Path, default=Path("/work/scratch/swe"))
     ap.add_argument("--data-dir", type=Path, default=Path("/work/scratch/ke-swe"))
     ap.add_argument("--repos", default=",".join(REPOS))
-    ap.add_argument("--saved", type=Path, help="keep each repository's per-query figures here; reuse those there")
+    ap.add_argument("--saved", type=Path, help="a folder: each repository's chunk rankings are kept there and reused")
     args = ap.parse_args()
     settings = Settings()
-    saved = json.loads(args.saved.read_text()) if args.saved and args.saved.exists() else {}
+    if args.saved:
+        args.saved.mkdir(parents=True, exist_ok=True)
     service = KnowledgeService(settings, data_dir=args.data_dir)
     try:
-        for repo in args.repos.split(","):
-            if repo not in saved:
-                found = await repository(service, args.root, repo)
-                saved[repo] = {name: [[list(w), values] for w, values in by.items()] for name, by in found.items()}
-                if args.saved:
-                    args.saved.write_text(json.dumps(saved))
+        runs = {repo: await repository(service, args.root, repo, args.saved) for repo in args.repos.split(",")}
     finally:
         service.close()
-    runs = {repo: {name: {tuple(w): [tuple(v) for v in values] for w, values in by}
-                   for name, by in saved[repo].items()} for repo in args.repos.split(",")}
     rows, picks = table(runs)
     picks = {repo: list(w) for repo, w in picks.items()}
     for row in rows:
         print(row)
-    every = {repo: {name: {f"{w[0]:g},{w[1]:g}": round(mean(v[0] for v in runs[repo][name][w]), 4) for w in GRID}
+    every = {repo: {name: {",".join(f"{x:g}" for x in w): round(mean(v[0] for v in runs[repo][name][w]), 4) for w in GRID}
                     for name in STRATEGIES} for repo in runs}
     record("file_default", rows, settings={"strategies": STRATEGIES, "grid": GRID, "top_k": 100,
                                            "engine": engine_settings(settings)},

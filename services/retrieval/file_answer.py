@@ -97,7 +97,10 @@ class FileRanker:
                  ) -> tuple[dict[str, np.ndarray], _Why]:
         """Every signal's value per file for `result`'s question, and the words that explain them."""
         why = _Why(result.question, self.index, self.commits, before, weights)
-        feats = dict(why.features, chunks=self.index.fold(fr.chunk_evidence(evidence(result.results), weights.chunk_decay)))
+        for r in result.original:
+            why.vector.setdefault(r.chunk.path, []).append(r)
+        feats = dict(why.features, chunks=self.index.fold(fr.chunk_evidence(evidence(result.results), weights.chunk_decay)),
+                     vector=self.index.fold(fr.chunk_evidence(evidence(result.original), weights.chunk_decay)))
         if self.catalog is not None and weights.graph and self.catalog.graph_ready():
             names = why.signals.names() if self.graph_names else []
             votes = graph_votes(self.catalog, result.results[:self.graph_chunks], why.signals.frames, names,
@@ -154,6 +157,7 @@ class _Why:
         signals = self.signals
         self.callers: dict[str, list[tuple[str, bool]]] = {}  # per file, the graph's (who, whether it calls them)
         self.tests: dict[int, str] = {}  # per file position, the test file whose score it was credited
+        self.vector: dict[str, list[ResultChunk]] = {}  # per file, its chunks in the vector ranking
         self.term_scores = index.term_scores(self.terms)
         self.title_scores = index.term_scores(self.title)
         path, symbol, self.named, self.used = index.mentions_explained(signals)
@@ -189,6 +193,9 @@ class _Why:
             best = chunks[0].rank if chunks else None
             where = f", best at #{best}" if best else ""
             return f"{len(chunks)} of its chunks in the `{strategy}` ranking{where}"
+        if name == "vector":
+            best = next((r.rank for r in self.vector.get(path, [])), None)
+            return f"{len(self.vector.get(path, []))} of its chunks in the vector ranking" + (f", best at #{best}" if best else "")
         if name == "graph":
             return _graph_note(self.callers.get(path, []))
         if name == "tested":

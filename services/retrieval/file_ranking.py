@@ -14,7 +14,7 @@ Signals (each `-> np.ndarray` aligned with `FileIndex.paths`, higher is better):
 - `graph`: files that the top chunks (and the traceback's frames) call, by the code graph
   (services/retrieval/file_answer.py: `graph_votes`);
 - `chunk_evidence`: a chunk ranking (e.g. the `bug-report` strategy's) folded into files:
-  best chunk plus a decaying sum of the file's next chunks;
+  best chunk plus a decaying sum of the file's next chunks (`chunks`); the vector ranking's too (`vector`);
 - `tested`: a test file's own score (every other signal's, before the test penalty) credited to the module it
   tests (`testing/test_nodes.py` -> `src/_pytest/nodes.py`): test files are pushed down, what they point at is not.
 `combine` normalises each signal by its best value and adds them with weights; test files are pushed down.
@@ -33,7 +33,8 @@ from services.retrieval.query_signals import Frame, NameTable, QuerySignals, ext
 from services.storage.file_words import MemoryFileWords
 from services.retrieval.strategies.bugreport import bm25_weights, is_test_file
 
-SIGNALS = ("bm25", "title", "history", "history_title", "path", "symbol", "traceback", "chunks", "tested", "graph")
+SIGNALS = ("bm25", "title", "history", "history_title", "path", "symbol", "traceback", "chunks", "vector", "tested",
+           "graph")
 _STDLIB = re.compile(r"(^|/)lib/python[\d.]*/(?!(site|dist)-packages/)")  # /usr/lib/python3.8/reprlib.py
 
 
@@ -52,6 +53,7 @@ class Weights:
     symbol: float = 0.4
     traceback: float = 2.0  # chosen by leave-one-repository-out (benchmarks/README.md, "Tracebacks")
     chunks: float = 0.0
+    vector: float = 0.0  # the vector ranking's chunks, beside the strategy's (chosen by leave-one-repository-out)
     tested: float = 0.5  # chosen by leave-one-repository-out (benchmarks/README.md, "Tracebacks")
     graph: float = 0.0  # the engine sets it from Settings.files_graph_weight
     test: float = 1.6
