@@ -8,6 +8,7 @@ here (an in-memory file index); the real engine on the pytest snapshot is tests/
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from services.core.settings import DEFAULT_STRATEGY, Settings
 from services.retrieval import file_ranking as fr
@@ -93,9 +94,10 @@ def test_the_why_row_says_how_many_frames_name_the_file_and_how_deep():
 
 
 def test_auto_reads_each_kind_of_question():
-    assert choose("Poly.degree")[0] == "metadata" and "qualified name `Poly.degree`" in choose("Poly.degree")[1]
+    assert choose("Poly.degree")[0] == "metadata" and "dotted name `Poly.degree`" in choose("Poly.degree")[1]
+    assert choose("fixture manager")[0] == "metadata"  # words that may spell a name: the names channel checks
     assert choose("_pytest.nodes")[0] == "metadata"
-    assert choose("src/_pytest/nodes.py")[0] == "metadata" and "path" in choose("src/_pytest/nodes.py")[1]
+    assert choose("src/_pytest/nodes.py") == ("metadata", "read as a path `src/_pytest/nodes.py`: the file first (metadata)")
     name, note = choose(REPORT)
     assert name == "bug-report" and note.startswith("a traceback of 7 frames")
     long_report = "Wrong path to test file when directory changed in fixture\n\n" + "the path is shown wrong " * 10
@@ -109,3 +111,29 @@ def test_auto_is_the_default_and_a_listed_strategy_that_answers_as_the_one_it_pi
     chosen, note = auto.route(REPORT)
     assert chosen.name == "bug-report" and note
     assert create_strategy("none", Settings()).route(REPORT)[0].name == "none"
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    from tests.conftest import indexed_sample
+
+    yield from indexed_sample(tmp_path_factory.mktemp("auto"))
+
+
+@pytest.mark.slow
+async def test_the_default_says_what_it_read_in_every_face_s_json(sample):
+    from app.render import files_json, mcp_json, query_json
+    from services.core.models import QueryOptions
+
+    service, workspace = sample
+    default = QueryOptions(workspace=str(workspace), strategy=DEFAULT_STRATEGY)  # what every face asks with
+    words = await service.query("save a note to disk", default)
+    assert words.strategy == "auto" and words.strategy_note == "a question in words: ranking by metadata, measured best for those"
+    name = await service.query("DiskChunkStore", default)
+    assert name.strategy_note.startswith("read as a name `DiskChunkStore`") and name.results[0].chunk.symbol == "DiskChunkStore"
+    files = await service.find_files("save a note to disk", default, 3)
+    assert query_json(name)["strategy_note"] == name.strategy_note  # CLI --json and REST
+    assert mcp_json("search", name)["strategy_note"] == name.strategy_note
+    assert files_json(files)["strategy_note"] == files.strategy_note == words.strategy_note
+    chosen = await service.query("save a note to disk", QueryOptions(workspace=str(workspace), strategy="none"))
+    assert chosen.strategy == "none" and chosen.strategy_note == ""  # a strategy picked by the user is used as is

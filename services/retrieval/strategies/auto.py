@@ -25,8 +25,8 @@ FOR_WORDS = "metadata"
 def choose(question: str) -> tuple[str, str]:
     """(the strategy for this question, a one-line note saying what was read and what is done)."""
     reading = names.read(question)
-    if reading.navigation:
-        return FOR_NAMES, f"read as a {_kind(reading)} `{reading.name}`: its definition first ({FOR_NAMES})"
+    if reading.navigation and not (reading.kind == names.NAME and " " in reading.name):  # words may spell no name
+        return FOR_NAMES, f"read as {_kind(reading)} `{reading.name}`: {_first(reading)} first ({FOR_NAMES})"
     frames = extract(question).frames if is_long(question) else ()
     if frames:
         return FOR_REPORTS, (f"a traceback of {len(frames)} frame{'s' if len(frames) != 1 else ''}: "
@@ -37,7 +37,12 @@ def choose(question: str) -> tuple[str, str]:
 
 
 def _kind(reading: names.Reading) -> str:
-    return {names.NAME: "name", names.DOTTED: "qualified name", names.PATH: "path"}[reading.kind]
+    return {names.NAME: "a name", names.DOTTED: "a dotted name", names.PATH: "a path"}[reading.kind]
+
+
+def _first(reading: names.Reading) -> str:
+    return {names.NAME: "its definitions", names.DOTTED: "its definition or module file",
+            names.PATH: "the file"}[reading.kind]
 
 
 @register
