@@ -4,7 +4,8 @@
 
 Every judged SWE issue is asked once per strategy through KnowledgeService.query (top_k 100, each query's
 `before`), then answered as files by the engine's own FileRanker (what `find_files` does) for every
-setting of GRID (the traceback, tested and vector weights of fr.Weights). The setting is chosen
+setting of GRID (the traceback, tested and vector weights of file_ranking.Weights; the question's signals are
+computed once, as find_files does, and added with each setting's weights). The setting is chosen
 leave-one-repository-out: for each repository, the setting with
 the best mean MRR@10 over the strategies on the three others (ties: the smaller weights) scores it. The table
 gives each repository's held-out figures; `figures` keeps every weight's.
@@ -14,9 +15,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
 import pickle
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -25,18 +26,15 @@ from benchmarks.app_eval import BENCH, judged, snapshot  # noqa: E402
 from benchmarks.record import engine_settings, record  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
-from services.engine.service import KnowledgeService  # noqa: E402
+from services.engine.service import KnowledgeService, _allowed_files  # noqa: E402
 from services.evaluation.metrics import file_qrels, load_qrels, load_queries  # noqa: E402
-from services.retrieval import file_answer  # noqa: E402
-from services.retrieval import file_ranking as fr  # noqa: E402
 
 REPOS = ["pytest", "sphinx", "xarray", "pylint"]
 STRATEGIES = ["none", "metadata", "bug-report", "auto"]
-TRACEBACK = [0.0, 1.0, 2.0, 3.0]  # fr.Weights.traceback
-TESTED = [0.0, 1.0, 2.0]  # fr.Weights.tested
-VECTOR = [0.0, 0.5, 1.0]  # fr.Weights.vector
+TRACEBACK = [0.0, 1.0, 2.0, 3.0]  # file_ranking.Weights.traceback
+TESTED = [0.0, 1.0, 2.0]  # file_ranking.Weights.tested
+VECTOR = [0.0, 0.5, 1.0]  # file_ranking.Weights.vector
 GRID = [(a, b, c) for a in TRACEBACK for b in TESTED for c in VECTOR]
-WEIGHTS = fr.Weights
 
 
 def scores(ranked: list[str], relevant: set[str]) -> tuple[float, float, float]:
@@ -71,16 +69,18 @@ async def repository(service: KnowledgeService, root: Path, repo: str, saved: Pa
         if kept:
             kept.write_bytes(pickle.dumps(results))
     index = service._index(folder)
+    ranker = service._file_ranker(index)
+    allowed = ranker.source_files(_allowed_files(index, QueryOptions(workspace=str(folder))))
     out: dict = {s: {w: [] for w in GRID} for s in STRATEGIES}
     for query in queries:
         relevant = {d for d, g in qrels[query.id].items() if g > 0}
         for name in STRATEGIES:
-            options = QueryOptions(workspace=str(folder), strategy=name)
+            result = results[query.id][name]
+            feats, why = ranker.features(result, query.before, ranker.weights())  # what find_files does
             for weight in GRID:
-                fr.Weights = functools.partial(WEIGHTS, traceback=weight[0], tested=weight[1], vector=weight[2])
-                answer = service._file_answer(index, results[query.id][name], options, 10, query.before)
+                weights = replace(ranker.weights(), traceback=weight[0], tested=weight[1], vector=weight[2])
+                answer = ranker.ranked(result, dict(feats), why, weights, 10, query.before, allowed)
                 out[name][weight].append(scores([f.path for f in answer.files], relevant))
-        fr.Weights = WEIGHTS
     print(repo, len(queries), "queries", flush=True)
     return out
 

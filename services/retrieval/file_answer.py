@@ -66,8 +66,17 @@ class FileRanker:
     def answer(self, result: QueryResult, max_files: int, before: int | None = None,
                allowed: set[str] | None = None) -> FileAnswer:
         """The `max_files` best files for `result`'s question; `allowed`: paths the filters let through."""
-        weights = replace(fr.Weights(), chunks=CHUNK_WEIGHT, graph=self.graph_weight)
+        weights = self.weights()
         feats, why = self.features(result, before, weights)
+        return self.ranked(result, feats, why, weights, max_files, before, allowed)
+
+    def weights(self) -> fr.Weights:
+        return replace(fr.Weights(), chunks=CHUNK_WEIGHT, graph=self.graph_weight)
+
+    def ranked(self, result: QueryResult, feats: dict[str, np.ndarray], why: _Why, weights: fr.Weights,
+               max_files: int, before: int | None, allowed: set[str] | None) -> FileAnswer:
+        """The answer from the question's signals (`features`) added with `weights`."""
+        feats, why.tests = fr.with_tests_credited(feats, self.index, weights)
         parts = fr.contributions(feats, self.index.is_test, weights)
         total = sum(parts.values(), np.zeros(len(self.index.paths)))
         baseline = dict(feats, chunks=self.index.fold(fr.chunk_evidence(evidence(result.original), weights.chunk_decay)))
@@ -107,7 +116,6 @@ class FileRanker:
                                 self.graph_names, result.results[:self.graph_callers])
             feats["graph"] = self.index.fold({path: sum(v for v, _, _ in vs) for path, vs in votes.items()})
             why.callers = {path: [(label, calls) for _, label, calls in vs] for path, vs in votes.items()}
-        feats, why.tests = fr.with_tests_credited(feats, self.index, weights)
         return feats, why
 
 
