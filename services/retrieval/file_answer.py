@@ -79,7 +79,8 @@ class FileRanker:
         feats, why.tests = fr.with_tests_credited(feats, self.index, weights)
         parts = fr.contributions(feats, self.index.is_test, weights)
         total = sum(parts.values(), np.zeros(len(self.index.paths)))
-        baseline = dict(feats, chunks=self.index.fold(fr.chunk_evidence(evidence(result.original), weights.chunk_decay)))
+        baseline = {k: v for k, v in feats.items() if k != "vector"}  # the `none` order: the vector ranking alone
+        baseline["chunks"] = self.index.fold(fr.chunk_evidence(evidence(result.original), weights.chunk_decay))
         baseline, _ = fr.with_tests_credited(baseline, self.index, weights)
         original_total = fr.combine(baseline, self.index.is_test, weights)
         found = _found(feats, allowed, self.index.paths)
@@ -108,8 +109,9 @@ class FileRanker:
         why = _Why(result.question, self.index, self.commits, before, weights)
         for r in result.original:
             why.vector.setdefault(r.chunk.path, []).append(r)
-        feats = dict(why.features, chunks=self.index.fold(fr.chunk_evidence(evidence(result.results), weights.chunk_decay)),
-                     vector=self.index.fold(fr.chunk_evidence(evidence(result.original), weights.chunk_decay)))
+        feats = dict(why.features, chunks=self.index.fold(fr.chunk_evidence(evidence(result.results), weights.chunk_decay)))
+        if result.reranked:  # the vector ranking as a second opinion (without reranking it is the first)
+            feats["vector"] = self.index.fold(fr.chunk_evidence(evidence(result.original), weights.chunk_decay))
         if self.catalog is not None and weights.graph and self.catalog.graph_ready():
             names = why.signals.names() if self.graph_names else []
             votes = graph_votes(self.catalog, result.results[:self.graph_chunks], why.signals.frames, names,

@@ -14,7 +14,8 @@ Signals (each `-> np.ndarray` aligned with `FileIndex.paths`, higher is better):
 - `graph`: files that the top chunks (and the traceback's frames) call, by the code graph
   (services/retrieval/file_answer.py: `graph_votes`);
 - `chunk_evidence`: a chunk ranking (e.g. the `bug-report` strategy's) folded into files:
-  best chunk plus a decaying sum of the file's next chunks (`chunks`); the vector ranking's too (`vector`);
+  best chunk plus a decaying sum of the file's next chunks (`chunks`); when the strategy reranked, the vector
+  ranking's too (`vector`);
 - `tested`: a test file's own score (every other signal's, before the test penalty) credited to the module it
   tests (`testing/test_nodes.py` -> `src/_pytest/nodes.py`): test files are pushed down, what they point at is not.
 `combine` normalises each signal by its best value and adds them with weights; test files are pushed down.
