@@ -4,7 +4,7 @@
 
 Every judged SWE issue is asked once per strategy through KnowledgeService.query (top_k 100, each query's
 `before`), then answered as files by the engine's own FileRanker (what `find_files` does) for every
-setting of GRID (the traceback, tested and vector weights of file_ranking.Weights; the question's signals are
+setting of GRID (the traceback and vector weights of file_ranking.Weights; the question's signals are
 computed once, as find_files does, and added with each setting's weights). The setting is chosen
 leave-one-repository-out: for each repository, the setting with
 the best mean MRR@10 over the strategies on the three others (ties: the smaller weights) scores it. The table
@@ -32,9 +32,8 @@ from services.evaluation.metrics import file_qrels, load_qrels, load_queries  # 
 REPOS = ["pytest", "sphinx", "xarray", "pylint"]
 STRATEGIES = ["none", "metadata", "bug-report", "auto"]
 TRACEBACK = [0.0, 1.0, 2.0, 3.0]  # file_ranking.Weights.traceback
-TESTED = [0.0, 1.0, 2.0]  # file_ranking.Weights.tested
 VECTOR = [0.0, 0.5, 1.0]  # file_ranking.Weights.vector
-GRID = [(a, b, c) for a in TRACEBACK for b in TESTED for c in VECTOR]
+GRID = [(a, b) for a in TRACEBACK for b in VECTOR]
 
 
 def scores(ranked: list[str], relevant: set[str]) -> tuple[float, float, float]:
@@ -78,7 +77,7 @@ async def repository(service: KnowledgeService, root: Path, repo: str, saved: Pa
             result = results[query.id][name]
             feats, why = ranker.features(result, query.before, ranker.weights())  # what find_files does
             for weight in GRID:
-                weights = replace(ranker.weights(), traceback=weight[0], tested=weight[1], vector=weight[2])
+                weights = replace(ranker.weights(), traceback=weight[0], vector=weight[1])
                 answer = ranker.ranked(result, dict(feats), why, weights, 10, query.before, allowed)
                 out[name][weight].append(scores([f.path for f in answer.files], relevant))
     print(repo, len(queries), "queries", flush=True)
@@ -95,7 +94,7 @@ def chosen_weight(runs: dict, held_out: str) -> float:
     def fitness(weight: float) -> float:
         return mean(mean(rr for rr, _, _ in runs[repo][name][weight])
                     for repo in runs if repo != held_out for name in STRATEGIES)
-    return max(GRID, key=lambda w: (round(fitness(w), 6), -w[0], -w[1], -w[2]))
+    return max(GRID, key=lambda w: (round(fitness(w), 6), -w[0], -w[1]))
 
 
 def table(runs: dict) -> tuple[list[dict], dict]:
@@ -107,10 +106,10 @@ def table(runs: dict) -> tuple[list[dict], dict]:
             values = runs[repo][name][weight]
             mrr = mean(v[0] for v in values)
             rows.append({"repository": f"{repo} ({len(values)})", "strategy": name,
-                         "traceback, tested, vector weights (chosen on the others)": ", ".join(f"{w:g}" for w in weight),
+                         "traceback, vector weights (chosen on the others)": ", ".join(f"{w:g}" for w in weight),
                          "MRR@10": f"{mrr:.3f}",
                          "R@10": f"{mean(v[1] for v in values):.3f}", "Acc@1": f"{mean(v[2] for v in values):.3f}",
-                         "MRR@10 without them": f"{mean(v[0] for v in runs[repo][name][(0.0, 0.0, 0.0)]):.3f}",
+                         "MRR@10 without them": f"{mean(v[0] for v in runs[repo][name][(0.0, 0.0)]):.3f}",
                          "vs best single": "" if name != "auto" else f"{mrr - best:+.3f}"})
     return rows, picks
 
@@ -140,7 +139,7 @@ async def main() -> None:
                                            "engine": engine_settings(settings)},
            figures={"traceback_weight_chosen": picks, "mrr10_by_weight": every}, uses_percentiles=False,
            note=("file answers with history (each query's `before`), the engine's FileRanker over every file "
-                 "the app indexes; the traceback and tested weights of each repository's rows chosen on the three others "
+                 "the app indexes; the traceback and vector weights of each repository's rows chosen on the three others "
                  "(best mean MRR@10 over the four strategies); `vs best single`: auto minus the best of none, "
                  "metadata and bug-report at that weight"))
 

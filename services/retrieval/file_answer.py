@@ -76,12 +76,10 @@ class FileRanker:
     def ranked(self, result: QueryResult, feats: dict[str, np.ndarray], why: _Why, weights: fr.Weights,
                max_files: int, before: int | None, allowed: set[str] | None) -> FileAnswer:
         """The answer from the question's signals (`features`) added with `weights`."""
-        feats, why.tests = fr.with_tests_credited(feats, self.index, weights)
         parts = fr.contributions(feats, self.index.is_test, weights)
         total = sum(parts.values(), np.zeros(len(self.index.paths)))
         baseline = {k: v for k, v in feats.items() if k != "vector"}  # the `none` order: the vector ranking alone
         baseline["chunks"] = self.index.fold(fr.chunk_evidence(evidence(result.original), weights.chunk_decay))
-        baseline, _ = fr.with_tests_credited(baseline, self.index, weights)
         original_total = fr.combine(baseline, self.index.is_test, weights)
         found = _found(feats, allowed, self.index.paths)
         original_found = _found(baseline, allowed, self.index.paths)
@@ -166,7 +164,6 @@ class _Why:
         self.signals, self.terms, self.title = fr.query_terms(question)
         signals = self.signals
         self.callers: dict[str, list[tuple[str, bool]]] = {}  # per file, the graph's (who, whether it calls them)
-        self.tests: dict[int, str] = {}  # per file position, the test file whose score it was credited
         self.vector: dict[str, list[ResultChunk]] = {}  # per file, its chunks in the vector ranking
         self.term_scores = index.term_scores(self.terms)
         self.title_scores = index.term_scores(self.title)
@@ -208,8 +205,6 @@ class _Why:
             return f"{len(self.vector.get(path, []))} of its chunks in the vector ranking" + (f", best at #{best}" if best else "")
         if name == "graph":
             return _graph_note(self.callers.get(path, []))
-        if name == "tested":
-            return f"tested by {self.tests.get(i, '')}, which matches the question (its score, test penalty aside)"
         if name == "test":
             return "a test file: pushed down"
         if name == "new":

@@ -16,8 +16,6 @@ Signals (each `-> np.ndarray` aligned with `FileIndex.paths`, higher is better):
 - `chunk_evidence`: a chunk ranking (e.g. the `bug-report` strategy's) folded into files:
   best chunk plus a decaying sum of the file's next chunks (`chunks`); when the strategy reranked, the vector
   ranking's too (`vector`);
-- `tested`: a test file's own score (every other signal's, before the test penalty) credited to the module it
-  tests (`testing/test_nodes.py` -> `src/_pytest/nodes.py`): test files are pushed down, what they point at is not.
 `combine` normalises each signal by its best value and adds them with weights; test files are pushed down.
 """
 
@@ -34,8 +32,7 @@ from services.retrieval.query_signals import Frame, NameTable, QuerySignals, ext
 from services.storage.file_words import MemoryFileWords
 from services.retrieval.strategies.bugreport import bm25_weights, is_test_file
 
-SIGNALS = ("bm25", "title", "history", "history_title", "path", "symbol", "traceback", "chunks", "vector", "tested",
-           "graph")
+SIGNALS = ("bm25", "title", "history", "history_title", "path", "symbol", "traceback", "chunks", "vector", "graph")
 _STDLIB = re.compile(r"(^|/)lib/python[\d.]*/(?!(site|dist)-packages/)")  # /usr/lib/python3.8/reprlib.py
 
 
@@ -52,10 +49,9 @@ class Weights:
     history_title: float = 0.9
     path: float = 0.3
     symbol: float = 0.4
-    traceback: float = 2.0  # chosen by leave-one-repository-out (benchmarks/README.md, "Tracebacks")
+    traceback: float = 3.0  # leave-one-repository-out: 3 folds of 4 chose 3, one 1 (benchmarks/README.md, issue 41)
     chunks: float = 0.0
-    vector: float = 0.0  # the vector ranking's chunks, beside the strategy's (chosen by leave-one-repository-out)
-    tested: float = 0.5  # chosen by leave-one-repository-out (benchmarks/README.md, "Tracebacks")
+    vector: float = 0.5  # the vector ranking's chunks beside a reranking strategy's: 3 folds of 4 chose 0.5, one 1
     graph: float = 0.0  # the engine sets it from Settings.files_graph_weight
     test: float = 1.6
     chunk_decay: float = 0.5  # a file's k-th best chunk counts chunk_decay**(k-1) (chunk_evidence)
@@ -91,7 +87,6 @@ class FileIndex:
         self.position = {p: i for i, p in enumerate(self.paths)}
         self.row = {number: i for i, (number, _) in enumerate(listing)}
         self.is_test = np.array([is_test_file(p) for p in self.paths])
-        self.subjects: list[tuple[int, list[int]]] | None = None  # (test file, the modules it tests), made on first use
         symbols = [_Symbol(f"{self.paths[self.row[n]]}#{name}", self.paths[self.row[n]], name, name)
                    for n, name in source.names() if n in self.row]
         symbols += [_Symbol(f"{p}#", p, "", "") for p in self.paths]  # every file has a row, even without names
@@ -143,26 +138,6 @@ class FileIndex:
             symbol[i] += score
             used.setdefault(i, []).extend(n for n in names.split(", ") if n not in used.get(i, []))
         return path, symbol, named, used
-
-    def tested_files(self, path: str) -> list[str]:
-        """The modules a test file tests, by name (`test_nodes.py`, `nodes_test.py` -> the non-test `nodes.py`)."""
-        if path not in self.position or not self.is_test[self.position[path]]:
-            return []
-        stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()
-        subject = stem[5:] if stem.startswith("test_") else stem[:-5] if stem.endswith("_test") else ""
-        return [p for p in self.names.by_stem.get(subject, []) if not self.is_test[self.position[p]]]
-
-    def credit_tests(self, scores: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:
-        """Per module, the best score of the test files testing it (below zero counts 0), and which test that is."""
-        if self.subjects is None:
-            self.subjects = [(self.position[p], [self.position[q] for q in found]) for p in self.paths
-                             if (found := self.tested_files(p))]
-        credit, best = np.zeros(len(self.paths)), {}
-        for test, modules in self.subjects:
-            for module in modules:
-                if scores[test] > credit[module]:
-                    credit[module], best[module] = scores[test], self.paths[test]
-        return credit, best
 
     def frame_files(self, frame: Frame) -> list[str]:
         """The workspace files a frame's path may be: those sharing the longest path suffix with it (ties
@@ -261,15 +236,6 @@ def combine(features: dict[str, np.ndarray], is_test: np.ndarray, weights: Weigh
     return sum(contributions(features, is_test, weights).values(), np.zeros(len(is_test)))
 
 
-def with_tests_credited(features: dict[str, np.ndarray], index: FileIndex, weights: Weights
-                        ) -> tuple[dict[str, np.ndarray], dict[int, str]]:
-    """`features` plus `tested`: each module's best test file's score by the other signals (test penalty left
-    out), and per module position the test file credited."""
-    parts = contributions({k: v for k, v in features.items() if k != "tested"}, index.is_test, weights)
-    own = sum((v for k, v in parts.items() if k not in ("test", "new")), np.zeros(len(index.paths)))
-    credit, tests = index.credit_tests(own)
-    return dict(features, tested=credit), tests
-
 
 def contributions(features: dict[str, np.ndarray], is_test: np.ndarray, weights: Weights) -> dict[str, np.ndarray]:
     """What each signal adds to each file's score (`combine` is their sum): weight x value / best value,
@@ -302,7 +268,7 @@ def file_features(question: str, index: FileIndex, commit_index=None, before: in
             feats["new"] = np.array([commit_index.first_seen.get(p, 0) >= before for p in index.paths])
     if chunks is not None:
         feats["chunks"] = index.fold(chunk_evidence(chunks, (weights or Weights()).chunk_decay))
-    return with_tests_credited(feats, index, weights or Weights())[0]
+    return feats
 
 
 def rank(paths: list[str], scores: np.ndarray, k: int = 10) -> list[str]:
