@@ -26,7 +26,9 @@ DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 # The one default strategy of every face (CLI, REST, MCP, window), when a workspace has no evaluation of
 # its own: `auto` reads the question and routes it (services/retrieval/strategies/auto.py): a name, dotted
 # name or path to `metadata` (names first), a traceback or bug report to `bug-report`, a question in words to
-# `metadata` (CoSQA: equal to `none`). Figures: benchmarks/README.md, "The right answer by default".
+# `metadata` (CoSQA: equal to `none`). File level with history, MRR@10, weights chosen leave-one-repository-out:
+# pytest 0.715 (none 0.691), xarray 0.700 (0.678), pylint 0.719 (0.673), Sphinx 0.706 (0.713: below `none`, and
+# 0.009 below `metadata`). benchmarks/README.md, "The right answer by default".
 DEFAULT_STRATEGY = "auto"
 Backend = Literal["torch", "onnx", "onnx-int8", "openvino", "openvino-int8"]  # services/encoders' backends
 BACKENDS = get_args(Backend)
