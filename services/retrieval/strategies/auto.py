@@ -53,6 +53,8 @@ class AutoStrategy(BaseStrategy):
                    f"({FOR_NAMES}); a traceback or bug report is ranked by {FOR_REPORTS} (file answers: the "
                    f"traceback's innermost frames first); a question in words is ranked by {FOR_WORDS}.")
     scale = SIMILARITY
+    legend = (f"the scores of the strategy it picked (its note says which): {FOR_NAMES}'s cosine similarity with its "
+              f"boosts; for a report, {FOR_REPORTS}'s fused ranks scaled 0–1 within the question.")
     order = -1  # first in every list: the default
 
     def __init__(self, settings) -> None:
