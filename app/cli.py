@@ -574,6 +574,8 @@ def files_text(answer) -> str:
     """Per file: rank, score, movement against the `none` order, path, best chunks, then why."""
     cut = f", before {answer.before}" if answer.before is not None else ""
     lines = [f"{answer.question!r} with {answer.strategy}, as files (history: {answer.history}{cut})"]
+    if answer.strategy_note:
+        lines.append(f"({shown(answer.strategy_note)})")
     for f in answer.files:
         was = f"was {f.original_rank}" if f.original_rank else "new"
         chunks = ", ".join(f"{shown(c.symbol or 'lines')} {c.start_line}-{c.end_line}" for c in f.chunks)
@@ -611,6 +613,8 @@ def query_text(result) -> str:
              + (f" (fell back to the original ranking: {result.fallback_reason})" if result.fallback_reason else "")]
     if result.warning:
         lines.append(f"warning: {shown(result.warning)}")
+    if result.strategy_note:
+        lines.append(f"({shown(result.strategy_note)})")
     if result.reading_note:
         lines.append(f"({shown(result.reading_note)})")
     for r in result.results:

@@ -37,7 +37,7 @@ OUTPUTS: dict[str, Any] = {
 # What MCP's tools return: fields of the JSON above (True: the whole value; "__all__": every list item).
 SEARCH_FIELDS = {
     "question": True, "strategy": True, "reranked": True, "fallback_reason": True,
-    "reading": True, "reading_note": True, "warning": True, "question_note": True,
+    "reading": True, "reading_note": True, "warning": True, "question_note": True, "strategy_note": True,
     "results": {"__all__": {
         "rank": True, "score": True, "original_rank": True, "original_score": True, "stale": True,
         "chunk": {"path": True, "start_line": True, "end_line": True, "symbol": True, "qualified_name": True,
@@ -46,6 +46,7 @@ SEARCH_FIELDS = {
 }
 FILES_FIELDS = {
     "question": True, "strategy": True, "history": True, "before": True, "original": True, "question_note": True,
+    "strategy_note": True,
     "files": {"__all__": {
         "path": True, "rank": True, "score": True, "original_rank": True,
         "chunks": {"__all__": {"start_line": True, "end_line": True, "symbol": True, "rank": True}},

@@ -122,6 +122,10 @@ async def test_tuned_strategy_trains_per_workspace_and_keeps_its_adapter(indexed
     assert not result.reranked and "needs 10 questions" in result.fallback_reason  # too few labels yet
 
     _label(service, workspace, LABELS[3:12])
+    result = await service.query("where are notes saved", options)  # answered at once, trained in the background
+    assert not result.reranked and "being trained on your 12 labelled questions" in result.fallback_reason
+    assert result.results  # the vector ranking answers meanwhile
+    assert adapter.wait_for_training(120)
     result = await service.query("where are notes saved", options)
     stored = service._index(workspace).folder / adapter.ADAPTER_FILE
     assert stored.exists()
@@ -137,7 +141,7 @@ async def test_tuned_strategy_trains_per_workspace_and_keeps_its_adapter(indexed
     assert stored.stat().st_mtime_ns == first_write
     _label(service, workspace, LABELS[12:])
     await service.query("rank notes by keywords", options)  # a new label: retrained
-    assert adapter.Adapter.load(stored).held_out.queries == 13
+    assert adapter.wait_for_training(120) and adapter.Adapter.load(stored).held_out.queries == 13
 
 
 @pytest.mark.slow

@@ -90,9 +90,15 @@ async def test_tuned_learns_from_the_history_and_respects_each_question_s_cut_of
         question = "the banner tint looks wrong"
         options = QueryOptions(workspace=str(history_repo.folder), strategy="tuned", top_k=3, use_cache=False)
 
-        early = await service.query(question, QueryOptions(**{**options.__dict__, "before": START + 10 * DAY}))
+        early_options = QueryOptions(**{**options.__dict__, "before": START + 10 * DAY})
+        early = await service.query(question, early_options)  # answered at once: it learns in the background
+        assert not early.reranked and "being trained on the git history" in early.fallback_reason
+        assert adapters.wait_for_training(120)
+        early = await service.query(question, early_options)
         assert not early.reranked and "git history with 30 commits" in early.fallback_reason  # 8 commits before
 
+        await service.query(question, options)
+        assert adapters.wait_for_training(120)
         result = await service.query(question, options)  # every commit: 34 learnt from, 8 newest held out
         if result.reranked:  # used: it beat the vector search on the held-out newer commits
             note = result.results[0].signals[0].note

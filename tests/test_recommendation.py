@@ -58,13 +58,13 @@ def test_identical_rankings_have_p_one_not_nan():
 
 def test_without_a_significant_gain_the_default_is_kept_only_if_it_is_not_below_none():
     qrels, rankings = rankings_where(better_on=5, queries=10)
-    equal = {**rankings, "metadata": rankings["none"]}
+    equal = {**rankings, "auto": rankings["none"]}
     kept = score_rankings(qrels, equal).recommend()
-    assert kept.strategy == "metadata" and not kept.significant and "keeping metadata" in kept.reason
+    assert kept.strategy == "auto" and not kept.significant and "keeping auto" in kept.reason
 
-    worse = {**rankings, "metadata": {q: ["x", "y", "z", "w", docs[-1]] for q, docs in rankings["none"].items()}}
+    worse = {**rankings, "auto": {q: ["x", "y", "z", "w", docs[-1]] for q, docs in rankings["none"].items()}}
     report = score_rankings(qrels, worse)
-    assert report.strategies["metadata"].metrics["mrr@10"] < report.strategies["none"].metrics["mrr@10"]
+    assert report.strategies["auto"].metrics["mrr@10"] < report.strategies["none"].metrics["mrr@10"]
     fallback = report.recommend()
     assert fallback.strategy == "none" and not fallback.significant
-    assert "keeping none" in fallback.reason and "metadata scored 0.200, below none" in fallback.reason
+    assert "keeping none" in fallback.reason and "auto scored 0.200, below none" in fallback.reason

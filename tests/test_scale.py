@@ -19,6 +19,7 @@ import pytest
 from benchmarks.corpus import StandInEmbedder
 from services.core.models import QueryOptions
 from services.engine.service import KnowledgeService
+from services.retrieval import query_adapter
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
 from tests.helpers.big_repo import START, HOUR, make_big_repo, path_of, topic
 from tests.helpers.workspaces import small_workspaces
@@ -68,6 +69,9 @@ async def test_every_strategy_answers_chunks_and_files_with_history(big):
 async def test_tuned_learns_from_the_history_of_40000_commits(big):
     service, repo, _ = big
     options = QueryOptions(workspace=str(repo), strategy="tuned", top_k=5, use_cache=False)
+    first = await service.query(QUESTION, options)  # answered at once by the vector ranking: it trains in the background
+    assert first.results and "being trained on the git history" in first.fallback_reason
+    assert query_adapter.wait_for_training(600)
     result = await service.query(QUESTION, options)
     said = result.fallback_reason or result.results[0].signals[0].note
     assert "history" in said and "held-out newer commits" in said, said  # trained (stand-in vectors: maybe not used)

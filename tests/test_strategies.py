@@ -36,10 +36,10 @@ def text_chunk(name: str, text: str):
 
 # --- registry -------------------------------------------------------------------------------------
 
-def test_registry_lists_every_strategy_with_none_first():
+def test_registry_lists_every_strategy_with_the_default_auto_first_then_none():
     listed = strategy_names()
     assert set(ALL) <= set(listed)
-    assert listed[0] == "none"
+    assert listed[:2] == ["auto", "none"]
 
 
 @pytest.mark.parametrize("name", ALL)

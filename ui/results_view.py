@@ -283,7 +283,8 @@ class ResultsView(QWidget):
             reranked = "fell back to the vector ranking, so cosine similarity 0–1."
         scores = [r.score for r in result.results]
         here = f"this question {min(scores):.3f} to {max(scores):.3f}; " if scores else ""
-        reading = result.reading_note[:1].upper() + result.reading_note[1:] + "." if result.reading_note else ""
+        reading = " ".join(note[:1].upper() + note[1:] + "." for note in (result.strategy_note, result.reading_note)
+                           if note)
         parts = (reading, f"Reranked: {here}{reranked}" if reranked else "", "Vector: cosine similarity 0–1.",
                  "Bars: relative to the best in each list.")
         return "  ".join(part for part in parts if part)

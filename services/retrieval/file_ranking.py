@@ -7,27 +7,33 @@ Signals (each `-> np.ndarray` aligned with `FileIndex.paths`, higher is better):
 - `history_votes`: commits (strictly before the report) whose messages match the report vote for the
   files they touched, by match score, split over the files of a commit, decayed by age; matched with the
   weighted terms (`history`) and with the title alone (`history_title`);
-- `mentions`: files the report names (path, module, traceback frame) and files defining names it uses;
+- `mentions`: files the report names (path, module) and files defining names it uses;
+- `traceback`: files the report's traceback frames run in, each frame matched to a workspace file by the longest
+  path suffix (`/usr/lib/python3.8/site-packages/_pytest/nodes.py` -> `src/_pytest/nodes.py`); the innermost
+  frame counts 1, the next 1/2, then 1/3 ...; standard-library frames only when no project frame matched;
 - `graph`: files that the top chunks (and the traceback's frames) call, by the code graph
   (services/retrieval/file_answer.py: `graph_votes`);
 - `chunk_evidence`: a chunk ranking (e.g. the `bug-report` strategy's) folded into files:
-  best chunk plus a decaying sum of the file's next chunks.
+  best chunk plus a decaying sum of the file's next chunks (`chunks`); when the strategy reranked, the vector
+  ranking's too (`vector`);
 `combine` normalises each signal by its best value and adds them with weights; test files are pushed down.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from services.core.settings import Settings
 from services.core.text import STOP_WORDS, code_tokens
-from services.retrieval.query_signals import NameTable, QuerySignals, extract
+from services.retrieval.query_signals import Frame, NameTable, QuerySignals, extract, shared_suffix
 from services.storage.file_words import MemoryFileWords
 from services.retrieval.strategies.bugreport import bm25_weights, is_test_file
 
-SIGNALS = ("bm25", "title", "history", "history_title", "path", "symbol", "chunks", "graph")
+SIGNALS = ("bm25", "title", "history", "history_title", "path", "symbol", "traceback", "chunks", "vector", "graph")
+_STDLIB = re.compile(r"(^|/)lib/python[\d.]*/(?!(site|dist)-packages/)")  # /usr/lib/python3.8/reprlib.py
 
 
 @dataclass
@@ -43,7 +49,9 @@ class Weights:
     history_title: float = 0.9
     path: float = 0.3
     symbol: float = 0.4
+    traceback: float = 3.0  # leave-one-repository-out: 3 folds of 4 chose 3, one 1 (benchmarks/README.md, issue 41)
     chunks: float = 0.0
+    vector: float = 0.5  # the vector ranking's chunks beside a reranking strategy's: 3 folds of 4 chose 0.5, one 1
     graph: float = 0.0  # the engine sets it from Settings.files_graph_weight
     test: float = 1.6
     chunk_decay: float = 0.5  # a file's k-th best chunk counts chunk_decay**(k-1) (chunk_evidence)
@@ -115,8 +123,11 @@ class FileIndex:
 
     def mentions_explained(self, signals: QuerySignals
                            ) -> tuple[np.ndarray, np.ndarray, dict[int, str], dict[int, list[str]]]:
-        """`mentions`, plus per file position how the report names it and which of its names it uses."""
+        """`mentions`, plus per file position how the report names it and which of its names it uses. Paths
+        written only in traceback frames are the `traceback` signal's, not a mention."""
         path, symbol = np.zeros(len(self.paths)), np.zeros(len(self.paths))
+        in_frames = {f.path.lstrip("./") for f in signals.frames}
+        signals = replace(signals, paths=tuple(p for p in signals.paths if p.lstrip("./") not in in_frames))
         named: dict[int, str] = {}
         used: dict[int, list[str]] = {}
         for p, (score, mention) in self.names.path_matches(signals).items():
@@ -127,6 +138,36 @@ class FileIndex:
             symbol[i] += score
             used.setdefault(i, []).extend(n for n in names.split(", ") if n not in used.get(i, []))
         return path, symbol, named, used
+
+    def frame_files(self, frame: Frame) -> list[str]:
+        """The workspace files a frame's path may be: those sharing the longest path suffix with it (ties
+        narrowed to the files defining the frame's function, when some do)."""
+        parts = [p.lower() for p in frame.path.split("/") if p and p != "."]
+        if not parts:
+            return []
+        shared = {path: shared_suffix(parts, path.lower().split("/")) for path in self.names.by_basename.get(parts[-1], [])}
+        if not shared:
+            return []
+        best = max(shared.values())
+        found = [path for path, n in shared.items() if n == best]
+        defining = [p for p in found if f"{p}#{frame.function}" in self.names.by_name.get(frame.function.lower(), ())]
+        return defining if len(found) > 1 and defining else found
+
+    def traceback(self, frames: tuple[Frame, ...]) -> tuple[np.ndarray, dict[int, tuple[int, int]]]:
+        """Per file, the traceback's evidence: the innermost matched frame counts 1, the next 1/2, ... (a frame
+        matching k files gives each 1/k of it); standard-library frames only when no project frame matched.
+        Also per file position: (frames naming it, the depth of its innermost one, 1 = innermost)."""
+        scores = np.zeros(len(self.paths))
+        told: dict[int, tuple[int, int]] = {}
+        matched = [(f, files) for f in frames if (files := self.frame_files(f))]
+        project = [(f, files) for f, files in matched if not _STDLIB.search(f.path)]
+        for depth, (_, files) in enumerate(reversed(project or matched), 1):
+            for path in files:
+                i = self.position[path]
+                scores[i] += 1.0 / depth / len(files)
+                count, innermost = told.get(i, (0, depth))
+                told[i] = (count + 1, innermost)
+        return scores, told
 
     def fold(self, per_path: dict[str, float]) -> np.ndarray:
         """A {path: score} mapping as an array over this index's files (other paths dropped)."""
@@ -195,6 +236,7 @@ def combine(features: dict[str, np.ndarray], is_test: np.ndarray, weights: Weigh
     return sum(contributions(features, is_test, weights).values(), np.zeros(len(is_test)))
 
 
+
 def contributions(features: dict[str, np.ndarray], is_test: np.ndarray, weights: Weights) -> dict[str, np.ndarray]:
     """What each signal adds to each file's score (`combine` is their sum): weight x value / best value,
     `test` (minus the test weight for test files) and `new` (minus 100 for files not yet committed)."""
@@ -216,7 +258,8 @@ def file_features(question: str, index: FileIndex, commit_index=None, before: in
     knobs = (weights or Weights()).history_knobs
     signals, terms, title = query_terms(question)
     path, symbol = index.mentions(signals)
-    feats = {"bm25": index.bm25(terms), "title": index.bm25(title), "path": path, "symbol": symbol}
+    feats = {"bm25": index.bm25(terms), "title": index.bm25(title), "path": path, "symbol": symbol,
+             "traceback": index.traceback(signals.frames)[0]}
     if commit_index is not None:
         for name, query in (("history", terms), ("history_title", title)):
             scores = commit_index.weighted_scores(query, before)

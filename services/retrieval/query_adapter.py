@@ -10,7 +10,9 @@ adapter trained without it) and stored beside it; the `tuned` strategy is only u
 held-out MRR@10 is above the plain vector ranking's on the same questions.
 
 Saved as `<index folder>/adapter.npz`, with the hash of the labels file it was trained on; a change
-to the labels retrains it on the next query.
+to the labels retrains it after the next query. Training never runs on a question's critical path: the question
+that finds no adapter for its labels (or its history cut-off) starts the training in a background thread and is
+answered by the vector ranking, saying so; later questions use the adapter once it is ready (`wait_for_training`).
 
 History as free labels (issue #19): with fewer than MIN_QUERIES labelled questions, a workspace with a git
 history trains the adapter on its commits instead: (a commit's message -> the chunks of the files it
@@ -27,7 +29,9 @@ other chunks the rest, so training reads a bounded number of vectors in bounded 
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -196,39 +200,69 @@ def _stamp(path: Path) -> str:
 
 
 _LOCK = threading.Lock()
+_TRAINER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="adapter-training")
+_TRAINING: dict[tuple, Future] = {}  # what is being trained (index key, source, state) -> its job
+log = logging.getLogger(__name__)
 
 
-def for_workspace(context: StrategyContext) -> tuple[Adapter | None, int]:
-    """(the workspace's adapter, labelled questions): loaded, or trained when its labels changed; with
-    fewer than MIN_QUERIES labelled questions, the adapter trained on the history (source "history"), if any.
-    """
-    adapter, labelled = _from_labels(context)
-    if adapter is None:
-        adapter = from_history(context) or adapter
-    return adapter, labelled
+def for_workspace(context: StrategyContext) -> tuple[Adapter | None, int, bool]:
+    """(the workspace's adapter, labelled questions, whether one is being trained in the background): the
+    labels' adapter when trained for the labels as they are; with fewer than MIN_QUERIES labelled questions,
+    the one trained on the history before the question's cut-off (source "history"), if any. Never trains here."""
+    adapter, labelled, training = _from_labels(context)
+    if adapter is None and not training:
+        adapter, training = from_history(context)
+    return adapter, labelled, training
 
 
-def _from_labels(context: StrategyContext) -> tuple[Adapter | None, int]:
+def wait_for_training(timeout: float | None = None) -> bool:
+    """Wait until the adapters being trained are ready; False if `timeout` passed first."""
+    with _LOCK:
+        jobs = list(_TRAINING.values())
+    return not wait(jobs, timeout).not_done
+
+
+def _train_later(key: tuple, job, *args) -> None:
+    """Run `job(*args)` in the training thread, unless the same training is already under way."""
+    with _LOCK:
+        if key in _TRAINING:
+            return
+        future = _TRAINING[key] = _TRAINER.submit(job, *args)
+    future.add_done_callback(lambda done: _finished(key, done))
+
+
+def _finished(key: tuple, done: Future) -> None:
+    with _LOCK:
+        _TRAINING.pop(key, None)
+    if done.exception() is not None:
+        log.warning("training the query adapter failed: %s", done.exception())
+
+
+def _from_labels(context: StrategyContext) -> tuple[Adapter | None, int, bool]:
     labels = context.labels_file
     stamp = _stamp(labels)
     path = context.adapter_file
-    with _LOCK:
-        saved = Adapter.load(path) if path.exists() else None
-        if saved is not None and saved.stamp == stamp:
-            return saved, saved.held_out.queries
-        if not stamp:
-            return None, 0
-        chunks = context.chunks()
-        texts, positives = label_positives(load_queries(labels), chunks)
-        if len(texts) < MIN_QUERIES:
-            return None, len(texts)
-        docs, groups, positives = read_vectors(context, chunks, positives)
-        texts, positives = [t for t, p in zip(texts, positives) if len(p)], [p for p in positives if len(p)]
-        if len(texts) < MIN_QUERIES:
-            return None, len(texts)
-        adapter = fit(np.asarray(context.encode(texts), dtype=np.float32), positives, docs, groups, stamp)
-        adapter.save(path)
-        return adapter, len(texts)
+    saved = Adapter.load(path) if path.exists() else None
+    if saved is not None and saved.stamp == stamp:
+        return saved, saved.held_out.queries, False
+    if not stamp:
+        return None, 0, False
+    chunks = context.chunks()
+    texts, positives = label_positives(load_queries(labels), chunks)
+    if len(texts) < MIN_QUERIES:
+        return None, len(texts), False
+    _train_later((context.key, "labels", stamp), _fit_labels, context, chunks, texts, positives, stamp, path)
+    return None, len(texts), True
+
+
+def _fit_labels(context: StrategyContext, chunks, texts: list[str], positives: list[np.ndarray], stamp: str,
+                path: Path) -> None:
+    """Train the labels' adapter and save it beside the index (the training thread)."""
+    docs, groups, positives = read_vectors(context, chunks, positives)
+    texts, positives = [t for t, p in zip(texts, positives) if len(p)], [p for p in positives if len(p)]
+    if len(texts) < MIN_QUERIES:
+        return
+    fit(np.asarray(context.encode(texts), dtype=np.float32), positives, docs, groups, stamp).save(path)
 
 
 # --------------------------------------------------------------------------- history as free labels
@@ -275,24 +309,31 @@ _HISTORY: dict[str, list[tuple[tuple, int | None, Adapter | None]]] = {}  # inde
 _MESSAGES: dict[tuple[str, str], np.ndarray] = {}  # message vectors by (index key, message), encoded once
 
 
-def from_history(context: StrategyContext) -> Adapter | None:
-    """The adapter trained on the workspace's commits before the question's cut-off (None: no history,
-    too few usable commits). Reuses one trained for the same state and an earlier cut-off within
-    HISTORY_REUSE_DAYS (only commits before that cut-off taught it)."""
+def from_history(context: StrategyContext) -> tuple[Adapter | None, bool]:
+    """(the adapter trained on the workspace's commits before the question's cut-off, whether it is being
+    trained now): None when there is no history or too few usable commits, or while it trains. Reuses one
+    trained for the same state and an earlier cut-off within HISTORY_REUSE_DAYS (only commits before that
+    cut-off taught it)."""
     history = context.history() if hasattr(context, "history") else None
     if history is None or not history.commits:
-        return None
+        return None, False
     before = getattr(context, "before", None)
     state = (context.version(), len(history.commits), history.commits[0].sha)
     with _LOCK:
         for seen, cut, adapter in _HISTORY.get(context.key, []):
             if seen == state and (cut == before or (cut is not None and before is not None
                                                     and 0 <= before - cut <= HISTORY_REUSE_DAYS * 86400)):
-                return adapter
-        adapter = _train_history(context, history.commits, before)
+                return adapter, False
+    _train_later((context.key, "history", state, before), _remember_history, context, history.commits, before, state)
+    return None, True
+
+
+def _remember_history(context: StrategyContext, commits, before: int | None, state: tuple) -> None:
+    """Train the history's adapter for this cut-off and keep it (or None: too few commits) in memory."""
+    adapter = _train_history(context, commits, before)
+    with _LOCK:
         kept = [e for e in _HISTORY.get(context.key, []) if e[0] == state][-20:]
         _HISTORY[context.key] = kept + [(state, before, adapter)]
-        return adapter
 
 
 def _train_history(context: StrategyContext, commits, before: int | None) -> Adapter | None:

@@ -22,7 +22,8 @@ LONG_WORDS = 25  # more words than this, or a line break / code block, makes a q
 _FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([A-Za-z_<>][\w<>]*))?')
-_PYTEST_FRAME = re.compile(r"^\s*([\w./\\-]+\.py):(\d+): in ([A-Za-z_<>][\w<>]*)", re.MULTILINE)
+# pytest's frames: `src/x.py:12: in parse`, and the failing line `src/x.py:12: AssertionError` (no function)
+_PYTEST_FRAME = re.compile(r"^\s*([\w./\\-]+\.py):(\d+): (?:in ([A-Za-z_<>][\w<>]*)|[A-Z]\w*\b)", re.MULTILINE)
 _PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+(?:\.[\w-]+)*\.(?:py|pyi|js|jsx|ts|tsx|java|go|rs|rb|php|"
                    r"c|h|cc|cpp|hpp|cs|kt|swift|md|rst|txt|cfg|toml|ini|json|ya?ml|html|css))(?![\w])")
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?=\(|\b)")
@@ -101,10 +102,16 @@ def _is_path_like(dotted: str) -> bool:
     return dotted.rsplit(".", 1)[-1].lower() in _FILE_SUFFIXES
 
 
+def _frames(question: str) -> tuple[Frame, ...]:
+    """Every traceback frame, in the order written (a traceback lists its innermost frame last)."""
+    found = [m for pattern in (_FRAME, _PYTEST_FRAME) for m in pattern.finditer(question)]
+    return tuple(Frame(m.group(1).replace("\\", "/"), int(m.group(2)), m.group(3) or "")
+                 for m in sorted(found, key=lambda m: m.start()))
+
+
 def extract(question: str) -> QuerySignals:
     title, paragraphs, code_blocks = split_parts(question)
-    frames = tuple(Frame(m.group(1).replace("\\", "/"), int(m.group(2)), m.group(3) or "")
-                   for pattern in (_FRAME, _PYTEST_FRAME) for m in pattern.finditer(question))
+    frames = _frames(question)
     paths = list(dict.fromkeys([*_paths(question), *(f.path for f in frames)]))
     no_urls = _URL.sub(" ", question)
     dotted = [d for d in dict.fromkeys(m.group(1) for m in _DOTTED.finditer(no_urls))
@@ -189,7 +196,7 @@ class NameTable:
             if not parts:
                 continue
             for path in self.by_basename.get(parts[-1], []):
-                shared = _shared_suffix(parts, [p.lower() for p in _components(path)])
+                shared = shared_suffix(parts, [p.lower() for p in _components(path)])
                 add(path, shared * self.file_idf(len(self.by_basename[parts[-1]])), mention)
         for dotted in signals.dotted:
             for depth in range(len(dotted.split(".")), 1, -1):  # a.b.c, then a.b
@@ -208,7 +215,8 @@ class NameTable:
         return out
 
 
-def _shared_suffix(a: list[str], b: list[str]) -> int:
+def shared_suffix(a: list[str], b: list[str]) -> int:
+    """How many trailing path components `a` and `b` share."""
     n = 0
     while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
         n += 1

@@ -78,6 +78,7 @@ class Searcher:
     def query(self, question: str, options: QueryOptions, strategy: RerankStrategy) -> QueryResult:
         """The whole flow; raises IndexMissingError when there is no usable index."""
         self.index.require()
+        strategy, strategy_note = strategy.route(question)
         stages = steps.Stages()
         pool = max(strategy.pool_size(options.top_k), options.top_k)
         try:
@@ -109,7 +110,8 @@ class Searcher:
                                 steps.to_results(original, contexts), total, len(kept),
                                 was_reranked, fallback, stages, steps.pool_seen(request))
         result = replace(result, reading=reading.kind, reading_note=steps.reading_note(reading, definitions),
-                         question_note=steps.reduction_note(question, options.strategy, self.settings))
+                         question_note=steps.reduction_note(question, strategy.name, self.settings),
+                         strategy_note=strategy_note)
         if total > self.index.catalog().counts()[1]:  # a run is embedding: only committed chunks have vectors
             result = replace(result, chunks_with_vectors=self.index.catalog().counts()[1])
         if not semantic and not self.index.running:

@@ -105,6 +105,9 @@ class RerankStrategy(Protocol):
     def warm_up(self) -> None:
         """Load what the first question would otherwise wait for (called when loads_model)."""
 
+    def route(self, question: str) -> tuple[RerankStrategy, str]:
+        """The strategy that answers this question (itself, or the one `auto` picks) and a note saying why."""
+
     def rerank(self, request: RerankRequest) -> list[Candidate]:
         """Return candidates best first, each with `score` set to its reranked score.
 
@@ -141,6 +144,9 @@ class BaseStrategy:
 
     def warm_up(self) -> None:
         """Nothing to load (strategies with loads_model override this)."""
+
+    def route(self, question: str) -> tuple[RerankStrategy, str]:
+        return self, ""
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
         raise NotImplementedError

@@ -1,7 +1,8 @@
 """`tuned`: the vector ranking with the question's vector passed through an adapter learned from your labels
 (or, with too few labels, from the repository's commits: services/retrieval/query_adapter.py).
 
-See services/retrieval/query_adapter.py. The pool is re-scored with the adapted question vector against the chunks'
+See services/retrieval/query_adapter.py. Training runs in the background: until the adapter is ready, `tuned`
+answers as the vector ranking and says so. The pool is re-scored with the adapted question vector against the chunks'
 stored vectors (filters stay as the pool applied them). Without enough labels, or when the adapter's
 held-out score is not above the plain vector ranking's, it falls back to the vector ranking and says why.
 """
@@ -36,7 +37,11 @@ class TunedStrategy(BaseStrategy):
         context = request.context
         if context is None or request.query_vector is None:
             raise StrategyUnavailable("needs the workspace index")
-        adapter, labelled = adapters.for_workspace(context)
+        adapter, labelled, training = adapters.for_workspace(context)
+        if adapter is None and training:
+            source = f"your {labelled} labelled questions" if labelled >= adapters.MIN_QUERIES else "the git history"
+            raise StrategyUnavailable(f"its adapter is being trained on {source} in the background; the vector "
+                                      "ranking answers until it is ready")
         if adapter is None:
             raise StrategyUnavailable(f"needs {adapters.MIN_QUERIES} questions with a result marked relevant "
                                       f"(has {labelled}; right-click results to label them) or a git history "

@@ -1,0 +1,72 @@
+"""`auto`: reads the question and answers it with the strategy measured best for its kind (issue 41).
+
+A name, a dotted name or a path (`Poly.degree`, `_pytest.nodes`, `src/x.py:12`) -> `metadata`: the name
+channel puts the definition, the module's or the path's file first (services/retrieval/names.py). A traceback or
+a pasted bug report -> `bug-report` (and, for file answers, the traceback's frames, innermost first). A
+question in words -> `metadata`: the vector ranking unless it asks for implementations or a protocol (CoSQA:
+equal to `none`, 0.522, and no strategy above it). Figures:
+benchmarks/README.md ("The right answer by default").
+"""
+
+from __future__ import annotations
+
+from services.core.models import Candidate
+from services.retrieval import names
+from services.retrieval.query_signals import extract, is_long
+from services.retrieval.strategies.base import (
+    SIMILARITY, BaseStrategy, RerankRequest, RerankStrategy, create_strategy, register,
+)
+
+FOR_NAMES = "metadata"
+FOR_REPORTS = "bug-report"
+FOR_WORDS = "metadata"
+
+
+def choose(question: str) -> tuple[str, str]:
+    """(the strategy for this question, a one-line note saying what was read and what is done)."""
+    reading = names.read(question)
+    if reading.navigation and not (reading.kind == names.NAME and " " in reading.name):  # words may spell no name
+        return FOR_NAMES, f"read as {_kind(reading)} `{reading.name}`: {_first(reading)} first ({FOR_NAMES})"
+    frames = extract(question).frames if is_long(question) else ()
+    if frames:
+        return FOR_REPORTS, (f"a traceback of {len(frames)} frame{'s' if len(frames) != 1 else ''}: "
+                             f"ranking by {FOR_REPORTS}, files named by the innermost frames first")
+    if is_long(question):
+        return FOR_REPORTS, f"a bug report of {len(question.split()):,} words: ranking by {FOR_REPORTS}"
+    return FOR_WORDS, f"a question in words: ranking by {FOR_WORDS}, measured best for those"
+
+
+def _kind(reading: names.Reading) -> str:
+    return {names.NAME: "a name", names.DOTTED: "a dotted name", names.PATH: "a path"}[reading.kind]
+
+
+def _first(reading: names.Reading) -> str:
+    return {names.NAME: "its definitions", names.DOTTED: "its definition or module file",
+            names.PATH: "the file"}[reading.kind]
+
+
+@register
+class AutoStrategy(BaseStrategy):
+    name = "auto"
+    label = "Auto"
+    description = ("Reads the question and picks: a name, dotted name or path goes to its definition or file "
+                   f"({FOR_NAMES}); a traceback or bug report is ranked by {FOR_REPORTS} (file answers: the "
+                   f"traceback's innermost frames first); a question in words is ranked by {FOR_WORDS}.")
+    scale = SIMILARITY
+    legend = (f"the scores of the strategy it picked (its note says which): {FOR_NAMES}'s cosine similarity with its "
+              f"boosts; for a report, {FOR_REPORTS}'s fused ranks scaled 0–1 within the question.")
+    order = -1  # first in every list: the default
+
+    def __init__(self, settings) -> None:
+        super().__init__(settings)
+        self._chosen: dict[str, RerankStrategy] = {}
+
+    def route(self, question: str) -> tuple[RerankStrategy, str]:
+        name, note = choose(question)
+        if name not in self._chosen:
+            self._chosen[name] = create_strategy(name, self.settings)
+        return self._chosen[name], note
+
+    def rerank(self, request: RerankRequest) -> list[Candidate]:
+        """Asked directly (standalone documents): as the strategy the question routes to."""
+        return self.route(request.query)[0].rerank(request)
