@@ -68,11 +68,13 @@ class NotAUnitTest(Exception):
     """A `unit` test started what makes a test slow: mark it `slow` (or `stand_in_encoder`)."""
 
 
-@pytest.fixture(autouse=True)
-def unit_tier(request, monkeypatch):
-    """Keeps the unit tier fast: a unit test may not start a process, open a socket, load a model or start
-    an engine (each raises NotAUnitTest naming what it did)."""
-    if request.node.get_closest_marker("unit") is None:
+@pytest.fixture(scope="session", autouse=True)
+def unit_tier(request):
+    """`pytest -m unit` stays fast: for the whole run (module fixtures included), starting a process, opening
+    a socket or loading a model raises NotAUnitTest naming what was done. Only when the unit tier is what
+    runs, so it is the same in any order; a whole-suite run is not guarded."""
+    if request.config.getoption("markexpr", "") != "unit":
+        yield
         return
 
     def refuse(what: str):
@@ -83,15 +85,16 @@ def unit_tier(request, monkeypatch):
     import socket
     import subprocess
 
+    import services.encoders.embedder as embedder
     from services.encoders import base
 
-    monkeypatch.setattr(subprocess.Popen, "__init__", refuse("started a process"))
-    monkeypatch.setattr(socket.socket, "connect", refuse("opened a connection"))
-    monkeypatch.setattr(socket.socket, "bind", refuse("listened on a socket"))
-    monkeypatch.setattr(base, "create_encoder", refuse("loaded a model"))
-    import services.encoders.embedder as embedder
-
-    monkeypatch.setattr(embedder, "create_encoder", refuse("loaded a model"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess.Popen, "__init__", refuse("started a process"))
+        patch.setattr(socket.socket, "connect", refuse("opened a connection"))
+        patch.setattr(socket.socket, "bind", refuse("listened on a socket"))
+        patch.setattr(base, "create_encoder", refuse("loaded a model"))
+        patch.setattr(embedder, "create_encoder", refuse("loaded a model"))
+        yield
 
 
 @pytest.fixture

@@ -88,6 +88,7 @@ def where(answer) -> list[tuple[str, int, str, str]]:
     return [(g.path, link.line, link.how, link.qualified_name) for g in answer.files for link in g.links]
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_a_function_called_from_two_files_lists_both_callers_with_their_enclosing_function(repo):
     service, workspace = repo
     answer = await service.references("normalise", workspace)
@@ -101,6 +102,7 @@ async def test_a_function_called_from_two_files_lists_both_callers_with_their_en
     assert not any(line == 4 for path, line, *_ in found if path == "pkg/helpers.py")  # not its own definition
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_mentions_in_docstrings_comments_and_strings_follow_the_code_uses_as_grep_w_finds_them(repo):
     """As an editor's "usages in comments and strings": the lines `grep -w normalise` finds that are not code
     uses, listed as "text" after the code uses of their file; a longer word and the definition are not."""
@@ -111,6 +113,7 @@ async def test_mentions_in_docstrings_comments_and_strings_follow_the_code_uses_
     assert ("pkg/notes.py", 3, "text", "notes") in found  # with the chunk that holds it (the module)
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_what_a_method_uses_are_the_definitions_it_calls_grouped_by_their_file(repo):
     service, workspace = repo
     answer = await service.uses("Loader.load", workspace)
@@ -122,6 +125,7 @@ async def test_what_a_method_uses_are_the_definitions_it_calls_grouped_by_their_
                                                   for g in loader.files for link in g.links}
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_a_name_in_another_language(repo):
     service, workspace = repo
     answer = await service.references("normaliseName", workspace)
@@ -131,6 +135,7 @@ async def test_a_name_in_another_language(repo):
         ("web/names.js", "normaliseName")]
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_unknown_names_and_bad_input_get_a_clear_message(repo):
     service, workspace = repo
     missing = await service.references("Frobnicate", workspace)
@@ -142,6 +147,7 @@ async def test_unknown_names_and_bad_input_get_a_clear_message(repo):
         await service.references("  ", workspace)
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_an_edit_removing_a_call_updates_references_in_the_same_run(tmp_path):
     workspace = write(tmp_path / "workspace", {"pkg/__init__.py": "", "pkg/helpers.py": HELPERS,
                                                "pkg/first.py": FIRST, "pkg/second.py": SECOND})
@@ -159,6 +165,7 @@ async def test_an_edit_removing_a_call_updates_references_in_the_same_run(tmp_pa
         service.close()
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_an_index_from_before_the_graph_gets_it_without_re_embedding(tmp_path):
     workspace = write(tmp_path / "workspace", {"pkg/__init__.py": "", "pkg/helpers.py": HELPERS,
                                                "pkg/first.py": FIRST})
@@ -230,6 +237,7 @@ def prepare(items):
 '''
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_uses_are_resolved_through_the_file_s_imports_never_by_name_alone(tmp_path):
     """"Uses" lists what the code's imports and its own file bind: a helper of the tests with the same name
     as a called function, or a method of an unrelated class, is not listed by name alone (issue 40)."""

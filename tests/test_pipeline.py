@@ -184,6 +184,7 @@ async def test_context_is_expanded_around_the_chunk(indexed):
     assert code.chunk.content.strip() in code.context
 
 
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_bad_input_gets_clear_errors(indexed, tmp_path):
     service, workspace = indexed
     with pytest.raises(QueryError, match="empty"):
