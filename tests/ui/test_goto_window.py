@@ -246,3 +246,28 @@ def test_ctrl_t_during_the_first_index_says_the_index_is_still_being_built(qtbot
     type_in(qtbot, window.finder, "LineMatcher")
     assert window.finder.status.text() != BUILDING and "LineMatcher" in window.finder.status.text()
     window.shutdown()
+
+
+def test_used_by_follows_the_name_under_the_code_pane_s_cursor(qtbot, window):
+    """With the keyboard in the code pane, Alt+F7 lists the uses of the name under the cursor, not of the
+    definition the pane was opened on (issue 40)."""
+    from PySide6.QtGui import QTextCursor
+
+    from ui.viewmodels.graph import USED_BY
+
+    go_to_symbol(qtbot, window, "SearchEngine.search")
+    editor = window.code.editor
+    block = next(editor.document().findBlockByNumber(n) for n in range(editor.blockCount())
+                 if "tokenize_query(" in editor.document().findBlockByNumber(n).text())
+    cursor = QTextCursor(block)
+    cursor.movePosition(QTextCursor.MoveOperation.Right, n=block.text().index("tokenize_query") + 3)
+    editor.setTextCursor(cursor)
+    editor.setFocus()
+    qtbot.waitUntil(editor.hasFocus)
+    qtbot.keyClick(editor, Qt.Key.Key_F7, Qt.KeyboardModifier.AltModifier)
+    graph = window.graph.model
+    qtbot.waitUntil(lambda: graph.subject is not None and graph.subject.chunk.symbol == "tokenize_query"
+                    and graph.answers[USED_BY] is not None and not window.graph.runner.is_running("graph"),
+                    timeout=30_000)
+    places = {(f.path, link.line) for f in graph.answers[USED_BY].files for link in f.links}
+    assert ("notes/search.py", 38) in places and ("notes/search.py", 47) in places
