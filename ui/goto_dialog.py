@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QFontMetrics, QKeySequence
+from PySide6.QtCore import QEvent, QSize, Qt
+from PySide6.QtGui import QFont, QFontMetrics, QKeySequence, QTextDocument
 from PySide6.QtWidgets import (
-    QApplication, QFrame, QLabel, QLineEdit, QListWidget, QListWidgetItem, QSplitter, QVBoxLayout, QWidget,
+    QApplication, QFrame, QLabel, QLineEdit, QListWidget, QListWidgetItem, QSplitter, QStyle, QStyledItemDelegate,
+    QVBoxLayout, QWidget,
 )
 
 from services.core.models import GotoHit, ResultChunk
@@ -22,6 +23,41 @@ from ui.viewmodels.goto import FILES, PLACEHOLDERS, SYMBOLS, GotoViewModel, coun
 
 HitRole = Qt.ItemDataRole.UserRole + 1
 OPEN_IN_EDITOR = QKeySequence("Ctrl+E")
+
+
+MARGIN = 4  # around a row's text
+
+
+def row_document(hit: GotoHit, selected: bool, font, width: int) -> QTextDocument:
+    """A row as rich text laid out for `width` (its path cut to fit, matched characters in bold)."""
+    bold = QFont(font)
+    bold.setBold(True)
+    metrics = QFontMetrics(bold)
+    document = QTextDocument()
+    document.setDefaultFont(font)
+    document.setDocumentMargin(MARGIN)
+    document.setHtml(row_html(hit, selected, lambda text: metrics.horizontalAdvance(text) <= width - 4 * MARGIN))
+    return document
+
+
+class RowDelegate(QStyledItemDelegate):
+    """Paints a match's row from its hit (no widget per row): the whole row as tall as its text, so an
+    underscore is never clipped, and the path fitted to the row's width as it is now."""
+
+    def paint(self, painter, option, index) -> None:
+        hit = index.data(HitRole)
+        selected = bool(option.state & QStyle.StateFlag.State_Selected)
+        style = option.widget.style() if option.widget else QApplication.style()
+        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, option, painter, option.widget)
+        document = row_document(hit, selected, option.font, option.rect.width())
+        painter.save()
+        painter.translate(option.rect.topLeft())
+        document.drawContents(painter)
+        painter.restore()
+
+    def sizeHint(self, option, index) -> QSize:  # noqa: N802 (Qt API)
+        document = row_document(index.data(HitRole), False, option.font, max(option.rect.width(), 200))
+        return QSize(int(document.idealWidth()), int(document.size().height()))
 
 
 class GotoDialog(QFrame):
@@ -41,7 +77,8 @@ class GotoDialog(QFrame):
         self.filter.textChanged.connect(self.ask)
         self.filter.installEventFilter(self)
         self.list = QListWidget()
-        self.list.currentItemChanged.connect(self._selected)
+        self.list.setItemDelegate(RowDelegate(self.list))
+        self.list.currentRowChanged.connect(self._selected)  # a row number: no None crosses the binding
         self.list.itemActivated.connect(lambda _item: self.open_current(False))
         self.status = QLabel()
         self.status.setObjectName("gotoStatus")
@@ -98,11 +135,6 @@ class GotoDialog(QFrame):
             item.setData(HitRole, hit)
             item.setToolTip(f"{hit.path}:{hit.start_line}")
             self.list.addItem(item)
-            label = QLabel(row_html(hit, fits=self._fits))
-            label.setTextFormat(Qt.TextFormat.RichText)
-            label.setContentsMargins(4, 2, 4, 2)
-            item.setSizeHint(label.sizeHint())  # the row as tall as its text: an underscore is never cut off
-            self.list.setItemWidget(item, label)
         answer = self.model.answer
         if hits:
             self.status.setText(count_text(answer.matched if answer else len(hits), len(hits))
@@ -114,11 +146,11 @@ class GotoDialog(QFrame):
             self.previewed = None
             self.preview.show_chunk(None)
 
-    def _fits(self, text: str) -> bool:
-        """Whether a row's plain text fits the list's width (bold matched characters given room)."""
-        bold = self.list.font()
-        bold.setBold(True)
-        return QFontMetrics(bold).horizontalAdvance(text) <= self.list.viewport().width() - 16
+    def row_text(self, row: int) -> str:
+        """A row as it is painted, in plain text (what a user reads)."""
+        document = row_document(self.list.item(row).data(HitRole), False, self.list.font(),
+                                self.list.viewport().width())
+        return document.toPlainText()
 
     # --- the selected match ---
     def current_hit(self) -> GotoHit | None:
@@ -128,11 +160,8 @@ class GotoDialog(QFrame):
     def shown_labels(self) -> list[str]:
         return [self.list.item(row).data(HitRole).label for row in range(self.list.count())]
 
-    def _selected(self, item, previous) -> None:
-        for row, selected in ((previous, False), (item, True)):
-            label = self.list.itemWidget(row) if row is not None else None
-            if label is not None:
-                label.setText(row_html(row.data(HitRole), selected, self._fits))
+    def _selected(self, row: int) -> None:
+        item = self.list.item(row) if row >= 0 else None
         if item is None:
             return
         self.runner.run(self.model.preview(item.data(HitRole)), key="preview", context="Preview",

@@ -172,9 +172,9 @@ class MainWindow(QMainWindow):
         self.arrangement.addWidget(self.bottom)
         self.arrangement.addWidget(self.below)
         self.code_place = AUTO_PLACE
-        self.kept_sizes: dict[str, list[int]] = {}  # each split as the user left it (dragged) or first came
+        self.kept_splits: dict[str, object] = {}  # each split as the user left it (its saveState), by name
         for name, split, _sizes in self.layouts():
-            split.splitterMoved.connect(lambda _pos, _index, n=name, sp=split: self.kept_sizes.update({n: sp.sizes()}))
+            split.splitterMoved.connect(lambda _pos, _index, n=name, sp=split: self.kept_splits.update({n: sp.saveState()}))
         self._arrange(True)
         explore = QWidget()
         layout = QVBoxLayout(explore)
@@ -231,7 +231,9 @@ class MainWindow(QMainWindow):
     def _restore_splits(self) -> None:
         for name, split, first in self.layouts():
             if self._in(split, self.arrangement.currentWidget()):
-                split.setSizes(self.kept_sizes.get(name, first))
+                kept = self.kept_splits.get(name)
+                if kept is None or not split.restoreState(kept):  # never dragged: as it first comes at this size
+                    split.setSizes(first)
 
     @staticmethod
     def _in(split: QSplitter, arrangement) -> bool:
@@ -241,7 +243,7 @@ class MainWindow(QMainWindow):
         """Each kept split: its settings key, the splitter, its first sizes."""
         width, height = max(self.width(), 720), max(self.height(), 500)
         return (("layout/beside-column", self.splitter, [height * 62 // 100, height * 38 // 100]),
-                ("layout/beside", self.bottom, [width * 45 // 100, width * 55 // 100 - 280, 280]),
+                ("layout/beside", self.bottom, [width * 38 // 100, width * 62 // 100 - 280, 280]),
                 ("layout/below", self.below, [height * 40 // 100, height * 60 // 100]),
                 ("layout/below-row", self.below_row, [width - 580, 300, 280]))
 
@@ -509,11 +511,10 @@ class MainWindow(QMainWindow):
         state = self.settings.value("windowState")
         if state is not None:
             self.restoreState(state)
-        for name, splitter, sizes in self.layouts():
+        for name, _splitter, _sizes in self.layouts():
             saved = self.settings.value(name)
-            if saved is None or not splitter.restoreState(saved) or not all(splitter.sizes()):
-                splitter.setSizes(sizes)
-            self.kept_sizes[name] = splitter.sizes() if all(splitter.sizes()) else sizes
+            if saved is not None:
+                self.kept_splits[name] = saved  # applied when its arrangement is laid out (_restore_splits)
         self.health_action.setChecked(self.settings.value("healthVisible", "true") in (True, "true"))
         self.code.whole_file.setChecked(self.settings.value("code/wholeFile", "true") in (True, "true"))
         place = str(self.settings.value("layout/code", AUTO_PLACE))
@@ -526,9 +527,10 @@ class MainWindow(QMainWindow):
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("windowState", self.saveState())
         for name, splitter, _sizes in self.layouts():
-            if not self._in(splitter, self.arrangement.currentWidget()):
-                splitter.setSizes(self.kept_sizes.get(name, splitter.sizes()))  # the hidden arrangement's, as left
-            self.settings.setValue(name, splitter.saveState())
+            if self._in(splitter, self.arrangement.currentWidget()):
+                self.kept_splits[name] = splitter.saveState()
+            if name in self.kept_splits:  # the hidden arrangement's as the user left it, if ever
+                self.settings.setValue(name, self.kept_splits[name])
         self.settings.setValue("healthVisible", self.health_action.isChecked())
         self.settings.setValue("code/wholeFile", self.code.whole_file.isChecked())
         self.preferences.save_strategy(self.workspace, self.query_bar.strategy_name())

@@ -13,7 +13,8 @@ from PySide6.QtCore import Qt
 from services.core.models import GotoHit
 from services.engine.service import KnowledgeService
 from tests.ui.test_main_window import ensure_indexed, wait_task
-from ui.viewmodels.goto import code_item, marked
+from ui.goto_dialog import HitRole
+from ui.viewmodels.goto import code_item, marked, row_html
 
 pytestmark = pytest.mark.slow
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"
@@ -58,10 +59,10 @@ def test_ctrl_t_finds_a_name_defined_twice_each_labelled_with_its_path(qtbot, wi
     assert finder.isVisible() and finder.filter.hasFocus() and "symbol" in finder.filter.placeholderText()
     type_in(qtbot, finder, "Note")
     assert finder.shown_labels()[:3] == ["Note", "Note", "Note"]
-    rows = [finder.list.itemWidget(finder.list.item(r)).text() for r in range(2)]
+    rows = [finder.row_text(r) for r in range(2)]
     assert "notes/models.py:12" in rows[0] and "python" in rows[0]
     assert "java/src/main/java/notes/Note.java:3" in rows[1] and "java" in rows[1]
-    assert "<b><u>N</u></b>" in rows[0]  # matched characters are highlighted
+    assert "<b><u>N</u></b>" in row_html(finder.list.item(0).data(HitRole))  # matched characters are highlighted
     # the preview shows the selected definition, its lines marked
     qtbot.waitUntil(lambda: finder.previewed is not None and finder.previewed.chunk.path == "notes/models.py")
     assert "class Note" in finder.preview.editor.toPlainText()
@@ -197,25 +198,19 @@ def test_back_and_forward_walk_a_chain_of_jumps_and_used_by_follows_ctrl_t(qtbot
 def test_go_to_rows_keep_underscores_and_cut_long_paths_in_the_middle(qtbot, window):
     """`notes/__init__.py` reads with its underscores (the row as tall as its text, nothing clipped), and a
     path too long for the row keeps its first folder and its file name (issue 40)."""
-    from PySide6.QtGui import QTextDocument
+    from ui.goto_dialog import HitRole, row_document
 
     finder = window.finder
     qtbot.keyClick(window, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier)
     type_in(qtbot, finder, "__init__")
-    item = finder.list.item(0)
-    label = finder.list.itemWidget(item)
-    document = QTextDocument()
-    document.setHtml(label.text())
-    assert document.toPlainText().startswith("notes/__init__.py")
-    assert finder.list.visualItemRect(item).height() >= label.sizeHint().height()
+    assert finder.row_text(0).startswith("notes/__init__.py")
+    document = row_document(finder.list.item(0).data(HitRole), False, finder.list.font(), finder.list.viewport().width())
+    assert finder.list.visualItemRect(finder.list.item(0)).height() >= document.size().height()  # nothing clipped
     finder.filter.clear()
     finder.resize(300, finder.height())  # a narrow finder: the list is about 100 px wide
     qtbot.waitUntil(lambda: finder.list.viewport().width() < 200)
     type_in(qtbot, finder, "NoteRepository")
-    rows = [QTextDocument() for _ in range(finder.list.count())]
-    for row, document in enumerate(rows):
-        document.setHtml(finder.list.itemWidget(finder.list.item(row)).text())
-    java = next(d.toPlainText() for d in rows if "NoteRepository.java" in d.toPlainText())
+    java = next(text for text in map(finder.row_text, range(finder.list.count())) if "NoteRepository.java" in text)
     assert java.startswith(("java/…/", "…/", "NoteRepository.java"))  # cut from the front folders on
     assert "NoteRepository.java" in java and "java/src/main/java/notes" not in java  # the file name kept
 
