@@ -241,26 +241,17 @@ async def soak(window: MainWindow, workspace: Path, minutes: float, screenshot: 
 
 
 def growth(samples: list[dict], key: str) -> tuple[float, float, float]:
-    """(MiB after the first tenth, at the end, MiB per 10 minutes over the second half)."""
+    """(MiB after the first tenth, at the end, the least-squares slope over the second half in MiB per 10
+    minutes: a steady growth shows, a spike does not decide it)."""
     if len(samples) < 4:
         return 0.0, 0.0, 0.0
-    early = samples[max(1, len(samples) // 10)]
-    half = samples[len(samples) // 2]
-    last = samples[-1]
-    span = max(last["minute"] - half["minute"], 1e-6)
-    return early[key], last[key], round((last[key] - half[key]) / span * 10, 1)
-
-
-def window_manager():
-    """openbox on the Xvfb display, so the window is activated and takes keys as on a desktop."""
-    import shutil
-    import subprocess
-
-    if not os.environ.get("DISPLAY") or shutil.which("openbox") is None:
-        return None
-    manager = subprocess.Popen(["openbox"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(1.0)  # it takes the display before the window maps (a benchmark, not a test)
-    return manager
+    half = samples[len(samples) // 2:]
+    minutes = [s["minute"] for s in half]
+    values = [s[key] for s in half]
+    mean_m, mean_v = sum(minutes) / len(half), sum(values) / len(half)
+    spread = sum((m - mean_m) ** 2 for m in minutes) or 1e-9
+    slope = sum((m - mean_m) * (v - mean_v) for m, v in zip(minutes, values)) / spread
+    return samples[max(1, len(samples) // 10)][key], samples[-1][key], round(slope * 10, 1)
 
 
 def main() -> int:
@@ -302,7 +293,8 @@ def main() -> int:
            "crashed": "no", "longest block (s)": round(beat.longest, 2), f"blocks over {BLOCK_S:g} s": len(beat.blocks),
            "window MiB (early → end)": f"{window_early} → {window_end}", "window MiB / 10 min (2nd half)": window_slope,
            "engine MiB (early → end)": f"{engine_early} → {engine_end}", "engine MiB / 10 min (2nd half)": engine_slope,
-           "None refs (start → end)": f"{none_before} → {samples[-1]['none_refs'] if samples else none_before}"}
+           "None refs (start → end; rising is harmless, dropping fatal)":
+               f"{none_before} → {samples[-1]['none_refs'] if samples else none_before}"}
     for key, value in row.items():
         print(f"{key}: {value}")
     print("steps:", ", ".join(f"{k} {v} ({result['seconds'][k]:.0f} s)" for k, v in sorted(result["counts"].items())))
