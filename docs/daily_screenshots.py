@@ -94,7 +94,7 @@ async def reading(app, window, shot) -> None:
         window.query_bar.select_strategy("hybrid")
         window.run_query("where are fixture definitions parsed from a plugin")
         await wait_for(lambda: window.last_result is not before)
-        QTest.keyClick(window, Qt.Key.Key_T, Qt.KeyboardModifier.ControlModifier)
+        window.goto_symbol_action.trigger()  # Ctrl+T (no window manager here to give the window the keys)
         QTest.keyClicks(window.finder.filter, "FixtureManager.parsefactories")
         finder = window.finder
         await wait_for(lambda: finder.model.answer is not None and not finder.runner.is_running("goto")

@@ -61,7 +61,7 @@ class GraphPanel(QWidget):
             tree.setCurrentItem(first.child(0) if first.childCount() else first)
 
     def _fill(self) -> None:
-        for index, (direction, tree) in enumerate(self.lists.items()):
+        for direction, tree in self.lists.items():
             tree.clear()
             groups = self.model.groups(direction)
             for group in groups:
@@ -77,7 +77,7 @@ class GraphPanel(QWidget):
                 empty.setFlags(Qt.ItemFlag.NoItemFlags)
                 tree.addTopLevelItem(empty)
             tree.expandAll()
-            self.tabs.setTabText(index, self.model.title(direction))
+            self.tabs.setTabText(self.tabs.indexOf(tree), self.model.title(direction))
 
     def _open(self, row: QTreeWidgetItem, _column: int = 0) -> None:
         link = row.data(0, LinkRole)

@@ -211,7 +211,11 @@ class MainWindow(QMainWindow):
     def _arrange(self, beside: bool) -> None:
         """Move the rankings, the lists, the code pane and the health panel into one arrangement's splitters,
         each split as the user left it in that arrangement (else as it first comes)."""
+        explain, tabs = self.results.explain, self.graph.tabs
+        if tabs.indexOf(explain) >= 0:
+            tabs.removeTab(tabs.indexOf(explain))
         if beside:
+            self.results.vertical.addWidget(explain)  # the why rows under the rankings
             self.splitter.insertWidget(0, self.results)
             self.splitter.insertWidget(1, self.graph)
             self.bottom.insertWidget(1, self.code)
@@ -223,6 +227,8 @@ class MainWindow(QMainWindow):
             self.below_row.insertWidget(0, self.code)
             self.below_row.insertWidget(1, self.graph)
             self.below_row.insertWidget(2, self.health_scroll)
+            tabs.insertTab(0, explain, "Why")  # beside the code: the rankings keep their rows, the code its room
+            tabs.setCurrentIndex(0)
             stretch(self.below, 2, 3)
             stretch(self.below_row, 1, 0, 0)
         self.arrangement.setCurrentWidget(self.bottom if beside else self.below)

@@ -119,7 +119,8 @@ class WhyView(QWidget):
             header.setSectionResizeMode(column, mode)  # the bar shares the width with the note, and shrinks
         header.setMinimumSectionSize(40)
         rows = self.table.verticalHeader().defaultSectionSize() * self.MIN_ROWS
-        self.table.setMinimumHeight(rows + header.sizeHint().height() + 2 * self.table.frameWidth())
+        scrollbar = self.table.horizontalScrollBar().sizeHint().height()  # shown in a narrow pane
+        self.table.setMinimumHeight(rows + header.sizeHint().height() + 2 * self.table.frameWidth() + scrollbar)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
