@@ -57,7 +57,7 @@ class Definition:
 
     @property
     def rank(self) -> int:
-        """0 the best kind of match; definitions of one kind are ordered by the strategy."""
+        """0 the best kind of match (for a bare name: a class or module-level function; 1: a method)."""
         return _ORDER[self.match]
 
 
@@ -99,7 +99,10 @@ def spelled(name: str) -> list[str]:
 def find(catalog, reading: Reading) -> list[Definition]:
     """The chunks the reading names, best match first (empty for a question)."""
     if reading.kind == PATH:
-        return _path_definitions(catalog, reading)
+        found = _path_definitions(catalog, reading)
+        if not found and reading.line is None and _DOTTED.fullmatch(reading.name):
+            found = _dotted_definitions(catalog, reading.name)  # `sphinx.builders.html`: a module, not a file
+        return found
     if reading.kind == QUESTION:
         return []
     if reading.kind == DOTTED:
@@ -123,9 +126,12 @@ def _name_definitions(catalog, name: str) -> list[Definition]:
 
 
 def _dotted_definitions(catalog, dotted: str) -> list[Definition]:
-    """`Class.method`: chunks named `method` whose qualified name ends with the dotted name (or with its
-    tail, for `module.Class` asked with the module); `pkg.mod` with nothing so named: the module's file."""
+    """`pkg.mod` naming a module: the module's file; else `Class.method`: chunks named `method` whose qualified
+    name ends with the dotted name (or with its tail, for `module.Class` asked with the module)."""
     parts = dotted.split(".")
+    module = _module_definitions(catalog, parts)
+    if module:
+        return module
     found = []
     for chunk in catalog.definitions([parts[-1]]):
         qualified = chunk.qualified_name.lower()
@@ -137,10 +143,14 @@ def _dotted_definitions(catalog, dotted: str) -> list[Definition]:
                     found.append(Definition(chunk, "qualified name" if chunk.symbol == parts[-1] else
                                             "name, other case"))
                 break
-    if not found:  # `sphinx.ext.autodoc`: a module
-        found = _path_definitions(catalog, Reading(PATH, "/".join(parts) + ".py"))
-        found = found or _path_definitions(catalog, Reading(PATH, "/".join(parts) + "/__init__.py"))
     return _ranked(found)
+
+
+def _module_definitions(catalog, parts: list[str]) -> list[Definition]:
+    """The file of module `a.b.c`, by suffix: `…/a/b/c.py`, else the package's `…/a/b/c/__init__.py`."""
+    path = "/".join(parts)
+    return (_path_definitions(catalog, Reading(PATH, path + ".py"))
+            or _path_definitions(catalog, Reading(PATH, path + "/__init__.py")))
 
 
 def _path_definitions(catalog, reading: Reading) -> list[Definition]:
@@ -152,8 +162,8 @@ def _path_definitions(catalog, reading: Reading) -> list[Definition]:
             holding = [c for c in chunks if c.start_line <= reading.line <= c.end_line]
             holding.sort(key=lambda c: c.end_line - c.start_line)  # the innermost chunk holding the line
             out.extend(Definition(c, "line") for c in holding[:1])
-        elif chunks:
-            out.append(Definition(chunks[0], "path"))
+        elif chunks:  # the module-level chunk, else the file's first
+            out.append(Definition(next((c for c in chunks if c.kind == "module"), chunks[0]), "path"))
     return out
 
 
@@ -162,7 +172,7 @@ _ORDER = {"qualified name": 0, "line": 0, "path": 0, "name": 1, "name, other cas
 
 
 def _ranked(found: list[Definition]) -> list[Definition]:
-    """Best match first; of a definition cut into pieces (a long class), only its first piece. Overloads
+    """Best match first, then by path and line, as an editor's go-to-symbol lists them; of a definition cut into pieces (a long class), only its first piece. Overloads
     (`@overload def parse…` three times) are definitions each: every one names itself in its first lines."""
     seen, out = set(), []
     for d in sorted(found, key=lambda d: (d.rank, d.chunk.path, d.chunk.start_line)):

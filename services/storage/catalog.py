@@ -277,13 +277,14 @@ class Catalog:
 
     def definitions(self, names: list[str], limit: int = 500) -> list[Chunk]:
         """Chunks that define one of `names` (their symbol, ignoring case; not module or text chunks), at most
-        `limit`, those spelled as asked first (a name like `__init__` is defined thousands of times in a big
-        repository: each row read costs its file's text)."""
+        `limit`, those spelled as asked first, then classes and module-level functions before methods, by path (a
+        name like `__init__` is defined thousands of times in a big repository: each row read costs its file's text)."""
         found: list[Chunk] = []
         for part in batches(list(dict.fromkeys(names)), SQL_VALUES // 2):  # each name is bound twice
             found += self._read(f"WHERE c.symbol COLLATE NOCASE IN ({marks(len(part))}) "
                                 f"AND c.kind NOT IN ('module', 'text') ORDER BY c.symbol IN ({marks(len(part))}) "
-                                "DESC, f.path, c.start_line LIMIT ?", (*part, *part, limit - len(found)))
+                                "DESC, c.qualified_name IN ('', c.symbol) DESC, f.path, c.start_line LIMIT ?",
+                                (*part, *part, limit - len(found)))
             if len(found) >= limit:
                 break
         return found
