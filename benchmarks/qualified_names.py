@@ -5,8 +5,9 @@ name is defined three times or more in the repository, so the class is what tell
 
 Read with Python's `ast` over the files git tracks: methods defined directly in a module-level class, outside tests
 (`tests/`, `testing/`, `test_*.py`, `conftest.py`), neither name private (`_x`, dunders included), the `Class.method`
-pair defined once in the repository (no overloads, no property setters, no same-named class elsewhere), the method's
-bare name defined 3+ times (functions and methods, tests included); 100 picked with a fixed seed. Each judged by its
+pair defined once in the repository (no overloads, no property setters, no same-named class elsewhere), in a file the
+app indexes (not machine-made: xarray's generated `_aggregations.py` is skipped), the method's bare name defined 3+
+times (functions and methods, tests and generated files included); 100 picked with a fixed seed. Each judged by its
 definition's chunk, `path::Class.method`.
 """
 
@@ -20,19 +21,24 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from services.indexing.scanning import MIB, machine_made  # noqa: E402
+
 COUNT = 100
 SEED = 41
 MIN_DEFINED = 3
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def python_files(folder: Path) -> dict[str, ast.Module]:
-    """The tracked Python files that parse, by path."""
+def python_files(folder: Path) -> dict[str, tuple[ast.Module, bool]]:
+    """The tracked Python files that parse, by path: (tree, whether the app indexes it: not machine-made)."""
     listed = subprocess.run(["git", "ls-files", "*.py"], cwd=folder, capture_output=True, text=True, check=True)
     trees = {}
     for path in sorted(listed.stdout.split()):
         try:
-            trees[path] = ast.parse((folder / path).read_text(encoding="utf-8"))
+            text = (folder / path).read_text(encoding="utf-8")
+            trees[path] = ast.parse(text), len(text) <= MIB and not machine_made(Path(path).name, text)
         except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
             continue
     return trees
@@ -56,10 +62,10 @@ def methods(tree: ast.Module):
 def make(folder: Path, count: int = COUNT, seed: int = SEED) -> list[tuple[str, str]]:
     """(question `Class.method`, judged chunk `path::Class.method`), sorted then sampled with the seed."""
     trees = python_files(folder)
-    defined = Counter(n.name for tree in trees.values() for n in ast.walk(tree) if isinstance(n, FUNCTIONS))
-    pairs = Counter(pair for tree in trees.values() for pair in methods(tree))
-    candidates = sorted((f"{cls}.{name}", f"{path}::{cls}.{name}") for path, tree in trees.items()
-                        if not is_test(path) for cls, name in methods(tree)
+    defined = Counter(n.name for tree, _ in trees.values() for n in ast.walk(tree) if isinstance(n, FUNCTIONS))
+    pairs = Counter(pair for tree, _ in trees.values() for pair in methods(tree))
+    candidates = sorted((f"{cls}.{name}", f"{path}::{cls}.{name}") for path, (tree, indexed) in trees.items()
+                        if indexed and not is_test(path) for cls, name in methods(tree)
                         if defined[name] >= MIN_DEFINED and pairs[cls, name] == 1
                         and not cls.startswith("_") and not name.startswith("_"))
     return random.Random(seed).sample(candidates, min(count, len(candidates)))

@@ -31,6 +31,7 @@ FILES = {
     "src/pkg/beta.py": 'class Pipeline:\n    def process(self, items):\n        """Run each step of the '
                        'process over the items: process, process, process."""\n        return list(items)\n',
     "src/pkg/zeta.py": 'def process(job):\n    """Run a job."""\n    return job()\n',
+    "a_tests/test_zeta.py": 'def process(job):\n    """A stand-in job runner for the tests."""\n    return None\n',
 }
 
 
@@ -77,8 +78,47 @@ async def test_a_dotted_module_path_opens_the_module_first(indexed, strategy, qu
 async def test_a_name_defined_many_times_lists_every_definition_first_as_go_to_symbol(indexed, strategy):
     service, workspace = indexed
     result = await service.query("process", options(workspace, strategy))
-    assert [where(r) for r in result.results[:4]] == ["src/pkg/zeta.py::process",  # module-level first
+    assert [where(r) for r in result.results[:5]] == ["src/pkg/zeta.py::process",  # module-level first
+                                                      "a_tests/test_zeta.py::process",  # a test's after sources
                                                       "src/pkg/alpha.py::Reader.process",  # then methods by path
                                                       "src/pkg/alpha.py::Writer.process",
                                                       "src/pkg/beta.py::Pipeline.process"]
-    assert "4 definitions first" in result.reading_note
+    assert "5 definitions first" in result.reading_note
+
+
+def test_the_whole_dotted_name_comes_before_a_tail_matched_in_a_like_named_module(tmp_path):
+    """`Parser.parse_definition` is Parser's method, not DefinitionFinder's in `parser.py`; `Variable.dtype` is not a
+    `dtype` in `variables.py` (a module matches by path components, not by a substring). A real SQLite catalogue."""
+    from services.retrieval import names
+    from services.storage.catalog import Catalog
+    from tests.test_goto import chunk, commit
+
+    catalog = Catalog(tmp_path / "manifest.sqlite")
+    commit(catalog, "pycode/parser.py", [
+        chunk("pycode/parser.py", "parse_definition", "DefinitionFinder.parse_definition", "method", 10, 20),
+        chunk("pycode/parser.py", "parse_definition", "Parser.parse_definition", "method", 50, 60)])
+    commit(catalog, "coding/variables.py", [chunk("coding/variables.py", "dtype", "_Array.dtype", "method", 5, 8)])
+    commit(catalog, "core/variable.py", [chunk("core/variable.py", "dtype", "Variable.dtype", "method", 90, 95)])
+
+    def first(question: str) -> str:
+        found = names.find(catalog, names.read(question))
+        return f"{found[0].chunk.path}::{found[0].chunk.qualified_name}"
+
+    assert first("Parser.parse_definition") == "pycode/parser.py::Parser.parse_definition"
+    assert first("Variable.dtype") == "core/variable.py::Variable.dtype"
+    assert first("parser.DefinitionFinder.parse_definition") == "pycode/parser.py::DefinitionFinder.parse_definition"
+    catalog.close()
+
+
+def test_the_catalogue_reads_classes_and_module_level_functions_before_methods_within_its_limit(tmp_path):
+    """A name defined hundreds of times as a method: the module-level function is among the rows read, first."""
+    from services.storage.catalog import Catalog
+    from tests.test_goto import chunk, commit
+
+    catalog = Catalog(tmp_path / "manifest.sqlite")
+    commit(catalog, "a/many.py", [chunk("a/many.py", "run", f"K{i}.run", "method", 2 * i + 1, 2 * i + 1)
+                                  for i in range(100)])
+    commit(catalog, "z/last.py", [chunk("z/last.py", "run", "run", "function", 1, 3)])
+    found = catalog.definitions(["run"], limit=10)
+    assert len(found) == 10 and (found[0].path, found[0].qualified_name) == ("z/last.py", "run")
+    catalog.close()

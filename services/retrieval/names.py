@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from services.core.files import is_test_file
 from services.core.models import Chunk
 from services.core.text import STOP_WORDS, split_identifier
 from services.retrieval.query_signals import extract, is_long, looks_like_code
@@ -138,12 +139,24 @@ def _dotted_definitions(catalog, dotted: str) -> list[Definition]:
         for size in range(len(parts), 0, -1):
             tail = ".".join(parts[-size:]).lower()
             if qualified == tail or qualified.endswith("." + tail):
-                module = ".".join(parts[:-size]).lower().replace(".", "/")
-                if size == len(parts) or (module and module in chunk.path.lower()):
-                    found.append(Definition(chunk, "qualified name" if chunk.symbol == parts[-1] else
-                                            "name, other case"))
+                if size == len(parts) or _in_module(chunk.path, parts[:-size]):
+                    found.append(Definition(chunk, _dotted_match(chunk, parts, size)))
                 break
     return _ranked(found)
+
+
+def _dotted_match(chunk: Chunk, parts: list[str], size: int) -> str:
+    """The whole dotted name matched first; a tail matched in the module asked (`nodes.Node`) after it."""
+    if chunk.symbol != parts[-1]:
+        return "name, other case"
+    return "qualified name" if size == len(parts) else "name"
+
+
+def _in_module(path: str, module: list[str]) -> bool:
+    """Whether `path` is module `a.b` (`…/a/b.py`) or in package `a.b` (`…/a/b/…`), by path components."""
+    folders = "/" + path.lower().rsplit(".", 1)[0]
+    wanted = "/" + "/".join(module).lower()
+    return folders.endswith(wanted) or wanted + "/" in folders
 
 
 def _module_definitions(catalog, parts: list[str]) -> list[Definition]:
@@ -172,10 +185,11 @@ _ORDER = {"qualified name": 0, "line": 0, "path": 0, "name": 1, "name, other cas
 
 
 def _ranked(found: list[Definition]) -> list[Definition]:
-    """Best match first, then by path and line, as an editor's go-to-symbol lists them; of a definition cut into pieces (a long class), only its first piece. Overloads
-    (`@overload def parse…` three times) are definitions each: every one names itself in its first lines."""
+    """Best match first, then sources before tests, by path and line (an editor's go-to-symbol); of a definition
+    cut into pieces (a long class), only its first piece. Overloads (`@overload def parse…` three times) are
+    definitions each: every one names itself in its first lines."""
     seen, out = set(), []
-    for d in sorted(found, key=lambda d: (d.rank, d.chunk.path, d.chunk.start_line)):
+    for d in sorted(found, key=lambda d: (d.rank, is_test_file(d.chunk.path), d.chunk.path, d.chunk.start_line)):
         key = (d.chunk.path, d.chunk.qualified_name or d.chunk.symbol, d.chunk.kind)
         if key not in seen or _heads(d.chunk):
             seen.add(key)
