@@ -88,7 +88,8 @@ async def test_a_name_defined_many_times_lists_every_definition_first_as_go_to_s
 
 def test_the_whole_dotted_name_comes_before_a_tail_matched_in_a_like_named_module(tmp_path):
     """`Parser.parse_definition` is Parser's method, not DefinitionFinder's in `parser.py`; `Variable.dtype` is not a
-    `dtype` in `variables.py` (a module matches by path components, not by a substring). A real SQLite catalogue."""
+    `dtype` in `variables.py` (a module matches by path components, not by a substring); `Config.__init__` is not the
+    package `config` (a module path matches with its case). A real SQLite catalogue."""
     from services.retrieval import names
     from services.storage.catalog import Catalog
     from tests.test_goto import chunk, commit
@@ -99,6 +100,8 @@ def test_the_whole_dotted_name_comes_before_a_tail_matched_in_a_like_named_modul
         chunk("pycode/parser.py", "parse_definition", "Parser.parse_definition", "method", 50, 60)])
     commit(catalog, "coding/variables.py", [chunk("coding/variables.py", "dtype", "_Array.dtype", "method", 5, 8)])
     commit(catalog, "core/variable.py", [chunk("core/variable.py", "dtype", "Variable.dtype", "method", 90, 95)])
+    commit(catalog, "config/__init__.py", [chunk("config/__init__.py", "__init__", "__init__", "module", 1, 9)])
+    commit(catalog, "config/main.py", [chunk("config/main.py", "__init__", "Config.__init__", "method", 3, 6)])
 
     def first(question: str) -> str:
         found = names.find(catalog, names.read(question))
@@ -107,6 +110,8 @@ def test_the_whole_dotted_name_comes_before_a_tail_matched_in_a_like_named_modul
     assert first("Parser.parse_definition") == "pycode/parser.py::Parser.parse_definition"
     assert first("Variable.dtype") == "core/variable.py::Variable.dtype"
     assert first("parser.DefinitionFinder.parse_definition") == "pycode/parser.py::DefinitionFinder.parse_definition"
+    assert first("Config.__init__") == "config/main.py::Config.__init__"  # not the package `config`
+    assert first("config.__init__") == "config/__init__.py::__init__"  # as spelled, the package's file
     catalog.close()
 
 

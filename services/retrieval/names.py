@@ -160,10 +160,13 @@ def _in_module(path: str, module: list[str]) -> bool:
 
 
 def _module_definitions(catalog, parts: list[str]) -> list[Definition]:
-    """The file of module `a.b.c`, by suffix: `…/a/b/c.py`, else the package's `…/a/b/c/__init__.py`."""
-    path = "/".join(parts)
-    return (_path_definitions(catalog, Reading(PATH, path + ".py"))
-            or _path_definitions(catalog, Reading(PATH, path + "/__init__.py")))
+    """The file of module `a.b.c`, by suffix and case as asked (`Config.__init__` is no module `config`):
+    `…/a/b/c.py`, else the package's `…/a/b/c/__init__.py`."""
+    for tail in ("/".join(parts) + ".py", "/".join(parts) + "/__init__.py"):
+        found = [d for d in _path_definitions(catalog, Reading(PATH, tail)) if f"/{d.chunk.path}".endswith("/" + tail)]
+        if found:
+            return found
+    return []
 
 
 def _path_definitions(catalog, reading: Reading) -> list[Definition]:
