@@ -4,8 +4,10 @@
 (`Store.save`, `pkg.mod.func`, `a::b`), a path (`printing/latex.py`, `latex.py:120`) or a few words that spell
 one name (`fixture manager`) are navigation; anything else (a sentence, a bug report) is a question.
 `find(catalog, reading)` looks the name up in the catalogue: the chunks that define it, best match first
-(the qualified name as asked, then the symbol with the same case, then ignoring case, then spelled in words).
-The query flow adds them to the pool every strategy reranks and, for navigation, puts them first.
+(the qualified name as asked, then the symbol with the same case, then ignoring case, then spelled in words),
+then as an editor's go-to-symbol lists them (sources before tests, by path); a dotted module path
+(`_pytest.nodes`) gives the module's file. The query flow adds them to the pool every strategy reranks and, for
+navigation, puts them first in this order.
 Pure logic over the catalogue's `definitions` / `paths_ending` reads.
 """
 
