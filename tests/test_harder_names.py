@@ -127,3 +127,20 @@ def test_the_catalogue_reads_classes_and_module_level_functions_before_methods_w
     found = catalog.definitions(["run"], limit=10)
     assert len(found) == 10 and (found[0].path, found[0].qualified_name) == ("z/last.py", "run")
     catalog.close()
+
+
+def test_a_method_of_a_name_defined_beyond_the_catalogues_limit_is_still_found(tmp_path):
+    """`Zed.run` among 600 `run` methods (the catalogue reads at most 500 definitions of a name, by path): the
+    rows whose qualified name ends with `Zed.run` are asked for first."""
+    from services.retrieval import names
+    from services.storage.catalog import Catalog
+    from tests.test_goto import chunk, commit
+
+    catalog = Catalog(tmp_path / "manifest.sqlite")
+    commit(catalog, "a/many.py", [chunk("a/many.py", "run", f"K{i}.run", "method", 2 * i + 1, 2 * i + 1)
+                                  for i in range(600)])
+    commit(catalog, "z/zed.py", [chunk("z/zed.py", "run", "Zed.run", "method", 5, 9)])
+    found = names.find(catalog, names.read("Zed.run"))
+    assert [(d.chunk.path, d.chunk.qualified_name) for d in found] == [("z/zed.py", "Zed.run")]
+    assert names.find(catalog, names.read("zed.Zed.run"))[0].chunk.qualified_name == "Zed.run"
+    catalog.close()

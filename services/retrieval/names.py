@@ -135,8 +135,17 @@ def _dotted_definitions(catalog, dotted: str) -> list[Definition]:
     module = _module_definitions(catalog, parts)
     if module:
         return module
+    found = _dotted_matches(catalog.definitions([parts[-1]], ending=".".join(parts[-2:])), parts)
+    if not found:  # `nodes.Node`: the module and a module-level name
+        found = _dotted_matches(catalog.definitions([parts[-1]]), parts)
+    return _ranked(found)
+
+
+def _dotted_matches(chunks: list[Chunk], parts: list[str]) -> list[Definition]:
+    """The chunks whose qualified name ends with the dotted name, or with its tail in the module it names.
+    (Those ending with its last two parts are read first: `Config.__init__` among thousands of `__init__`.)"""
     found = []
-    for chunk in catalog.definitions([parts[-1]]):
+    for chunk in chunks:
         qualified = chunk.qualified_name.lower()
         for size in range(len(parts), 0, -1):
             tail = ".".join(parts[-size:]).lower()
@@ -144,7 +153,7 @@ def _dotted_definitions(catalog, dotted: str) -> list[Definition]:
                 if size == len(parts) or _in_module(chunk.path, parts[:-size]):
                     found.append(Definition(chunk, _dotted_match(chunk, parts, size)))
                 break
-    return _ranked(found)
+    return found
 
 
 def _dotted_match(chunk: Chunk, parts: list[str], size: int) -> str:
