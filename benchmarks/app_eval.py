@@ -4,9 +4,12 @@
     python benchmarks/app_eval.py files   [--data-dir /tmp/ke-swe]     # pytest and Sphinx, file level
     python benchmarks/app_eval.py names   [--data-dir /tmp/ke-swe]     # bare names (nav sets), chunk level
     python benchmarks/app_eval.py chunks  [--data-dir /tmp/ke-swe]     # pytest and Sphinx bug reports, chunk level
+    python benchmarks/app_eval.py qualified [--data-dir /tmp/ke-swe]   # `Class.method` names, chunk level
 
 `names`: the 100 bare names of each nav set (../shared/benchmarks/nav), judged by their definition's chunk:
 "definition at #1" is the share of names whose definition is ranked first, "in the top 10" within ten.
+`qualified`: ~100 `Class.method` names per snapshot whose bare method name is defined 3+ times, made at run time
+from the snapshot (benchmarks/qualified_names.py), judged and counted as `names`.
 `chunks`: the SWE bug reports answered chunk by chunk, a chunk relevant when its file is.
 `cosqa`: the 500 dev questions over the 6,267 functions (each function a file of a corpus workspace), top_k
 100, chunk level. `files`: the SWE issues of pytest and Sphinx answered by `find_files` (each query's `before`
@@ -25,7 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks import qualified_names  # noqa: E402
 from benchmarks.record import engine_settings, record  # noqa: E402
+from services.core.labelled import LabelledQuery  # noqa: E402
 from services.core.settings import DEFAULT_STRATEGY, Settings  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
 from services.evaluation.metrics import (  # noqa: E402
@@ -131,6 +136,20 @@ async def names_set(service: KnowledgeService, names: list[str], root: Path) -> 
     return [row for repo, report in reports for row in name_rows(report, f"{repo} names ({report.queries})")]
 
 
+async def qualified_set(service: KnowledgeService, names: list[str], root: Path) -> list[dict]:
+    out = []
+    for repo in REPOS:
+        folder = snapshot(root, repo)
+        made = qualified_names.make(folder)
+        queries = [LabelledQuery(f"qualified-{n}", question) for n, (question, _) in enumerate(made)]
+        qrels = {f"qualified-{n}": {judged: 1} for n, (_, judged) in enumerate(made)}
+        await service.index(folder)
+        report = await evaluate(service, queries, qrels, names, folder, 10, doc_id_for=WorkspaceDocIds(qrels),
+                                documents=(await service.health(folder)).chunks)
+        out += name_rows(report, f"{repo} Class.method ({report.queries})")
+    return out
+
+
 async def chunk_reports(service: KnowledgeService, names: list[str], root: Path) -> list[dict]:
     reports = await chunk_level(service, names, root, "swe/{}/queries.jsonl", "swe/{}/qrels.tsv", 100)
     return [row for repo, report in reports for row in rows(report, f"{repo} ({report.queries}), chunk level")]
@@ -138,7 +157,7 @@ async def chunk_reports(service: KnowledgeService, names: list[str], root: Path)
 
 async def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("set", choices=("cosqa", "files", "names", "chunks"))
+    ap.add_argument("set", choices=("cosqa", "files", "names", "chunks", "qualified"))
     ap.add_argument("--data-dir", type=Path)
     ap.add_argument("--root", type=Path, default=Path("/tmp/swe"), help="where the SWE snapshots are cloned")
     ap.add_argument("--strategies", default=STRATEGIES)
@@ -153,6 +172,7 @@ async def main() -> None:
     try:
         run = {"cosqa": lambda: cosqa(service, names), "files": lambda: files(service, names, args.root),
                "names": lambda: names_set(service, names, args.root),
+               "qualified": lambda: qualified_set(service, names, args.root),
                "chunks": lambda: chunk_reports(service, names, args.root)}[args.set]
         table = await run()
     finally:
@@ -165,11 +185,11 @@ async def main() -> None:
         note += ("; file answers (find_files) over every file the app indexes in the snapshot (Python there), "
                  "each query's `before` cutting the history; the file-level weights are the mean of both "
                  "repositories' tunings, so these figures are not out of sample (benchmarks/file_level.py's are)")
-    if args.set == "names":
+    if args.set in ("names", "qualified"):
         note = (f"the app's own pipeline and defaults (KnowledgeService, real model, {settings.embedding_backend}), top_k 10; each name "
                 "judged by its definition's chunk (path::name); cross-encoder has no weights here and falls back")
     record(f"app_eval_{args.set}", table, settings={"strategies": args.strategies,
-                                                    "top_k": 10 if args.set == "names" else 100,
+                                                    "top_k": 10 if args.set in ("names", "qualified") else 100,
                                                     "engine": engine_settings(settings)}, note=note)
 
 

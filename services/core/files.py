@@ -51,3 +51,14 @@ def read_text(path: str | Path, encoding: str = "utf-8", errors: str = "strict")
     """The file's text (universal newlines, as Path.read_text); see read_bytes."""
     data = read_bytes(path)
     return data.decode(encoding, errors).replace("\r\n", "\n").replace("\r", "\n")
+
+
+TEST_DIRS = frozenset(("test", "tests", "testing"))
+
+
+def is_test_file(path: str) -> bool:
+    """A test's file: under `test/`, `tests/`, `testing/`, or named `test_*`, `*_test`, `conftest.py`."""
+    parts = path.lower().split("/")
+    name = parts[-1]
+    return bool(TEST_DIRS & set(parts[:-1])) or name.startswith("test_") or name == "conftest.py" or \
+        name.rsplit(".", 1)[0].endswith("_test")

@@ -30,7 +30,8 @@ from services.core.settings import Settings
 from services.core.text import STOP_WORDS, code_tokens
 from services.retrieval.query_signals import Frame, NameTable, QuerySignals, extract, shared_suffix
 from services.storage.file_words import MemoryFileWords
-from services.retrieval.strategies.bugreport import bm25_weights, is_test_file
+from services.core.files import is_test_file
+from services.retrieval.strategies.bugreport import bm25_weights
 
 SIGNALS = ("bm25", "title", "history", "history_title", "path", "symbol", "traceback", "chunks", "vector", "graph")
 _STDLIB = re.compile(r"(^|/)lib/python[\d.]*/(?!(site|dist)-packages/)")  # /usr/lib/python3.8/reprlib.py

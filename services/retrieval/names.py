@@ -4,8 +4,10 @@
 (`Store.save`, `pkg.mod.func`, `a::b`), a path (`printing/latex.py`, `latex.py:120`) or a few words that spell
 one name (`fixture manager`) are navigation; anything else (a sentence, a bug report) is a question.
 `find(catalog, reading)` looks the name up in the catalogue: the chunks that define it, best match first
-(the qualified name as asked, then the symbol with the same case, then ignoring case, then spelled in words).
-The query flow adds them to the pool every strategy reranks and, for navigation, puts them first.
+(the qualified name as asked, then the symbol with the same case, then ignoring case, then spelled in words),
+then as an editor's go-to-symbol lists them (sources before tests, by path); a dotted module path
+(`_pytest.nodes`) gives the module's file. The query flow adds them to the pool every strategy reranks and, for
+navigation, puts them first in this order.
 Pure logic over the catalogue's `definitions` / `paths_ending` reads.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from services.core.files import is_test_file
 from services.core.models import Chunk
 from services.core.text import STOP_WORDS, split_identifier
 from services.retrieval.query_signals import extract, is_long, looks_like_code
@@ -57,7 +60,7 @@ class Definition:
 
     @property
     def rank(self) -> int:
-        """0 the best kind of match; definitions of one kind are ordered by the strategy."""
+        """0 the best kind of match (for a bare name: a class or module-level function; 1: a method)."""
         return _ORDER[self.match]
 
 
@@ -99,7 +102,10 @@ def spelled(name: str) -> list[str]:
 def find(catalog, reading: Reading) -> list[Definition]:
     """The chunks the reading names, best match first (empty for a question)."""
     if reading.kind == PATH:
-        return _path_definitions(catalog, reading)
+        found = _path_definitions(catalog, reading)
+        if not found and reading.line is None and _DOTTED.fullmatch(reading.name):
+            found = _dotted_definitions(catalog, reading.name)  # `sphinx.builders.html`: a module, not a file
+        return found
     if reading.kind == QUESTION:
         return []
     if reading.kind == DOTTED:
@@ -123,24 +129,55 @@ def _name_definitions(catalog, name: str) -> list[Definition]:
 
 
 def _dotted_definitions(catalog, dotted: str) -> list[Definition]:
-    """`Class.method`: chunks named `method` whose qualified name ends with the dotted name (or with its
-    tail, for `module.Class` asked with the module); `pkg.mod` with nothing so named: the module's file."""
+    """`pkg.mod` naming a module: the module's file; else `Class.method`: chunks named `method` whose qualified
+    name ends with the dotted name (or with its tail, for `module.Class` asked with the module)."""
     parts = dotted.split(".")
+    module = _module_definitions(catalog, parts)
+    if module:
+        return module
+    found = _dotted_matches(catalog.definitions([parts[-1]], ending=".".join(parts[-2:])), parts)
+    if not found:  # `nodes.Node`: the module and a module-level name
+        found = _dotted_matches(catalog.definitions([parts[-1]]), parts)
+    return _ranked(found)
+
+
+def _dotted_matches(chunks: list[Chunk], parts: list[str]) -> list[Definition]:
+    """The chunks whose qualified name ends with the dotted name, or with its tail in the module it names.
+    (Those ending with its last two parts are read first: `Config.__init__` among thousands of `__init__`.)"""
     found = []
-    for chunk in catalog.definitions([parts[-1]]):
+    for chunk in chunks:
         qualified = chunk.qualified_name.lower()
         for size in range(len(parts), 0, -1):
             tail = ".".join(parts[-size:]).lower()
             if qualified == tail or qualified.endswith("." + tail):
-                module = ".".join(parts[:-size]).lower().replace(".", "/")
-                if size == len(parts) or (module and module in chunk.path.lower()):
-                    found.append(Definition(chunk, "qualified name" if chunk.symbol == parts[-1] else
-                                            "name, other case"))
+                if size == len(parts) or _in_module(chunk.path, parts[:-size]):
+                    found.append(Definition(chunk, _dotted_match(chunk, parts, size)))
                 break
-    if not found:  # `sphinx.ext.autodoc`: a module
-        found = _path_definitions(catalog, Reading(PATH, "/".join(parts) + ".py"))
-        found = found or _path_definitions(catalog, Reading(PATH, "/".join(parts) + "/__init__.py"))
-    return _ranked(found)
+    return found
+
+
+def _dotted_match(chunk: Chunk, parts: list[str], size: int) -> str:
+    """The whole dotted name matched first; a tail matched in the module asked (`nodes.Node`) after it."""
+    if chunk.symbol != parts[-1]:
+        return "name, other case"
+    return "qualified name" if size == len(parts) else "name"
+
+
+def _in_module(path: str, module: list[str]) -> bool:
+    """Whether `path` is module `a.b` (`…/a/b.py`) or in package `a.b` (`…/a/b/…`), by path components."""
+    folders = "/" + path.lower().rsplit(".", 1)[0]
+    wanted = "/" + "/".join(module).lower()
+    return folders.endswith(wanted) or wanted + "/" in folders
+
+
+def _module_definitions(catalog, parts: list[str]) -> list[Definition]:
+    """The file of module `a.b.c`, by suffix and case as asked (`Config.__init__` is no module `config`):
+    `…/a/b/c.py`, else the package's `…/a/b/c/__init__.py`."""
+    for tail in ("/".join(parts) + ".py", "/".join(parts) + "/__init__.py"):
+        found = [d for d in _path_definitions(catalog, Reading(PATH, tail)) if f"/{d.chunk.path}".endswith("/" + tail)]
+        if found:
+            return found
+    return []
 
 
 def _path_definitions(catalog, reading: Reading) -> list[Definition]:
@@ -152,8 +189,8 @@ def _path_definitions(catalog, reading: Reading) -> list[Definition]:
             holding = [c for c in chunks if c.start_line <= reading.line <= c.end_line]
             holding.sort(key=lambda c: c.end_line - c.start_line)  # the innermost chunk holding the line
             out.extend(Definition(c, "line") for c in holding[:1])
-        elif chunks:
-            out.append(Definition(chunks[0], "path"))
+        elif chunks:  # the module-level chunk, else the file's first
+            out.append(Definition(next((c for c in chunks if c.kind == "module"), chunks[0]), "path"))
     return out
 
 
@@ -162,10 +199,11 @@ _ORDER = {"qualified name": 0, "line": 0, "path": 0, "name": 1, "name, other cas
 
 
 def _ranked(found: list[Definition]) -> list[Definition]:
-    """Best match first; of a definition cut into pieces (a long class), only its first piece. Overloads
-    (`@overload def parse…` three times) are definitions each: every one names itself in its first lines."""
+    """Best match first, then sources before tests, by path and line (an editor's go-to-symbol); of a definition
+    cut into pieces (a long class), only its first piece. Overloads (`@overload def parse…` three times) are
+    definitions each: every one names itself in its first lines."""
     seen, out = set(), []
-    for d in sorted(found, key=lambda d: (d.rank, d.chunk.path, d.chunk.start_line)):
+    for d in sorted(found, key=lambda d: (d.rank, is_test_file(d.chunk.path), d.chunk.path, d.chunk.start_line)):
         key = (d.chunk.path, d.chunk.qualified_name or d.chunk.symbol, d.chunk.kind)
         if key not in seen or _heads(d.chunk):
             seen.add(key)

@@ -229,15 +229,15 @@ def mark_stale(result: QueryResult, states: dict[str, str]) -> QueryResult:
 
 
 def names_first(kept: list[Candidate], definitions: list, scored: list[Candidate], reading) -> list[Candidate]:
-    """Navigation: the definitions of the name asked first (best match first, each labelled with the
-    strategy's own score and a row saying why it leads), then the rest in the strategy's order. A
-    definition below the threshold still leads: it is what was asked for."""
+    """Navigation: the definitions of the name asked first, in the name channel's order (best match, then
+    path: classes and module-level functions before methods), each labelled with the strategy's own score and
+    a row saying why it leads; then the rest in the strategy's order. A definition below the threshold still
+    leads: it is what was asked for."""
     if not definitions:
         return kept
     by_id = {c.chunk.id: c for c in reversed(scored)}  # the strategy's scoring wins over the pool's
     by_id.update((c.chunk.id, c) for c in kept)
-    found = [d for d in definitions if d.chunk.id in by_id]  # best match first, then the strategy's order
-    found.sort(key=lambda d: (d.rank, -by_id[d.chunk.id].score))
+    found = [d for d in definitions if d.chunk.id in by_id]
     first = [labelled(by_id[d.chunk.id], d, n, len(found), reading) for n, d in enumerate(found, 1)]
     ids = {c.chunk.id for c in first}
     return first + [c for c in kept if c.chunk.id not in ids]

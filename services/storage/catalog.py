@@ -275,15 +275,19 @@ class Catalog:
             return self._read("WHERE f.path = ? ORDER BY c.start_line", (path,))
         return self._read("ORDER BY c.rowid")
 
-    def definitions(self, names: list[str], limit: int = 500) -> list[Chunk]:
+    def definitions(self, names: list[str], limit: int = 500, ending: str = "") -> list[Chunk]:
         """Chunks that define one of `names` (their symbol, ignoring case; not module or text chunks), at most
-        `limit`, those spelled as asked first (a name like `__init__` is defined thousands of times in a big
-        repository: each row read costs its file's text)."""
+        `limit`, those spelled as asked first, then classes and module-level functions before methods, by path (a
+        name like `__init__` is defined thousands of times in a big repository: each row read costs its file's text).
+        `ending` (`Config.__init__`): only those whose qualified name is it or ends with `.ending`, ignoring case."""
         found: list[Chunk] = []
+        where = "AND (c.qualified_name = ? COLLATE NOCASE OR c.qualified_name LIKE ? ESCAPE '\\') " if ending else ""
+        extra = (ending, "%." + like_escaped(ending)) if ending else ()
         for part in batches(list(dict.fromkeys(names)), SQL_VALUES // 2):  # each name is bound twice
-            found += self._read(f"WHERE c.symbol COLLATE NOCASE IN ({marks(len(part))}) "
+            found += self._read(f"WHERE c.symbol COLLATE NOCASE IN ({marks(len(part))}) {where}"
                                 f"AND c.kind NOT IN ('module', 'text') ORDER BY c.symbol IN ({marks(len(part))}) "
-                                "DESC, f.path, c.start_line LIMIT ?", (*part, *part, limit - len(found)))
+                                "DESC, c.qualified_name IN ('', c.symbol) DESC, f.path, c.start_line LIMIT ?",
+                                (*part, *extra, *part, limit - len(found)))
             if len(found) >= limit:
                 break
         return found
@@ -291,7 +295,7 @@ class Catalog:
     def paths_ending(self, path: str) -> list[str]:
         """Catalogued paths equal to `path` or ending with `/path` (case-insensitive), shortest first."""
         tail = path.strip("/").lower()
-        pattern = "%/" + tail.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        pattern = "%/" + like_escaped(tail)
         rows = self._query("SELECT path FROM files WHERE lower(path) = ? OR lower(path) LIKE ? ESCAPE '\\' "
                            "ORDER BY length(path), path", (tail, pattern))
         return [r[0] for r in rows]
@@ -594,3 +598,8 @@ def _row_chunk(row: tuple, text: str) -> Chunk:
                  symbol=row[8], qualified_name=row[9], kind=row[10], bases=tuple(json.loads(row[11] or "[]")),
                  docstring=piece[:row[7]], content_hash=row[12], file_hash=row[13] or "", references=row[14],
                  ordinal=row[15], contiguous=bool(row[16]))
+
+
+def like_escaped(text: str) -> str:
+    """`text` for a LIKE pattern with ESCAPE '\\': its `\\`, `%` and `_` taken literally."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from services.core.files import is_test_file
 from services.core.models import Candidate, Signal
 from services.retrieval.query_signals import NameTable, QuerySignals, extract, is_long
 from services.retrieval.strategies._ranking import best_first, unchanged
@@ -28,7 +29,6 @@ from services.core.text import STOP_WORDS, code_tokens
 RANKED = ("vector", "parts", "title", "prose", "code", "bm25")  # signals scored by rank
 MATCHED = ("symbol", "path")  # signals scored by their share of the best match
 SIGNALS = (*RANKED, *MATCHED, "test")
-_TEST_DIRS = frozenset(("test", "tests", "testing"))
 MAX_PATH_CHUNKS = 200  # chunks added from files the question names
 
 
@@ -79,13 +79,6 @@ def question_parts(signals: QuerySignals, limit: int) -> list[tuple[str, str]]:
     parts = [("title", signals.title), *(("prose", p) for p in signals.paragraphs),
              *(("code", c) for c in signals.code_blocks)]
     return [(kind, text) for kind, text in parts if text.strip()][:limit]
-
-
-def is_test_file(path: str) -> bool:
-    parts = path.lower().split("/")
-    name = parts[-1]
-    return bool(_TEST_DIRS & set(parts[:-1])) or name.startswith("test_") or name == "conftest.py" or \
-        name.rsplit(".", 1)[0].endswith("_test")
 
 
 def gather(request: RerankRequest, settings, every_part: bool = False) -> Features:
