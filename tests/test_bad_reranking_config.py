@@ -6,15 +6,12 @@ engine with a real index (the stand-in model) and store."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 import httpx
 import pytest
 
-from app.server import build_app
 from services.core.models import QueryOptions
-from services.engine.service import KnowledgeService
-from tests.helpers.engine_server import app_in_thread
+from tests.helpers.engine_server import one_file_server
 from tests.helpers.stand_in_encoder import stand_in_settings
 
 pytestmark = pytest.mark.stand_in_encoder  # the config is tested, not the model
@@ -23,14 +20,8 @@ pytestmark = pytest.mark.stand_in_encoder  # the config is tested, not the model
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """(url, workspace id, service, workspace folder): a small workspace, indexed, on a served engine."""
-    root = tmp_path_factory.mktemp("reranking-config")
-    workspace = root / "projects" / "one"
-    workspace.mkdir(parents=True)
-    (workspace / "adder.py").write_text("def add_numbers(a, b):\n    return a + b\n")
-    service = KnowledgeService(stand_in_settings(), data_dir=root / "data", kind="server")
-    app = build_app(service, root / "data", warm=False, allowed_roots=[str(root / "projects")])
-    with contextlib.closing(service), app_in_thread(app) as url:
-        key = httpx.post(f"{url}/v1/workspaces", json={"path": str(workspace)}).json()["id"]
+    with one_file_server(tmp_path_factory.mktemp("reranking-config"), "adder.py",
+                         "def add_numbers(a, b):\n    return a + b\n", stand_in_settings()) as (url, key, service, workspace):
         asyncio.run(service.index(workspace))
         yield url, key, service, workspace
 

@@ -7,16 +7,13 @@ processes (the real model and Chroma where they index).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import subprocess
 from pathlib import Path
 
 import httpx
 import pytest
 
-from app.server import build_app
-from services.engine.service import KnowledgeService
-from tests.helpers.engine_server import ROOT, app_in_thread, cli, env
+from tests.helpers.engine_server import ROOT, cli, env, one_file_server
 
 pytestmark = pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 
@@ -24,14 +21,8 @@ pytestmark = pytest.mark.slow  # starts a process, a server or the model: not th
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """(url, workspace id, workspace folder) on an un-warmed engine (no model: every refusal comes first)."""
-    root = tmp_path_factory.mktemp("refusals")
-    workspace = root / "projects" / "one"
-    workspace.mkdir(parents=True)
-    (workspace / "a.py").write_text("def a():\n    return 1\n")
-    service = KnowledgeService(data_dir=root / "data", kind="server")
-    app = build_app(service, root / "data", warm=False, allowed_roots=[str(root / "projects")])
-    with contextlib.closing(service), app_in_thread(app) as url:
-        key = httpx.post(f"{url}/v1/workspaces", json={"path": str(workspace)}).json()["id"]
+    with one_file_server(tmp_path_factory.mktemp("refusals"), "a.py", "def a():\n    return 1\n") as (
+            url, key, _service, workspace):
         yield url, key, workspace
 
 

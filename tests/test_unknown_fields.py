@@ -7,14 +7,11 @@ Real parts: the app served by uvicorn on 127.0.0.1 in a thread, httpx, the MCP S
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 import httpx
 import pytest
 
-from app.server import build_app
-from services.engine.service import KnowledgeService
-from tests.helpers.engine_server import app_in_thread
+from tests.helpers.engine_server import one_file_server
 
 pytestmark = pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 
@@ -22,14 +19,8 @@ pytestmark = pytest.mark.slow  # starts a process, a server or the model: not th
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """(url, workspace id, workspace folder) on an un-warmed engine (no model: every refusal comes first)."""
-    root = tmp_path_factory.mktemp("unknown-fields")
-    workspace = root / "projects" / "one"
-    workspace.mkdir(parents=True)
-    (workspace / "a.py").write_text("def a():\n    return 1\n")
-    service = KnowledgeService(data_dir=root / "data", kind="server")
-    app = build_app(service, root / "data", warm=False, allowed_roots=[str(root / "projects")])
-    with contextlib.closing(service), app_in_thread(app) as url:
-        key = httpx.post(f"{url}/v1/workspaces", json={"path": str(workspace)}).json()["id"]
+    with one_file_server(tmp_path_factory.mktemp("unknown-fields"), "a.py", "def a():\n    return 1\n") as (
+            url, key, _service, workspace):
         yield url, key, workspace
 
 

@@ -99,3 +99,21 @@ def app_in_thread(app, host: str = "127.0.0.1"):
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+@contextlib.contextmanager
+def one_file_server(root: Path, name: str, text: str, settings=None):
+    """(url, workspace id, service, workspace folder): an engine served in this process on 127.0.0.1, not
+    warmed (no model loads before a request needs it), with one workspace of one file, registered; only paths
+    under `root`/projects are allowed."""
+    from app.server import build_app
+    from services.engine.service import KnowledgeService
+
+    workspace = root / "projects" / "one"
+    workspace.mkdir(parents=True)
+    (workspace / name).write_text(text)
+    service = KnowledgeService(settings, data_dir=root / "data", kind="server")
+    app = build_app(service, root / "data", warm=False, allowed_roots=[str(root / "projects")])
+    with contextlib.closing(service), app_in_thread(app) as url:
+        key = httpx.post(f"{url}/v1/workspaces", json={"path": str(workspace)}).json()["id"]
+        yield url, key, service, workspace
