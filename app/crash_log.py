@@ -11,6 +11,7 @@ import logging
 import os
 from collections import deque
 from pathlib import Path
+from typing import TextIO
 
 from ui.action_log import ACTIONS
 
@@ -26,7 +27,7 @@ class CrashLog(logging.Handler):
         super().__init__(logging.INFO)
         self.folder = folder
         self.recent: deque[str] = deque(maxlen=KEEP)
-        self.file = None
+        self.file: TextIO | None = None
         self.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
 
     def start(self) -> Path | None:
@@ -34,8 +35,8 @@ class CrashLog(logging.Handler):
         when the last run did not end cleanly (None otherwise)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         crashed = self._previous_crash()
-        self.file = open(self.session, "w", encoding="utf-8")  # noqa: SIM115 (kept open all session)
-        faulthandler.enable(file=self.file, all_threads=True)
+        self.file = file = open(self.session, "w", encoding="utf-8")  # noqa: SIM115 (kept open all session)
+        faulthandler.enable(file=file, all_threads=True)
         logging.getLogger(ACTIONS).addHandler(self)
         return crashed
 

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from PySide6.QtCore import QSettings, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDesktopServices, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QBoxLayout, QFileDialog, QInputDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QStackedWidget, QTabWidget,
@@ -172,7 +172,7 @@ class MainWindow(QMainWindow):
         self.arrangement.addWidget(self.bottom)
         self.arrangement.addWidget(self.below)
         self.code_place = AUTO_PLACE
-        self.kept_splits: dict[str, object] = {}  # each split as the user left it (its saveState), by name
+        self.kept_splits: dict[str, QByteArray] = {}  # each split as the user left it (its saveState), by name
         for name, split, _sizes in self.layouts():
             split.splitterMoved.connect(lambda _pos, _index, n=name, sp=split: self.kept_splits.update({n: sp.saveState()}))
         self._arrange(True)
@@ -372,7 +372,7 @@ class MainWindow(QMainWindow):
             for action in actions:
                 menu.addSeparator() if action is None else menu.addAction(action)
         self.compare_action.setEnabled(self.compare_view is not None)
-        self._build_place_menu(menus.actions()[-1].menu().addMenu("Code &pane"))
+        self._build_place_menu(menu.addMenu("Code &pane"))  # View ▸ Code pane
         self._build_editor_menu(menus.addMenu("Se&ttings").addMenu("&Editor"))
         self.results.reranked_table.setToolTip("Reranked ranking (Ctrl+2): Enter or double-click opens the "
                                                "result in your editor (Ctrl+E)")
@@ -519,7 +519,7 @@ class MainWindow(QMainWindow):
             self.restoreState(state)
         for name, _splitter, _sizes in self.layouts():
             saved = self.settings.value(name)
-            if saved is not None:
+            if isinstance(saved, QByteArray):
                 self.kept_splits[name] = saved  # applied when its arrangement is laid out (_restore_splits)
         self.health_action.setChecked(self.settings.value("healthVisible", "true") in (True, "true"))
         self.code.whole_file.setChecked(self.settings.value("code/wholeFile", "true") in (True, "true"))

@@ -119,8 +119,9 @@ class WhyView(QWidget):
             header.setSectionResizeMode(column, mode)  # the bar shares the width with the note, and shrinks
         header.setMinimumSectionSize(40)
         rows = self.table.verticalHeader().defaultSectionSize() * self.MIN_ROWS
-        scrollbar = self.table.horizontalScrollBar().sizeHint().height()  # shown in a narrow pane
-        self.table.setMinimumHeight(rows + header.sizeHint().height() + 2 * self.table.frameWidth() + scrollbar)
+        self.table.setMinimumHeight(rows + header.sizeHint().height() + 2 * self.table.frameWidth())
+        # in a narrow pane the note is cut (whole in its tooltip) rather than a scroll bar taking a row's height
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)

@@ -329,8 +329,9 @@ class KnowledgeService:
         failed = [a for a in asked if isinstance(a, BaseException) and not isinstance(a, IndexMissingError)]
         if failed or len(missing) == len(roots):  # a workspace not yet indexed is said; the others answer
             raise (failed or [a for a in asked if isinstance(a, BaseException)])[0]
-        roots, answers = zip(*((r, a) for r, a in zip(roots, asked) if isinstance(a, QueryResult)))
-        cosines = await self._run(self._query_pool, self._missing_cosines, question.strip(), list(roots), list(answers))
+        answered = [(root, a) for root, a in zip(roots, asked) if isinstance(a, QueryResult)]
+        roots, answers = [root for root, _ in answered], [a for _, a in answered]
+        cosines = await self._run(self._query_pool, self._missing_cosines, question.strip(), roots, answers)
         merged = merge(question.strip(), options.strategy, [(str(r), a) for r, a in zip(roots, answers)],
                        options.top_k, (time.perf_counter() - started) * 1000, cosines)
         return replace(merged, unanswered=missing)

@@ -38,7 +38,7 @@ class GraphViewModel:
         asked = self._asked
         self.subject = item
         target = target_of(item) if item is not None else ""
-        if not target or not workspace or item.chunk.language in NO_GRAPH:  # a whole file has no name to follow
+        if item is None or not target or not workspace or item.chunk.language in NO_GRAPH:  # a whole file has no name to follow
             self.answers = {USED_BY: None, USES: None}
             return True
         used_by, uses = await asyncio.gather(self.engine.references(target, workspace),
