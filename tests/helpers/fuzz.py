@@ -20,9 +20,13 @@ SUITE_EXAMPLES = 3  # per operation and generation mode: the suite's bounded run
 STREAMING = "text/event-stream"
 
 
+# Examples per operation (and mode): KE_FUZZ_EXAMPLES for the long run, else the suite's few. Taken out of
+# the environment: the server it starts refuses a KE_ setting it does not know.
+EXAMPLES = int(os.environ.pop("KE_FUZZ_EXAMPLES", SUITE_EXAMPLES))
+
+
 def examples() -> int:
-    """Examples per operation (and mode): KE_FUZZ_EXAMPLES for the long run, else the suite's few."""
-    return int(os.environ.get("KE_FUZZ_EXAMPLES", SUITE_EXAMPLES))
+    return EXAMPLES
 
 
 @dataclass
