@@ -5,11 +5,16 @@ first index run): the second must get a started client, never Chroma's cached, u
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
+import httpx
+import pytest
 from chromadb.config import System
 
 from services.storage import vector_store
 from services.storage.vector_store import forget_client, make_client
+from tests.conftest import copy_sample
+from tests.helpers.engine_server import index_and_wait, register, served
 
 
 class Watched:
@@ -52,3 +57,34 @@ def test_a_client_opened_while_another_starts_is_started(tmp_path, monkeypatch):
         assert second.list_collections() == [] and first["client"].list_collections() == []
     finally:
         forget_client(path)
+
+
+@pytest.mark.slow  # starts servers and the model
+def test_a_fresh_server_indexes_while_health_requests_arrive_with_it(tmp_path):
+    """A freshly started `serve`, its first index run of a new workspace fired together with health
+    requests (each opens the store on its own thread), three times: every run done, every answer 200."""
+    for round_ in range(3):
+        root = tmp_path / f"round-{round_}"
+        workspace = copy_sample(root / "workspace")
+        for server in served(root, root):
+            with httpx.Client(base_url=server["url"], timeout=120) as client:
+                key = register(client, workspace)
+                answers = fired_together(client, key)
+                status = index_and_wait(client, key)
+            assert status["state"] == "done", status
+            assert all(a.status_code in (200, 202) for a in answers), [a.text for a in answers]
+            assert not [a.text for a in answers if "bindings" in a.text or "unavailable" in a.text]
+
+
+def fired_together(client: httpx.Client, key: str) -> list[httpx.Response]:
+    """POST …/index and four GET …/health, released at once from their own threads."""
+    calls = [lambda: client.post(f"/v1/workspaces/{key}/index", json={})]
+    calls += [lambda: client.get(f"/v1/workspaces/{key}/health")] * 4
+    gate = threading.Barrier(len(calls))
+
+    def fire(call):
+        gate.wait(timeout=60)
+        return call()
+
+    with ThreadPoolExecutor(len(calls)) as pool:
+        return list(pool.map(fire, calls))
