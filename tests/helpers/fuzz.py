@@ -34,12 +34,16 @@ class Tally:
     """What one face answered: requests sent, and the findings (5xx / transport errors, hangs)."""
     face: str
     requests: int = 0
+    answered: dict[str, int] = field(default_factory=dict)  # "2xx", "4xx" (REST); "result", "tool error", "refused" (MCP)
     server_errors: list[str] = field(default_factory=list)
     hangs: list[str] = field(default_factory=list)
 
     def summary(self) -> dict:
-        return {"face": self.face, "requests": self.requests, "server_errors": len(self.server_errors),
-                "hangs": len(self.hangs)}
+        return {"face": self.face, "requests": self.requests, **dict(sorted(self.answered.items())),
+                "5xx or transport error": len(self.server_errors), "hangs": len(self.hangs)}
+
+    def saw(self, kind: str) -> None:
+        self.answered[kind] = self.answered.get(kind, 0) + 1
 
 
 def fuzz_settings(count: int):
@@ -104,6 +108,8 @@ def send_rest(client: httpx.Client, url: str, case, tally: Tally) -> None:
         return
     if response.status_code >= 500:
         tally.server_errors.append(f"{label}: {response.status_code} {response.text[:300]}")
+    else:
+        tally.saw(f"{response.status_code // 100}xx")
 
 
 # --- MCP ---
@@ -168,11 +174,14 @@ async def call_tools(url: str, name: str, calls: list, tally: Tally) -> None:
             tally.requests += 1
             label = f"{name} {arguments!r:.300}"
             try:
-                await asyncio.wait_for(mcp.call_tool(name, arguments), HANG_SECONDS)
+                result = await asyncio.wait_for(mcp.call_tool(name, arguments), HANG_SECONDS)
+                tally.saw("tool error" if result.is_error else "result")
             except TimeoutError:
                 tally.hangs.append(label)
             except MCPError as error:  # a JSON-RPC error answer: a refusal, unless it is an internal error
                 if error.code == INTERNAL_ERROR:
                     tally.server_errors.append(f"{label}: {error.message}")
+                else:
+                    tally.saw("refused")
             except Exception as error:  # a tool's own error is a result (is_error), never an exception
                 tally.server_errors.append(f"{label}: {type(error).__name__} {error}")
