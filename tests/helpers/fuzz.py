@@ -18,6 +18,7 @@ HANG_SECONDS = 30.0
 SUITE_EXAMPLES = 3  # per operation and generation mode: the suite's bounded run
 # (the REST routes that stream events: their status and headers are checked, the stream is not read)
 STREAMING = "text/event-stream"
+KNOWN_FILE = "notes/store.py"  # a file of the sample workspace: "path" is it half the time
 
 
 # Examples per operation (and mode): KE_FUZZ_EXAMPLES for the long run, else the suite's few. Taken out of
@@ -61,7 +62,8 @@ def rest_operations(doc: dict) -> list:
 
 def fuzz_rest(url: str, doc: dict, workspace_id: str, count: int) -> Tally:
     """Every operation of the OpenAPI document, `count` valid and `count` invalid requests each; a request
-    for a workspace is for the registered one half the time (else for whatever id was generated)."""
+    for a workspace is for the registered one half the time (else for whatever id was generated), and
+    then its "path" (a query parameter) is a file of it."""
     from schemathesis import GenerationMode
 
     tally = Tally("rest")
@@ -78,6 +80,8 @@ def run_rest(client: httpx.Client, url: str, strategy, workspace_id: str, count:
     def send(case, ours):
         if ours and "workspace_id" in (case.path_parameters or {}):
             case.path_parameters["workspace_id"] = workspace_id
+        if ours and isinstance(case.query, dict) and "path" in case.query:
+            case.query["path"] = KNOWN_FILE
         send_rest(client, url, case, tally)
 
     try:
@@ -133,7 +137,7 @@ def tools_openapi(tools: list) -> dict:
 
 def fuzz_mcp(url: str, workspace: str, count: int) -> Tally:
     """Every tool, `count` valid and `count` invalid argument sets from its input schema; "workspace" is the
-    registered folder half the time. One MCP session per tool and mode."""
+    registered folder half the time, and then a "path" a file of it. One MCP session per tool and mode."""
     from schemathesis import GenerationMode
 
     tally = Tally("mcp")
@@ -155,6 +159,8 @@ def draw_calls(strategy, workspace: str, count: int) -> list:
             return
         if ours and "workspace" in arguments:
             arguments = {**arguments, "workspace": workspace}
+        if ours and "path" in arguments:
+            arguments = {**arguments, "path": KNOWN_FILE}
         calls.append(arguments)
 
     try:
