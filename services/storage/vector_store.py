@@ -49,8 +49,9 @@ def make_client(path: Path | None, url: str | None):
         if not parsed.hostname:
             raise KnowledgeError(f"--chroma-url {url!r} is not a URL like http://127.0.0.1:8000")
         try:
-            return chromadb.HttpClient(host=parsed.hostname, port=parsed.port or 8000,
-                                       ssl=parsed.scheme == "https", settings=chroma_settings())
+            with CLIENT_START:  # Chroma caches a server's system before starting it too
+                return chromadb.HttpClient(host=parsed.hostname, port=parsed.port or 8000,
+                                           ssl=parsed.scheme == "https", settings=chroma_settings())
         except Exception as error:  # chromadb checks the server at once: ValueError "Could not connect"
             raise IndexStoreError(f"the Chroma server at {url} does not answer ({one_line(error)}). "
                                   "Start it (chroma run) or leave out --chroma-url.") from error
