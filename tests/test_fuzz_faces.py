@@ -43,3 +43,19 @@ def test_generated_mcp_calls_get_no_server_error_and_no_hang(fuzzed):
     tally = fuzz_mcp(fuzzed["url"], str(fuzzed["workspace"]), examples())
     assert tally.requests > 0
     assert not tally.server_errors and not tally.hangs, findings(tally)
+
+
+# --- what the generated requests found, through the server ---
+def test_a_label_with_a_line_separator_keeps_the_labels_readable(fuzzed):
+    with httpx.Client(base_url=fuzzed["url"], timeout=60) as client:
+        labels = f"/v1/workspaces/{fuzzed['id']}/labels"
+        put = client.put(labels, json={"question": "q\x0f", "path": "\x85"})
+        assert put.status_code == 200, put.text
+        assert client.get(labels, params={"question": "q\x0f"}).json()["labels"][0]["path"] == "\x85"
+        assert client.get(labels, params={"question": "another"}).status_code == 200
+
+
+def test_the_home_of_no_user_is_refused_in_words(fuzzed):
+    with httpx.Client(base_url=fuzzed["url"], timeout=60) as client:
+        answer = client.post("/v1/workspaces", json={"path": "~no-such-user-ke-42"})
+    assert (answer.status_code, answer.json()["error"]["code"]) == (400, "bad_workspace"), answer.text
