@@ -9,7 +9,6 @@ engine's own async API (KnowledgeService, or RemoteEngine with the same methods)
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -21,6 +20,7 @@ from app.limits import check_known
 from app.operations import OPERATIONS, Operation, is_many, signature
 from app.render import mcp_json
 from services.core.errors import ForbiddenWorkspace, KnowledgeError
+from services.storage.workspace_index import expanded
 from services.transport.paths import check_path_text
 from services.transport.roots import refusal
 
@@ -40,7 +40,7 @@ def build_mcp(engine, registry=None) -> MCPServer:
         if registry is not None:
             return str(registry.find(workspace)[1])
         check_path_text(workspace)
-        reason = refusal(Path(workspace).expanduser().resolve())
+        reason = refusal(expanded(workspace).resolve())
         if reason is not None:
             raise ForbiddenWorkspace(f"The folder {workspace} cannot be served: {reason}.")
         return workspace

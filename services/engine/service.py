@@ -49,7 +49,7 @@ from services.indexing.watcher import (
     WatchEvent, WorkspaceWatcher,
 )
 from services.storage.error_note import ErrorNote
-from services.storage.workspace_index import CATALOG_FILE, WorkspaceIndex, workspace_root
+from services.storage.workspace_index import CATALOG_FILE, WorkspaceIndex, expanded, workspace_root
 from services.storage.vector_cache import CACHE_FILE, VectorCache
 
 log = logging.getLogger(__name__)
@@ -273,7 +273,7 @@ class KnowledgeService:
     def _known_index(self, workspace: str | Path) -> WorkspaceIndex | None:
         """The index of a workspace folder that is gone (moved, renamed, unmounted), if it has one: kept
         as it is, and shown as such, until the folder is back."""
-        root = Path(workspace).expanduser().absolute().resolve()
+        root = expanded(workspace).absolute().resolve()
         if root.exists():
             return None
         self.owner_lock.require()
@@ -541,7 +541,7 @@ class KnowledgeService:
     async def pause_watch(self, workspace: str | Path) -> None:
         """Stop the automatic run under way and start no automatic run until a user's index() run
         finishes (F5, "Resume"): changes meanwhile are reported as stale (STALE events), never lost."""
-        root = Path(workspace).expanduser().resolve()
+        root = expanded(workspace).resolve()
         running = self.scheduler.pause(root)
         with self._lock:
             watch = self._watches.get(root)
@@ -587,7 +587,7 @@ class KnowledgeService:
                 self._changed(watch)
 
     async def unwatch(self, workspace: str | Path) -> None:
-        root = Path(workspace).expanduser().resolve()
+        root = expanded(workspace).resolve()
         with self._lock:
             watch = self._watches.pop(root, None)
         if watch is not None:

@@ -38,7 +38,9 @@ def _read(queries_file: Path) -> list[dict]:
     if not queries_file.exists():
         return []
     records = []
-    for number, line in enumerate(queries_file.read_text(encoding="utf-8").splitlines(), 1):
+    # one record a "\n" (what _write ends each with): splitlines() would also split a question or path at
+    # U+0085, U+2028 or a form feed, which json.dumps(ensure_ascii=False) leaves as they are
+    for number, line in enumerate(queries_file.read_text(encoding="utf-8").split("\n"), 1):
         if line.strip():
             try:
                 records.append(json.loads(line))

@@ -37,6 +37,9 @@ def chroma_settings() -> ChromaSettings:
 # indexing write) were seen to hold it for over a second. One lock, taken before entering Chroma
 # (waiting on it releases the GIL), keeps every stall down to a single call's own length.
 CHROMA_CALL = threading.RLock()
+# Chroma caches a folder's system before it starts it: a second thread opening the same folder meanwhile
+# got the unstarted one ("'RustBindingsAPI' object has no attribute 'bindings'"). Clients start one at a time.
+CLIENT_START = threading.Lock()
 WRITE_SLICE = 128  # Chroma holds the GIL while it writes: 0.59 ms a vector in slices of 16, 0.19 in slices of 128 (a 76 ms hold)
 
 
@@ -46,18 +49,24 @@ def make_client(path: Path | None, url: str | None):
         if not parsed.hostname:
             raise KnowledgeError(f"--chroma-url {url!r} is not a URL like http://127.0.0.1:8000")
         try:
-            return chromadb.HttpClient(host=parsed.hostname, port=parsed.port or 8000,
-                                       ssl=parsed.scheme == "https", settings=chroma_settings())
+            with CLIENT_START:  # Chroma caches a server's system before starting it too
+                return chromadb.HttpClient(host=parsed.hostname, port=parsed.port or 8000,
+                                           ssl=parsed.scheme == "https", settings=chroma_settings())
         except Exception as error:  # chromadb checks the server at once: ValueError "Could not connect"
             raise IndexStoreError(f"the Chroma server at {url} does not answer ({one_line(error)}). "
                                   "Start it (chroma run) or leave out --chroma-url.") from error
     if path is None:
         raise KnowledgeError("an embedded vector store needs a folder")
     path.mkdir(parents=True, exist_ok=True)
+    with CLIENT_START:
+        return embedded_client(path)
+
+
+def embedded_client(path: Path):
     try:
         return chromadb.PersistentClient(path=str(path), settings=chroma_settings())
     except BaseException as error:
-        forget_client(path)  # Chroma caches its system before starting it: a failed start would stay cached
+        forget_unlocked(path)  # Chroma caches its system before starting it: a failed start would stay cached
         if type(error).__name__ == "PanicException":  # Chroma's Rust side panicked, e.g. no file handle left
             raise RuntimeError(f"the vector store's engine did not start ({one_line(error)})") from None
         raise
@@ -171,6 +180,11 @@ def _upper_levels_problem(path: Path, count: int, max_m: int, max_level: int, en
 
 def forget_client(path: Path) -> None:
     """Drop Chroma's cached system for a folder (after the folder was deleted under us)."""
+    with CLIENT_START:
+        forget_unlocked(path)
+
+
+def forget_unlocked(path: Path) -> None:
     SharedSystemClient._identifier_to_system.pop(str(path), None)
 
 

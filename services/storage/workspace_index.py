@@ -26,8 +26,17 @@ PROJECTION_FILE = "projection.npy"
 ASIDE_FOLDER = "aside"  # in the data dir: old indexes a rebuild keeps until the new one is verified
 
 
+def expanded(workspace: str | Path) -> Path:
+    """The folder with `~` expanded; `~name` of no user on this machine is a WorkspaceError (pathlib
+    raises RuntimeError on it)."""
+    try:
+        return Path(workspace).expanduser()
+    except RuntimeError:
+        raise WorkspaceError(f"Workspace folder {workspace} does not exist: no such user's home.") from None
+
+
 def workspace_root(workspace: str | Path) -> Path:
-    root = Path(workspace).expanduser()
+    root = expanded(workspace)
     if not root.exists():
         raise WorkspaceError(f"Workspace folder {root} does not exist.")
     if not root.is_dir():
