@@ -295,4 +295,5 @@ def test_a_locked_history_store_costs_neither_the_run_nor_the_history(tmp_path):
     after = cli("health", str(workspace), "--data-dir", str(data)).stdout
     assert "history: 2 commits" in after, after
     found = cli("query", str(workspace), "archive_notes", "--data-dir", str(data))
-    assert found.returncode == 0 and "notes/archive.py" in found.stdout.splitlines()[2], found.stdout
+    first = next(line for line in found.stdout.splitlines() if line.strip().startswith("1."))
+    assert found.returncode == 0 and "notes/archive.py" in first, found.stdout

@@ -226,8 +226,8 @@ ERROR_CASES = {
                           lambda e, ws, tmp: e.query("x", QueryOptions(workspace=str(tmp / "missing")))),
     "index a missing workspace": (WorkspaceError, lambda e, ws, tmp: e.index(tmp / "missing")),
     "no workspaces": (QueryError, lambda e, ws, tmp: e.query_many("x", [], QueryOptions(workspace=ws))),
-    "one unindexed of several": (IndexMissingError, lambda e, ws, tmp: e.query_many(
-        "x", [ws, str(unindexed(tmp))], QueryOptions(workspace=ws))),
+    "only unindexed ones": (IndexMissingError, lambda e, ws, tmp: e.query_many(
+        "x", [str(unindexed(tmp))], QueryOptions(workspace=ws))),
     "not indexed": (IndexMissingError, lambda e, ws, tmp: e.query("x", QueryOptions(workspace=str(unindexed(tmp))))),
     "go to an empty name": (QueryError, lambda e, ws, tmp: e.goto_symbols("  ", ws)),
     "go to file, limit 0": (QueryError, lambda e, ws, tmp: e.goto_files("a.py", ws, 0)),
@@ -248,6 +248,15 @@ async def test_errors_arrive_as_the_engines_own_classes(subject, case, tmp_path)
     with pytest.raises(kind) as raised:
         await call(subject.engine, str(subject.workspace), tmp_path)
     assert str(raised.value) and "Traceback" not in str(raised.value)
+
+
+async def test_a_workspace_not_indexed_among_several_is_named_and_the_others_answer(subject, tmp_path):
+    """Not an error for the whole question (issue 40): the indexed workspace answers, the other is named."""
+    missing = unindexed(tmp_path)
+    result = await subject.engine.query_many(QUESTION, [str(subject.workspace), str(missing)],
+                                             QueryOptions(workspace=str(subject.workspace)))
+    assert list(result.unanswered) == [str(missing.resolve())] and "index" in result.unanswered[str(missing.resolve())]
+    assert result.results and {hit.workspace for hit in result.results} == {str(Path(subject.workspace).resolve())}
 
 
 @pytest.mark.parametrize("kind", KINDS)
