@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
@@ -28,6 +29,7 @@ from ui.viewmodels.ranking import fit_location
 from ui.why_view import ElidedLabel
 
 PYGMENTS_STYLE = "default"
+LEXED_FILES = 8  # whole files whose lexing is kept (Back / Forward between them shows them at once)
 CHUNK_BACKGROUND = QColor("#fff6d5")
 GUTTER_BACKGROUND = QColor("#f4f5f7")
 GUTTER_TEXT = QColor("#9aa0a6")
@@ -91,7 +93,7 @@ class PygmentsHighlighter(QSyntaxHighlighter):
         super().__init__(document)
         self._formats = _formats_for_style(style_name)
         self._lines: list[list[tuple]] = []
-        self._whole: tuple = (None, None, [])  # (file text, lexer, its spans)
+        self._lexed: OrderedDict[tuple, list] = OrderedDict()  # (file text, lexer) -> its spans, the last few files
 
     def set_source(self, text: str, lexer) -> None:
         """Re-colour the document already holding `text`."""
@@ -107,10 +109,14 @@ class PygmentsHighlighter(QSyntaxHighlighter):
         if whole is None:
             self._lines = self._spans(text, lexer)
         else:
-            if self._whole[:2] != (whole, lexer):  # chunks of one file reuse its lexing
-                self._whole = (whole, lexer, self._spans(whole, lexer))
+            key = (whole, lexer)  # chunks of one file, and Back / Forward between files, reuse its lexing
+            if key not in self._lexed:
+                self._lexed[key] = self._spans(whole, lexer)
+                while len(self._lexed) > LEXED_FILES:
+                    self._lexed.popitem(last=False)
+            self._lexed.move_to_end(key)
             count = text.count("\n") + 1
-            self._lines = self._whole[2][offset:offset + count]
+            self._lines = self._lexed[key][offset:offset + count]
 
     def token_at(self, block_number: int, column: int):
         """The Pygments token type painted at a position (None for plain text)."""
