@@ -14,12 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import httpx  # noqa: E402
-
 from benchmarks.record import record  # noqa: E402
-from tests.conftest import copy_sample  # noqa: E402
-from tests.helpers.engine_server import index_and_wait, register, served  # noqa: E402
-from tests.helpers.fuzz import HANG_SECONDS, examples, fuzz_mcp, fuzz_rest  # noqa: E402
+from tests.helpers.fuzz import HANG_SECONDS, examples, fuzz_mcp, fuzz_rest, fuzz_server  # noqa: E402
 
 
 def timed(run) -> tuple:
@@ -31,15 +27,9 @@ def timed(run) -> tuple:
 def main() -> int:
     count = examples()
     with tempfile.TemporaryDirectory() as folder:
-        root = Path(folder)
-        workspace = copy_sample(root / "allowed" / "workspace")
-        for server in served(root, root / "allowed"):
-            with httpx.Client(base_url=server["url"], timeout=120) as client:
-                key = register(client, workspace)
-                assert index_and_wait(client, key)["state"] == "done"
-                doc = client.get("/openapi.json").json()
-            rest, rest_s = timed(lambda: fuzz_rest(server["url"], doc, key, count))
-            mcp, mcp_s = timed(lambda: fuzz_mcp(server["url"], str(workspace), count))
+        for server in fuzz_server(Path(folder)):
+            rest, rest_s = timed(lambda: fuzz_rest(server["url"], server["openapi"], server["id"], count))
+            mcp, mcp_s = timed(lambda: fuzz_mcp(server["url"], str(server["workspace"]), count))
     rows = [{**rest.summary(), "seconds": rest_s}, {**mcp.summary(), "seconds": mcp_s}]
     for row in rows:
         print(row)

@@ -9,9 +9,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.conftest import copy_sample
-from tests.helpers.engine_server import index_and_wait, register, served
-from tests.helpers.fuzz import examples, fuzz_mcp, fuzz_rest
+from tests.helpers.fuzz import examples, fuzz_mcp, fuzz_rest, fuzz_server
 
 pytestmark = pytest.mark.slow  # a real server and the model
 
@@ -19,14 +17,7 @@ pytestmark = pytest.mark.slow  # a real server and the model
 @pytest.fixture(scope="module")
 def fuzzed(tmp_path_factory):
     """A server of its own, allowed only under its own folder, with the sample copy registered and indexed."""
-    root = tmp_path_factory.mktemp("fuzz")
-    workspace = copy_sample(root / "allowed" / "workspace")
-    for server in served(root, root / "allowed"):
-        with httpx.Client(base_url=server["url"], timeout=120) as client:
-            key = register(client, workspace)
-            assert index_and_wait(client, key)["state"] == "done"
-            doc = client.get("/openapi.json").json()
-        yield {**server, "workspace": workspace, "id": key, "openapi": doc}
+    yield from fuzz_server(tmp_path_factory.mktemp("fuzz"))
 
 
 def findings(tally) -> str:

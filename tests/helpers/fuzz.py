@@ -191,3 +191,18 @@ async def call_tools(url: str, name: str, calls: list, tally: Tally) -> None:
                     tally.saw("refused")
             except Exception as error:  # a tool's own error is a result (is_error), never an exception
                 tally.server_errors.append(f"{label}: {type(error).__name__} {error}")
+
+
+def fuzz_server(root):
+    """A `serve` of its own, allowed only under `root`/allowed, the sample workspace copied there, registered
+    and indexed: yields {"url", "data_dir", "workspace", "id", "openapi"} (a generator: the server stops after)."""
+    from tests.conftest import copy_sample
+    from tests.helpers.engine_server import index_and_wait, register, served
+
+    workspace = copy_sample(root / "allowed" / "workspace")
+    for server in served(root, root / "allowed"):
+        with httpx.Client(base_url=server["url"], timeout=120) as client:
+            key = register(client, workspace)
+            assert index_and_wait(client, key)["state"] == "done"
+            doc = client.get("/openapi.json").json()
+        yield {**server, "workspace": workspace, "id": key, "openapi": doc}
