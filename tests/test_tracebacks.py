@@ -113,6 +113,19 @@ def test_auto_is_the_default_and_a_listed_strategy_that_answers_as_the_one_it_pi
     assert create_strategy("none", Settings()).route(REPORT)[0].name == "none"
 
 
+def test_a_fused_answer_keeps_the_report_ranking_s_lead_and_lifts_what_both_rank_well():
+    from services.retrieval.file_answer import fuse
+
+    report = ["saferepr.py", "code.py", "main.py", "runner.py"]
+    words = ["runner.py", "code.py", "reports.py"]
+    fused = [path for path, _ in fuse(report, words, 0.3, 10)]
+    assert fused[:2] == ["code.py", "runner.py"]  # ranked by both beats #1 in one alone
+    assert set(fused) == set(report) | set(words) and "reports.py" == fused[-1]
+    apart = [path for path, _ in fuse(["a.py", "b.py"], ["c.py", "d.py"], 0.3, 10)]
+    assert apart == ["a.py", "b.py", "c.py", "d.py"]  # the report's ranking leads (0.7 of the weight)
+    assert [path for path, _ in fuse(report, words, 0.0, 10)] == report + ["reports.py"]  # no share: the report's order
+
+
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
     from tests.conftest import indexed_sample
@@ -137,3 +150,25 @@ async def test_the_default_says_what_it_read_in_every_face_s_json(sample):
     assert files_json(files)["strategy_note"] == files.strategy_note == words.strategy_note
     chosen = await service.query("save a note to disk", QueryOptions(workspace=str(workspace), strategy="none"))
     assert chosen.strategy == "none" and chosen.strategy_note == ""  # a strategy picked by the user is used as is
+
+
+@pytest.mark.slow
+async def test_a_report_s_files_are_bug_report_s_and_metadata_s_fused_and_each_says_where_both_put_it(sample):
+    from app.render import files_json
+    from services.core.models import QueryOptions
+
+    service, workspace = sample
+    asked = ("Saving a note to disk loses its tags\n\nWhen I save a note with tags and open the store again, "
+             "the note is there but its tags are gone. The disk store writes the text and the title only. "
+             "Expected: the tags are kept like the rest of the note.")
+    default = await service.find_files(asked, QueryOptions(workspace=str(workspace), strategy=DEFAULT_STRATEGY), 5)
+    assert default.strategy_note.startswith("a bug report of") and "fused by rank with metadata's (30%)" in default.strategy_note
+    assert files_json(default)["strategy_note"] == default.strategy_note
+    scores = [f.score for f in default.files]
+    assert default.files and scores == sorted(scores, reverse=True) and [f.rank for f in default.files] == [1, 2, 3, 4, 5][:len(scores)]
+    for f in default.files:
+        fused = f.signals[-1]
+        assert fused.name == "fused by rank" and fused.op == "set" and fused.contribution == f.score
+        assert "by bug-report" in fused.note and "by metadata" in fused.note
+    alone = await service.find_files(asked, QueryOptions(workspace=str(workspace), strategy="bug-report"), 5)
+    assert all(s.name != "fused by rank" for f in alone.files for s in f.signals)  # a picked strategy is not fused

@@ -24,6 +24,7 @@ from services.storage import labels
 from services.storage.history_store import CommitIndex
 from services.retrieval import context, goto, graph, search_steps
 from services.retrieval.file_answer import POOL, PROSE, FileRanker
+from services.retrieval.strategies import auto
 from services.retrieval.file_ranking import FileIndex
 from services.storage.file_words import CatalogFileWords
 from services.retrieval.multi import check_workspaces, merge, missing_cosines
@@ -375,20 +376,28 @@ class KnowledgeService:
             raise QueryError(f"The file count must be at least 1 (got {max_files}).")
         started = time.perf_counter()
         before = options.before if before is None else before
-        result = await self.query(question, replace(options, top_k=max(options.top_k, POOL), expand_context=False,
-                                                    before=before))
+        pooled = replace(options, top_k=max(options.top_k, POOL), expand_context=False, before=before)
+        result = await self.query(question, pooled)
+        words = None
+        if result.strategy == "auto" and auto.choose(question)[0] == auto.FOR_REPORTS:  # auto's report blend
+            words = await self.query(question, replace(pooled, strategy=auto.FILES.second))
         index = self._index(options.workspace)
-        answer = await self._run(self._query_pool, self._file_answer, index, result, options, max_files, before)
+        answer = await self._run(self._query_pool, self._file_answer, index, result, options, max_files, before, words)
         total = (time.perf_counter() - started) * 1000
         return replace(answer, timings_ms={"chunks": result.timings_ms.get("total", 0.0),
                                            "files": round(total - result.timings_ms.get("total", 0.0), 1),
                                            "total": round(total, 1)})
 
     def _file_answer(self, index: WorkspaceIndex, result: QueryResult, options: QueryOptions, max_files: int,
-                     before: int | None) -> FileAnswer:
+                     before: int | None, words: QueryResult | None = None) -> FileAnswer:
+        """`result` as files; with `words` (auto on a report), both strategies' file rankings fused."""
         ranker = self._file_ranker(index)
         allowed = _allowed_files(index, options)
-        return ranker.answer(result, max_files, before, allowed if options.languages else ranker.source_files(allowed))
+        allowed = allowed if options.languages else ranker.source_files(allowed)
+        if words is None:
+            return ranker.answer(result, max_files, before, allowed)
+        answer = ranker.blended(result, words, max_files, before, allowed, auto.FILES)
+        return replace(answer, strategy_note=auto.files_note(answer.strategy_note))
 
     def _file_ranker(self, index: WorkspaceIndex) -> FileRanker:
         """The file-level ranker of the index's current state, made on first use after each change: the file

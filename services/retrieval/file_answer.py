@@ -23,6 +23,7 @@ from services.retrieval.query_signals import Frame
 
 CHUNK_WEIGHT = 1.0  # the strategy's chunk evidence, beside the file-level weights tuned without it
 POOL = 100  # chunks the strategy ranks for a file answer
+BLEND_POOL = 60  # files each ranking gives a fused answer (`FileRanker.blended`)
 BEST_CHUNKS = 3  # chunks shown per file
 PROSE = frozenset({"text", "markdown"})  # languages left out of file answers unless the language filter names them
 NOTE_TERMS = 4  # terms named in a note
@@ -69,6 +70,24 @@ class FileRanker:
         weights = self.weights()
         feats, why = self.features(result, before, weights)
         return self.ranked(result, feats, why, weights, max_files, before, allowed)
+
+    def blended(self, report: QueryResult, words: QueryResult, max_files: int, before: int | None,
+                allowed: set[str] | None, blend) -> FileAnswer:
+        """`auto`'s answer to a report (strategies/auto.py `Blend`): the report strategy's file ranking (the
+        vector ranking's chunks at `blend.vector`) and the words strategy's, fused by reciprocal rank."""
+        report_weights = replace(self.weights(), vector=blend.vector)
+        first = self.ranked(report, *self.features(report, before, report_weights), report_weights, BLEND_POOL,
+                            before, allowed)
+        second = self.answer(words, BLEND_POOL, before, allowed)
+        fused = fuse([f.path for f in first.files], [f.path for f in second.files], blend.share, blend.k)
+        by_path = {f.path: f for f in second.files} | {f.path: f for f in first.files}
+        where = {name: {f.path: f.rank for f in answer.files}
+                 for name, answer in ((blend.first, first), (blend.second, second))}
+        files = [replace(by_path[p], rank=n, score=score,
+                         signals=by_path[p].signals + (Signal("fused by rank", score, score, "set",
+                                                              _fused_note(p, where)),))
+                 for n, (p, score) in enumerate(fused[:max_files], 1)]
+        return replace(first, files=files, original=first.original[:max_files])
 
     def weights(self) -> fr.Weights:
         return replace(fr.Weights(), chunks=CHUNK_WEIGHT, graph=self.graph_weight)
@@ -220,6 +239,22 @@ class _Why:
         n = len(voters)
         earlier = "earlier " if self.before is not None else ""
         return f"{n} {earlier}commit{'s' if n != 1 else ''} about {words} touched this file"
+
+
+def fuse(first: list[str], second: list[str], share: float, k: int) -> list[tuple[str, float]]:
+    """Two rankings fused by reciprocal rank: (path, score) best first; `second` gets `share` of the weight."""
+    scores: dict[str, float] = {}
+    for weight, ranking in ((1.0 - share, first), (share, second)):
+        for rank, path in enumerate(ranking, 1):
+            scores[path] = scores.get(path, 0.0) + weight / (k + rank)
+    return sorted(scores.items(), key=lambda item: -item[1])
+
+
+def _fused_note(path: str, where: dict[str, dict[str, int]]) -> str:
+    """"#2 by bug-report, #1 by metadata, fused by rank"."""
+    ranks = [f"#{ranks[path]} by {name}" if path in ranks else f"not in {name}'s first {BLEND_POOL}"
+             for name, ranks in where.items()]
+    return ", ".join(ranks) + ", fused by rank"
 
 
 def _frames_note(count: int, depth: int) -> str:

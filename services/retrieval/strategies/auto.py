@@ -2,13 +2,16 @@
 
 A name, a dotted name or a path (`Poly.degree`, `_pytest.nodes`, `src/x.py:12`) -> `metadata`: the name
 channel puts the definition, the module's or the path's file first (services/retrieval/names.py). A traceback or
-a pasted bug report -> `bug-report` (and, for file answers, the traceback's frames, innermost first). A
+a pasted bug report -> `bug-report` (file answers: the traceback's frames, innermost first, and `bug-report`'s
+file ranking fused by rank with `metadata`'s, `Blend`). A
 question in words -> `metadata`: the vector ranking unless it asks for implementations or a protocol (CoSQA:
 equal to `none`, 0.522, and no strategy above it). Figures:
 benchmarks/README.md ("The right answer by default").
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from services.core.models import Candidate
 from services.retrieval import names
@@ -20,6 +23,23 @@ from services.retrieval.strategies.base import (
 FOR_NAMES = "metadata"
 FOR_REPORTS = "bug-report"
 FOR_WORDS = "metadata"
+
+
+@dataclass(frozen=True)
+class Blend:
+    """A report's FILE answer: `first`'s file ranking (the vector ranking's chunks at `vector` beside its own)
+    fused by reciprocal rank (k) with `second`'s, which gets `share` of the weight. Chosen
+    leave-one-repository-out on pytest, Sphinx, xarray and pylint (benchmarks/file_default.py): the folds chose
+    share 0.3, 0.2, 0.3, 0.3, k 10, 30, 10, 1 and vector 1; all four together choose these."""
+
+    share: float = 0.3
+    k: int = 10
+    vector: float = 1.0
+    first: str = FOR_REPORTS
+    second: str = FOR_WORDS
+
+
+FILES = Blend()
 
 
 def choose(question: str) -> tuple[str, str]:
@@ -34,6 +54,11 @@ def choose(question: str) -> tuple[str, str]:
     if is_long(question):
         return FOR_REPORTS, f"a bug report of {len(question.split()):,} words: ranking by {FOR_REPORTS}"
     return FOR_WORDS, f"a question in words: ranking by {FOR_WORDS}, measured best for those"
+
+
+def files_note(note: str) -> str:
+    """`choose`'s note for a report, as said of its file answer."""
+    return f"{note}; files: its file ranking fused by rank with {FILES.second}'s ({FILES.share:.0%})"
 
 
 def _kind(reading: names.Reading) -> str:
