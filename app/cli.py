@@ -613,8 +613,8 @@ def query_text(result) -> str:
              + (f" (fell back to the original ranking: {result.fallback_reason})" if result.fallback_reason else "")]
     if result.warning:
         lines.append(f"warning: {shown(result.warning)}")
-    if result.strategy_note:
-        lines.append(f"({shown(result.strategy_note)})")
+    if result.strategy_note and not (result.reading_note and result.strategy_note.startswith("read as")):
+        lines.append(f"({shown(result.strategy_note)})")  # a name's reading note says the same, and what was found
     if result.reading_note:
         lines.append(f"({shown(result.reading_note)})")
     for r in result.results:

@@ -110,3 +110,18 @@ def test_gui_screenshot_mode_runs_the_real_app_with_its_engine_process(workspace
 
     image = QImage(str(out))
     assert image.width() >= 1000 and image.height() >= 600
+
+
+def test_a_name_s_answer_says_how_it_was_read_once():
+    from app.cli import query_text
+    from services.core.models import QueryResult
+
+    def result(reading_note: str, strategy_note: str) -> QueryResult:
+        return QueryResult("Node", "auto", [], [], [], 0, 0, True, None, False, {"total": 1.0},
+                           reading_note=reading_note, strategy_note=strategy_note)
+
+    name = query_text(result("read as name `Node`: 1 definition first",
+                             "read as a name `Node`: its definitions first (metadata)"))
+    assert name.count("read as") == 1 and "1 definition first" in name
+    report = query_text(result("", "a bug report of 80 words: ranking by bug-report"))
+    assert "(a bug report of 80 words: ranking by bug-report)" in report

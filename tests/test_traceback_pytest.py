@@ -56,7 +56,7 @@ async def test_a_traceback_s_innermost_project_file_comes_first(pytest_snapshot)
     files = await answer(service, folder, "pytest-dev__pytest-7168")
     assert files.strategy == DEFAULT_STRATEGY == "auto"
     assert files.strategy_note.startswith("a traceback of 44 frames: ranking by bug-report")
-    assert files.strategy_note.endswith("fused by rank with metadata's (30%)")
+    assert files.strategy_note.endswith("fused by rank with metadata's (20%)")
     first = files.files[0]
     assert first.path == "src/_pytest/_io/saferepr.py"
     notes = {s.name: s.note for s in first.signals}

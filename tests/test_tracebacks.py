@@ -162,7 +162,7 @@ async def test_a_report_s_files_are_bug_report_s_and_metadata_s_fused_and_each_s
              "the note is there but its tags are gone. The disk store writes the text and the title only. "
              "Expected: the tags are kept like the rest of the note.")
     default = await service.find_files(asked, QueryOptions(workspace=str(workspace), strategy=DEFAULT_STRATEGY), 5)
-    assert default.strategy_note.startswith("a bug report of") and "fused by rank with metadata's (30%)" in default.strategy_note
+    assert default.strategy_note.startswith("a bug report of") and "fused by rank with metadata's (20%)" in default.strategy_note
     assert files_json(default)["strategy_note"] == default.strategy_note
     scores = [f.score for f in default.files]
     assert default.files and scores == sorted(scores, reverse=True) and [f.rank for f in default.files] == [1, 2, 3, 4, 5][:len(scores)]

@@ -225,11 +225,11 @@ class BugReportSettings(Area):
 class FileAnswerSettings(Area):
     """File answers (find_files, issue #19): the code graph's signal (issue #35). Files that the strategy's
     top `files_graph_chunks` chunks call (or whose attributes or bases they use), and files defining what the
-    question's traceback frames call, gain `files_graph_weight` x their normalised votes. Tuned by
-    benchmarks/tune_graph.py, chosen on Sphinx (0.2, the top chunk alone): out of sample on pytest MRR@10 up to
-    +0.015, no strategy below -0.001; pytest's own choice lost up to 0.020 on Sphinx (benchmarks/README.md)."""
+    question's traceback frames call, gain `files_graph_weight` x their normalised votes. Off by default: issue 41
+    ships it only if it gains out of sample on three of the four SWE repositories; leave-one-repository-out
+    (benchmarks/graph_loo.py) every fold chose 0.2, and `auto` gained on two only (benchmarks/README.md)."""
 
-    files_graph_weight: float = Field(0.2, ge=0)
+    files_graph_weight: float = Field(0.0, ge=0)
     files_graph_chunks: int = Field(1, ge=0)
     # Measured, not shipped (off: neither direction of the tuning chose them, see benchmarks/README.md):
     # the callees of definitions of names the question uses vote this much each ("`lambdify` (named)"),

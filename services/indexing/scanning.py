@@ -74,7 +74,8 @@ BINARY_EXTENSIONS = frozenset(
     ".npy .npz .pkl .pickle .pt .pth .onnx .safetensors .parquet .feather .h5 .hdf5".split()
 )
 
-# Machine-made files: minified bundles, source maps, lock files, files that say they are generated.
+# Machine-made files: minified bundles, source maps, lock files, protobuf outputs. A file that only says it was
+# generated ("do not edit") is indexed: it is readable code that other code calls, where go-to must land.
 MACHINE_MADE = "minified/generated"
 MACHINE_MADE_NAMES = (
     "*.min.js", "*.min.css", "*.min.mjs", "*.map", "*.lock", "package-lock.json", "npm-shrinkwrap.json",
@@ -84,9 +85,6 @@ MINIFIED_MIN_CHARS = 2048  # shorter texts are never judged minified by their li
 MINIFIED_AVG_LINE = 300  # characters per line, on average, above which a text is minified
 MACHINE_LINE = 50_000  # a line this long was not written by hand
 _MACHINE_MADE_NAME = re.compile("|".join(fnmatch.translate(pattern) for pattern in MACHINE_MADE_NAMES))
-_GENERATED_MARK = re.compile(r"(?i)\bgenerated\b.*\bdo not edit\b|@generated\b")
-GENERATED_MARK_LINES = 5
-GENERATED_MARK_CHARS = 1000
 
 
 class UnreadableRoot(OSError):
@@ -142,11 +140,8 @@ def shebang_language(head: bytes) -> str | None:
 
 
 def machine_made(name: str, text: str) -> bool:
-    """A minified bundle, source map, lock file or generated file (by its name or its text)."""
+    """A minified bundle, source map, lock file or protobuf output (by its name, or its lines' lengths)."""
     if _MACHINE_MADE_NAME.match(name):
-        return True
-    top = text[:GENERATED_MARK_CHARS].split("\n", GENERATED_MARK_LINES)[:GENERATED_MARK_LINES]
-    if _GENERATED_MARK.search("\n".join(top)):
         return True
     lines = text.count("\n") + 1
     if len(text) >= MINIFIED_MIN_CHARS and len(text) / lines > MINIFIED_AVG_LINE:
