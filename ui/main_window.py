@@ -15,9 +15,10 @@ from PySide6.QtWidgets import (
     QToolBar, QToolButton, QVBoxLayout, QWidget,
 )
 
-from services.core.models import Chunk, IndexHealth, IndexReport, ProgressEvent, QueryResult, ResultChunk, StrategyInfo
-from services.indexing.watcher import WatchEvent
-from services.storage.ownership import IndexBusyError
+from services.core.errors import IndexBusyError
+from services.core.models import (
+    Chunk, IndexHealth, IndexReport, ProgressEvent, QueryResult, ResultChunk, StrategyInfo, WatchEvent,
+)
 from ui.action_log import record
 from ui.async_runner import AsyncRunner
 from ui.code_view import CodeView, preload_lexers
