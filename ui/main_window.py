@@ -320,12 +320,13 @@ class MainWindow(QMainWindow):
         """Every action on the window (its keys work anywhere in it; the command palette lists them in this
         order) and in the menus."""
         query, results, code, graph, health = self.query_bar, self.results, self.code, self.graph, self.health_panel
+        palette_action = self.palette.open_action
         self.addActions([
             self.open_action, health.show_action, self.quit_action, query.focus_action, query.run_action,
             query.history_action, query.pin_action, query.next_strategy_action, query.previous_strategy_action,
             query.clear_filters_action, results.vector_action, results.reranked_action, self.editor_action,
             health.reindex_action, health.rebuild_action, health.cancel_action, self.explore_action,
-            self.files_action, self.workspace_set_action, self.compare_action, self.palette.open_action,
+            self.files_action, self.workspace_set_action, self.compare_action, palette_action,
             self.finder.file_action, self.finder.symbol_action, graph.used_by_action, graph.uses_action,
             code.back_action, code.forward_action])
         menus = self.menuBar()
@@ -338,7 +339,7 @@ class MainWindow(QMainWindow):
                               graph.used_by_action, graph.uses_action]),
                 ("&Index", [health.reindex_action, health.rebuild_action, health.cancel_action]),
                 ("&View", [self.explore_action, self.files_action, self.workspace_set_action, self.compare_action,
-                           health.show_action, self.palette.open_action])):
+                           health.show_action, palette_action])):
             menu = menus.addMenu(title)
             for action in actions:
                 menu.addSeparator() if action is None else menu.addAction(action)
