@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from functools import partial
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
