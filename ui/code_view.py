@@ -22,9 +22,11 @@ from PySide6.QtWidgets import (
 )
 
 from services.core import files
-from services.core.models import ResultChunk
+from services.core.models import Chunk, ResultChunk
+from ui.actions import window_action
 from ui.editor import AUTO, EditorError, open_at_line
 from ui.theme import mono_font
+from ui.viewmodels.navigation import Navigation
 from ui.viewmodels.ranking import fit_location
 from ui.why_view import ElidedLabel
 
@@ -287,9 +289,10 @@ def file_slice(path: Path, text: str, first_line: int) -> str | None:
 
 
 class CodeView(QWidget):
-    """Header (symbol, path) + "Open in editor" + the code editor."""
+    """Header (symbol, path) + "Open in editor" + the code editor; Back / Forward over what it showed."""
 
     open_failed = Signal(str)
+    went_to = Signal(object)  # Back / Forward: the window shows this ResultChunk again (its tab forward)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -332,6 +335,24 @@ class CodeView(QWidget):
         header.setContentsMargins(8, 0, 8, 0)
         layout.addLayout(header)
         layout.addWidget(self.editor, 1)
+        self.navigation: Navigation[ResultChunk] = Navigation()  # the places Back / Forward walk
+        self.back_action = window_action(self, "Back", "Alt+Left", lambda: self._walk(self.navigation.back()),
+                                         "Back to where the code pane was")
+        self.forward_action = window_action(self, "Forward", "Alt+Right",
+                                            lambda: self._walk(self.navigation.forward()), "Forward again")
+        self.update_navigation()
+
+    def update_navigation(self) -> None:
+        """Back and Forward enabled when there is somewhere to go."""
+        self.back_action.setEnabled(self.navigation.can_go_back())
+        self.forward_action.setEnabled(self.navigation.can_go_forward())
+
+    def _walk(self, item: ResultChunk | None) -> None:
+        if item is None:
+            return
+        self.update_navigation()
+        self.went_to.emit(item)
+        self.editor.setFocus(Qt.FocusReason.ShortcutFocusReason)
 
     def set_workspace(self, workspace: str) -> None:
         self.workspace = workspace
@@ -340,6 +361,17 @@ class CodeView(QWidget):
         """The identifier (dotted parts included: `self.config.getini`) under the text cursor, "" if none."""
         cursor = self.editor.textCursor()
         return identifier_at(cursor.block().text(), cursor.positionInBlock())
+
+    def name_subject(self) -> ResultChunk | None:
+        """For Used by / Uses: the name under the cursor when the pane has the keyboard and the cursor is on
+        another name than the code shown's, else None."""
+        name = self.name_under_cursor() if self.editor.hasFocus() else ""
+        shown = self.item
+        if not name or shown is None or name in (shown.chunk.symbol, shown.chunk.qualified_name):
+            return None
+        named = Chunk(path=shown.chunk.path, language=shown.chunk.language, start_line=shown.chunk.start_line,
+                      end_line=shown.chunk.end_line, content="", symbol=name, qualified_name=name, kind="name")
+        return ResultChunk(named, 1, 0.0, None, None, "", 0)
 
     def show_chunk(self, item: ResultChunk | None) -> None:
         self.item = item

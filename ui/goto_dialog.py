@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from services.core.models import GotoHit, ResultChunk
+from ui.actions import window_action
 from ui.async_runner import AsyncRunner, describe_error
 from ui.code_view import CodeView
 from ui.viewmodels.goto import FILES, PLACEHOLDERS, SYMBOLS, GotoViewModel, count_text, empty_text, row_html
@@ -95,6 +96,10 @@ class GotoDialog(QFrame):
         layout.addWidget(split, 1)
         layout.addWidget(self.status)
         self.hide()
+        self.file_action = window_action(self, "Go to file…", "Ctrl+P", lambda: self.open(FILES),
+                                         "Go to file: find an indexed file by name (latex.py:120 for a line)")
+        self.symbol_action = window_action(self, "Go to symbol…", "Ctrl+T", lambda: self.open(SYMBOLS),
+                                           "Go to symbol: find a definition by name (fm: FixtureManager, Class.method)")
 
     # --- opening and asking ---
     def open(self, target: str) -> None:

@@ -1,5 +1,5 @@
 """"Used by" and "Uses" for the selected result: two lists grouped by file, each row opening the code pane
-at its line (click or Enter). The logic is ui/viewmodels/graph.py; Alt+F7 / Ctrl+Alt+H (main window)
+at its line (click or Enter). The logic is ui/viewmodels/graph.py; Alt+F7 / Ctrl+Alt+H (its actions)
 show each list."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QTabWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from services.core.models import ResultChunk
+from ui.actions import window_action
 from ui.async_runner import AsyncRunner
 from ui.viewmodels.graph import USED_BY, USES, GraphViewModel, link_item
 
@@ -17,14 +18,16 @@ LinkRole = Qt.ItemDataRole.UserRole + 1
 
 
 class GraphPanel(QWidget):
-    """`workspace()` names the open workspace; `open_requested(ResultChunk)` asks to show a row's code."""
+    """`workspace()` names the open workspace; `subject()` another name to list for (Alt+F7 / Ctrl+Alt+H), or
+    None to list for what was shown; `open_requested(ResultChunk)` asks to show a row's code."""
 
     open_requested = Signal(object)
 
-    def __init__(self, model: GraphViewModel, workspace: Callable[[], str]) -> None:
+    def __init__(self, model: GraphViewModel, workspace: Callable[[], str],
+                 subject: Callable[[], ResultChunk | None]) -> None:
         super().__init__()
         self.setObjectName("graphPanel")
-        self.model, self.workspace = model, workspace
+        self.model, self.workspace, self.subject = model, workspace, subject
         self.runner = AsyncRunner(self)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
@@ -41,6 +44,11 @@ class GraphPanel(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.tabs)
         self._fill()
+        # PyCharm's and VS Code's keys (Ctrl+Alt+F7 switches to a text console on Linux desktops)
+        self.used_by_action = window_action(self, "Used by: who uses the code shown (the name under the cursor)",
+                                            ["Alt+F7", "Shift+F12"], lambda: self.list_subject(USED_BY))
+        self.uses_action = window_action(self, "Uses: what the code shown uses (call hierarchy)",
+                                         ["Ctrl+Alt+H", "Shift+Alt+H"], lambda: self.list_subject(USES))
 
     def show_for(self, item: ResultChunk | None):
         """Ask for both lists of `item` (a task: the window never waits on it)."""
@@ -49,6 +57,13 @@ class GraphPanel(QWidget):
     async def _load(self, item: ResultChunk | None) -> None:
         if await self.model.load(self.workspace(), item):
             self._fill()
+
+    def list_subject(self, direction: str) -> None:
+        """A list for `subject()` when there is one (else for what was shown), given the keyboard."""
+        subject = self.subject()
+        if subject is not None:
+            self.show_for(subject)
+        self.show_list(direction)
 
     def show_list(self, direction: str) -> None:
         """Bring a list forward and give it the keyboard (its first row selected)."""

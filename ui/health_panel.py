@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (
 )
 
 from services.core.models import RUNNING_STATES, IndexHealth, ProgressEvent, state_label, vectors_reused_text
+from ui.actions import window_action
 from ui.viewmodels.progress import health_fraction, progress_fraction, progress_text  # noqa: F401 (re-exported)
 
 # badge state -> (css state name)
@@ -139,11 +140,13 @@ class HealthPanel(QWidget):
         self.files.header().setStretchLastSection(True)
         self.files.setColumnWidth(0, 200)
 
+        self._build_actions()
         self.reindex_button = QPushButton("Reindex")
-        self.reindex_button.setToolTip("Index new and changed files only")
+        self.reindex_button.setToolTip(self.reindex_action.toolTip())
         self.rebuild_button = QPushButton("Full rebuild")
-        self.rebuild_button.setToolTip("Embed every file again; queries keep answering from the old index meanwhile")
+        self.rebuild_button.setToolTip(self.rebuild_action.toolTip())
         self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip(self.cancel_action.toolTip())
         self.cancel_button.setEnabled(False)
         self.reindex_button.clicked.connect(lambda: self.reindex_requested.emit(False))
         self.rebuild_button.clicked.connect(lambda: self.reindex_requested.emit(True))
@@ -188,6 +191,19 @@ class HealthPanel(QWidget):
         layout.addLayout(buttons)
         layout.addWidget(self.auto_reindex)
         self.set_health(None)
+
+    def _build_actions(self) -> None:
+        """The Index menu's actions (the buttons' keys), and View ▸ Index health, which the window connects to
+        the panel's place."""
+        self.reindex_action = window_action(self, "Reindex", "F5", lambda: self.reindex_requested.emit(False),
+                                            "Index new and changed files")
+        self.rebuild_action = window_action(self, "Full rebuild…", "Ctrl+Shift+R",
+                                            lambda: self.reindex_requested.emit(True), "Embed every file again (asks first)")
+        self.cancel_action = window_action(self, "Cancel indexing", "Ctrl+.", self.cancel_requested.emit)
+        self.show_action = window_action(self, "Index health", "Ctrl+Shift+H", None,
+                                         "Show or hide the index health panel")
+        self.show_action.setCheckable(True)
+        self.show_action.setChecked(True)
 
     # --- health ---
     def set_busy_owner(self, message: str) -> None:

@@ -5,28 +5,31 @@ from __future__ import annotations
 import asyncio
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDesktopServices, QGuiApplication, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (
-    QBoxLayout, QFileDialog, QInputDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QStackedWidget, QTabWidget,
+    QBoxLayout, QFileDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QStackedWidget, QTabWidget,
     QToolBar, QToolButton, QVBoxLayout, QWidget,
 )
 
-from services.core.models import Chunk, IndexHealth, IndexReport, ProgressEvent, QueryResult, ResultChunk, StrategyInfo
-from services.indexing.watcher import WatchEvent
-from services.storage.ownership import IndexBusyError
+from services.core.errors import IndexBusyError
+from services.core.models import (
+    IndexHealth, IndexReport, ProgressEvent, QueryResult, ResultChunk, StrategyInfo, WatchEvent,
+)
 from ui.action_log import record
+from ui.actions import window_action
 from ui.async_runner import AsyncRunner
 from ui.code_view import CodeView, preload_lexers
-from ui.goto_dialog import FILES, SYMBOLS, GotoDialog
+from ui.goto_dialog import GotoDialog
 from ui.graph_view import GraphPanel
 from ui.viewmodels.goto import GotoViewModel
-from ui.viewmodels.graph import USED_BY, USES, GraphViewModel
+from ui.viewmodels.graph import GraphViewModel
 from ui.compare import CompareView
-from ui.editor import AUTO, CUSTOM, PRESETS
+from ui.editor_settings import EditorSettings
 from ui.files_view import FilesView
 from ui.health_panel import HealthPanel
 from ui.message_bar import ERROR, INFO, WARNING, MessageBar
@@ -35,12 +38,11 @@ from ui.query_bar import QueryBar
 from ui.results_view import ResultsView
 from ui.viewmodels.files import FilesViewModel
 from ui.viewmodels.labels import LabelsViewModel
-from ui.viewmodels.navigation import Navigation
 from ui.viewmodels.preferences import Preferences, recent_workspaces
 from ui.why_view import ElidedLabel
 from ui.viewmodels.progress import RunProgress, progress_text
 from ui.viewmodels.results import empty_result_text, is_empty, one_line, summary_text, timings_text
-from ui.viewmodels.strategies import fallback_strategies, step_strategy
+from ui.viewmodels.strategies import fallback_strategies
 from ui.viewmodels.workspace import INDEX, REBUILD, Offer, WorkspaceViewModel, health_offer
 from ui.viewmodels.workspace_set import WorkspaceSetViewModel
 from ui.workspace_set import WorkspaceSetView
@@ -98,7 +100,6 @@ class MainWindow(QMainWindow):
         self.answers: dict[str, QueryResult] = {}  # the last answer per workspace, while the window is open
         self.runner = AsyncRunner(self)
         self.run_progress = RunProgress()  # the run's bar and title percentage, never going backwards
-        self.navigation: Navigation[ResultChunk] = Navigation()  # Back / Forward over what the code pane showed
         self._lexer_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ke-lexers")
         self.setWindowTitle("Knowledge Explorer")
 
@@ -106,7 +107,7 @@ class MainWindow(QMainWindow):
         self.query_bar = QueryBar()
         self.results = ResultsView()
         self.code = CodeView()
-        self.graph = GraphPanel(GraphViewModel(service), lambda: self.workspace)  # Used by / Uses
+        self.graph = GraphPanel(GraphViewModel(service), lambda: self.workspace, self.code.name_subject)  # Used by / Uses
         self.health_panel = HealthPanel()
         self.files_view = FilesView()
         self.workspace_set = WorkspaceSetView()  # "also search in": the question over several workspaces
@@ -116,14 +117,16 @@ class MainWindow(QMainWindow):
         self.rerun_timer.setInterval(250)
         self.rerun_timer.timeout.connect(self._rerun)
         self._build_layout()
-        self._build_toolbar()
-        self._build_actions()
-        self._build_status_bar()
-        self._connect()
         self.strategy_actions: list[QAction] = []  # "Use strategy: …", offered by the palette
-        self.palette = CommandPalette(self, self.commands(), lambda: self.strategy_actions)
+        self.palette = CommandPalette(self, lambda: self.strategy_actions)
         self.finder = GotoDialog(self, GotoViewModel(service), lambda: self.workspace, self.open_definition)
         self.finder.building = lambda: bool(self.health_panel.running) and not (self.health and self.health.indexed)
+        self.editor_settings = EditorSettings(self.settings, self.code_views, self)  # Settings ▸ Editor
+        self._build_actions()
+        self._build_toolbar()
+        self._build_menus()
+        self._build_status_bar()
+        self._connect()
         self.strategies_loaded = self._load_strategies()  # done once the engine has listed them
         self._restore_settings()
 
@@ -275,12 +278,26 @@ class MainWindow(QMainWindow):
             log.exception("CompareView could not be created")
             return None
 
+    def _build_actions(self) -> None:
+        """The window's own actions: the workspace, Quit, the tabs, and Open in editor (the preview of the
+        tab on screen). The views build theirs."""
+        a = partial(window_action, self)
+        self.open_action = a("Open workspace…", "Ctrl+O", self.choose_workspace)
+        self.quit_action = a("Quit", "Ctrl+Q", self.close)
+        self.editor_action = a("Open in editor", "Ctrl+E", self.open_selected, "Open the selected result in your editor")
+        self.explore_action = a("Explore tab", "Ctrl+Shift+E", lambda: self.show_tab(self.explore))
+        self.files_action = a("Files tab: the question answered as ranked files", "Ctrl+Shift+F",
+                              lambda: self.show_tab(self.files_view))
+        self.workspace_set_action = a("Several workspaces tab: also search in other workspaces", "Ctrl+Shift+W",
+                                      lambda: self.show_tab(self.workspace_set))
+        self.compare_action = a("Compare strategies tab", "Ctrl+Shift+C", lambda: self.show_tab(self.compare_view))
+        self.compare_action.setEnabled(self.compare_view is not None)
+
     def _build_toolbar(self) -> None:
         toolbar = QToolBar("Workspace")
         toolbar.setObjectName("workspaceToolbar")
         toolbar.setMovable(False)
         self.addToolBar(toolbar)
-        self.open_action = self._action("Open workspace…", "Ctrl+O", self.choose_workspace)
         toolbar.addAction(self.open_action)
         self.recent_menu = QMenu("Recent workspaces", self)
         self.recent_button = QToolButton()
@@ -288,99 +305,49 @@ class MainWindow(QMainWindow):
         self.recent_button.setMenu(self.recent_menu)
         self.recent_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         toolbar.addWidget(self.recent_button)
-        self.navigation_separator = toolbar.addSeparator()  # Back and Forward go here (_build_actions)
+        toolbar.addActions([self.code.back_action, self.code.forward_action])
+        toolbar.addSeparator()
         self.workspace_label = QLabel("No workspace")
         self.workspace_label.setObjectName("workspaceLabel")
         toolbar.addSeparator()
         toolbar.addWidget(self.workspace_label)
-        self.toolbar = toolbar
         spacer = QWidget()
         spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         toolbar.addWidget(spacer)
-        self.health_action = self._action("Index health", "Ctrl+Shift+H", None, "Show or hide the index health panel")
-        self.health_action.setCheckable(True)
-        self.health_action.setChecked(True)
-        self.health_action.toggled.connect(self.health_scroll.setVisible)
-        toolbar.addAction(self.health_action)
+        toolbar.addAction(self.health_panel.show_action)
 
-    def _action(self, text: str, shortcut: str, slot, tip: str = "") -> QAction:
-        """A window-wide action; its tooltip shows the shortcut."""
-        action = QAction(text, self)
-        action.setShortcut(QKeySequence(shortcut))
-        action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-        action.setToolTip(f"{tip or text.rstrip('…')} ({QKeySequence(shortcut).toString(QKeySequence.SequenceFormat.NativeText)})")
-        action.triggered.connect(lambda _checked=False: record(text))
-        if slot is not None:
-            action.triggered.connect(slot)
-        self.addAction(action)
-        return action
-
-    def _build_actions(self) -> None:
-        """Every action in the menus, each with a shortcut (also listed by the command palette)."""
-        a = self._action
-        self.quit_action = a("Quit", "Ctrl+Q", self.close)
-        self.focus_action = a("Focus the question", "Ctrl+L", self.focus_query)
-        self.run_action = a("Run the question", "Ctrl+Return", lambda: self.run_query())
-        self.history_action = a("Recent and pinned questions…", "Ctrl+H", self.show_history,
-                                "Question history: recent and pinned questions")
-        self.pin_action = a("Pin or unpin the question", "Ctrl+D", lambda: self.query_bar.toggle_pin())
-        self.next_strategy_action = a("Next strategy", "Ctrl+]", lambda: self.step_strategy(1))
-        self.previous_strategy_action = a("Previous strategy", "Ctrl+[", lambda: self.step_strategy(-1))
-        self.clear_filters_action = a("Clear filters", "Ctrl+Shift+Backspace", self.query_bar.clear_filters)
-        self.vector_action = a("Go to the vector ranking", "Ctrl+1",
-                               lambda: self.focus_ranking(self.results.original_table))
-        self.reranked_action = a("Go to the reranked ranking", "Ctrl+2",
-                                 lambda: self.focus_ranking(self.results.reranked_table))
-        self.editor_action = a("Open in editor", "Ctrl+E", self.open_selected, "Open the selected result in your editor")
-        self.reindex_action = a("Reindex", "F5", lambda: self.request_index(False), "Index new and changed files")
-        self.rebuild_action = a("Full rebuild…", "Ctrl+Shift+R", lambda: self.request_index(True),
-                                "Embed every file again (asks first)")
-        self.cancel_action = a("Cancel indexing", "Ctrl+.", self.cancel_index)
-        self.explore_action = a("Explore tab", "Ctrl+Shift+E", lambda: self.show_tab(self.explore))
-        self.files_action = a("Files tab: the question answered as ranked files", "Ctrl+Shift+F",
-                              lambda: self.show_tab(self.files_view))
-        self.workspace_set_action = a("Several workspaces tab: also search in other workspaces", "Ctrl+Shift+W",
-                                      lambda: self.show_tab(self.workspace_set))
-        self.compare_action = a("Compare strategies tab", "Ctrl+Shift+C", lambda: self.show_tab(self.compare_view))
-        self.palette_action = a("Command palette…", "Ctrl+K", lambda: self.palette.open())
-        self.goto_file_action = a("Go to file…", "Ctrl+P", lambda: self.finder.open(FILES),
-                                  "Go to file: find an indexed file by name (latex.py:120 for a line)")
-        self.goto_symbol_action = a("Go to symbol…", "Ctrl+T", lambda: self.finder.open(SYMBOLS),
-                                    "Go to symbol: find a definition by name (fm: FixtureManager, Class.method)")
-        # PyCharm's and VS Code's keys (Ctrl+Alt+F7 switches to a text console on Linux desktops)
-        self.used_by_action = a("Used by: who uses the code shown (the name under the cursor)", "Alt+F7",
-                                lambda: self.show_graph(USED_BY))
-        self.used_by_action.setShortcuts([QKeySequence("Alt+F7"), QKeySequence("Shift+F12")])
-        self.uses_action = a("Uses: what the code shown uses (call hierarchy)", "Ctrl+Alt+H",
-                             lambda: self.show_graph(USES))
-        self.uses_action.setShortcuts([QKeySequence("Ctrl+Alt+H"), QKeySequence("Shift+Alt+H")])
-        self.back_action = a("Back", "Alt+Left", self.go_back, "Back to where the code pane was")
-        self.forward_action = a("Forward", "Alt+Right", self.go_forward, "Forward again")
-        self.toolbar.insertActions(self.navigation_separator, [self.back_action, self.forward_action])
-        self._update_navigation()
+    def _build_menus(self) -> None:
+        """Every action on the window (its keys work anywhere in it; the command palette lists them in this
+        order) and in the menus."""
+        query, results, code, graph, health = self.query_bar, self.results, self.code, self.graph, self.health_panel
+        palette_action = self.palette.open_action
+        self.addActions([
+            self.open_action, health.show_action, self.quit_action, query.focus_action, query.run_action,
+            query.history_action, query.pin_action, query.next_strategy_action, query.previous_strategy_action,
+            query.clear_filters_action, results.vector_action, results.reranked_action, self.editor_action,
+            health.reindex_action, health.rebuild_action, health.cancel_action, self.explore_action,
+            self.files_action, self.workspace_set_action, self.compare_action, palette_action,
+            self.finder.file_action, self.finder.symbol_action, graph.used_by_action, graph.uses_action,
+            code.back_action, code.forward_action])
         menus = self.menuBar()
         for title, actions in (
                 ("&File", [self.open_action, self.quit_action]),
-                ("&Search", [self.goto_file_action, self.goto_symbol_action, self.back_action, self.forward_action, None,
-                             self.focus_action, self.run_action, self.history_action, self.pin_action, None,
-                             self.next_strategy_action, self.previous_strategy_action, self.clear_filters_action]),
-                ("&Results", [self.vector_action, self.reranked_action, self.editor_action, None,
-                              self.used_by_action, self.uses_action]),
-                ("&Index", [self.reindex_action, self.rebuild_action, self.cancel_action]),
-                ("&View", [self.explore_action, self.files_action, self.workspace_set_action, self.compare_action, self.health_action, self.palette_action])):
+                ("&Search", [self.finder.file_action, self.finder.symbol_action, code.back_action, code.forward_action,
+                             None, query.focus_action, query.run_action, query.history_action, query.pin_action, None,
+                             query.next_strategy_action, query.previous_strategy_action, query.clear_filters_action]),
+                ("&Results", [results.vector_action, results.reranked_action, self.editor_action, None,
+                              graph.used_by_action, graph.uses_action]),
+                ("&Index", [health.reindex_action, health.rebuild_action, health.cancel_action]),
+                ("&View", [self.explore_action, self.files_action, self.workspace_set_action, self.compare_action,
+                           health.show_action, palette_action])):
             menu = menus.addMenu(title)
             for action in actions:
                 menu.addSeparator() if action is None else menu.addAction(action)
-        self.compare_action.setEnabled(self.compare_view is not None)
         self._build_place_menu(menu.addMenu("Code &pane"))  # View ▸ Code pane
-        self._build_editor_menu(menus.addMenu("Se&ttings").addMenu("&Editor"))
-        self.results.reranked_table.setToolTip("Reranked ranking (Ctrl+2): Enter or double-click opens the "
-                                               "result in your editor (Ctrl+E)")
-        self.results.original_table.setToolTip("Vector ranking (Ctrl+1): Enter or double-click opens the "
-                                               "result in your editor (Ctrl+E)")
-        self.health_panel.reindex_button.setToolTip(self.reindex_action.toolTip())
-        self.health_panel.rebuild_button.setToolTip(self.rebuild_action.toolTip())
-        self.health_panel.cancel_button.setToolTip(self.cancel_action.toolTip())
+        editor = menus.addMenu("Se&ttings").addMenu("&Editor")
+        editor.addActions(list(self.editor_settings.preset_actions.values()))
+        editor.addSeparator()
+        editor.addAction(self.editor_settings.custom_action)
 
     def _build_place_menu(self, menu: QMenu) -> None:
         """View ▸ Code pane: beside the rankings, below them, or as the window's width wants (kept)."""
@@ -394,41 +361,6 @@ class MainWindow(QMainWindow):
             action.triggered.connect(lambda _=False, p=place: self.place_code(p))
             group.addAction(action)
             self.place_actions[place] = action
-
-    def _build_editor_menu(self, menu: QMenu) -> None:
-        group = QActionGroup(self)
-        current = str(self.settings.value("editor/preset", AUTO) or AUTO)
-        self.editor_presets: dict[str, QAction] = {}
-        for name, label in PRESETS.items():
-            action = menu.addAction(label)
-            action.setCheckable(True)
-            action.setChecked(name == current)
-            action.triggered.connect(lambda _=False, n=name: self.set_editor(n))
-            group.addAction(action)
-            self.editor_presets[name] = action
-        menu.addSeparator()
-        menu.addAction("Set the custom command…").triggered.connect(self.ask_custom_editor)
-        self.set_editor(current if current in PRESETS else AUTO)
-
-    def ask_custom_editor(self) -> None:
-        current = str(self.settings.value("editor/command", "") or "")
-        text, ok = QInputDialog.getText(self, "Editor command", "Command ({path} and {line} are filled in):",
-                                        text=current or "myeditor --goto {path}:{line}")
-        if ok and text.strip():
-            self.settings.setValue("editor/command", text.strip())
-            self.set_editor(CUSTOM)
-
-    def set_editor(self, preset: str) -> None:
-        for view in self.code_views():
-            view.editor_preset = preset
-            view.jetbrains_launcher = str(self.settings.value("editor/jetbrains", "idea") or "idea")
-            view.custom_command = str(self.settings.value("editor/command", "") or "")
-        self.editor_presets[preset].setChecked(True)
-        self.settings.setValue("editor/preset", preset)
-
-    def commands(self) -> list[QAction]:
-        """The actions the command palette offers."""
-        return [a for a in self.actions() if a.text() and a is not self.palette_action]
 
     def _build_status_bar(self) -> None:
         """Three one-line texts that share the bar's width and never overlap: each cut with "…" where it
@@ -458,7 +390,11 @@ class MainWindow(QMainWindow):
         self.query_bar.strategy.currentIndexChanged.connect(self._strategy_changed)
         self.query_bar.filters_changed.connect(self._filters_changed)
         self.query_bar.history_changed.connect(self._save_history)
-        self.query_bar.query.leave_down.connect(lambda: self.focus_ranking(self.results.reranked_table))
+        self.query_bar.focus_requested.connect(self.focus_query)
+        self.query_bar.query.leave_down.connect(lambda: self.results.focus_ranking(self.results.reranked_table))
+        self.results.show_requested.connect(lambda: self.show_tab(self.explore))
+        self.code.went_to.connect(self._went_to)
+        self.health_panel.show_action.toggled.connect(self.health_scroll.setVisible)
         self.results.chunk_selected.connect(lambda item: self.show_code(item, "result"))
         self.results.chunk_selected.connect(self._warn_if_deleted)
         self.graph.open_requested.connect(self.open_graph_row)
@@ -521,7 +457,7 @@ class MainWindow(QMainWindow):
             saved = self.settings.value(name)
             if isinstance(saved, QByteArray):
                 self.kept_splits[name] = saved  # applied when its arrangement is laid out (_restore_splits)
-        self.health_action.setChecked(self.settings.value("healthVisible", "true") in (True, "true"))
+        self.health_panel.show_action.setChecked(self.settings.value("healthVisible", "true") in (True, "true"))
         self.code.whole_file.setChecked(self.settings.value("code/wholeFile", "true") in (True, "true"))
         place = str(self.settings.value("layout/code", AUTO_PLACE))
         self.place_actions[place if place in self.place_actions else AUTO_PLACE].setChecked(True)
@@ -537,7 +473,7 @@ class MainWindow(QMainWindow):
                 self.kept_splits[name] = splitter.saveState()
             if name in self.kept_splits:  # the hidden arrangement's as the user left it, if ever
                 self.settings.setValue(name, self.kept_splits[name])
-        self.settings.setValue("healthVisible", self.health_action.isChecked())
+        self.settings.setValue("healthVisible", self.health_panel.show_action.isChecked())
         self.settings.setValue("code/wholeFile", self.code.whole_file.isChecked())
         self.preferences.save_strategy(self.workspace, self.query_bar.strategy_name())
         self.settings.setValue("topK", self.query_bar.top_k.value())
@@ -606,7 +542,7 @@ class MainWindow(QMainWindow):
         self.files_request = None
         self.files_view.set_answer(None)
         self.code.show_chunk(None)
-        self.navigation.clear()
+        self.code.navigation.clear()
         self.status_results.setText("")
         self.timings_label.setText("")
         self.cache_label.hide()
@@ -956,24 +892,6 @@ class MainWindow(QMainWindow):
         if self.tabs is not None and widget is not None:
             self.tabs.setCurrentWidget(widget)
 
-    def focus_ranking(self, table) -> None:
-        self.show_tab(self.explore)
-        table.setFocus(Qt.FocusReason.ShortcutFocusReason)
-        if table.model().rowCount() and not table.selectionModel().hasSelection():
-            table.selectRow(0)
-
-    def step_strategy(self, step: int) -> None:
-        """Select the next (or previous) available strategy, wrapping around."""
-        combo = self.query_bar.strategy
-        available = [combo.model().item(row).isEnabled() for row in range(combo.count())]
-        row = step_strategy(available, combo.currentIndex(), step)
-        if row is not None:
-            combo.setCurrentIndex(row)
-
-    def show_history(self) -> None:
-        self.focus_query()
-        self.query_bar.show_history_menu()
-
     def open_row(self, table, row: int) -> None:
         """Enter or double-click on a result: open it in the editor."""
         item = table.model().item(row)
@@ -1003,36 +921,13 @@ class MainWindow(QMainWindow):
             self.graph.show_for(item)
         if item is not None and remember:
             record("code: %s:%s", item.chunk.path, item.chunk.start_line)
-            self.navigation.visit(item, kind)
-        self._update_navigation()
+            self.code.navigation.visit(item, kind)
+        self.code.update_navigation()
 
-    def go_back(self) -> None:
-        self._walk(self.navigation.back())
-
-    def go_forward(self) -> None:
-        self._walk(self.navigation.forward())
-
-    def _walk(self, item: ResultChunk | None) -> None:
-        if item is None:
-            return
+    def _went_to(self, item: ResultChunk) -> None:
+        """Back / Forward: the place again, in the Explore tab."""
         self.show_tab(self.explore)
         self.show_code(item, remember=False)
-        self.code.editor.setFocus(Qt.FocusReason.ShortcutFocusReason)
-
-    def _update_navigation(self) -> None:
-        self.back_action.setEnabled(self.navigation.can_go_back())
-        self.forward_action.setEnabled(self.navigation.can_go_forward())
-
-    def show_graph(self, direction: str) -> None:
-        """Alt+F7 / Ctrl+Alt+H: the list for the name under the code pane's cursor when the pane has the
-        keyboard and the cursor is on another name, else for what the pane shows."""
-        name = self.code.name_under_cursor() if self.code.editor.hasFocus() else ""
-        shown = self.code.item
-        if name and shown is not None and name not in (shown.chunk.symbol, shown.chunk.qualified_name):
-            named = Chunk(path=shown.chunk.path, language=shown.chunk.language, start_line=shown.chunk.start_line,
-                          end_line=shown.chunk.end_line, content="", symbol=name, qualified_name=name, kind="name")
-            self.graph.show_for(ResultChunk(named, 1, 0.0, None, None, "", 0))
-        self.graph.show_list(direction)
 
     def code_views(self) -> list[CodeView]:
         """The previews: Explore's, Files', Several workspaces'."""

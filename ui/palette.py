@@ -1,4 +1,4 @@
-"""Command palette (Ctrl+K): every window action with its shortcut, filtered as you type (on its name
+"""Command palette (Ctrl+K): every action of its window with its shortcut, filtered as you type (on its name
 and its tooltip), plus extra commands such as "Use strategy: …"."""
 
 from __future__ import annotations
@@ -8,6 +8,8 @@ from collections.abc import Callable
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QFrame, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
+
+from ui.actions import window_action
 
 ActionRole = Qt.ItemDataRole.UserRole + 1
 
@@ -19,13 +21,12 @@ def action_label(action: QAction) -> str:
 class CommandPalette(QFrame):
     """Floats over the top of its parent; Enter runs the chosen action, Escape closes."""
 
-    def __init__(self, parent: QWidget, actions: list[QAction],
-                 extra: Callable[[], list[QAction]] | None = None) -> None:
+    def __init__(self, parent: QWidget, extra: Callable[[], list[QAction]] | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("commandPalette")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setAutoFillBackground(True)
-        self.all_actions = actions
+        self.open_action = window_action(self, "Command palette…", "Ctrl+K", self.open)
         self.extra = extra  # commands that change while the window is open (the strategies)
         self.filter = QLineEdit()
         self.filter.setPlaceholderText("Type a command…")
@@ -49,13 +50,17 @@ class CommandPalette(QFrame):
         self.raise_()
         self.filter.setFocus()
 
+    def commands(self) -> list[QAction]:
+        """The actions placed on the window, this palette's own left out."""
+        return [a for a in self.window().actions() if a.text() and a is not self.open_action]
+
     def shown_commands(self) -> list[str]:
         return [self.list.item(row).text() for row in range(self.list.count())]
 
     def _refill(self, text: str) -> None:
         words = text.lower().split()
         self.list.clear()
-        for action in [*self.all_actions, *(self.extra() if self.extra else [])]:
+        for action in [*self.commands(), *(self.extra() if self.extra else [])]:
             label = action_label(action)
             searched = f"{label} {action.toolTip()}".lower()
             if not action.isEnabled() or not all(w in searched for w in words):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import cast
 
 from PySide6.QtCore import QStringListModel, Qt, Signal
 from PySide6.QtGui import QAction, QStandardItem, QStandardItemModel
@@ -13,6 +14,8 @@ from PySide6.QtWidgets import (
 
 from services.core.messages import MAX_QUESTION_CHARS
 from services.core.models import StrategyInfo
+from ui.actions import window_action
+from ui.viewmodels.strategies import step_strategy
 
 StrategyNameRole = Qt.ItemDataRole.UserRole + 1
 _LAST_WORD = re.compile(r"[\w.]*$")
@@ -104,6 +107,7 @@ class HistoryEdit(QLineEdit):
 
 class QueryBar(QWidget):
     submitted = Signal()
+    focus_requested = Signal()  # Ctrl+L: the window puts the question box of the tab on screen in focus
     filters_changed = Signal()  # languages, path glob or result count changed by the user
     history_changed = Signal()  # recent or pinned questions changed (to be saved)
 
@@ -189,6 +193,23 @@ class QueryBar(QWidget):
         layout.addLayout(search_row)
         layout.addLayout(options)
         self.set_languages([])
+        self._build_actions()
+
+    def _build_actions(self) -> None:
+        """The Search menu's question actions."""
+        self.focus_action = window_action(self, "Focus the question", "Ctrl+L", self.focus_requested.emit)
+        self.run_action = window_action(self, "Run the question", "Ctrl+Return", self.submitted.emit)
+        self.history_action = window_action(self, "Recent and pinned questions…", "Ctrl+H", self._history_asked,
+                                            "Question history: recent and pinned questions")
+        self.pin_action = window_action(self, "Pin or unpin the question", "Ctrl+D", lambda: self.toggle_pin())
+        self.next_strategy_action = window_action(self, "Next strategy", "Ctrl+]", lambda: self.step_strategy(1))
+        self.previous_strategy_action = window_action(self, "Previous strategy", "Ctrl+[",
+                                                      lambda: self.step_strategy(-1))
+        self.clear_filters_action = window_action(self, "Clear filters", "Ctrl+Shift+Backspace", self.clear_filters)
+
+    def _history_asked(self) -> None:
+        self.focus_requested.emit()
+        self.show_history_menu()
 
     # --- strategies ---
     def set_strategies(self, strategies: list[StrategyInfo], preferred: str = "") -> None:
@@ -211,6 +232,15 @@ class QueryBar(QWidget):
                 self.strategy.setCurrentIndex(row)
                 return True
         return False
+
+    def step_strategy(self, step: int) -> None:
+        """Select the next (or previous) available strategy, wrapping around."""
+        combo = self.strategy
+        model = cast(QStandardItemModel, combo.model())
+        available = [model.item(row).isEnabled() for row in range(combo.count())]
+        row = step_strategy(available, combo.currentIndex(), step)
+        if row is not None:
+            combo.setCurrentIndex(row)
 
     # --- symbols / languages ---
     def set_symbols(self, names: list[str]) -> None:

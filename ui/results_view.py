@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
 )
 
 from services.core.models import QueryResult, ResultChunk, StrategyInfo
+from ui.actions import window_action
 from ui.ranking_model import NEW_COLOR, ORIGINAL, RERANKED, SCORE_COLUMNS, RankingModel, ScoreBarRole
 from ui.viewmodels.ranking import elide_name, fit_location, location_text
 from ui.viewmodels.results import same_chunk_row, searched_text
@@ -196,6 +197,7 @@ class ResultsView(QWidget):
     label_requested = Signal(object, bool)  # ResultChunk, relevant?
     reveal_requested = Signal(object)  # ResultChunk: show its file in the file manager
     more_hits_requested = Signal(object)  # ResultChunk: the question again, within its file
+    show_requested = Signal()  # Ctrl+1 / Ctrl+2: the window brings the Explore tab forward
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -234,6 +236,25 @@ class ResultsView(QWidget):
                 lambda current, _prev, t=table, o=other: self._row_changed(t, o, current))
             table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
             table.customContextMenuRequested.connect(lambda pos, t=table: self._label_menu(t, pos))
+        self._build_actions()
+
+    def _build_actions(self) -> None:
+        """The Results menu's Ctrl+1 / Ctrl+2, named in the tables' tooltips."""
+        self.vector_action = window_action(self, "Go to the vector ranking", "Ctrl+1",
+                                           lambda: self.focus_ranking(self.original_table))
+        self.reranked_action = window_action(self, "Go to the reranked ranking", "Ctrl+2",
+                                             lambda: self.focus_ranking(self.reranked_table))
+        self.reranked_table.setToolTip("Reranked ranking (Ctrl+2): Enter or double-click opens the "
+                                       "result in your editor (Ctrl+E)")
+        self.original_table.setToolTip("Vector ranking (Ctrl+1): Enter or double-click opens the "
+                                       "result in your editor (Ctrl+E)")
+
+    def focus_ranking(self, table: QTableView) -> None:
+        """Give a ranking the keyboard, its first row selected when none is."""
+        self.show_requested.emit()
+        table.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        if table.model().rowCount() and not table.selectionModel().hasSelection():
+            table.selectRow(0)
 
     @property
     def original_table(self) -> QTableView:

@@ -15,7 +15,7 @@ def recording_editor(window, record: Path) -> Path:
     script = "import sys; open(sys.argv[1], 'w').write(sys.argv[2] + ':' + sys.argv[3])"
     window.settings.setValue("editor/command", f"{shlex.quote(sys.executable)} -c {shlex.quote(script)} "
                                                f"{shlex.quote(str(record))} {{path}} {{line}}")
-    window.set_editor(CUSTOM)
+    window.editor_settings.set_editor(CUSTOM)
     return record
 
 

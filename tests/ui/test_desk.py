@@ -111,7 +111,7 @@ def zombie_children() -> set[int]:
 
 
 def test_every_action_has_a_shortcut_shown_in_its_tooltip(window):
-    for action in window.commands() + [window.palette_action]:
+    for action in window.palette.commands() + [window.palette.open_action]:
         shortcut = action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
         assert shortcut, action.text()
         assert shortcut in action.toolTip(), action.text()
@@ -187,7 +187,7 @@ def test_enter_and_double_click_open_the_result_at_its_line(qtbot, window, tmp_p
     zombies = zombie_children()
     monkeypatch.delenv("VISUAL", raising=False)
     monkeypatch.setenv("EDITOR", str(script))
-    window.set_editor(ENVIRONMENT)
+    window.editor_settings.set_editor(ENVIRONMENT)
     ask(qtbot, window, "save a note to disk")
     table = window.results.reranked_table
     press(qtbot, window, "Ctrl+2")
@@ -240,7 +240,7 @@ def test_a_terminal_editor_runs_in_a_terminal_emulator_or_says_why_not(qtbot, tm
 
 def test_a_failing_editor_shows_a_message(qtbot, window, monkeypatch):
     monkeypatch.setenv("VISUAL", "no-such-editor --wait")
-    window.set_editor(ENVIRONMENT)
+    window.editor_settings.set_editor(ENVIRONMENT)
     ask(qtbot, window, "save a note to disk")
     press(qtbot, window, "Ctrl+E")
     assert "no-such-editor" in window.messages.text() and window.messages.isVisible()

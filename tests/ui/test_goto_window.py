@@ -116,7 +116,7 @@ def test_ctrl_e_in_the_finder_opens_the_match_in_the_editor(qtbot, window, tmp_p
     editor.write_text(f"#!/bin/sh\necho \"$@\" > {opened}\n")
     editor.chmod(0o755)
     window.settings.setValue("editor/command", f"{editor} {{path}} {{line}}")
-    window.set_editor("custom")
+    window.editor_settings.set_editor("custom")
     finder = window.finder
     qtbot.keyClick(window, Qt.Key.Key_T, Qt.KeyboardModifier.ControlModifier)
     type_in(qtbot, finder, "InvertedIndex")  # in Go
@@ -185,11 +185,11 @@ def test_back_and_forward_walk_a_chain_of_jumps_and_used_by_follows_ctrl_t(qtbot
     for expected in (third, ("notes/models.py", 12), first):
         qtbot.keyClick(window, back, Qt.KeyboardModifier.AltModifier)
         assert shown(window) == expected
-    assert not window.back_action.isEnabled() and window.forward_action.isEnabled()
+    assert not window.code.back_action.isEnabled() and window.code.forward_action.isEnabled()
     for expected in (("notes/models.py", 12), third, fourth):
         qtbot.keyClick(window, forward, Qt.KeyboardModifier.AltModifier)
         assert shown(window) == expected
-    assert not window.forward_action.isEnabled()
+    assert not window.code.forward_action.isEnabled()
     go_to_symbol(qtbot, window, "NoteStore.save")  # a new jump drops what was ahead, as in a browser
     qtbot.keyClick(window, back, Qt.KeyboardModifier.AltModifier)
     assert shown(window) == fourth

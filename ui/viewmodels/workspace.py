@@ -12,12 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from services.core.models import (
-    RUNNING_STATES, IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, run_progress_text,
+    FOLDER_MISSING, PAUSED, PROGRESS, REFERENCES, REINDEX_FINISHED, REINDEX_STARTED, RESUMED, RUNNING_STATES, STALE,
+    WATCH_ERROR, IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, WatchEvent, run_progress_text,
     vectors_reused_text,
-)
-from services.indexing.watcher import (
-    FOLDER_MISSING, PAUSED, PROGRESS, REFERENCES, REINDEX_FINISHED, REINDEX_STARTED, RESUMED, STALE, WATCH_ERROR,
-    WatchEvent,
 )
 from ui.viewmodels.preferences import Preferences, remember_workspace
 
