@@ -27,7 +27,8 @@ from benchmarks.record import engine_settings, record  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.engine.service import KnowledgeService, _allowed_files  # noqa: E402
-from services.evaluation.metrics import file_qrels, load_qrels, load_queries  # noqa: E402
+from services.core.labelled import load_queries  # noqa: E402
+from services.evaluation.formats import file_qrels, load_qrels  # noqa: E402
 
 REPOS = ["pytest", "sphinx", "xarray", "pylint"]
 STRATEGIES = ["none", "metadata", "bug-report", "auto"]
