@@ -12,10 +12,12 @@ import time
 from pathlib import Path
 
 from services.core.errors import KnowledgeError
-from services.evaluation.metrics import (
-    CorpusDocIds, EvalProgress, WorkspaceDocIds, choose_strategies, corpus_workspace, evaluate, format_table,
-    load_corpus, load_qrels, load_queries, materialise_corpus, qrels_from_queries,
+from services.core.labelled import load_queries
+from services.evaluation.formats import (
+    CorpusDocIds, WorkspaceDocIds, corpus_workspace, load_corpus, load_qrels, materialise_corpus, qrels_from_queries,
 )
+from services.evaluation.report import format_table
+from services.evaluation.runner import EvalProgress, choose_strategies, evaluate
 
 
 def add_eval_parser(subparsers, parents: list[argparse.ArgumentParser] | None = None) -> argparse.ArgumentParser:

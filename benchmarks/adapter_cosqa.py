@@ -21,9 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.record import engine_settings, record  # noqa: E402
 from services.retrieval import query_adapter as adapter  # noqa: E402
 from services.encoders.embedder import Embedder  # noqa: E402
-from services.evaluation.metrics import (  # noqa: E402
-    corpus_workspace, load_corpus, load_qrels, load_queries, materialise_corpus,
-)
+from services.core.labelled import load_queries  # noqa: E402
+from services.evaluation.formats import corpus_workspace, load_corpus, load_qrels, materialise_corpus  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.storage.workspace_index import WorkspaceIndex  # noqa: E402
 

@@ -30,13 +30,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import qualified_names  # noqa: E402
 from benchmarks.record import engine_settings, record  # noqa: E402
-from services.core.labelled import LabelledQuery  # noqa: E402
+from services.core.labelled import LabelledQuery, load_queries  # noqa: E402
 from services.core.settings import DEFAULT_STRATEGY, Settings  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
-from services.evaluation.metrics import (  # noqa: E402
-    CorpusDocIds, WorkspaceDocIds, corpus_workspace, evaluate, load_corpus, load_qrels, load_queries,
-    materialise_corpus,
+from services.evaluation.formats import (  # noqa: E402
+    CorpusDocIds, WorkspaceDocIds, corpus_workspace, load_corpus, load_qrels, materialise_corpus,
 )
+from services.evaluation.runner import evaluate  # noqa: E402
 
 BENCH = Path("/work/shared/benchmarks")
 

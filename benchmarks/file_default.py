@@ -32,7 +32,8 @@ from services.retrieval.file_answer import BLEND_POOL, fuse
 from services.retrieval.strategies.auto import Blend  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.engine.service import KnowledgeService, _allowed_files  # noqa: E402
-from services.evaluation.metrics import file_qrels, load_qrels, load_queries  # noqa: E402
+from services.core.labelled import load_queries  # noqa: E402
+from services.evaluation.formats import file_qrels, load_qrels  # noqa: E402
 
 REPOS = ["pytest", "sphinx", "xarray", "pylint"]
 SINGLE = ["none", "metadata", "bug-report"]

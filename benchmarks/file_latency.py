@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.record import record  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
-from services.evaluation.metrics import load_queries, percentile  # noqa: E402
+from services.core.labelled import load_queries  # noqa: E402
+from services.evaluation.metrics import percentile  # noqa: E402
 
 NON_NEURAL = "none,keyword-boost,heuristic,metadata,rrf,hybrid,bug-report"
 

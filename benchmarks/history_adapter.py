@@ -3,7 +3,7 @@
     python benchmarks/history_adapter.py [--root /tmp/swe] [--data-dir /tmp/ke-swe] [--levels chunk,file]
 
 Each snapshot (<root>/<repo>, indexed in --data-dir as benchmarks/file_level.py leaves it) is asked every
-judged query with `none` and `tuned` through services.evaluation.metrics.evaluate (top_k 10), with no labels
+judged query with `none` and `tuned` through services.evaluation.runner.evaluate (top_k 10), with no labels
 in the data dir: `tuned` learns from the commits made before each query's `before` (its newest 20% held out)
 and is used only when it beats the vector search on those held-out commits; otherwise it falls back to the
 vector ranking and says why (counted as fallbacks). Judged on Python files only, as file_level.py.
@@ -22,7 +22,9 @@ from benchmarks.file_level import BENCH, REPOS  # noqa: E402
 from benchmarks.record import record  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
-from services.evaluation.metrics import evaluate, load_qrels, load_queries  # noqa: E402
+from services.core.labelled import load_queries  # noqa: E402
+from services.evaluation.formats import load_qrels  # noqa: E402
+from services.evaluation.runner import evaluate  # noqa: E402
 from services.retrieval import query_adapter  # noqa: E402
 
 

@@ -26,7 +26,8 @@ from benchmarks.record import engine_settings, record  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.encoders.embedder import Embedder, chunk_text  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
-from services.evaluation.metrics import load_corpus, load_qrels, load_queries  # noqa: E402
+from services.core.labelled import load_queries  # noqa: E402
+from services.evaluation.formats import load_corpus, load_qrels  # noqa: E402
 from services.storage.workspace_index import WorkspaceIndex, workspace_root  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -32,7 +32,8 @@ from benchmarks.record import engine_settings, record  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
-from services.evaluation.metrics import load_qrels, load_queries  # noqa: E402
+from services.core.labelled import load_queries  # noqa: E402
+from services.evaluation.formats import load_qrels  # noqa: E402
 from services.retrieval.strategies.bugreport import MATCHED, PLAIN, RANKED, SIGNALS  # noqa: E402
 
 BY_PLAIN = {plain: name for name, plain in PLAIN.items()}  # the why panel's words -> the signal's name

@@ -30,7 +30,8 @@ from benchmarks.app_eval import BENCH, STRATEGIES, judged, snapshot  # noqa: E40
 from services.core.models import QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.engine.service import KnowledgeService, _allowed_files  # noqa: E402
-from services.evaluation.metrics import file_qrels, load_qrels, load_queries  # noqa: E402
+from services.core.labelled import load_queries  # noqa: E402
+from services.evaluation.formats import file_qrels, load_qrels  # noqa: E402
 from services.retrieval import file_ranking as fr  # noqa: E402
 from services.retrieval import graph  # noqa: E402
 from services.retrieval.file_answer import CHUNK_WEIGHT, POOL, _found  # noqa: E402

@@ -19,6 +19,11 @@ os.environ.setdefault("KE_ENCODER_CACHE_DIR", os.path.join(tempfile.gettempdir()
 SAMPLE = Path(__file__).parent / "sample_workspace"
 
 
+def pytest_addoption(parser):
+    parser.addoption("--regen-golden", action="store_true",
+                     help="rewrite tests/golden/quality.json with the figures measured now instead of comparing")
+
+
 def copy_sample(target: Path) -> Path:
     """A copy of the sample workspace, with its ignore files and ignored folders."""
     shutil.copytree(SAMPLE, target, symlinks=True)

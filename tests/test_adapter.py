@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from services.retrieval import query_adapter as adapter
-from services.evaluation.metrics import evaluate, load_queries, qrels_from_queries
+from services.core.labelled import load_queries
+from services.evaluation.formats import qrels_from_queries
+from services.evaluation.runner import evaluate
 from services.storage.labels import default_labels_file, record_label
 from services.core.models import QueryOptions
 

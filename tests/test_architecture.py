@@ -3,7 +3,6 @@
 import shutil
 import subprocess
 import sys
-from collections import Counter
 from pathlib import Path
 
 import grimp
@@ -112,33 +111,3 @@ def test_the_concrete_engine_check_sees_a_quoted_annotation(tmp_path):
                       'def f(engine: "KnowledgeService") -> None: ...\n')
     assert concrete_engine_uses(module, tmp_path) == {("ui/view.py", "")}
 
-
-MYPY_BASELINE = ROOT / "tests" / "mypy_baseline.txt"
-
-
-def mypy_errors() -> Counter:
-    """mypy over services/, ui/ and app/ (config in pyproject.toml), each error as "path: message [code]"
-    (no line number, so an edit elsewhere in the file does not move it). The cache lives in the temp dir,
-    one per checkout: a warm run takes seconds, a cold one well under a minute."""
-    import hashlib
-    import re
-    import tempfile
-
-    cache = Path(tempfile.gettempdir()) / f"ke-mypy-{hashlib.sha1(str(ROOT).encode()).hexdigest()[:8]}"
-    result = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(cache), "--no-error-summary",
-                             "--hide-error-context", "--no-pretty"], cwd=ROOT, capture_output=True, text=True)
-    assert result.returncode in (0, 1), result.stdout + result.stderr  # 2: mypy itself failed
-    line = re.compile(r"^(?P<path>[^:]+):\d+: error: (?P<message>.*)$")
-    return Counter(f"{m['path']}: {m['message']}" for m in map(line.match, result.stdout.splitlines()) if m)
-
-
-@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
-def test_the_type_checker_finds_no_error_beyond_the_known_ones():
-    """New code type-checks; the errors mypy found when it came in are listed in tests/mypy_baseline.txt,
-    to be fixed (and removed from it) file by file."""
-    found = mypy_errors()
-    known = Counter(line for line in MYPY_BASELINE.read_text(encoding="utf-8").splitlines()
-                    if line.strip() and not line.startswith("#"))
-    new, fixed = found - known, known - found
-    assert not new, "mypy errors:\n" + "\n".join(sorted(new.elements()))
-    assert not fixed, "fixed (remove from tests/mypy_baseline.txt):\n" + "\n".join(sorted(fixed.elements()))

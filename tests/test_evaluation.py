@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from services.evaluation.metrics import (
-    CorpusDocIds, CorpusItem, EvalReport, LabelledQuery, RelevantItem, StrategyReport, WorkspaceDocIds,
-    compute_metrics, format_table, load_corpus, load_qrels, load_queries, materialise_corpus, percentile,
-    qrels_from_queries, ranked_doc_ids,
+from services.core.labelled import LabelledQuery, RelevantItem, load_queries
+from services.evaluation.formats import (
+    CorpusDocIds, CorpusItem, WorkspaceDocIds, load_corpus, load_qrels, materialise_corpus, qrels_from_queries,
+    ranked_doc_ids,
 )
+from services.evaluation.metrics import compute_metrics, percentile
+from services.evaluation.report import EvalReport, StrategyReport, format_table
 from services.storage.labels import default_labels_file, labels_for, query_id, record_label
 from services.core.models import Chunk, QueryResult, ResultChunk
 

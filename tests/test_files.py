@@ -17,7 +17,10 @@ import pytest
 from app.render import MCP_FIELDS
 from services.core.models import QueryOptions
 from services.engine.service import KnowledgeService
-from services.evaluation.metrics import evaluate, format_table, parse_query, qrels_from_queries
+from services.core.labelled import parse_query
+from services.evaluation.formats import qrels_from_queries
+from services.evaluation.report import format_table
+from services.evaluation.runner import evaluate
 from tests.conftest import indexed_sample
 from tests.test_faces import run_cli, snapshot, subset, without
 

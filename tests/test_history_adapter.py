@@ -10,7 +10,8 @@ import pytest
 
 from services.core.models import QueryOptions
 from services.engine.service import KnowledgeService
-from services.evaluation.metrics import LabelledQuery, evaluate
+from services.core.labelled import LabelledQuery
+from services.evaluation.runner import evaluate
 from services.indexing.history import read_history
 from services.retrieval import query_adapter as adapters
 from tests.test_history import DAY, START, Repo

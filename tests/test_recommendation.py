@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from services.evaluation.metrics import format_table, score_rankings
+from services.evaluation.report import format_table
+from services.evaluation.runner import score_rankings
 
 
 def rankings_where(better_on: int, queries: int) -> tuple[dict, dict]:

@@ -1,7 +1,7 @@
 """Compare view: one question, or a labelled query set, through every available strategy at once.
 
 Rankings appear as columns (one per strategy, rows = rank); a query set gives a metrics table and
-bar charts (quality metrics, latency). The evaluation loop lives in services.evaluation.metrics; this widget
+bar charts (quality metrics, latency). The evaluation loop lives in services.evaluation.runner; this widget
 only starts it on the qasync loop, shows progress, lets the user cancel, and displays the outcome.
 Right-click a ranked result to label it relevant / not relevant: the engine keeps the label (Engine.record_label),
 so a remote engine's labels stay on its server. The work with the engine is ui.viewmodels.compare's.
@@ -23,11 +23,11 @@ from PySide6.QtWidgets import (
     QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget,
 )
 
-from services.evaluation.metrics import (
-    report_from_text, report_text,
-    BASELINE, COLUMNS, PRIMARY, EvalProgress, EvalReport, LabelledQuery, Qrels, Recommendation, load_qrels,
-    load_queries, qrels_from_queries,
-)
+from services.core.labelled import LabelledQuery, load_queries
+from services.evaluation.formats import Qrels, load_qrels, qrels_from_queries
+from services.evaluation.metrics import PRIMARY
+from services.evaluation.report import BASELINE, COLUMNS, EvalReport, Recommendation, report_from_text, report_text
+from services.evaluation.runner import EvalProgress
 from services.core.models import QueryResult, ResultChunk
 from ui.async_runner import AsyncRunner, describe_error
 from ui.viewmodels.compare import CompareViewModel, grade_of

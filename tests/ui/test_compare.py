@@ -11,7 +11,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from services.storage.labels import default_labels_file
-from services.evaluation.metrics import EvalReport, StrategyReport, load_queries
+from services.core.labelled import load_queries
+from services.evaluation.report import EvalReport, StrategyReport
 from services.engine.service import KnowledgeService
 from ui.compare import CompareView, ResultRole
 from tests.ui.factories import sample_result
@@ -188,7 +189,7 @@ def test_without_an_engine_a_label_is_not_taken(qtbot, loop):
 
 def report_with_per_query_scores(queries: int, better_on: int) -> EvalReport:
     """hybrid finds each query's document at rank 1 on the first `better_on` queries, `none` at rank 2."""
-    from services.evaluation.metrics import score_rankings
+    from services.evaluation.runner import score_rankings
     qrels = {f"q{i}": {f"d{i}": 1} for i in range(queries)}
     none = {f"q{i}": ["x", f"d{i}"] for i in range(queries)}
     hybrid = {f"q{i}": [f"d{i}"] if i < better_on else ["x", "y", "z"] for i in range(queries)}

@@ -236,7 +236,7 @@ def test_compare_cells_show_file_names_and_every_strategy_at_1024(qtbot, loop):
 
 
 def test_the_compare_tab_with_a_report_fits_1024x700(qtbot, loop):
-    from services.evaluation.metrics import EvalReport, StrategyReport
+    from services.evaluation.report import EvalReport, StrategyReport
     from ui.compare import CompareView
 
     view = CompareView(None)

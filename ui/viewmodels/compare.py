@@ -8,9 +8,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from services.core.models import QueryOptions, QueryResult, ResultChunk
-from services.evaluation.metrics import (
-    EvalReport, LabelledQuery, ProgressFn, Qrels, WorkspaceDocIds, choose_strategies, evaluate,
-)
+from services.core.labelled import LabelledQuery
+from services.evaluation.formats import Qrels, WorkspaceDocIds
+from services.evaluation.report import EvalReport
+from services.evaluation.runner import ProgressFn, choose_strategies, evaluate
 
 if TYPE_CHECKING:
     from services.engine.protocol import Engine

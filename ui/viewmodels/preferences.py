@@ -117,7 +117,7 @@ class Preferences:
         self.store.setValue(f"{self._group(workspace)}/defaultStrategy", strategy)
 
     def evaluation(self, workspace: str) -> str:
-        """The workspace's last evaluation (services.evaluation.metrics.report_text), or ""."""
+        """The workspace's last evaluation (services.evaluation.report.report_text), or ""."""
         return str(self.store.value(f"{self._group(workspace)}/evaluation", "") or "")
 
     def save_evaluation(self, workspace: str, text: str) -> None:
