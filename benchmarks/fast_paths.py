@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.record import engine_settings, percentile, record  # noqa: E402
+from benchmarks.lib import engine_settings, percentile, record  # noqa: E402
 from services.core.errors import ModelLoadError  # noqa: E402
 from services.core.models import Chunk  # noqa: E402
 from services.core.settings import Settings  # noqa: E402

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.record import record  # noqa: E402
+from benchmarks.lib import record  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
 from services.evaluation.metrics import load_queries, percentile  # noqa: E402
@@ -42,7 +42,7 @@ async def main() -> None:
     args = ap.parse_args()
     service = KnowledgeService(data_dir=args.data_dir)
     if args.stand_in:
-        from benchmarks.corpus import StandInEmbedder
+        from benchmarks.lib import StandInEmbedder
         service.embedder = service.index_embedder = StandInEmbedder()
     rows = []
     try:

@@ -34,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.record import record  # noqa: E402
+from benchmarks.lib import record  # noqa: E402
 from services.evaluation.metrics import compute_metrics  # noqa: E402
 from services.indexing.history import CommitIndex, read_history, repo_state  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.record import record  # noqa: E402
+from benchmarks.lib import record  # noqa: E402
 from tests.helpers.fuzz import HANG_SECONDS, examples, fuzz_mcp, fuzz_rest, fuzz_server  # noqa: E402
 
 

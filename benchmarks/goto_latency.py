@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.record import percentile, record  # noqa: E402
+from benchmarks.lib import percentile, record  # noqa: E402
 from services.core.models import Chunk  # noqa: E402
 from services.retrieval.goto import Finders, goto_files, goto_symbols, initials  # noqa: E402
 from services.storage.catalog import Catalog, FileRecord  # noqa: E402

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.record import engine_settings, percentile, record  # noqa: E402
+from benchmarks.lib import engine_settings, percentile, record  # noqa: E402
 from services.core.models import Candidate, Chunk  # noqa: E402
 from services.retrieval.strategies import RerankRequest  # noqa: E402
 from services.retrieval.strategies import create_strategy  # noqa: E402

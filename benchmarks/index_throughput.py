@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.record import engine_settings, record  # noqa: E402
+from benchmarks.lib import engine_settings, record  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.encoders.embedder import Embedder, chunk_text  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402

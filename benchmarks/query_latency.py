@@ -23,7 +23,7 @@ import platformdirs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.record import engine_settings, percentile, record  # noqa: E402
+from benchmarks.lib import engine_settings, percentile, record  # noqa: E402
 from services.engine.service import KnowledgeService
 from services.core.models import QueryOptions
 from services.storage.workspace_index import WorkspaceIndex, workspace_root

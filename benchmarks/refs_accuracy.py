@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.record import record  # noqa: E402
+from benchmarks.lib import record  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
 from services.indexing.chunking.graph import file_uses  # noqa: E402
 from services.storage.workspace_index import WorkspaceIndex, workspace_root  # noqa: E402

@@ -4,7 +4,7 @@
     python benchmarks/report.py --check   # exit 1 when the README is not what the results give
 
 A table lives between `<!-- results: NAME -->` and `<!-- /results: NAME -->`; NAME's newest
-benchmarks/results/NAME-<date>.json (benchmarks/record.py) fills it. Text outside the markers is kept.
+benchmarks/results/NAME-<date>.json (benchmarks/lib.py) fills it. Text outside the markers is kept.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def caption(run: dict) -> str:
     if settings:
         parts.append(settings)
     if run.get("percentile"):
-        parts.append("percentiles interpolated (benchmarks/record.py)")
+        parts.append("percentiles interpolated (benchmarks/lib.py)")
     return "_" + "; ".join(parts) + "._"
 
 

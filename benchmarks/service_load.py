@@ -26,7 +26,7 @@ import platformdirs
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.record import percentile, record  # noqa: E402
+from benchmarks.lib import percentile, record  # noqa: E402
 from tests.helpers.engine_server import cli, env, start_server, stop_server  # noqa: E402
 
 STRATEGIES = ("none", "keyword-boost", "rrf", "hybrid", "heuristic", "metadata")

@@ -15,7 +15,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from services.core.settings import Settings  # noqa: E402
 from services.encoders.embedder import chunk_text  # noqa: E402
@@ -26,7 +26,7 @@ MODULES = ["argparse", "json/decoder", "csv", "difflib", "shutil", "textwrap", "
            "statistics", "gettext", "ftplib", "smtplib"]
 CHUNKS_PER_MODULE = 6
 QUESTIONS = 40
-TARGET = Path(__file__).resolve().parents[1] / "services" / "encoders" / "calibration.json"
+TARGET = Path(__file__).resolve().parents[2] / "services" / "encoders" / "calibration.json"
 
 
 def main() -> None:

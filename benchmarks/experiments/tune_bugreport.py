@@ -11,7 +11,7 @@ ranked signal, a share of the best match per matched one, the test-file mark). T
 Prints, for each repository, the best weights tuned on it and the score they give on the others (tune
 on one, report on the other), and the grid's best weights over all repositories together; then the
 best weights are measured exactly, again through KnowledgeService.query at top_k 10 as the app asks,
-and recorded (benchmarks/record.py). The grid is an estimate: it sees only the 100 results, and the
+and recorded (benchmarks/lib.py). The grid is an estimate: it sees only the 100 results, and the
 int8 encoder's vectors shift slightly with the texts encoded beside them (every part is embedded here,
 only the weighted ones in the app), so near-equal ranks can swap; the exact figures are the ones to quote.
 """
@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.record import engine_settings, record  # noqa: E402
+from benchmarks.lib import engine_settings, record  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402

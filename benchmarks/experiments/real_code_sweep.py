@@ -23,10 +23,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.corpus import StandInEmbedder  # noqa: E402
-from benchmarks.record import engine_settings, record  # noqa: E402
+from benchmarks.lib import StandInEmbedder  # noqa: E402
+from benchmarks.lib import engine_settings, record  # noqa: E402
 from services.core.models import count_by_reason  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.indexing.chunking import chunk_file  # noqa: E402

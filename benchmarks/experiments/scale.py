@@ -20,10 +20,10 @@ import time
 from contextlib import redirect_stdout
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.corpus import StandInEmbedder  # noqa: E402
-from benchmarks.record import record  # noqa: E402
+from benchmarks.lib import StandInEmbedder  # noqa: E402
+from benchmarks.lib import record  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
 from tests.helpers.big_repo import HOUR, START, make_big_repo, path_of, topic  # noqa: E402

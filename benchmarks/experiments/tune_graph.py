@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.app_eval import BENCH, STRATEGIES, judged, snapshot  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402

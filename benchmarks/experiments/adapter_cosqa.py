@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.record import engine_settings, record  # noqa: E402
+from benchmarks.lib import engine_settings, record  # noqa: E402
 from services.retrieval import query_adapter as adapter  # noqa: E402
 from services.encoders.embedder import Embedder  # noqa: E402
 from services.evaluation.metrics import (  # noqa: E402

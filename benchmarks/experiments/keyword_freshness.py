@@ -8,7 +8,7 @@ tree (what the run catching up on opening, or F5, does).
     python benchmarks/keyword_freshness.py --corpus /tmp/million1m/workspace \
         --data-dir /tmp/million1m/data --no-old-rebuild --name keyword_freshness_million
 
-The workspace is built by benchmarks/corpus.py (pytest and Sphinx snapshots, then site-packages
+The workspace is built by benchmarks/lib.py (pytest and Sphinx snapshots, then site-packages
 packages). The ENCODER IS A STAND-IN (hash vectors, benchmarks/corpus.StandInEmbedder): it encodes the
 edited file's few chunks in microseconds where the model takes ~0.1 s; everything else is real (scan,
 chunking, Chroma, the catalogue and its FTS5 keyword table). The watcher's 1 s debounce is not counted.
@@ -26,10 +26,10 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.corpus import StandInEmbedder, build_corpus  # noqa: E402
-from benchmarks.record import engine_settings, percentile, record  # noqa: E402
+from benchmarks.lib import StandInEmbedder, build_corpus  # noqa: E402
+from benchmarks.lib import engine_settings, percentile, record  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
 from services.indexing.indexer import Indexer  # noqa: E402

@@ -16,10 +16,10 @@ import asyncio
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.file_level import BENCH, REPOS  # noqa: E402
-from benchmarks.record import record  # noqa: E402
+from benchmarks.lib import record  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
 from services.evaluation.metrics import evaluate, load_qrels, load_queries  # noqa: E402

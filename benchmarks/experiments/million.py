@@ -4,7 +4,7 @@ open time and query latency per non-neural strategy.
     python benchmarks/million.py                    # about 1,000,000 chunks
     python benchmarks/million.py --chunks 200000    # a smaller size (the figures say which)
 
-The workspace is built by benchmarks/corpus.py: the pytest and Sphinx snapshots, then this project's
+The workspace is built by benchmarks/lib.py: the pytest and Sphinx snapshots, then this project's
 site-packages packages, copied again under copyN/ folders when they run out (the result says how often).
 **The indexing encoder is a stand-in** (hash vectors, benchmarks/corpus.StandInEmbedder): every stage it does
 not touch runs for real (scan, chunking, the catalogue and its FTS5 keyword table, Chroma, the projection);
@@ -27,10 +27,10 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.corpus import StandInEmbedder, build_corpus  # noqa: E402
-from benchmarks.record import STARTED_AT, engine_settings, percentile, record  # noqa: E402
+from benchmarks.lib import StandInEmbedder, build_corpus  # noqa: E402
+from benchmarks.lib import STARTED_AT, engine_settings, percentile, record  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402

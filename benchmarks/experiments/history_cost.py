@@ -26,9 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.record import record  # noqa: E402
+from benchmarks.lib import record  # noqa: E402
 from services.indexing.history import CommitIndex, read_recorded, update_history  # noqa: E402
 from services.storage.history_store import HISTORY_FILE, HistoryStore  # noqa: E402
 
