@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import platform
+import random
 import shutil
 import statistics
 import subprocess
@@ -90,6 +91,18 @@ def swe_snapshot(repo: str, data: Path | None = None) -> Path:
 def judged(queries, qrels):
     """The queries with a relevant document (as `eval` keeps them)."""
     return [q for q in queries if any(g > 0 for g in qrels.get(q.id, {}).values())]
+
+
+def sample_queries(workspace: Path, data_dir: Path, count: int) -> list[str]:
+    """First sentences of docstrings: the kind of question a developer types."""
+    from services.storage.workspace_index import WorkspaceIndex, workspace_root  # opens Chroma: only when asked
+
+    index = WorkspaceIndex(workspace_root(workspace), data_dir)
+    chunks = index.catalog().chunks()
+    index.close()
+    sentences = {c.docstring.split(".")[0].strip() for c in chunks if c.kind in ("function", "method", "class")}
+    pool = sorted(s for s in sentences if 4 <= len(s.split()) <= 14)
+    return random.Random(0).sample(pool, min(count, len(pool)))
 
 
 # --- recording ---

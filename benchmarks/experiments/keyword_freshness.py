@@ -3,9 +3,9 @@
 keyword index until the new function is found. For comparison, the same with a run that scans the whole
 tree (what the run catching up on opening, or F5, does).
 
-    python benchmarks/keyword_freshness.py                      # ~36,000 chunks of real code
-    python benchmarks/keyword_freshness.py --chunks 100000 --edits 20
-    python benchmarks/keyword_freshness.py --corpus /tmp/million1m/workspace \
+    python benchmarks/experiments/keyword_freshness.py                      # ~36,000 chunks of real code
+    python benchmarks/experiments/keyword_freshness.py --chunks 100000 --edits 20
+    python benchmarks/experiments/keyword_freshness.py --corpus /tmp/million1m/workspace \
         --data-dir /tmp/million1m/data --no-old-rebuild --name keyword_freshness_million
 
 The workspace is built by benchmarks/lib.py (pytest and Sphinx snapshots, then site-packages
@@ -28,8 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.lib import StandInEmbedder, build_corpus  # noqa: E402
-from benchmarks.lib import engine_settings, percentile, record  # noqa: E402
+from benchmarks.lib import StandInEmbedder, build_corpus, engine_settings, percentile, record  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
 from services.indexing.indexer import Indexer  # noqa: E402

@@ -1,8 +1,8 @@
 """Do keyword results change with the keyword engine? Top-10 keyword hits of a workspace's questions, written
 by whichever KeywordIndex the code at hand has (the old bm25s one or the FTS5 table), then compared.
 
-    python benchmarks/keyword_parity.py hits WORKSPACE QUESTIONS OUT.json   # QUESTIONS: .jsonl ("text") or lines
-    python benchmarks/keyword_parity.py compare BEFORE.json AFTER.json [--qrels QUERIES.jsonl QRELS.tsv]
+    python benchmarks/experiments/keyword_parity.py hits WORKSPACE QUESTIONS OUT.json   # QUESTIONS: .jsonl ("text") or lines
+    python benchmarks/experiments/keyword_parity.py compare BEFORE.json AFTER.json [--qrels QUERIES.jsonl QRELS.tsv]
 
 Run `hits` on a checkout of the old code (PYTHONPATH=that checkout) and on this one, then `compare`: same
 top-1, top-10 overlap, and with qrels the keyword-only file-level MRR@10 (the first hit in a relevant file).

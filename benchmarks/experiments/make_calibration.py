@@ -4,7 +4,7 @@ gives them to the model (path, kind and name, then the code) and short questions
 Python's standard library (the first modules of a fixed list), cut by the app's own chunker; the questions
 are the first lines of those functions' docstrings. No evaluation data is used.
 
-    python benchmarks/make_calibration.py
+    python benchmarks/experiments/make_calibration.py
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """A very big index of real code: scan and chunk time, keyword-searchable time, peak memory, index size,
 open time and query latency per non-neural strategy.
 
-    python benchmarks/million.py                    # about 1,000,000 chunks
-    python benchmarks/million.py --chunks 200000    # a smaller size (the figures say which)
+    python benchmarks/experiments/million.py                    # about 1,000,000 chunks
+    python benchmarks/experiments/million.py --chunks 200000    # a smaller size (the figures say which)
 
 The workspace is built by benchmarks/lib.py: the pytest and Sphinx snapshots, then this project's
 site-packages packages, copied again under copyN/ folders when they run out (the result says how often).
@@ -29,8 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.lib import StandInEmbedder, build_corpus  # noqa: E402
-from benchmarks.lib import STARTED_AT, engine_settings, percentile, record  # noqa: E402
+from benchmarks.lib import STARTED_AT, StandInEmbedder, build_corpus, engine_settings, percentile, record  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402

@@ -1,6 +1,6 @@
 """Does a big `/v1/rerank` delay queries? (issue 20, probe 8)
 
-    python benchmarks/rerank_fairness.py [--documents 200] [--queries 20]
+    python benchmarks/experiments/rerank_fairness.py [--documents 200] [--queries 20]
 
 Serves the engine with uvicorn in this process (a temp data dir, the sample's `notes` folder indexed),
 measures query latency alone, then while one 200-document rerank runs (queries one after another until

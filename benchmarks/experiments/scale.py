@@ -4,7 +4,7 @@ dimensions: the model is not what this measures), then each feature once, as a u
 (chunks, then file answers with history), `tuned` trained on the history at another cut-off, `eval --level
 file`, a question over the big repository and two small workspaces, go to symbol, find references.
 
-    python benchmarks/scale.py [--root /tmp/ke-scale]
+    python benchmarks/experiments/scale.py [--root /tmp/ke-scale]
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.lib import StandInEmbedder  # noqa: E402
-from benchmarks.lib import record  # noqa: E402
+from benchmarks.lib import StandInEmbedder, record  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
 from tests.helpers.big_repo import HOUR, START, make_big_repo, path_of, topic  # noqa: E402

@@ -5,7 +5,7 @@ GUI thread was blocked (the window would feel frozen). Measured on the real Main
 engine process the app uses (--in-process: KnowledgeService in the GUI process) while indexing a generated workspace of >= 2,000 chunks, then while running queries.
 Goal: longest stall < 50 ms.
 
-    QT_QPA_PLATFORM=offscreen python benchmarks/ui_responsiveness.py [--chunks 2400] [--queries 12]
+    QT_QPA_PLATFORM=offscreen python benchmarks/experiments/ui_responsiveness.py [--chunks 2400] [--queries 12]
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ OTHER_ENV_NAMES = frozenset({
     "KE_ENCODER_CACHE_DIR",  # where the machine's exported encoders are kept (services/encoders/onnx_runtime.py)
     "KE_FUZZ_EXAMPLES",  # requests per operation of tests/test_fuzz_faces.py (its long run: benchmarks/fuzz_faces.py)
     "KE_RECORD_COMMIT",  # the commit a benchmark record names (benchmarks/lib.py)
-    "KE_SWE_BENCH",  # the SWE-bench folder of benchmarks/checkout_reuse.py
+    "KE_BENCH_DATA",  # the benchmarks' data folder: snapshots, indexes, corpora (benchmarks/lib.py)
 })
 
 
