@@ -1,4 +1,6 @@
-"""The label adapter (services/retrieval/query_adapter.py) on CoSQA dev: train on one half, measure on the other.
+"""Informed: `tuned` (the label adapter) is used only when its held-out MRR@10 beats the vector search.
+
+The label adapter (services/retrieval/query_adapter.py) on CoSQA dev: train on one half, measure on the other.
 
     python benchmarks/experiments/adapter_cosqa.py [--data DIR]   # the CoSQA corpus index (`eval --corpus`) in <data>/ke-cosqa
 

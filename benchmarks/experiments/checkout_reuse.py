@@ -1,4 +1,6 @@
-"""A second checkout of an indexed repository (issue 22, item 1): how long it takes to index, how many
+"""Informed: one vector cache per data dir, shared by every checkout in it; the encoder's batch stays 32 (issue 22).
+
+A second checkout of an indexed repository (issue 22, item 1): how long it takes to index, how many
 vectors it finds in the data dir's shared vector cache, and whether it answers like a fresh index.
 
     nice -n 10 python benchmarks/experiments/checkout_reuse.py [--repos pytest sphinx] [--back 200] [--subdir src] [--no-compare]
@@ -140,7 +142,7 @@ def with_earlier_rows(table: list[dict], figures: dict) -> tuple[list[dict], dic
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[2])
     parser.add_argument("--repos", nargs="+", default=["pytest", "sphinx"])
     parser.add_argument("--back", type=int, default=200, help="commits between the two checkouts")
     parser.add_argument("--subdir", default="", help="index this folder of each clone only")

@@ -1,4 +1,6 @@
-"""What keeping a workspace's git history costs (issue #19: 43,000 commits read and indexed in < 30 s).
+"""Informed: the git history is read and kept with every index (43,000 commits in 5.9 s; issue 19's limit 30 s).
+
+What keeping a workspace's git history costs (issue #19: 43,000 commits read and indexed in < 30 s).
 
     python benchmarks/experiments/history_cost.py [--data DIR]
 
@@ -123,7 +125,7 @@ def measure(folder: Path) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[2])
     parser.add_argument("--data", type=Path, help="the benchmarks' data folder (default: $KE_BENCH_DATA)")
     parser.add_argument("--synthetic", type=int, default=0, help="also a fast-import repository of this many commits")
     args = parser.parse_args()

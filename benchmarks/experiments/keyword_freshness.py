@@ -1,4 +1,6 @@
-"""How soon an edit is keyword-searchable in a big index: save a file, run the watcher's incremental run
+"""Informed: keywords written with each file's commit (FTS5); watcher runs scan only the reported paths.
+
+How soon an edit is keyword-searchable in a big index: save a file, run the watcher's incremental run
 (Indexer.run(quick=True, paths=the saved file), what the engine starts after its debounce), and poll the
 keyword index until the new function is found. For comparison, the same with a run that scans the whole
 tree (what the run catching up on opening, or F5, does).
@@ -133,7 +135,7 @@ async def measure(workspace: Path, data_dir: Path, edits: int, old_rebuild: bool
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[1])
     parser.add_argument("--chunks", type=int, default=36_000, help="about this many chunks of real code")
     parser.add_argument("--edits", type=int, default=10)
     parser.add_argument("--corpus", type=Path, help="an existing corpus folder to use (it is edited!)")

@@ -1,4 +1,6 @@
-"""Do keyword results change with the keyword engine? Top-10 keyword hits of a workspace's questions, written
+"""Informed: the keyword index moved from bm25s to SQLite FTS5 (the same top-1 for 31/33 to 8/8 questions).
+
+Do keyword results change with the keyword engine? Top-10 keyword hits of a workspace's questions, written
 by whichever KeywordIndex the code at hand has (the old bm25s one or the FTS5 table), then compared.
 
     python benchmarks/experiments/keyword_parity.py hits WORKSPACE QUESTIONS OUT.json   # QUESTIONS: .jsonl ("text") or lines
@@ -72,7 +74,7 @@ def compare(before_file: Path, after_file: Path, qrels_files: list[Path] | None)
 
 def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[1])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("hits")
     run.add_argument("workspace", type=Path)

@@ -1,4 +1,6 @@
-"""Writes services/encoders/calibration.json: the texts the openvino-int8 encoder's activation ranges are
+"""Informed: openvino-int8 is calibrated on standard-library chunks and docstrings, no evaluation data.
+
+Writes services/encoders/calibration.json: the texts the openvino-int8 encoder's activation ranges are
 measured on when it is quantised (static int8, NNCF). What the encoder meets: code chunks as the indexer
 gives them to the model (path, kind and name, then the code) and short questions. The chunks come from
 Python's standard library (the first modules of a fixed list), cut by the app's own chunker; the questions

@@ -1,4 +1,6 @@
-"""A very big index of real code: scan and chunk time, keyword-searchable time, peak memory, index size,
+"""Informed: issue 22's fixes for a million chunks (batched reference counts, per-result stale marks, bounded keywords).
+
+A very big index of real code: scan and chunk time, keyword-searchable time, peak memory, index size,
 open time and query latency per non-neural strategy.
 
     python benchmarks/experiments/million.py                    # about 1,000,000 chunks
@@ -131,7 +133,7 @@ async def open_and_query(workspace: Path, data_dir: Path, settings: Settings, ro
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[1])
     parser.add_argument("--chunks", type=int, default=1_000_000, help="about this many chunks of real code")
     parser.add_argument("--rounds", type=int, default=2, help="times each question is asked per strategy")
     parser.add_argument("--scratch", type=Path, help="folder for the corpus and index (default: a temporary one)")

@@ -1,4 +1,6 @@
-"""Sweep large real corpora through the scanner and the chunker (no embedding): files, chunks, files/s,
+"""Informed: the scanner's skips (binary, machine-made, too large, not UTF-8) and the chunker's unique ids.
+
+Sweep large real corpora through the scanner and the chunker (no embedding): files, chunks, files/s,
 skips and failures by reason, duplicate chunk ids (must be 0), the largest chunk. With --index, then
 index the Sphinx and pytest snapshots for real (embedding included) and print their reports.
 
@@ -125,7 +127,7 @@ async def index_snapshots(roots: list[Path], data_dir: Path, stand_in: bool, set
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[1])
     parser.add_argument("corpora", nargs="*", type=Path)
     parser.add_argument("--keep-machine-made", action="store_true", help="chunk (and index) minified/generated files too")
     parser.add_argument("--index", action="store_true", help="then index the Sphinx and pytest snapshots")

@@ -1,4 +1,6 @@
-"""Does a big `/v1/rerank` delay queries? (issue 20, probe 8)
+"""Informed: reranks encode on their own encoder, 8 documents at a time, and stop when the client leaves.
+
+Does a big `/v1/rerank` delay queries? (issue 20, probe 8)
 
     python benchmarks/experiments/rerank_fairness.py [--documents 200] [--queries 20]
 
@@ -70,7 +72,7 @@ async def measure(url: str, key: str, n_documents: int, n_queries: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[2])
     parser.add_argument("--documents", type=int, default=200)
     parser.add_argument("--queries", type=int, default=20)
     args = parser.parse_args()

@@ -1,4 +1,6 @@
-"""The CI scale test's scenario, timed (issue 33): a generated git repository of 40,400 chunks and 40,000 commits
+"""Informed: CI tests every feature at 40,400 chunks and 40,000 commits (tests/test_scale.py); this times each step.
+
+The CI scale test's scenario, timed (issue 33): a generated git repository of 40,400 chunks and 40,000 commits
 (tests/helpers/big_repo.py) indexed with the stand-in encoder of tests/test_scale.py (hash vectors of 32
 dimensions: the model is not what this measures), then each feature once, as a user would ask: every strategy
 (chunks, then file answers with history), `tuned` trained on the history at another cut-off, `eval --level

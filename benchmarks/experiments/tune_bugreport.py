@@ -1,4 +1,6 @@
-"""Tune the `bug-report` strategy's weights with cross-validation across repositories.
+"""Informed: `bug-report`'s default weights (title 4, bm25 2, symbol 2, path 1, test -4, k 30).
+
+Tune the `bug-report` strategy's weights with cross-validation across repositories.
 
     python benchmarks/experiments/tune_bugreport.py [--data DIR] [--repos pytest,sphinx] [--cache F]
 

@@ -1,4 +1,6 @@
-"""Tune the code graph's file-answer signal (issue #35): weight, the sources that vote, specificity.
+"""Informed: the graph's file signal ships at weight 0.2, top chunk and traceback frames; names, callers off.
+
+Tune the code graph's file-answer signal (issue #35): weight, the sources that vote, specificity.
 
     python benchmarks/experiments/tune_graph.py [--data DIR] [--cache F]   # snapshots in <data>/swe, index in <data>/ke-swe
 
