@@ -11,6 +11,7 @@ are the first lines of those functions' docstrings. No evaluation data is used.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import json
 import sys
@@ -32,6 +33,7 @@ TARGET = Path(__file__).resolve().parents[2] / "services" / "encoders" / "calibr
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[1]).parse_args()  # --help
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     chunks, questions = [], []
     for name in MODULES:
