@@ -146,9 +146,12 @@ def engine_settings(settings=None) -> dict:
     return json.loads(json.dumps(dataclasses.asdict(settings), default=str))
 
 
+PLATFORM = platform.platform()  # read once: it runs `uname -p`, and recording a run starts no process
+
+
 def machine() -> dict:
     return {"loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()], "nproc": os.cpu_count(),
-            "platform": platform.platform(), "python": platform.python_version()}
+            "platform": PLATFORM, "python": platform.python_version()}
 
 
 def portable(value):
