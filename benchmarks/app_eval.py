@@ -1,10 +1,10 @@
 """The app's own evaluation (what `knowledge-explorer eval` prints), recorded for benchmarks/README.md.
 
-    python benchmarks/app_eval.py cosqa   [--data-dir /tmp/ke-cosqa]   # CoSQA dev, chunk level
-    python benchmarks/app_eval.py files   [--data-dir /tmp/ke-swe]     # pytest and Sphinx, file level
-    python benchmarks/app_eval.py names   [--data-dir /tmp/ke-swe]     # bare names (nav sets), chunk level
-    python benchmarks/app_eval.py chunks  [--data-dir /tmp/ke-swe]     # pytest and Sphinx bug reports, chunk level
-    python benchmarks/app_eval.py qualified [--data-dir /tmp/ke-swe]   # `Class.method` names, chunk level
+    python benchmarks/app_eval.py cosqa   [--data DIR]   # CoSQA dev, chunk level
+    python benchmarks/app_eval.py files   [--data DIR]   # pytest and Sphinx, file level
+    python benchmarks/app_eval.py names   [--data DIR]   # bare names (nav sets), chunk level
+    python benchmarks/app_eval.py chunks  [--data DIR]   # pytest and Sphinx bug reports, chunk level
+    python benchmarks/app_eval.py qualified [--data DIR] # `Class.method` names, chunk level
 
 `names`: the 100 bare names of each nav set (../shared/benchmarks/nav), judged by their definition's chunk:
 "definition at #1" is the share of names whose definition is ranked first, "in the top 10" within ten.
@@ -13,7 +13,7 @@ from the snapshot (benchmarks/qualified_names.py), judged and counted as `names`
 `chunks`: the SWE bug reports answered chunk by chunk, a chunk relevant when its file is.
 `cosqa`: the 500 dev questions over the 6,267 functions (each function a file of a corpus workspace), top_k
 100, chunk level. `files`: the SWE issues of pytest and Sphinx answered by `find_files` (each query's `before`
-cuts the history), over the snapshots at <root>/<repo> (`git clone -b snapshot …/history.bundle`, as
+cuts the history), over the snapshots at <data>/swe/<repo> (`git clone -b snapshot …/history.bundle`, as
 benchmarks/file_level.py clones them), all files the app indexes there. Every question goes through
 KnowledgeService with the app's defaults: the real model, its default encoder (openvino-int8 since issue 33), the default file-level weights.
 """
@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import qualified_names  # noqa: E402
-from benchmarks.record import engine_settings, record  # noqa: E402
+from benchmarks.lib import data_root, engine_settings, judged, record, shared, swe_snapshot  # noqa: E402
 from services.core.labelled import LabelledQuery, load_queries  # noqa: E402
 from services.core.settings import DEFAULT_STRATEGY, Settings  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
@@ -38,12 +37,6 @@ from services.evaluation.formats import (  # noqa: E402
 )
 from services.evaluation.runner import evaluate  # noqa: E402
 
-BENCH = Path("/work/shared/benchmarks")
-
-
-def judged(queries, qrels):
-    """The queries with a relevant document (as `eval` keeps them)."""
-    return [q for q in queries if any(g > 0 for g in qrels.get(q.id, {}).values())]
 REPOS = ["pytest", "sphinx"]
 STRATEGIES = "none,keyword-boost,rrf,hybrid,heuristic,metadata,bug-report"
 
@@ -67,7 +60,7 @@ def rows(report, label: str) -> list[dict]:
 
 
 async def cosqa(service: KnowledgeService, names: list[str]) -> list[dict]:
-    root = BENCH / "cosqa"
+    root = shared("cosqa")
     queries, qrels = load_queries(root / "queries_dev.jsonl"), load_qrels(root / "qrels_dev.tsv")
     items = load_corpus(root / "corpus.jsonl")
     workspace = corpus_workspace(service.data_dir, root / "corpus.jsonl")
@@ -79,29 +72,18 @@ async def cosqa(service: KnowledgeService, names: list[str]) -> list[dict]:
     return rows(report, "CoSQA dev (500)")
 
 
-async def files(service: KnowledgeService, names: list[str], root: Path) -> list[dict]:
+async def files(service: KnowledgeService, names: list[str], data: Path) -> list[dict]:
     out = []
     for repo in ("pytest", "sphinx"):
-        folder = root / repo
-        if not folder.exists():
-            subprocess.run(["git", "clone", "-q", "-b", "snapshot", str(BENCH / "swe" / repo / "history.bundle"),
-                            str(folder)], check=True)
-        queries = load_queries(BENCH / "swe" / repo / "queries.jsonl")
-        qrels = load_qrels(BENCH / "swe" / repo / "qrels.tsv")
+        folder = swe_snapshot(repo, data)
+        queries = load_queries(shared("swe", repo, "queries.jsonl"))
+        qrels = load_qrels(shared("swe", repo, "qrels.tsv"))
         await service.index(folder)
         health = await service.health(folder)
         report = await evaluate(service, judged(queries, qrels), qrels, names, folder, 100,
                                 doc_id_for=WorkspaceDocIds(qrels), documents=health.files, level="file")
         out += rows(report, f"{repo} ({report.queries}), file level")
     return out
-
-
-def snapshot(root: Path, repo: str) -> Path:
-    folder = root / repo
-    if not folder.exists():
-        subprocess.run(["git", "clone", "-q", "-b", "snapshot", str(BENCH / "swe" / repo / "history.bundle"),
-                        str(folder)], check=True)
-    return folder
 
 
 def name_rows(report, label: str) -> list[dict]:
@@ -117,13 +99,13 @@ def name_rows(report, label: str) -> list[dict]:
     return out
 
 
-async def chunk_level(service: KnowledgeService, names: list[str], root: Path, queries_file: str, qrels_file: str,
+async def chunk_level(service: KnowledgeService, names: list[str], data: Path, queries_file: str, qrels_file: str,
                       top_k: int) -> list[tuple[str, object]]:
     """(repo, report) for each snapshot: the queries asked through the app's pipeline, judged chunk by chunk."""
     out = []
     for repo in REPOS:
-        folder = snapshot(root, repo)
-        queries, qrels = load_queries(BENCH / queries_file.format(repo)), load_qrels(BENCH / qrels_file.format(repo))
+        folder = swe_snapshot(repo, data)
+        queries, qrels = load_queries(shared(*queries_file.format(repo).split("/"))), load_qrels(shared(*qrels_file.format(repo).split("/")))
         await service.index(folder)
         report = await evaluate(service, judged(queries, qrels), qrels, names, folder, top_k,
                                 doc_id_for=WorkspaceDocIds(qrels), documents=(await service.health(folder)).chunks)
@@ -131,15 +113,15 @@ async def chunk_level(service: KnowledgeService, names: list[str], root: Path, q
     return out
 
 
-async def names_set(service: KnowledgeService, names: list[str], root: Path) -> list[dict]:
-    reports = await chunk_level(service, names, root, "nav/{}/queries.jsonl", "nav/{}/qrels_chunks.tsv", 10)
+async def names_set(service: KnowledgeService, names: list[str], data: Path) -> list[dict]:
+    reports = await chunk_level(service, names, data, "nav/{}/queries.jsonl", "nav/{}/qrels_chunks.tsv", 10)
     return [row for repo, report in reports for row in name_rows(report, f"{repo} names ({report.queries})")]
 
 
-async def qualified_set(service: KnowledgeService, names: list[str], root: Path) -> list[dict]:
+async def qualified_set(service: KnowledgeService, names: list[str], data: Path) -> list[dict]:
     out = []
     for repo in REPOS:
-        folder = snapshot(root, repo)
+        folder = swe_snapshot(repo, data)
         made = qualified_names.make(folder)
         queries = [LabelledQuery(f"qualified-{n}", question) for n, (question, _) in enumerate(made)]
         qrels = {f"qualified-{n}": {judged: 1} for n, (_, judged) in enumerate(made)}
@@ -150,30 +132,31 @@ async def qualified_set(service: KnowledgeService, names: list[str], root: Path)
     return out
 
 
-async def chunk_reports(service: KnowledgeService, names: list[str], root: Path) -> list[dict]:
-    reports = await chunk_level(service, names, root, "swe/{}/queries.jsonl", "swe/{}/qrels.tsv", 100)
+async def chunk_reports(service: KnowledgeService, names: list[str], data: Path) -> list[dict]:
+    reports = await chunk_level(service, names, data, "swe/{}/queries.jsonl", "swe/{}/qrels.tsv", 100)
     return [row for repo, report in reports for row in rows(report, f"{repo} ({report.queries}), chunk level")]
 
 
 async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("set", choices=("cosqa", "files", "names", "chunks", "qualified"))
-    ap.add_argument("--data-dir", type=Path)
-    ap.add_argument("--root", type=Path, default=Path("/tmp/swe"), help="where the SWE snapshots are cloned")
+    ap.add_argument("--data", type=Path, help="the benchmarks' data folder (default $KE_BENCH_DATA): SWE snapshots in "
+                    "<data>/swe, the indexes in <data>/ke-swe and <data>/ke-cosqa")
     ap.add_argument("--strategies", default=STRATEGIES)
     ap.add_argument("--repos", default=",".join(REPOS), help="names, chunks: which snapshots")
     ap.add_argument("--backend", help="another encoder backend than the default (embedding_backend)")
     args = ap.parse_args()
-    data_dir = args.data_dir or Path("/tmp/ke-cosqa" if args.set == "cosqa" else "/tmp/ke-swe")
+    data = data_root(args.data)
+    data_dir = data / ("ke-cosqa" if args.set == "cosqa" else "ke-swe")
     settings = Settings(embedding_backend=args.backend) if args.backend else Settings()
     service = KnowledgeService(settings, data_dir=data_dir)
     names = args.strategies.split(",")
     REPOS[:] = args.repos.split(",")
     try:
-        run = {"cosqa": lambda: cosqa(service, names), "files": lambda: files(service, names, args.root),
-               "names": lambda: names_set(service, names, args.root),
-               "qualified": lambda: qualified_set(service, names, args.root),
-               "chunks": lambda: chunk_reports(service, names, args.root)}[args.set]
+        run = {"cosqa": lambda: cosqa(service, names), "files": lambda: files(service, names, data),
+               "names": lambda: names_set(service, names, data),
+               "qualified": lambda: qualified_set(service, names, data),
+               "chunks": lambda: chunk_reports(service, names, data)}[args.set]
         table = await run()
     finally:
         service.close()

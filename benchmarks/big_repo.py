@@ -2,13 +2,13 @@
 against the source, peak memory, time to the first answer, query latency per strategy at top_k 10 and
 100, and a cold CLI query.
 
-    pip download sympy --no-deps -d /work/scratch/w8/wheels
-    unzip -q /work/scratch/w8/wheels/sympy-*.whl -d /work/scratch/w8/sympy-src
-    nice -n 10 python benchmarks/big_repo.py /work/scratch/w8/sympy-src [--backends onnx-int8,torch]
+    pip download sympy --no-deps -d $KE_BENCH_DATA/wheels
+    unzip -q $KE_BENCH_DATA/wheels/sympy-*.whl -d $KE_BENCH_DATA/sympy-src
+    nice -n 10 python benchmarks/big_repo.py $KE_BENCH_DATA/sympy-src [--backends onnx-int8,torch]
         [--questions queries.jsonl] [--queries 60] [--bare-sample 2000]
 
 Questions default to the first sentences of the repository's docstrings; `--questions` takes a JSONL
-of {"text": ...} (e.g. the issue-length SWE-bench questions in /work/shared/benchmarks/swe/).
+of {"text": ...} (e.g. the issue-length SWE-bench questions in ../shared/benchmarks/swe/).
 Each backend indexes into its own temporary data dir. Load on a shared machine skews every figure:
 the load average is printed with them.
 """
@@ -30,8 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.query_latency import sample_queries  # noqa: E402
-from benchmarks.record import engine_settings, percentile, record  # noqa: E402
+from benchmarks.lib import engine_settings, percentile, record, sample_queries  # noqa: E402
 from services.core.errors import IndexMissingError  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402

@@ -241,7 +241,7 @@ def measure(tmp: Path, args) -> int:
 
 def record_run(figures: dict, args) -> None:
     try:
-        from benchmarks.record import record
+        from benchmarks.lib import record
     except ImportError:  # run without PYTHONPATH=.: printed, not recorded
         return
     record("desktop_install", [figures], uses_percentiles=False,

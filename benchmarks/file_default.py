@@ -1,6 +1,6 @@
 """The right answer by default (issue 41): file answers with history on pytest, Sphinx, xarray and pylint.
 
-    python benchmarks/file_default.py [--root /work/scratch/swe] [--data-dir /work/scratch/ke-swe]
+    python benchmarks/file_default.py [--data DIR] [--saved DIR]
 
 Every judged SWE issue is asked once per strategy through KnowledgeService.query (top_k 100, each query's
 `before`), then answered as files by the engine's own FileRanker (what `find_files` does) for every
@@ -25,8 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.app_eval import BENCH, judged, snapshot  # noqa: E402
-from benchmarks.record import engine_settings, record  # noqa: E402
+from benchmarks.lib import data_root, engine_settings, judged, record, shared, swe_snapshot  # noqa: E402
 from services.core.models import QueryOptions
 from services.retrieval.file_answer import BLEND_POOL, fuse
 from services.retrieval.strategies.auto import Blend  # noqa: E402
@@ -62,12 +61,12 @@ async def chunk_rankings(service: KnowledgeService, folder: Path, queries) -> di
     return out
 
 
-async def repository(service: KnowledgeService, root: Path, repo: str, saved: Path | None) -> dict:
+async def repository(service: KnowledgeService, data: Path, repo: str, saved: Path | None) -> dict:
     """{strategy: {weights: [(rr, recall, acc1) per query]}}; the chunk rankings kept in `saved` and reused."""
-    folder = snapshot(root, repo)
+    folder = swe_snapshot(repo, data)
     await service.index(folder)
-    qrels = file_qrels(load_qrels(BENCH / "swe" / repo / "qrels.tsv"))
-    queries = judged(load_queries(BENCH / "swe" / repo / "queries.jsonl"), qrels)
+    qrels = file_qrels(load_qrels(shared("swe", repo, "qrels.tsv")))
+    queries = judged(load_queries(shared("swe", repo, "queries.jsonl")), qrels)
     kept = saved / f"{repo}.pickle" if saved else None
     if kept and kept.exists():
         results = pickle.loads(kept.read_bytes())
@@ -152,17 +151,18 @@ def table(runs: dict) -> tuple[list[dict], dict]:
 
 async def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--root", type=Path, default=Path("/work/scratch/swe"))
-    ap.add_argument("--data-dir", type=Path, default=Path("/work/scratch/ke-swe"))
+    ap.add_argument("--data", type=Path, help="the benchmarks' data folder (default $KE_BENCH_DATA): the SWE "
+                    "snapshots in <data>/swe, their index in <data>/ke-swe")
     ap.add_argument("--repos", default=",".join(REPOS))
     ap.add_argument("--saved", type=Path, help="a folder: each repository's chunk rankings are kept there and reused")
     args = ap.parse_args()
     settings = Settings()
     if args.saved:
         args.saved.mkdir(parents=True, exist_ok=True)
-    service = KnowledgeService(settings, data_dir=args.data_dir)
+    data = data_root(args.data)
+    service = KnowledgeService(settings, data_dir=data / "ke-swe")
     try:
-        runs = {repo: await repository(service, args.root, repo, args.saved) for repo in args.repos.split(",")}
+        runs = {repo: await repository(service, data, repo, args.saved) for repo in args.repos.split(",")}
     finally:
         service.close()
     rows, picks = table(runs)

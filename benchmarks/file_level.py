@@ -1,15 +1,15 @@
 """File-level "where do I look?" on the SWE queries (issue #19): MRR@10 / R@10 over Python files.
 
-    python benchmarks/file_level.py [--root /tmp/swe] [--data-dir /tmp/ke-swe] [--trials 600]
-        [--strategies bug-report,metadata]
+    python benchmarks/file_level.py [--data DIR] [--no-chunks] [--trials 600] [--strategies bug-report,metadata]
 
-Expects <root>/<repo> = `git clone -b snapshot /work/shared/benchmarks/swe/<repo>/history.bundle` for pytest and
-sphinx (cloned if missing). Candidates and qrels: `*.py` files only. A query's history signals see only commits
+The pytest and Sphinx snapshots are <data>/swe/<repo> (benchmarks/lib.swe_snapshot: cloned from
+../shared/benchmarks/swe/<repo>/history.bundle if missing; <data>: --data, else $KE_BENCH_DATA).
+Candidates and qrels: `*.py` files only. A query's history signals see only commits
 strictly before its `before` time (per-query cut-off, in CommitIndex.weighted_scores and the `new`-file filter).
 
-Chunk evidence (the model's): each snapshot is indexed once into --data-dir with the engine's defaults (the real
+Chunk evidence (the model's): each snapshot is indexed once into <data>/ke-swe with the engine's defaults (the real
 model, onnx-int8) and every query is asked once per strategy through KnowledgeService.query at top_k 100 (as
-find_files asks); the chunk rankings are cached in --data-dir (chunks-<repo>.json). `none` is the vector
+find_files asks); the chunk rankings are cached there (chunks-<repo>.json). `none` is the vector
 ranking (each result's `original`). A file's chunk evidence: best chunk + decay x the next (file_ranking).
 
 Weights are tuned on one repository and reported on the other, both directions: random search on MRR@10
@@ -24,7 +24,6 @@ import asyncio
 from collections import Counter
 import csv
 import json
-import subprocess
 import sys
 import time
 from dataclasses import asdict, replace
@@ -34,15 +33,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.record import record  # noqa: E402
+from benchmarks.lib import data_root, record, shared, swe_snapshot  # noqa: E402
 from services.evaluation.metrics import compute_metrics  # noqa: E402
 from services.indexing.history import CommitIndex, read_history, repo_state  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.retrieval import file_ranking as fr  # noqa: E402
 from services.retrieval.file_answer import POOL, evidence  # noqa: E402
 
-BENCH = next((p for p in (Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "swe",) if p.exists()),
-             Path("/work/shared/benchmarks/swe"))  # beside the checkout, else the shared folder
 REPOS = ("pytest", "sphinx")
 GRID = dict(title=[0, .25, .5, 1, 2], history=[0, .25, .5, 1, 2], history_title=[0, .25, .5, 1, 2],
             path=[0, .25, .5, 1, 2], symbol=[0, .25, .5, 1], test=[0, .5, 1, 2],
@@ -52,16 +49,14 @@ HISTORY = ("history", "history_title", "new")
 
 
 def load(repo: str, root: Path):
-    folder = root / repo
-    if not folder.exists():  # the real history up to the snapshot, with its working tree
-        subprocess.run(["git", "clone", "-q", "-b", "snapshot", str(BENCH / repo / "history.bundle"), str(folder)],
-                       check=True)
+    folder = swe_snapshot(repo, root)  # the real history up to the snapshot, with its working tree
+    labels = shared("swe", repo)
     qrels: dict[str, dict[str, int]] = {}
-    with open(BENCH / repo / "qrels.tsv") as f:
+    with open(labels / "qrels.tsv") as f:
         for qid, doc, grade in list(csv.reader(f, delimiter="\t"))[1:]:
             if doc.endswith(".py") and int(grade) > 0:
                 qrels.setdefault(qid, {})[doc] = int(grade)
-    queries = [q for q in map(json.loads, open(BENCH / repo / "queries.jsonl")) if q["id"] in qrels]
+    queries = [q for q in map(json.loads, open(labels / "queries.jsonl")) if q["id"] in qrels]
     files = {str(p.relative_to(folder)): p.read_text("utf-8", "replace")
              for p in folder.rglob("*.py") if ".git" not in p.relative_to(folder).parts}
     return folder, queries, qrels, files
@@ -196,17 +191,17 @@ REFERENCE = {"reference: bug-report chunks folded to files (issue 19)": {"pytest
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--root", default="/tmp/swe")
-    ap.add_argument("--data-dir", default="/tmp/ke-swe", help="where the snapshots are indexed ('' for no chunks)")
+    ap.add_argument("--data", type=Path, help="the benchmarks' data folder (default: $KE_BENCH_DATA)")
+    ap.add_argument("--no-chunks", action="store_true", help="files' own signals only: no index, no chunk evidence")
     ap.add_argument("--strategies", default="bug-report,metadata", help="chunk rankings to fold (none always)")
     ap.add_argument("--trials", type=int, default=600)
     ap.add_argument("--half-lives", default="365", help="history half-lives (days, 0: none) tuning may pick")
     ap.add_argument("--name", default="file_level", help="the name the run is recorded under")
     args = ap.parse_args()
     KNOBS["half_life_days"] = [float(h) for h in args.half_lives.split(",")]
-    strategies = args.strategies.split(",") if args.data_dir else []
-    data = {r: features(r, Path(args.root), Path(args.data_dir) if args.data_dir else None, strategies)
-            for r in REPOS}
+    root = data_root(args.data)
+    strategies = [] if args.no_chunks else args.strategies.split(",")
+    data = {r: features(r, root, None if args.no_chunks else root / "ke-swe", strategies) for r in REPOS}
     folded = ["none", *strategies] if strategies else []
     rows: dict[str, dict[str, str]] = {}
     tuned = {}

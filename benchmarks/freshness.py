@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.record import engine_settings, percentile, record  # noqa: E402
+from benchmarks.lib import engine_settings, percentile, record  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.indexing.scanning import SkipFileError, read_source, scan_workspace  # noqa: E402

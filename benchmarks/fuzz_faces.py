@@ -7,6 +7,7 @@ sample workspace; counts requests, 5xx (or transport errors) and hangs (no answe
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 import time
@@ -14,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.record import record  # noqa: E402
+from benchmarks.lib import record  # noqa: E402
 from tests.helpers.fuzz import HANG_SECONDS, examples, fuzz_mcp, fuzz_rest, fuzz_server  # noqa: E402
 
 
@@ -25,6 +26,7 @@ def timed(run) -> tuple:
 
 
 def main() -> int:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()  # --help; KE_FUZZ_EXAMPLES sets the size
     count = examples()
     with tempfile.TemporaryDirectory() as folder:
         for server in fuzz_server(Path(folder)):

@@ -8,7 +8,7 @@ WORKSPACE) are embedded three ways, each after a warm-up batch:
   pipelined    the CUDA path's encode (producer thread tokenizing ahead) at the project's batch, on this
                device: on a CPU it shows what the overlap alone is worth
 It prints chunks/s, the ratio to the bare model, and the smallest cosine between the project's vectors and
-the bare model's. Records JSON with benchmarks/record.py.
+the bare model's. Records JSON with benchmarks/lib.py.
 
     python benchmarks/gpu_path.py [WORKSPACE] [--limit N]
 """
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from benchmarks.record import record  # noqa: E402
+from benchmarks.lib import record  # noqa: E402
 from services.encoders.device import choose_device  # noqa: E402
 from services.encoders.embedder import Embedder, bundled_model_path, chunk_text  # noqa: E402
 from services.encoders.torch_backend import encode_pipelined  # noqa: E402

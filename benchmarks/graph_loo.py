@@ -1,6 +1,6 @@
 """Is the code graph's file signal worth shipping on (issue 41)? Leave-one-repository-out on four repositories.
 
-    python benchmarks/graph_loo.py --saved DIR [--root SWE_SNAPSHOTS] [--data-dir DATA]
+    python benchmarks/graph_loo.py --saved DIR [--data DIR]
 
 Reuses file_default.py's chunk rankings (`--saved`, made by `file_default.py --saved DIR`) and answers every
 judged SWE issue of pytest, Sphinx, xarray and pylint as files, as find_files does with the default `auto`
@@ -21,13 +21,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.app_eval import BENCH, judged, snapshot  # noqa: E402
 from benchmarks.file_default import REPOS, mean, scores  # noqa: E402
-from benchmarks.record import engine_settings, record  # noqa: E402
+from benchmarks.lib import data_root, engine_settings, judged, record, shared, swe_snapshot  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.engine.service import KnowledgeService, _allowed_files  # noqa: E402
-from services.evaluation.metrics import file_qrels, load_qrels, load_queries  # noqa: E402
+from services.core.labelled import load_queries  # noqa: E402
+from services.evaluation.formats import file_qrels, load_qrels  # noqa: E402
 from services.retrieval.file_answer import BLEND_POOL, fuse  # noqa: E402
 from services.retrieval.strategies.auto import FILES  # noqa: E402
 
@@ -40,12 +40,12 @@ def file_ranking(ranker, result, before, allowed, graph: float, vector: float | 
     return [f.path for f in ranker.ranked(result, feats, why, weights, k, before, allowed).files]
 
 
-async def repository(service: KnowledgeService, root: Path, repo: str, saved: Path) -> dict:
+async def repository(service: KnowledgeService, data: Path, repo: str, saved: Path) -> dict:
     """{(strategy, weight): [(rr, recall, acc1) per query]} for `none` and `auto`."""
-    folder = snapshot(root, repo)
+    folder = swe_snapshot(repo, data)
     await service.index(folder)
-    qrels = file_qrels(load_qrels(BENCH / "swe" / repo / "qrels.tsv"))
-    queries = judged(load_queries(BENCH / "swe" / repo / "queries.jsonl"), qrels)
+    qrels = file_qrels(load_qrels(shared("swe", repo, "qrels.tsv")))
+    queries = judged(load_queries(shared("swe", repo, "queries.jsonl")), qrels)
     results = pickle.loads((saved / f"{repo}.pickle").read_bytes())
     index = service._index(folder)
     ranker = service._file_ranker(index)
@@ -83,14 +83,15 @@ def table(runs: dict) -> tuple[list[dict], dict]:
 
 async def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--root", type=Path, default=Path("/work/scratch/swe"))
-    ap.add_argument("--data-dir", type=Path, default=Path("/work/scratch/ke-swe"))
+    ap.add_argument("--data", type=Path, help="the benchmarks' data folder (default $KE_BENCH_DATA): the SWE "
+                    "snapshots in <data>/swe, their index in <data>/ke-swe")
     ap.add_argument("--saved", type=Path, required=True, help="file_default.py --saved's folder")
     args = ap.parse_args()
     settings = Settings()
-    service = KnowledgeService(settings, data_dir=args.data_dir)
+    data = data_root(args.data)
+    service = KnowledgeService(settings, data_dir=data / "ke-swe")
     try:
-        runs = {repo: await repository(service, args.root, repo, args.saved) for repo in REPOS}
+        runs = {repo: await repository(service, data, repo, args.saved) for repo in REPOS}
     finally:
         service.close()
     rows, picks = table(runs)

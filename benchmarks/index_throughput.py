@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.record import engine_settings, record  # noqa: E402
+from benchmarks.lib import engine_settings, record, shared  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.encoders.embedder import Embedder, chunk_text  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
@@ -31,7 +31,6 @@ from services.evaluation.formats import load_corpus, load_qrels  # noqa: E402
 from services.storage.workspace_index import WorkspaceIndex, workspace_root  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-COSQA = REPO.parent / "shared" / "benchmarks" / "cosqa"
 
 
 async def index_once(workspace: Path, backend: str) -> dict:
@@ -65,10 +64,10 @@ def chunk_texts(workspace: Path, data_dir: Path) -> list[str]:
 
 def cosqa_quality(backends: list[str], encoders: Path) -> dict[str, dict]:
     """MRR@10 of the bare encoder on CoSQA dev, and the cosine of its function vectors to fp32 ONNX's."""
-    corpus = load_corpus(COSQA / "corpus.jsonl")
-    queries = load_queries(COSQA / "queries_dev.jsonl")
+    corpus = load_corpus(shared("cosqa", "corpus.jsonl"))
+    queries = load_queries(shared("cosqa", "queries_dev.jsonl"))
     relevant = {query: {doc for doc, grade in docs.items() if grade > 0}
-                for query, docs in load_qrels(COSQA / "qrels_dev.tsv").items()}
+                for query, docs in load_qrels(shared("cosqa", "qrels_dev.tsv")).items()}
     ids = [d.id for d in corpus]
     reference = None
     out = {}

@@ -1,6 +1,6 @@
 """Find references against `grep -w` (issue 35): precision and recall over 50 names, and what the graph costs.
 
-    python benchmarks/refs_accuracy.py --workspace /work/scratch/swe/pytest --data-dir /tmp/graph-data \
+    python benchmarks/refs_accuracy.py --workspace $KE_BENCH_DATA/swe/pytest --data-dir /tmp/graph-data \
         [--names 50] [--seed 35] [--index-seconds S]
 
 The workspace must be indexed into --data-dir already (`knowledge-explorer --data-dir D index W`); pass the
@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.record import record  # noqa: E402
+from benchmarks.lib import record  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
 from services.indexing.chunking.graph import file_uses  # noqa: E402
 from services.storage.workspace_index import WorkspaceIndex, workspace_root  # noqa: E402

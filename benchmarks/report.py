@@ -1,10 +1,10 @@
-"""Regenerate the tables of benchmarks/README.md from the newest recorded run of each benchmark.
+"""Regenerate the tables of benchmarks/README.md and benchmarks/experiments/README.md from the newest recorded runs.
 
     python benchmarks/report.py           # rewrite the tables in place
-    python benchmarks/report.py --check   # exit 1 when the README is not what the results give
+    python benchmarks/report.py --check   # exit 1 when a README is not what the results give
 
 A table lives between `<!-- results: NAME -->` and `<!-- /results: NAME -->`; NAME's newest
-benchmarks/results/NAME-<date>.json (benchmarks/record.py) fills it. Text outside the markers is kept.
+benchmarks/results/NAME-<date>.json (benchmarks/lib.record) fills it. Text outside the markers is kept.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-README = HERE / "README.md"
+READMES = (HERE / "README.md", HERE / "experiments" / "README.md")
 RESULTS = HERE / "results"
 BLOCK = re.compile(r"(<!-- results: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /results: (?P=name) -->)", re.S)
 
@@ -50,7 +50,7 @@ def caption(run: dict) -> str:
     if settings:
         parts.append(settings)
     if run.get("percentile"):
-        parts.append("percentiles interpolated (benchmarks/record.py)")
+        parts.append("percentiles interpolated (benchmarks/lib.py)")
     return "_" + "; ".join(parts) + "._"
 
 
@@ -74,15 +74,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only say whether the README is up to date")
     args = parser.parse_args()
-    current = README.read_text()
-    wanted = regenerate(current)
-    if args.check:
-        if wanted != current:
-            print("benchmarks/README.md is out of date: run python benchmarks/report.py", file=sys.stderr)
-            return 1
-        return 0
-    README.write_text(wanted)
-    print(f"wrote {README} ({len(BLOCK.findall(wanted))} tables)")
+    stale = []
+    for readme in READMES:
+        current = readme.read_text()
+        wanted = regenerate(current)
+        if wanted == current:
+            continue
+        stale.append(readme.relative_to(HERE.parent))
+        if not args.check:
+            readme.write_text(wanted)
+            print(f"wrote {readme} ({len(BLOCK.findall(wanted))} tables)")
+    if args.check and stale:
+        print(f"{', '.join(map(str, stale))} out of date: run python benchmarks/report.py", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -1,10 +1,10 @@
 """The engine as a service under load: `knowledge-explorer serve` on 127.0.0.1, N concurrent HTTP
 clients × M queries each, then one client alone (warm latency), then the CLI's warm path.
 
-    python benchmarks/service_load.py [--workspace PATH] [--clients 8] [--queries 200] [--top-k 10]
+    python benchmarks/service_load.py [--workspace PATH] [--clients 8] [--queries 200] [--top-k 10] [--data DIR]
 
-Starts its own server on a free port with a data dir under the user cache dir (the index is kept, so
-a second run skips indexing). The query cache is off, so every request runs the whole pipeline.
+Starts its own server on a free port with a data dir under <data>/service-load (<data>: --data, else
+$KE_BENCH_DATA; the index is kept, so a second run skips indexing). The query cache is off, so every request runs the whole pipeline.
 Prints errors, throughput and p50/p95 wall latency per strategy, as seen by the clients.
 """
 
@@ -21,12 +21,11 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import platformdirs
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.record import percentile, record  # noqa: E402
+from benchmarks.lib import data_root, percentile, record  # noqa: E402
 from tests.helpers.engine_server import cli, env, start_server, stop_server  # noqa: E402
 
 STRATEGIES = ("none", "keyword-boost", "rrf", "hybrid", "heuristic", "metadata")
@@ -154,8 +153,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--top-k", type=int, default=10)
     parser.add_argument("--warm", type=int, default=100, help="queries per strategy for the lone client")
+    parser.add_argument("--data", type=Path, help="the benchmarks' data folder (default: $KE_BENCH_DATA)")
     args = parser.parse_args()
-    data_dir = Path(platformdirs.user_cache_dir("knowledge-explorer")) / "service-load"
+    data_dir = data_root(args.data) / "service-load"
     data_dir.mkdir(parents=True, exist_ok=True)
     process, url = start_server(data_dir, data_dir / "server.log", "--allow-root", str(args.workspace.resolve()))
     try:

@@ -37,7 +37,7 @@ from PySide6.QtTest import QTest  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from app.gui import prefer_gui_thread  # noqa: E402
-from benchmarks.record import record  # noqa: E402
+from benchmarks.lib import record  # noqa: E402
 from services.transport.engine_process import EngineProcess  # noqa: E402
 from ui.main_window import MainWindow  # noqa: E402
 from ui.theme import apply_theme  # noqa: E402

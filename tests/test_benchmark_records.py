@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.record import PERCENTILE, percentile, record
+from benchmarks.lib import PERCENTILE, percentile, record
 from benchmarks.report import regenerate
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -159,7 +159,7 @@ def test_reference_counts(chunks):
 
 
 def test_reference_counting_on_ten_thousand_chunks():
-    """Its speed is measured by benchmarks/fast_paths.py."""
+    """Its speed is measured by `benchmarks/latency.py paths`."""
     many = [Chunk(path=f"f{i}.py", language="python", start_line=1, end_line=3, kind="function",
                   symbol=f"func_{i}", content=f"def func_{i}():\n    return func_{i - 1}() + helper_{i % 7}")
             for i in range(10_000)]

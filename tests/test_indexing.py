@@ -156,7 +156,7 @@ async def test_model_change_forces_rebuild_and_says_why(data_dir, workspace):
 
 
 async def test_missing_model_fails_with_clear_message_and_indexes_nothing(data_dir, workspace):
-    """How fast it fails is measured by benchmarks/fast_paths.py."""
+    """How fast it fails is measured by `benchmarks/latency.py paths`."""
     service = KnowledgeService(Settings(embedding_model="nobody/no-such-model"), data_dir=data_dir)
     with pytest.raises(ModelLoadError, match="no-such-model"):
         await service.index(workspace)

@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from benchmarks.corpus import StandInEmbedder
+from benchmarks.lib import StandInEmbedder
 from services.core.models import QueryOptions
 from services.engine.service import KnowledgeService
 from services.retrieval import query_adapter

@@ -147,7 +147,7 @@ def test_symlinks_followed_only_inside_workspace(tmp_path):
 
 
 def test_scanning_thousands_of_files_lists_each_once(tmp_path):
-    """Its speed is measured by benchmarks/fast_paths.py."""
+    """Its speed is measured by `benchmarks/latency.py paths`."""
     for d in range(50):
         folder = tmp_path / f"pkg{d}"
         folder.mkdir()

@@ -8,7 +8,7 @@ Answers are compared with a fresh index on the fp32 ONNX backend (`EXACT`): its 
 depend on the other texts of its batch. (Neither do the default openvino-int8 backend's: its activation
 ranges are fixed when it is quantised. onnx-int8 quantises each batch's activations with one scale, so its
 vector of a chunk moves with its batch mates, cosine 0.97-1.0 to the same text encoded alone;
-benchmarks/checkout_reuse.py measures how much that changes rankings.)"""
+benchmarks/experiments/checkout_reuse.py measures how much that changes rankings.)"""
 
 from __future__ import annotations
 

@@ -231,7 +231,7 @@ class FileAnswerSettings(Area):
 
     files_graph_weight: float = Field(0.0, ge=0)
     files_graph_chunks: int = Field(1, ge=0)
-    # Measured, not shipped (off: neither direction of the tuning chose them, see benchmarks/README.md):
+    # Measured, not shipped (off: neither direction of the tuning chose them, see benchmarks/experiments/README.md):
     # the callees of definitions of names the question uses vote this much each ("`lambdify` (named)"),
     files_graph_names: float = Field(0.0, ge=0)
     # and the files calling the top `files_graph_callers` chunks vote 1/k ("calls `lambdify` (#1)").

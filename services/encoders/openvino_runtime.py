@@ -2,13 +2,14 @@
 checked against torch) compiled by OpenVINO's CPU plugin, one stream per core, each fed its own batch.
 `openvino` runs it in fp32: its vectors are fp32's. `openvino-int8` runs part of it in int8, quantised
 statically by NNCF (its transformer mode: SmoothQuant, fast bias correction), the activation ranges measured once
-on `calibration.json` (code chunks and questions from Python's standard library, benchmarks/make_calibration.py).
+on `calibration.json` (code chunks and questions from Python's standard library,
+benchmarks/experiments/make_calibration.py).
 Only the matrix products that measured harmless are int8: the query, key and value projections and the
 feed-forward expansion (the largest); the attention scores, the attention's output projection and the
 feed-forward's contraction stay fp32 (quantising them too: 1.2x faster again, but vectors further from fp32's
-and CoSQA -0.006; benchmarks/README.md). Neither backend's vector of a text depends on the other texts of its
+and CoSQA -0.006; benchmarks/experiments/README.md). Neither backend's vector of a text depends on the other texts of its
 batch, unlike onnx-int8's dynamic int8.
-Figures: benchmarks/README.md, "Indexing throughput per CPU encoder". The quantised model is cached beside
+Figures: benchmarks/README.md, "How fast does it index?". The quantised model is cached beside
 the ONNX export, keyed by it, the calibration texts and the OpenVINO and NNCF versions.
 """
 

@@ -45,7 +45,7 @@ WINDOW_CHUNKS = 1024  # files are committed a window at a time; a window is enco
 ENCODE_SLICE = 32  # chunks encoded between two cancel checks (one encoder batch: Ctrl-C waits for one at most)
 FIRST_WINDOW_CHUNKS = 32
 # Chroma's first write after a bulk load waits on work the load left (1.06 s at 38k chunks, measured): a
-# run that stored this many vectors pays it at its end, not the user's next edit (benchmarks/README.md).
+# run that stored this many vectors pays it at its end, not the user's next edit (benchmarks/experiments/README.md).
 SETTLE_AFTER_VECTORS = 1000
 CACHE_CHECK_SAMPLE = 8  # cached vectors a rebuild embeds again to check the shared cache
 # the int8 backend's vector of a text moves with its batch mates (cosine 0.97-1.0, tests/test_vector_cache.py);

@@ -2,7 +2,7 @@
 vectors (a PCA without centring, so cosines keep their scale), fitted once when the index is built.
 
 The HNSW graph stores every vector as float32: at 384 dimensions it alone is 2.4x sympy's source.
-Measured (benchmarks/README.md, "Quality with the projection"): fitted on 1,000 random CoSQA chunks, 256
+Measured (benchmarks/experiments/README.md, "Quality with the projection"): fitted on 1,000 random CoSQA chunks, 256
 dimensions lose 0.001 MRR@10 on average over 15 draws (192: 0.003, 160: 0.009); through the whole
 pipeline CoSQA's `none` loses 0.002 and Sphinx's bug reports 0.021. A projection belongs to its index:
 questions are projected with it, and only a new index fits another.

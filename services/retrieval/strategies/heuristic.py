@@ -41,7 +41,7 @@ class HeuristicStrategy(BaseStrategy):
     scale = SIMILARITY
     order = 40
     # Its additive name boosts pull weak matches up from a wider pool: pytest MRR@10 0.270 with
-    # 2 x top_k, 0.223 with max(50, 5 x top_k) (benchmarks/README.md).
+    # 2 x top_k, 0.223 with max(50, 5 x top_k) (benchmarks/experiments/README.md).
     wide_pool = False
     legend = ("cosine similarity plus boosts (exact name +2.0, each term in the name +0.5, "
               "docstring up to +0.3, stub −0.3, much referenced +0.2), so it can reach about 3.")

@@ -23,7 +23,7 @@ class KeywordBoostStrategy(BaseStrategy):
                    "at most 30%.")
     scale = SIMILARITY
     order = 10
-    wide_pool = False  # a wider pool did not help it (pytest MRR@10 0.293 -> 0.291; benchmarks/README.md)
+    wide_pool = False  # a wider pool did not help it (pytest MRR@10 0.293 -> 0.291; benchmarks/experiments/README.md)
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
         keywords = query_keywords(request.query)

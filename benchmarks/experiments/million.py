@@ -1,10 +1,12 @@
-"""A very big index of real code: scan and chunk time, keyword-searchable time, peak memory, index size,
+"""Informed: issue 22's fixes for a million chunks (batched reference counts, per-result stale marks, bounded keywords).
+
+A very big index of real code: scan and chunk time, keyword-searchable time, peak memory, index size,
 open time and query latency per non-neural strategy.
 
-    python benchmarks/million.py                    # about 1,000,000 chunks
-    python benchmarks/million.py --chunks 200000    # a smaller size (the figures say which)
+    python benchmarks/experiments/million.py                    # about 1,000,000 chunks
+    python benchmarks/experiments/million.py --chunks 200000    # a smaller size (the figures say which)
 
-The workspace is built by benchmarks/corpus.py: the pytest and Sphinx snapshots, then this project's
+The workspace is built by benchmarks/lib.py: the pytest and Sphinx snapshots, then this project's
 site-packages packages, copied again under copyN/ folders when they run out (the result says how often).
 **The indexing encoder is a stand-in** (hash vectors, benchmarks/corpus.StandInEmbedder): every stage it does
 not touch runs for real (scan, chunking, the catalogue and its FTS5 keyword table, Chroma, the projection);
@@ -27,10 +29,9 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.corpus import StandInEmbedder, build_corpus  # noqa: E402
-from benchmarks.record import STARTED_AT, engine_settings, percentile, record  # noqa: E402
+from benchmarks.lib import STARTED_AT, StandInEmbedder, build_corpus, engine_settings, percentile, record  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
@@ -132,7 +133,7 @@ async def open_and_query(workspace: Path, data_dir: Path, settings: Settings, ro
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[1])
     parser.add_argument("--chunks", type=int, default=1_000_000, help="about this many chunks of real code")
     parser.add_argument("--rounds", type=int, default=2, help="times each question is asked per strategy")
     parser.add_argument("--scratch", type=Path, help="folder for the corpus and index (default: a temporary one)")

@@ -1,6 +1,8 @@
-"""The label adapter (services/retrieval/query_adapter.py) on CoSQA dev: train on one half, measure on the other.
+"""Informed: `tuned` (the label adapter) is used only when its held-out MRR@10 beats the vector search.
 
-    python benchmarks/adapter_cosqa.py --data-dir DIR   # DIR holds the CoSQA corpus index (`eval --corpus`)
+The label adapter (services/retrieval/query_adapter.py) on CoSQA dev: train on one half, measure on the other.
+
+    python benchmarks/experiments/adapter_cosqa.py [--data DIR]   # the CoSQA corpus index (`eval --corpus`) in <data>/ke-cosqa
 
 The 500 dev questions are split in two halves (fixed seed); an adapter trained on half A is scored
 on half B and the other way round, MRR@10 over every indexed chunk (exhaustive, file level), against
@@ -16,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.record import engine_settings, record  # noqa: E402
+from benchmarks.lib import data_root, engine_settings, record, shared  # noqa: E402
 from services.retrieval import query_adapter as adapter  # noqa: E402
 from services.encoders.embedder import Embedder  # noqa: E402
 from services.core.labelled import load_queries  # noqa: E402
@@ -26,11 +28,10 @@ from services.evaluation.formats import corpus_workspace, load_corpus, load_qrel
 from services.core.settings import Settings  # noqa: E402
 from services.storage.workspace_index import WorkspaceIndex  # noqa: E402
 
-COSQA = Path("/work/shared/benchmarks/cosqa")
 
 
 def main(args) -> None:
-    corpus = COSQA / "corpus.jsonl"
+    corpus = shared("cosqa") / "corpus.jsonl"
     folder = corpus_workspace(args.data_dir, corpus)
     path_to_id = materialise_corpus(load_corpus(corpus), folder)
     id_to_path = {v: k for k, v in path_to_id.items()}
@@ -45,9 +46,9 @@ def main(args) -> None:
     for n, c in enumerate(chunks):
         rows_of_path.setdefault(c.path, []).append(n)
 
-    qrels = load_qrels(COSQA / "qrels_dev.tsv")
+    qrels = load_qrels(shared("cosqa") / "qrels_dev.tsv")
     texts, positives = [], []
-    for query in load_queries(COSQA / "queries_dev.jsonl"):
+    for query in load_queries(shared("cosqa") / "queries_dev.jsonl"):
         rows = [r for doc, g in qrels.get(query.id, {}).items() if g > 0
                 for r in rows_of_path.get(id_to_path.get(doc, ""), [])]
         if rows:
@@ -84,7 +85,9 @@ def main(args) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--data", type=Path, help="the benchmarks' data folder (default: $KE_BENCH_DATA)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--kfold", action="store_true", help="also print the k-fold estimate on half A")
-    main(parser.parse_args())
+    arguments = parser.parse_args()
+    arguments.data_dir = str(data_root(arguments.data) / "ke-cosqa")
+    main(arguments)

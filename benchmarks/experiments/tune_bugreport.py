@@ -1,9 +1,11 @@
-"""Tune the `bug-report` strategy's weights with cross-validation across repositories.
+"""Informed: `bug-report`'s default weights (title 4, bm25 2, symbol 2, path 1, test -4, k 30).
 
-    python benchmarks/tune_bugreport.py --data-dir DIR \
-        --repo pytest=/work/scratch/swe/pytest --repo sphinx=/work/scratch/swe/sphinx
+Tune the `bug-report` strategy's weights with cross-validation across repositories.
 
-For each repository (indexed in DIR, labels in /work/shared/benchmarks/swe/NAME/) every judged query is
+    python benchmarks/experiments/tune_bugreport.py [--data DIR] [--repos pytest,sphinx] [--cache F]
+
+For each repository (<data>/swe/NAME indexed in <data>/ke-swe, <data>: --data, else $KE_BENCH_DATA; labels in
+../shared/benchmarks/swe/NAME/) every judged query is
 asked once through the engine's public API, KnowledgeService.query, with every signal weighing 1 (so
 every part of the question is embedded) and top_k 100: each result carries its signals (a rank per
 ranked signal, a share of the best match per matched one, the test-file mark). The signals are cached
@@ -11,7 +13,7 @@ ranked signal, a share of the best match per matched one, the test-file mark). T
 Prints, for each repository, the best weights tuned on it and the score they give on the others (tune
 on one, report on the other), and the grid's best weights over all repositories together; then the
 best weights are measured exactly, again through KnowledgeService.query at top_k 10 as the app asks,
-and recorded (benchmarks/record.py). The grid is an estimate: it sees only the 100 results, and the
+and recorded (benchmarks/lib.py). The grid is an estimate: it sees only the 100 results, and the
 int8 encoder's vectors shift slightly with the texts encoded beside them (every part is embedded here,
 only the weighted ones in the app), so near-equal ranks can swap; the exact figures are the ones to quote.
 """
@@ -26,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.record import engine_settings, record  # noqa: E402
+from benchmarks.lib import data_root, engine_settings, record, shared, swe_snapshot  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
@@ -38,7 +40,6 @@ from services.retrieval.strategies.bugreport import MATCHED, PLAIN, RANKED, SIGN
 
 BY_PLAIN = {plain: name for name, plain in PLAIN.items()}  # the why panel's words -> the signal's name
 
-LABELS = Path("/work/shared/benchmarks/swe")
 VALUES = [0, 0.25, 0.5, 1, 2, 4]
 KS = [3, 10, 30]
 POOL_TOP_K = 100  # results whose signals the grid sees
@@ -164,9 +165,9 @@ async def exact(data_dir: str, labels: Path, repos: dict, weights: dict, k: floa
 
 
 async def main(args) -> None:
-    labels, cache = Path(args.labels), Path(args.cache)
+    labels, cache = shared("swe"), Path(args.cache)
     data = pickle.loads(cache.read_bytes()) if cache.exists() else {}
-    repos = dict(r.split("=", 1) for r in args.repo)
+    repos = {name: str(swe_snapshot(name, args.data)) for name in args.repos.split(",")}
     missing = [n for n in repos if n not in data]
     if missing:
         service = KnowledgeService(Settings().with_changes(**EVERY_SIGNAL), data_dir=args.data_dir)
@@ -214,8 +215,11 @@ async def main(args) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--data-dir", required=True)
-    parser.add_argument("--repo", action="append", required=True, help="NAME=WORKSPACE (labels in LABELS/NAME)")
-    parser.add_argument("--labels", default=str(LABELS), help="folder of NAME/queries.jsonl and NAME/qrels.tsv")
-    parser.add_argument("--cache", default="/work/scratch/w12/bugreport-features.pkl")
-    asyncio.run(main(parser.parse_args()))
+    parser.add_argument("--data", type=Path, help="the benchmarks' data folder (default: $KE_BENCH_DATA)")
+    parser.add_argument("--repos", default="pytest,sphinx", help="SWE repositories, comma-separated")
+    parser.add_argument("--cache", type=Path, help="the collected signals (default: <data>/bugreport-features.pkl)")
+    arguments = parser.parse_args()
+    arguments.data = data_root(arguments.data)
+    arguments.data_dir = str(arguments.data / "ke-swe")
+    arguments.cache = arguments.cache or arguments.data / "bugreport-features.pkl"
+    asyncio.run(main(arguments))

@@ -1,14 +1,16 @@
-"""How soon an edit is keyword-searchable in a big index: save a file, run the watcher's incremental run
+"""Informed: keywords written with each file's commit (FTS5); watcher runs scan only the reported paths.
+
+How soon an edit is keyword-searchable in a big index: save a file, run the watcher's incremental run
 (Indexer.run(quick=True, paths=the saved file), what the engine starts after its debounce), and poll the
 keyword index until the new function is found. For comparison, the same with a run that scans the whole
 tree (what the run catching up on opening, or F5, does).
 
-    python benchmarks/keyword_freshness.py                      # ~36,000 chunks of real code
-    python benchmarks/keyword_freshness.py --chunks 100000 --edits 20
-    python benchmarks/keyword_freshness.py --corpus /tmp/million1m/workspace \
+    python benchmarks/experiments/keyword_freshness.py                      # ~36,000 chunks of real code
+    python benchmarks/experiments/keyword_freshness.py --chunks 100000 --edits 20
+    python benchmarks/experiments/keyword_freshness.py --corpus /tmp/million1m/workspace \
         --data-dir /tmp/million1m/data --no-old-rebuild --name keyword_freshness_million
 
-The workspace is built by benchmarks/corpus.py (pytest and Sphinx snapshots, then site-packages
+The workspace is built by benchmarks/lib.py (pytest and Sphinx snapshots, then site-packages
 packages). The ENCODER IS A STAND-IN (hash vectors, benchmarks/corpus.StandInEmbedder): it encodes the
 edited file's few chunks in microseconds where the model takes ~0.1 s; everything else is real (scan,
 chunking, Chroma, the catalogue and its FTS5 keyword table). The watcher's 1 s debounce is not counted.
@@ -26,10 +28,9 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.corpus import StandInEmbedder, build_corpus  # noqa: E402
-from benchmarks.record import engine_settings, percentile, record  # noqa: E402
+from benchmarks.lib import StandInEmbedder, build_corpus, engine_settings, percentile, record  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
 from services.indexing.indexer import Indexer  # noqa: E402
@@ -134,7 +135,7 @@ async def measure(workspace: Path, data_dir: Path, edits: int, old_rebuild: bool
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[1])
     parser.add_argument("--chunks", type=int, default=36_000, help="about this many chunks of real code")
     parser.add_argument("--edits", type=int, default=10)
     parser.add_argument("--corpus", type=Path, help="an existing corpus folder to use (it is edited!)")

@@ -1,6 +1,8 @@
-"""Does a big `/v1/rerank` delay queries? (issue 20, probe 8)
+"""Informed: reranks encode on their own encoder, 8 documents at a time, and stop when the client leaves.
 
-    python benchmarks/rerank_fairness.py [--documents 200] [--queries 20]
+Does a big `/v1/rerank` delay queries? (issue 20, probe 8)
+
+    python benchmarks/experiments/rerank_fairness.py [--documents 200] [--queries 20]
 
 Serves the engine with uvicorn in this process (a temp data dir, the sample's `notes` folder indexed),
 measures query latency alone, then while one 200-document rerank runs (queries one after another until
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from app.server import build_app  # noqa: E402
@@ -70,7 +72,7 @@ async def measure(url: str, key: str, n_documents: int, n_queries: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[2])
     parser.add_argument("--documents", type=int, default=200)
     parser.add_argument("--queries", type=int, default=20)
     args = parser.parse_args()

@@ -1,10 +1,13 @@
-"""A second checkout of an indexed repository (issue 22, item 1): how long it takes to index, how many
+"""Informed: one vector cache per data dir, shared by every checkout in it; the encoder's batch stays 32 (issue 22).
+
+A second checkout of an indexed repository (issue 22, item 1): how long it takes to index, how many
 vectors it finds in the data dir's shared vector cache, and whether it answers like a fresh index.
 
-    nice -n 10 python benchmarks/checkout_reuse.py [--repos pytest sphinx] [--back 200] [--subdir src] [--no-compare]
-        [--root /tmp/ke-checkout-reuse]
+    nice -n 10 python benchmarks/experiments/checkout_reuse.py [--repos pytest sphinx] [--back 200] [--subdir src] [--no-compare]
+        [--data DIR]
 
-For each repository: two clones of /work/shared/benchmarks/swe/<repo>/history.bundle, the first at
+For each repository (under <data>/checkout-reuse; <data>: --data, else $KE_BENCH_DATA): two clones of
+../shared/benchmarks/swe/<repo>/history.bundle, the first at
 `snapshot~BACK` (first-parent), the second at `snapshot` (the commit the SWE queries were written against).
 The first is indexed into an empty data dir, then the second into the same data dir (the shared cache
 holds the first's vectors); a fresh index of the second, in a data dir of its own, is the reference.
@@ -26,20 +29,20 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.record import RESULTS, engine_settings, record  # noqa: E402
+from benchmarks.lib import RESULTS, data_root, engine_settings, record, shared  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
 
-BENCH = Path(os.environ.get("KE_SWE_BENCH", "/work/shared/benchmarks/swe"))
 QUESTIONS = 12
 
 
 def clone(repo: str, target: Path, back: int) -> str:
     """A clone of the repository's bundle at `snapshot~back`; returns its commit."""
     if not target.exists():
-        subprocess.run(["git", "clone", "-q", "-b", "snapshot", str(BENCH / repo / "history.bundle"), str(target)],
+        bundle = shared("swe", repo, "history.bundle")
+        subprocess.run(["git", "clone", "-q", "-b", "snapshot", str(bundle), str(target)],
                        check=True)
         if back:
             subprocess.run(["git", "checkout", "-q", "--detach", f"snapshot~{back}"], cwd=target, check=True)
@@ -48,7 +51,7 @@ def clone(repo: str, target: Path, back: int) -> str:
 
 
 def questions(repo: str) -> list[str]:
-    rows = [json.loads(line) for line in open(BENCH / repo / "queries.jsonl")]
+    rows = [json.loads(line) for line in open(shared("swe", repo, "queries.jsonl"))]
     return [row["text"][:2000] for row in rows[:QUESTIONS]]
 
 
@@ -73,12 +76,12 @@ async def measure(repo: str, root: Path, back: int, subdir: str, compare: bool =
     first, second = root / repo / "first", root / repo / "second"
     commits = clone(repo, first, back), clone(repo, second, 0)
     first, second = first / subdir, second / subdir
-    shared, fresh_dir = root / repo / "data-shared", root / repo / "data-fresh"
-    for folder in (shared, fresh_dir):
+    common, fresh_dir = root / repo / "data-shared", root / repo / "data-fresh"
+    for folder in (common, fresh_dir):
         shutil.rmtree(folder, ignore_errors=True)
     asked = questions(repo)
 
-    service = KnowledgeService(data_dir=shared)
+    service = KnowledgeService(data_dir=common)
     try:
         first_report, first_s = await index_timed(service, first)
         print(f"{repo}: first checkout ({commits[0][:10]}): {first_report.chunks_total:,} chunks, "
@@ -93,7 +96,7 @@ async def measure(repo: str, root: Path, back: int, subdir: str, compare: bool =
         service.close()
 
     if not compare:
-        return row(repo, subdir, back, first_s, second_s, second_report, commits, health, shared)
+        return row(repo, subdir, back, first_s, second_s, second_report, commits, health, common)
     fresh = KnowledgeService(data_dir=fresh_dir)
     try:
         fresh_report, fresh_s = await index_timed(fresh, second)
@@ -106,7 +109,7 @@ async def measure(repo: str, root: Path, back: int, subdir: str, compare: bool =
     print(f"{repo}: fresh index of the second checkout: {fresh_s:.1f} s; top 10 identical for {identical} of "
           f"{len(asked)} questions, same first result for {first_hit}, mean overlap "
           f"{overlap / len(asked):.3f}", flush=True)
-    return {**row(repo, subdir, back, first_s, second_s, second_report, commits, health, shared),
+    return {**row(repo, subdir, back, first_s, second_s, second_report, commits, health, common),
             "fresh index of the second s": round(fresh_s, 1),
             "top 10 identical to fresh": f"{identical} of {len(asked)}",
             "same first result": f"{first_hit} of {len(asked)}",
@@ -114,8 +117,8 @@ async def measure(repo: str, root: Path, back: int, subdir: str, compare: bool =
             "_fresh_chunks_embedded": fresh_report.chunks_embedded}
 
 
-def row(repo, subdir, back, first_s, second_s, report, commits, health, shared) -> dict:
-    cache_file = shared / "vector-cache.sqlite"
+def row(repo, subdir, back, first_s, second_s, report, commits, health, common) -> dict:
+    cache_file = common / "vector-cache.sqlite"
     return {
         "repository": repo + (f" ({subdir}/)" if subdir else ""), "commits apart": back, "chunks": report.chunks_total,
         "first index s": round(first_s, 1), "second index s": round(second_s, 1),
@@ -139,13 +142,14 @@ def with_earlier_rows(table: list[dict], figures: dict) -> tuple[list[dict], dic
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[2])
     parser.add_argument("--repos", nargs="+", default=["pytest", "sphinx"])
     parser.add_argument("--back", type=int, default=200, help="commits between the two checkouts")
     parser.add_argument("--subdir", default="", help="index this folder of each clone only")
     parser.add_argument("--no-compare", action="store_true", help="skip the fresh index of the second checkout")
-    parser.add_argument("--root", type=Path, default=Path("/tmp/ke-checkout-reuse"))
+    parser.add_argument("--data", type=Path, help="the benchmarks' data folder (default: $KE_BENCH_DATA)")
     args = parser.parse_args()
+    args.root = data_root(args.data) / "checkout-reuse"
     # the ONNX export is made once, not in each fresh data dir's timed run
     os.environ.setdefault("KE_ENCODER_CACHE_DIR", str(args.root / "encoders"))
     rows = [asyncio.run(measure(repo, args.root, args.back, args.subdir, not args.no_compare)) for repo in args.repos]

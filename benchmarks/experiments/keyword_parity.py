@@ -1,8 +1,10 @@
-"""Do keyword results change with the keyword engine? Top-10 keyword hits of a workspace's questions, written
+"""Informed: the keyword index moved from bm25s to SQLite FTS5 (the same top-1 for 31/33 to 8/8 questions).
+
+Do keyword results change with the keyword engine? Top-10 keyword hits of a workspace's questions, written
 by whichever KeywordIndex the code at hand has (the old bm25s one or the FTS5 table), then compared.
 
-    python benchmarks/keyword_parity.py hits WORKSPACE QUESTIONS OUT.json   # QUESTIONS: .jsonl ("text") or lines
-    python benchmarks/keyword_parity.py compare BEFORE.json AFTER.json [--qrels QUERIES.jsonl QRELS.tsv]
+    python benchmarks/experiments/keyword_parity.py hits WORKSPACE QUESTIONS OUT.json   # QUESTIONS: .jsonl ("text") or lines
+    python benchmarks/experiments/keyword_parity.py compare BEFORE.json AFTER.json [--qrels QUERIES.jsonl QRELS.tsv]
 
 Run `hits` on a checkout of the old code (PYTHONPATH=that checkout) and on this one, then `compare`: same
 top-1, top-10 overlap, and with qrels the keyword-only file-level MRR@10 (the first hit in a relevant file).
@@ -71,8 +73,8 @@ def compare(before_file: Path, after_file: Path, qrels_files: list[Path] | None)
 
 
 def main() -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[1])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("hits")
     run.add_argument("workspace", type=Path)

@@ -1,6 +1,8 @@
-"""Tune the code graph's file-answer signal (issue #35): weight, the sources that vote, specificity.
+"""Informed: the graph's file signal ships at weight 0.2, top chunk and traceback frames; names, callers off.
 
-    python benchmarks/tune_graph.py --data-dir /work/scratch/ke-data --root /work/scratch/swe [--cache F]
+Tune the code graph's file-answer signal (issue #35): weight, the sources that vote, specificity.
+
+    python benchmarks/experiments/tune_graph.py [--data DIR] [--cache F]   # snapshots in <data>/swe, index in <data>/ke-swe
 
 Asks every SWE question of pytest and Sphinx once per strategy (as `app_eval.py files` does, each query's
 `before` cutting the history), keeps each file's signals and the graph's raw relations, through the engine's
@@ -24,9 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.app_eval import BENCH, STRATEGIES, judged, snapshot  # noqa: E402
+from benchmarks.app_eval import STRATEGIES  # noqa: E402
+from benchmarks.lib import data_root, judged, shared, swe_snapshot  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.engine.service import KnowledgeService, _allowed_files  # noqa: E402
@@ -47,9 +50,9 @@ LOSS = 0.005
 
 
 async def collect(service: KnowledgeService, root: Path, repo: str, names: list[str]) -> tuple[list[dict], Files]:
-    folder = snapshot(root, repo)
-    queries = load_queries(BENCH / "swe" / repo / "queries.jsonl")
-    qrels = file_qrels(load_qrels(BENCH / "swe" / repo / "qrels.tsv"))
+    folder = swe_snapshot(repo, root)
+    queries = load_queries(shared("swe", repo, "queries.jsonl"))
+    qrels = file_qrels(load_qrels(shared("swe", repo, "qrels.tsv")))
     await service.index(folder)
     index = service._index(str(folder))
     catalog = index.catalog()
@@ -188,8 +191,7 @@ def shown(setting: dict) -> str:
 
 async def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data-dir", type=Path, required=True)
-    ap.add_argument("--root", type=Path, required=True)
+    ap.add_argument("--data", type=Path, help="the benchmarks' data folder (default: $KE_BENCH_DATA)")
     ap.add_argument("--strategies", default=STRATEGIES)
     ap.add_argument("--cache", type=Path, help="a pickle of the collected signals: written once, then read")
     ap.add_argument("--grid", action="store_true", help="also print every setting's figures")
@@ -197,9 +199,9 @@ async def main() -> None:
     if args.cache and args.cache.exists():
         data = pickle.loads(args.cache.read_bytes())
     else:
-        service = KnowledgeService(Settings(), data_dir=args.data_dir)
+        service = KnowledgeService(Settings(), data_dir=data_root(args.data) / "ke-swe")
         try:
-            data = {repo: await collect(service, args.root, repo, args.strategies.split(","))
+            data = {repo: await collect(service, data_root(args.data), repo, args.strategies.split(","))
                     for repo in ("pytest", "sphinx")}
         finally:
             service.close()

@@ -1,8 +1,11 @@
-"""`tuned` trained on the repository's history alone (issue #19, item 3) against `none`, on the SWE sets.
+"""Informed: `tuned` trained on the history alone is no default (file level: pytest +0.007, Sphinx -0.020).
 
-    python benchmarks/history_adapter.py [--root /tmp/swe] [--data-dir /tmp/ke-swe] [--levels chunk,file]
+`tuned` trained on the repository's history alone (issue #19, item 3) against `none`, on the SWE sets.
 
-Each snapshot (<root>/<repo>, indexed in --data-dir as benchmarks/file_level.py leaves it) is asked every
+    python benchmarks/experiments/history_adapter.py [--data DIR] [--levels chunk,file]
+
+Each snapshot (<data>/swe/<repo>, indexed in <data>/ke-swe as benchmarks/file_level.py leaves it; <data>: --data,
+else $KE_BENCH_DATA) is asked every
 judged query with `none` and `tuned` through services.evaluation.runner.evaluate (top_k 10), with no labels
 in the data dir: `tuned` learns from the commits made before each query's `before` (its newest 20% held out)
 and is used only when it beats the vector search on those held-out commits; otherwise it falls back to the
@@ -16,10 +19,10 @@ import asyncio
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.file_level import BENCH, REPOS  # noqa: E402
-from benchmarks.record import record  # noqa: E402
+from benchmarks.file_level import REPOS  # noqa: E402
+from benchmarks.lib import data_root, record, shared, swe_snapshot  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
 from services.core.labelled import load_queries  # noqa: E402
@@ -28,16 +31,17 @@ from services.evaluation.runner import evaluate  # noqa: E402
 from services.retrieval import query_adapter  # noqa: E402
 
 
-async def run(repo: str, root: Path, data_dir: Path, levels: list[str]) -> list[dict]:
+async def run(repo: str, data: Path, levels: list[str]) -> list[dict]:
     qrels = {q: {d: g for d, g in docs.items() if d.endswith(".py") and g > 0}
-             for q, docs in load_qrels(BENCH / repo / "qrels.tsv").items()}
-    queries = [q for q in load_queries(BENCH / repo / "queries.jsonl") if qrels.get(q.id)]
-    service = KnowledgeService(data_dir=data_dir)
+             for q, docs in load_qrels(shared("swe", repo, "qrels.tsv")).items()}
+    queries = [q for q in load_queries(shared("swe", repo, "queries.jsonl")) if qrels.get(q.id)]
+    workspace = swe_snapshot(repo, data)
+    service = KnowledgeService(data_dir=data / "ke-swe")
     rows = []
     try:
-        await trained(service, queries, root / repo)
+        await trained(service, queries, workspace)
         for level in levels:
-            report = await evaluate(service, queries, qrels, ["none", "tuned"], root / repo, top_k=10, level=level)
+            report = await evaluate(service, queries, qrels, ["none", "tuned"], workspace, top_k=10, level=level)
             for name, item in report.strategies.items():
                 m = item.metrics
                 rows.append({"repository": repo, "level": level, "strategy": name,
@@ -61,13 +65,12 @@ async def trained(service: KnowledgeService, queries, workspace: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--root", type=Path, default=Path("/tmp/swe"))
-    ap.add_argument("--data-dir", type=Path, default=Path("/tmp/ke-swe"))
+    ap.add_argument("--data", type=Path, help="the benchmarks' data folder (default: $KE_BENCH_DATA)")
     ap.add_argument("--levels", default="chunk,file")
     ap.add_argument("--repos", default=",".join(REPOS))
     args = ap.parse_args()
     rows = [row for repo in args.repos.split(",")
-            for row in asyncio.run(run(repo, args.root, args.data_dir, args.levels.split(",")))]
+            for row in asyncio.run(run(repo, data_root(args.data), args.levels.split(",")))]
     record("history_adapter", rows, uses_percentiles=False,
            settings={"levels": args.levels, "top_k": 10, **{k: getattr(query_adapter, k) for k in (
                "HISTORY_COMMITS", "HISTORY_MIN_COMMITS", "HISTORY_MAX_FILES", "HISTORY_HELD_OUT",

@@ -1,10 +1,12 @@
-"""The CI scale test's scenario, timed (issue 33): a generated git repository of 40,400 chunks and 40,000 commits
+"""Informed: CI tests every feature at 40,400 chunks and 40,000 commits (tests/test_scale.py); this times each step.
+
+The CI scale test's scenario, timed (issue 33): a generated git repository of 40,400 chunks and 40,000 commits
 (tests/helpers/big_repo.py) indexed with the stand-in encoder of tests/test_scale.py (hash vectors of 32
 dimensions: the model is not what this measures), then each feature once, as a user would ask: every strategy
 (chunks, then file answers with history), `tuned` trained on the history at another cut-off, `eval --level
 file`, a question over the big repository and two small workspaces, go to symbol, find references.
 
-    python benchmarks/scale.py [--root /tmp/ke-scale]
+    python benchmarks/experiments/scale.py [--root /tmp/ke-scale]
 """
 
 from __future__ import annotations
@@ -20,10 +22,9 @@ import time
 from contextlib import redirect_stdout
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.corpus import StandInEmbedder  # noqa: E402
-from benchmarks.record import record  # noqa: E402
+from benchmarks.lib import StandInEmbedder, record  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.engine.service import KnowledgeService  # noqa: E402
 from tests.helpers.big_repo import HOUR, START, make_big_repo, path_of, topic  # noqa: E402

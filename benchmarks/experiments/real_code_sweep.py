@@ -1,14 +1,17 @@
-"""Sweep large real corpora through the scanner and the chunker (no embedding): files, chunks, files/s,
+"""Informed: the scanner's skips (binary, machine-made, too large, not UTF-8) and the chunker's unique ids.
+
+Sweep large real corpora through the scanner and the chunker (no embedding): files, chunks, files/s,
 skips and failures by reason, duplicate chunk ids (must be 0), the largest chunk. With --index, then
 index the Sphinx and pytest snapshots for real (embedding included) and print their reports.
 
-    python benchmarks/real_code_sweep.py [CORPUS ...] [--keep-machine-made] [--index [--stand-in-embedder]]
+    python benchmarks/experiments/real_code_sweep.py [CORPUS ...] [--data DIR] [--keep-machine-made] [--index [--stand-in-embedder]]
 
 --stand-in-embedder indexes with hash vectors instead of the model: every other part (scan, chunk,
 Chroma, catalogue, BM25) is real, so it checks that a corpus indexes completely in minutes where the
 model on a busy 2-core machine would take hours. Its chunks/s say nothing about embedding speed.
 
-Default corpora: this virtualenv's site-packages and the snapshots under /work/scratch/swe/.
+Default corpora: this virtualenv's site-packages and the SWE snapshots under <data>/swe/ (<data>: --data, else
+$KE_BENCH_DATA).
 """
 
 from __future__ import annotations
@@ -23,17 +26,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.corpus import StandInEmbedder  # noqa: E402
-from benchmarks.record import engine_settings, record  # noqa: E402
+from benchmarks.lib import StandInEmbedder, data_root, engine_settings, record  # noqa: E402
 from services.core.models import count_by_reason  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.indexing.chunking import chunk_file  # noqa: E402
 from services.indexing.scanning import SkipFileError, read_source, scan_workspace  # noqa: E402
 
 SITE_PACKAGES = Path(sys.prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
-SNAPSHOTS = [Path("/work/scratch/swe/sphinx"), Path("/work/scratch/swe/pytest")]
+SWE = ("sphinx", "pytest")
 
 
 @dataclass
@@ -125,20 +127,22 @@ async def index_snapshots(roots: list[Path], data_dir: Path, stand_in: bool, set
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[1])
     parser.add_argument("corpora", nargs="*", type=Path)
     parser.add_argument("--keep-machine-made", action="store_true", help="chunk (and index) minified/generated files too")
     parser.add_argument("--index", action="store_true", help="then index the Sphinx and pytest snapshots")
     parser.add_argument("--stand-in-embedder", action="store_true", help="--index with hash vectors, not the model")
     parser.add_argument("--data-dir", type=Path, help="where --index keeps its index (default: a temp dir)")
+    parser.add_argument("--data", type=Path, help="the benchmarks' data folder (default: $KE_BENCH_DATA)")
     args = parser.parse_args()
+    snapshots = [data_root(args.data) / "swe" / name for name in SWE]
     settings = Settings(skip_machine_made=not args.keep_machine_made)
-    corpora = args.corpora or [SITE_PACKAGES, *[p for p in SNAPSHOTS if p.exists()]]
+    corpora = args.corpora or [SITE_PACKAGES, *[p for p in snapshots if p.exists()]]
     sweeps = [sweep(root, settings) for root in corpora]
     print_sweep(sweeps)
     indexed = []
     if args.index:
-        roots = [p for p in args.corpora if p in SNAPSHOTS] or [p for p in SNAPSHOTS if p.exists()]
+        roots = [p for p in args.corpora if p in snapshots] or [p for p in snapshots if p.exists()]
         if args.data_dir:
             indexed = asyncio.run(index_snapshots(roots, args.data_dir, args.stand_in_embedder, settings))
         else:

@@ -1,21 +1,24 @@
-"""Writes services/encoders/calibration.json: the texts the openvino-int8 encoder's activation ranges are
+"""Informed: openvino-int8 is calibrated on standard-library chunks and docstrings, no evaluation data.
+
+Writes services/encoders/calibration.json: the texts the openvino-int8 encoder's activation ranges are
 measured on when it is quantised (static int8, NNCF). What the encoder meets: code chunks as the indexer
 gives them to the model (path, kind and name, then the code) and short questions. The chunks come from
 Python's standard library (the first modules of a fixed list), cut by the app's own chunker; the questions
 are the first lines of those functions' docstrings. No evaluation data is used.
 
-    python benchmarks/make_calibration.py
+    python benchmarks/experiments/make_calibration.py
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 import json
 import sys
 import sysconfig
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from services.core.settings import Settings  # noqa: E402
 from services.encoders.embedder import chunk_text  # noqa: E402
@@ -26,10 +29,11 @@ MODULES = ["argparse", "json/decoder", "csv", "difflib", "shutil", "textwrap", "
            "statistics", "gettext", "ftplib", "smtplib"]
 CHUNKS_PER_MODULE = 6
 QUESTIONS = 40
-TARGET = Path(__file__).resolve().parents[1] / "services" / "encoders" / "calibration.json"
+TARGET = Path(__file__).resolve().parents[2] / "services" / "encoders" / "calibration.json"
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[1]).parse_args()  # --help
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     chunks, questions = [], []
     for name in MODULES:
