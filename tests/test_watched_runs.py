@@ -3,6 +3,7 @@ the whole scan path by path, and the run it plans leaves the index as a whole ru
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 from dataclasses import replace
@@ -217,17 +218,13 @@ async def test_a_watchers_run_follows_an_edit_to_a_linked_files_target(service, 
     assert "notes/later.py" not in skipped(service, workspace)
 
 
-def watched(service, workspace):
-    """The workspace watched, without a watchdog observer (the test makes the reports)."""
-    from services.engine.service import _Watch
-
+async def watched(service, workspace) -> Path:
+    """The workspace watched, without a watchdog observer (the test makes the reports), once its catch-up
+    run has run; its root."""
     index = service._index(workspace)
-    watch = _Watch(index, lambda event: None)
-    service._watches[index.root] = watch
-    service.scheduler.watch(index.root, auto_reindex=True)
-    service.scheduler.start_auto(index.root)  # no catch-up run
-    service.scheduler.finish_auto(index.root, complete=True)
-    return watch
+    service.watches.add(index, auto_reindex=True, emit=lambda event: None, observe=False)
+    await asyncio.to_thread(service.watches.drain)
+    return index.root
 
 
 async def test_a_watchers_run_after_an_ignore_file_changed_looks_at_everything(service, indexed):
@@ -245,7 +242,7 @@ async def test_changes_an_automatic_run_left_to_a_users_run_are_indexed_after_it
 
     workspace = indexed
     index = service._index(workspace)
-    watch = watched(service, workspace)
+    root = await watched(service, workspace)
     real = indexer_module.Indexer._update_history
     edited = []
 
@@ -254,7 +251,7 @@ async def test_changes_an_automatic_run_left_to_a_users_run_are_indexed_after_it
         if not edited:
             edited.append(True)
             (workspace / "notes/store.py").write_text("def lunar_abacus():\n    return 7\n")
-            service._changed(watch, {"notes/store.py"})  # queued behind the user's run, which still holds it
+            service.watches.changed(root, {"notes/store.py"})  # queued behind the user's run, which still holds it
 
     monkeypatch.setattr(indexer_module.Indexer, "_update_history", edit_after_the_scan)
     await service.index(workspace)
@@ -276,32 +273,31 @@ async def test_a_file_that_failed_is_tried_again_by_the_next_watchers_run(servic
         return real(self, chunks)
 
     monkeypatch.setattr(Embedder, "encode_chunks", encode)
-    watch = watched(service, workspace)
+    await watched(service, workspace)
     (workspace / "notes/store.py").write_text("def comet_ledger():\n    return 8\n")
     service.scheduler.changed(index.root, {"notes/store.py"})
-    service._auto_index(watch)
+    service.watches.auto_index(index.root)
     assert skipped(service, workspace)["notes/store.py"].startswith("could not be embedded")
     assert service.scheduler.pending(index.root) == {"notes/store.py"}  # kept for the next run, as F5 would
     failing.clear()
     service.scheduler.changed(index.root, {"README.md"})  # the next save elsewhere
-    service._auto_index(watch)
+    service.watches.auto_index(index.root)
     assert "comet_ledger" in index.catalog().chunks(path="notes/store.py")[0].content
 
 
 async def test_a_cancelled_users_run_leaves_the_changes_it_was_left_for_the_next_change(service, indexed):
-    import asyncio
     import threading
 
     workspace = indexed
     index = service._index(workspace)
-    watch = watched(service, workspace)
+    await watched(service, workspace)
     (workspace / "notes/store.py").write_text("def tidal_gauge():\n    return 9\n")
     service.scheduler.begin_user(index.root)  # an automatic run stands back for a user's run (the one below)...
     service.scheduler.changed(index.root, {"notes/store.py"})
-    service._auto_index(watch)
+    service.watches.auto_index(index.root)
     cancel = threading.Event()
     cancel.set()  # ...which the user cancels: no automatic run takes over the work they stopped
     assert (await service.index(workspace, cancel=cancel)).cancelled
-    await asyncio.wrap_future(service._index_pool.submit(lambda: None))  # one thread: what was queued has run
+    await asyncio.to_thread(service.watches.drain)  # what was queued has run
     assert service.scheduler.pending(index.root) == {"notes/store.py"}
     service.scheduler.end_user(index.root, complete=False)

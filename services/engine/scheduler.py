@@ -1,6 +1,6 @@
 """When automatic index runs start, what they cover, and when they must not: one class, no threads.
 
-The engine (services.engine.service) owns the threads, the watchers and the runs; every decision about
+Watching (services.engine.watching) owns the threads, the watchers and the runs; every decision about
 them is asked here, so it can be tested with a fake clock and no sleeping:
 
 - a change under a watched folder is gathered for the next automatic run (auto-reindex), or only

@@ -34,9 +34,10 @@ from services.encoders.onnx_runtime import default_cache_dir
 from services.core.errors import IndexMissingError, IndexUnavailable, KnowledgeError, QueryError, WorkspaceError
 from services.core.messages import MAX_QUESTION_CHARS, DocumentRerankResponse, question_too_long
 from services.engine.protocol import ProgressCallback, WatchCallback
-from services.engine.scheduler import RUN, STALE as REPORT_STALE, IndexScheduler
-from services.indexing.health import index_health, stale_files
-from services.indexing.indexer import FAILURE_REASONS, Indexer, refresh_references
+from services.engine.scheduler import IndexScheduler
+from services.engine.watching import Hooks, Watching
+from services.indexing.health import index_health
+from services.indexing.indexer import Indexer, refresh_references
 from services.core.models import (
     FileAnswer, GotoAnswer, GraphAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult, RelevantFile,
     StrategyInfo,
@@ -44,37 +45,12 @@ from services.core.models import (
 from services.storage.ownership import Owner, OwnerLock, read_owner
 from services.retrieval.strategies import create_strategy, strategy_info, strategy_names
 from services.core.settings import Settings, SettingsError, default_data_dir  # noqa: F401 (re-exported)
-from services.indexing.health import folder_missing
-from services.indexing.watcher import (
-    FOLDER_MISSING, PAUSED, PROGRESS, REFERENCES, REINDEX_FINISHED, REINDEX_STARTED, RESUMED, STALE, WATCH_ERROR, WATCHING,
-    WatchEvent, WorkspaceWatcher,
-)
+from services.indexing.watcher import REFERENCES, RESUMED, WatchEvent
 from services.storage.error_note import ErrorNote
 from services.storage.workspace_index import CATALOG_FILE, WorkspaceIndex, expanded, workspace_root
 from services.storage.vector_cache import CACHE_FILE, VectorCache
 
 log = logging.getLogger(__name__)
-FOLDER_POLL_SECONDS = 1.0  # how often a watched workspace folder is checked for being there
-
-
-
-
-class _Watch:
-    """One watched workspace's threads and wiring: its watcher, where events go, the run to stop. When
-    runs start and what they cover is the scheduler's (services.engine.scheduler)."""
-
-    def __init__(self, index: WorkspaceIndex, emit: Callable[[WatchEvent], None]) -> None:
-        self.index = index
-        self.emit = emit
-        self.cancel = threading.Event()  # set by unwatch(): stops a run in progress
-        self.run_cancel = threading.Event()  # stops the automatic run under way (unwatch, pause, a user's run)
-        self.watcher: WorkspaceWatcher | None = None
-        self.missing = False  # the folder is gone: no run starts until it is back
-        self.idle = threading.Event()  # set while no automatic run is under way
-        self.idle.set()
-
-    def stop_run(self) -> None:
-        self.run_cancel.set()
 
 
 def _history(index: WorkspaceIndex) -> tuple[CommitIndex | None, str]:
@@ -94,9 +70,6 @@ def _allowed_files(index: WorkspaceIndex, options: QueryOptions) -> set[str] | N
     files = index.catalog().files()
     paths = search_steps.allowed_paths(sorted(files), options.path_glob) if options.path_glob.strip() else files
     return {p for p in paths if not options.languages or files[p].language in options.languages}
-
-
-WORK_PHASES = frozenset({"chunking", "embedding"})  # an automatic run is announced at its first files or chunks
 
 
 class KnowledgeService:
@@ -133,7 +106,9 @@ class KnowledgeService:
         self._timer_wake = threading.Event()  # a new reference recount is due: the timer thread looks again
         self._closing = threading.Event()
         threading.Thread(target=self._timer_loop, daemon=True, name="ke-scheduler-timer").start()
-        self._watches: dict[Path, _Watch] = {}
+        hooks = Hooks(self._indexer, self._invalidate, self._record_error, self._clear_error, self._timer_wake.set)
+        self.watches = Watching(self.scheduler, self.settings, hooks, self._index_pool, self._query_pool,
+                                exclude=(self.data_dir,))  # watched folders, their changes, automatic runs
         self._file_rankers: dict[Path, tuple[tuple, FileRanker]] = {}  # root -> (index state, ranker)
         # go to / references: a thread per workspace, so keystrokes never wait on a query nor on another workspace
         self._goto_pools: dict[Path, ThreadPoolExecutor] = {}
@@ -207,11 +182,9 @@ class KnowledgeService:
         deliver: ProgressCallback | None = None
         if progress is not None:
             deliver = lambda event: loop.call_soon_threadsafe(progress, event)  # noqa: E731
-        with self._lock:
-            watch = self._watches.get(index.root)
-        if self.scheduler.begin_user(index.root) and watch is not None:
-            watch.stop_run()  # the automatic run under way stops after its batch: this run does its work
-        indexer = Indexer(index, self.index_embedder, self.settings, deliver, cancel, self.vector_cache)
+        if self.scheduler.begin_user(index.root):
+            self.watches.stop_run(index.root)  # the automatic run under way stops after its batch: this run does its work
+        indexer = self._indexer(index, deliver, cancel)
         note = ErrorNote(index.folder)
         note.reserve()  # room for the error while there is room: a full disk cannot take a new one
         report = None
@@ -227,19 +200,24 @@ class KnowledgeService:
         finally:
             look_again = self.scheduler.end_user(index.root, complete=report is not None and not report.cancelled)
             self._invalidate(index.root)
-        self._errors.pop(index.root, None)
+        self._clear_error(index.root)
         note.clear()
-        with self._lock:
-            watch = self._watches.get(index.root)
-        if watch is not None and paused and not self.scheduler.paused(index.root):
-            watch.emit(WatchEvent(RESUMED, str(index.root)))
-        if watch is not None and look_again:  # changes an automatic run left to this run, which may have
-            self._changed(watch, set())  # scanned before them
+        if paused and not self.scheduler.paused(index.root):
+            self.watches.emit(index.root, WatchEvent(RESUMED, str(index.root)))
+        if look_again:  # changes an automatic run left to this run, which may have scanned before them
+            self.watches.changed(index.root, set())
         return report
 
-    def _record_error(self, index: WorkspaceIndex, error: Exception, note: ErrorNote) -> None:
+    def _indexer(self, index: WorkspaceIndex, progress: ProgressCallback | None = None,
+                 cancel: threading.Event | None = None) -> Indexer:
+        return Indexer(index, self.index_embedder, self.settings, progress, cancel, self.vector_cache)
+
+    def _clear_error(self, root: Path) -> None:
+        self._errors.pop(root, None)
+
+    def _record_error(self, index: WorkspaceIndex, error: Exception, note: ErrorNote) -> str:
         """Keep the error in memory, in the reserved note (which a full disk can still take: the next
-        process reads it there) and in the catalogue when it can be written."""
+        process reads it there) and in the catalogue when it can be written; its message."""
         message = str(error) if isinstance(error, KnowledgeError) else f"{type(error).__name__}: {error}"
         self._errors[index.root] = message
         index.integrity = None  # a store error: check the index again on the next look
@@ -249,6 +227,7 @@ class KnowledgeService:
                 index.catalog().set_meta(last_error=message)
         except Exception:
             log.warning("could not record the error of %s in its catalogue", index.root, exc_info=True)
+        return message
 
     async def health(self, workspace: str | Path) -> IndexHealth:
         """A missing or unusable workspace folder is reported in `last_error`, not raised."""
@@ -515,168 +494,32 @@ class KnowledgeService:
             if strategy.loads_model and strategy.availability().available:
                 await self._run(self._query_pool, strategy.warm_up)
 
-    # --- watching ---
+    # --- watching (services/engine/watching.py) ---
     async def watch(self, workspace: str | Path, *, auto_reindex: bool = True,
                     on_event: WatchCallback | None = None) -> None:
         """Watch the workspace folder until unwatch()/close(). Changes are indexed in the background
         (auto_reindex, unless pause_watch() paused it) or reported as stale files; either way it first
         catches up with what changed while nobody watched. Events (services.indexing.watcher.WatchEvent)
         go to `on_event` on this loop."""
-        try:
-            index = self._index(workspace)
-        except WorkspaceError:  # a folder that is gone but indexed: watched for its return
-            index = self._known_index(workspace)
-            if index is None:
-                raise
+        index = self._readable_index(workspace)  # a folder that is gone but indexed: watched for its return
         await self.unwatch(index.root)
         loop = asyncio.get_running_loop()
         def emit(event: WatchEvent) -> None:
             if on_event is not None:
                 loop.call_soon_threadsafe(on_event, event)
 
-        watch = _Watch(index, emit)
-        if index.root.is_dir():
-            await self._run(self._query_pool, self._start_watcher, watch)
-        with self._lock:
-            self._watches[index.root] = watch
-        self.scheduler.watch(index.root, auto_reindex)
-        emit(WatchEvent(WATCHING, str(index.root)))
-        if auto_reindex and self.scheduler.paused(index.root):
-            emit(WatchEvent(PAUSED, str(index.root)))
-        threading.Thread(target=self._watch_folder, args=(watch,), daemon=True,
-                         name=f"ke-folder-{index.root.name}").start()
-        self._changed(watch)
+        await self._run(self._query_pool, self.watches.add, index, auto_reindex, emit)
 
     async def pause_watch(self, workspace: str | Path) -> None:
         """Stop the automatic run under way and start no automatic run until a user's index() run
         finishes (F5, "Resume"): changes meanwhile are reported as stale (STALE events), never lost."""
-        root = expanded(workspace).resolve()
-        running = self.scheduler.pause(root)
-        with self._lock:
-            watch = self._watches.get(root)
-        if watch is None:
-            return
-        if running:
-            watch.stop_run()
-            await self._run(self._query_pool, watch.idle.wait, 60)  # it stops after its batch
-        watch.emit(WatchEvent(PAUSED, str(root)))
-        self._changed(watch)  # what changed so far is listed as stale
-
-    def _start_watcher(self, watch: _Watch) -> None:
-        watch.watcher = WorkspaceWatcher(watch.index.root, lambda paths: self._changed(watch, paths),
-                                         exclude=(self.data_dir,))
-        watch.watcher.start()
-
-    def _stop_watcher(self, watch: _Watch) -> None:
-        watcher, watch.watcher = watch.watcher, None
-        if watcher is not None:
-            watcher.stop()
-
-    def _watch_folder(self, watch: _Watch) -> None:
-        """Notice the folder going away (renamed, moved, unmounted) and coming back. While it is gone no
-        run starts, the one under way stops, and nothing is deleted; once it is back a normal
-        incremental run catches up (on a fresh watcher: the old one followed the folder away)."""
-        root = watch.index.root
-        while not watch.cancel.wait(FOLDER_POLL_SECONDS):
-            there = root.is_dir()
-            if not there and not watch.missing:
-                watch.missing = True
-                self.scheduler.set_missing(root, True)
-                watch.stop_run()
-                self._stop_watcher(watch)
-                watch.emit(WatchEvent(FOLDER_MISSING, str(root), message=folder_missing(root)))
-            elif there and watch.missing:
-                try:
-                    self._start_watcher(watch)
-                except Exception as error:  # e.g. the folder went again at once: the next poll sees it
-                    log.warning("watching %s again failed: %s", root, error)
-                    continue
-                watch.missing = False
-                self.scheduler.set_missing(root, False)
-                self._changed(watch)
+        await self._run(self._query_pool, self.watches.pause, expanded(workspace).resolve())
 
     async def unwatch(self, workspace: str | Path) -> None:
-        root = expanded(workspace).resolve()
-        with self._lock:
-            watch = self._watches.pop(root, None)
-        if watch is not None:
-            self.scheduler.unwatch(root)
-            watch.cancel.set()
-            watch.stop_run()
-            await self._run(self._query_pool, self._stop_watcher, watch)
-            # the run under way stops after its batch: return once it has (what it committed is kept)
-            await self._run(self._query_pool, watch.idle.wait, 60)
+        await self._run(self._query_pool, self.watches.remove, expanded(workspace).resolve())
 
     def watching(self) -> list[str]:
-        with self._lock:
-            return [str(root) for root in self._watches]
-
-    def _changed(self, watch: _Watch, paths: set[str] | None = None) -> None:
-        """Something changed under a watched folder (called from the watcher's thread): `paths`, or
-        anything when None. The scheduler says whether an automatic run or a stale report follows."""
-        if watch.cancel.is_set():
-            return
-        try:
-            action = self.scheduler.changed(watch.index.root, paths)
-            if action == RUN:
-                self._index_pool.submit(self._auto_index, watch)
-            elif action == REPORT_STALE:
-                self._query_pool.submit(self._report_stale, watch)
-        except RuntimeError:  # the service is closing
-            pass
-
-    def _auto_index(self, watch: _Watch) -> None:
-        root_path = watch.index.root
-        if watch.cancel.is_set() or not watch.index.exists() or not root_path.is_dir():
-            return  # never indexed (a first index is the user's call), or gone (_watch_folder says so)
-        watch.run_cancel = threading.Event()  # before the scheduler's say: a user's run starting now stops this one
-        starts, paths = self.scheduler.start_auto(root_path)
-        if not starts:
-            return
-        root = str(root_path)
-        announced = threading.Event()
-
-        def progress(event) -> None:  # a run that finds nothing to do is not shown as indexing
-            if not announced.is_set() and event.phase in WORK_PHASES and (event.files_total or event.chunks_total):
-                announced.set()
-                watch.emit(WatchEvent(REINDEX_STARTED, root))
-            if announced.is_set():
-                watch.emit(WatchEvent(PROGRESS, root, progress=event))
-        indexer = Indexer(watch.index, self.index_embedder, self.settings, progress, watch.run_cancel,
-                          self.vector_cache)
-        note = ErrorNote(watch.index.folder)
-        note.reserve()
-        watch.idle.clear()
-        try:
-            report = indexer.run(quick=True, paths=paths)
-        except Exception as error:
-            self.scheduler.finish_auto(root_path, complete=False)  # the next run looks at everything
-            self._invalidate(root_path)
-            if not root_path.is_dir():  # it went away under the run: nothing was deleted, no error
-                watch.emit(WatchEvent(FOLDER_MISSING, root, message=folder_missing(root_path)))
-                return
-            self._record_error(watch.index, error, note)
-            watch.emit(WatchEvent(WATCH_ERROR, root, message=self._errors[root_path]))
-            return
-        finally:
-            watch.idle.set()
-        # a file that failed (unreadable, not embedded) is tried again by the next run, as F5 would
-        retry = {s.path for s in report.skipped if s.category in FAILURE_REASONS} & (paths or set())
-        self.scheduler.finish_auto(root_path, complete=not report.cancelled, retry=retry,
-                                   recount_references=indexer.references_deferred)
-        if indexer.references_deferred:
-            self._timer_wake.set()
-        if report.files_indexed or report.files_removed or report.chunks_embedded or report.rebuilt_reason:
-            self._invalidate(root_path)  # a run that changed nothing keeps the cached answers
-        self._errors.pop(root_path, None)
-        note.clear()
-        watch.emit(WatchEvent(REINDEX_FINISHED, root, report=report))
-
-    def _report_stale(self, watch: _Watch) -> None:
-        if watch.cancel.is_set() or not watch.index.exists() or not watch.index.root.is_dir():
-            return
-        stale = tuple(stale_files(watch.index, self.settings))
-        watch.emit(WatchEvent(STALE, str(watch.index.root), stale_files=stale))
+        return [str(root) for root in self.watches.roots()]
 
     def _timer_loop(self) -> None:
         """Recount references once automatic runs pause for a while (the scheduler says when): the count
@@ -698,10 +541,7 @@ class KnowledgeService:
     def _refresh_references(self, index: WorkspaceIndex) -> None:
         refresh_references(index)
         self._invalidate(index.root)
-        with self._lock:
-            watch = self._watches.get(index.root)
-        if watch is not None and not watch.cancel.is_set():
-            watch.emit(WatchEvent(REFERENCES, str(index.root)))
+        self.watches.emit(index.root, WatchEvent(REFERENCES, str(index.root)))
 
     # --- ownership ---
     def owner(self) -> Owner | None:
@@ -738,12 +578,7 @@ class KnowledgeService:
 
     def close(self) -> None:
         """Stop watching, shut down worker threads, give up the data dir. Safe to call twice."""
-        with self._lock:
-            watches, self._watches = list(self._watches.values()), {}
-        for watch in watches:
-            watch.cancel.set()
-            watch.stop_run()
-            self._stop_watcher(watch)
+        self.watches.close()
         self._closing.set()
         self._timer_wake.set()
         self._index_pool.shutdown(wait=True, cancel_futures=True)

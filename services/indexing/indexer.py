@@ -30,7 +30,7 @@ from services.indexing.chunking import chunk_file
 from services.indexing.chunking import graph
 from services.indexing.chunking.references import reference_counts
 from services.indexing.history import update_history
-from services.encoders.embedder import Embedder, chunk_text
+from services.encoders.embedder import Embedder
 from services.core.errors import IndexStoreError, IndexUnavailable, KnowledgeError, WorkspaceError
 from services.indexing import integrity
 from services.indexing.rate import RateMeter, eta
@@ -38,6 +38,7 @@ from services.core.models import Chunk, IndexReport, ProgressEvent, SkippedFile,
 from services.storage.projection import Projection, sample_positions
 from services.storage.vector_cache import VectorCache
 from services.indexing.scanning import SkipFileError, SourceFile, read_source, scan_paths, scan_workspace
+from services.indexing.vectors import VectorMaker
 from services.core.settings import Settings
 from services.storage.workspace_index import WorkspaceIndex
 
@@ -47,10 +48,6 @@ FIRST_WINDOW_CHUNKS = 32
 # Chroma's first write after a bulk load waits on work the load left (1.06 s at 38k chunks, measured): a
 # run that stored this many vectors pays it at its end, not the user's next edit (benchmarks/experiments/README.md).
 SETTLE_AFTER_VECTORS = 1000
-CACHE_CHECK_SAMPLE = 8  # cached vectors a rebuild embeds again to check the shared cache
-# the int8 backend's vector of a text moves with its batch mates (cosine 0.97-1.0, tests/test_vector_cache.py);
-# a vector of another text is far below
-CACHE_CHECK_COSINE = 0.9
 # Reasons that mean a file failed (as opposed to being skipped by policy, like "binary file").
 FAILURE_REASONS = ("unreadable", "could not be read", "could not be chunked", "could not be embedded",
                    "could not be stored")
@@ -124,9 +121,8 @@ class Indexer:
         """`cache`: the data dir's shared vector cache (services/storage/vector_cache.py); None embeds
         every new chunk."""
         self.index = index
-        self.cache = cache
+        self.vector_maker = VectorMaker(embedder, cache)  # new chunks' vectors: the shared cache's, or encoded
         self.paths: set[str] | None = None  # what a watcher's run looks at (run's `paths`)
-        self.space: int | None = None  # the encoder's vector space in the cache
         self.embedder = embedder
         self.settings = settings
         self.progress = progress or (lambda event: None)
@@ -153,9 +149,6 @@ class Indexer:
         self.resuming = False  # the last run stopped before its end: this one continues it
         self.last_event: ProgressEvent | None = None  # what health says while the run is under way
         self.moved_aside = False  # this run moved the old index aside to rebuild (put back if it fails)
-        self.cache_checked = False  # a rebuild checked a sample of the shared cache against the encoder
-        self.cache_distrusted = False  # ... and found it wrong: not used for the rest of the run
-        self.cache_dropped = cache.dropped if cache is not None else 0  # rows failing their check before the run
 
     # --- the run ---
     def run(self, full: bool = False, quick: bool = False, paths: Iterable[str] | None = None) -> IndexReport:
@@ -191,8 +184,7 @@ class Indexer:
     def _run(self, full: bool, quick: bool) -> IndexReport:
         self._check_root()
         self._prepare_model()  # a missing model fails here, before anything is touched
-        if self.cache is not None:
-            self.space = self.cache.space(self.embedder.vector_space(), self.embedder.dimension)
+        self.vector_maker.open()
         if self.cancel.is_set():  # cancelled before it started: nothing touched
             self._emit("cancelled", 0, 0)
             files, chunks = self.index.catalog().counts() if self.index.exists() else (0, 0)
@@ -303,16 +295,9 @@ class Indexer:
         self.index.drop_aside()
         self.moved_aside = False
 
-    def cache_repair(self) -> str:
-        """What this run found wrong in the shared vector cache and did about it ("" when nothing)."""
-        dropped = (self.cache.dropped - self.cache_dropped) if self.cache is not None else 0
-        return ((f"held {dropped} vectors that failed their check (dropped, embedded again)" if dropped else "")
-                + (" and " if dropped and self.cache_distrusted else "")
-                + ("disagreed with the encoder (not used by this rebuild)" if self.cache_distrusted else ""))
-
     def _note_repairs(self) -> None:
-        if self.cache_repair():
-            self.repaired.append(f"repaired: the shared vector cache {self.cache_repair()}")
+        if self.vector_maker.repair_note():
+            self.repaired.append(f"repaired: the shared vector cache {self.vector_maker.repair_note()}")
         if self.found.missing_vectors:
             self.repaired.append(f"repaired: re-embedded {self.found.missing_vectors} chunks that had no vector")
         if self.found.keywords:
@@ -396,7 +381,8 @@ class Indexer:
         for start in range(0, len(sample), ENCODE_SLICE):
             if self.cancel.is_set():
                 return
-            vectors[start:start + ENCODE_SLICE], cached = self._encoded(sample[start:start + ENCODE_SLICE])
+            part = sample[start:start + ENCODE_SLICE]
+            vectors[start:start + ENCODE_SLICE], cached = self.vector_maker.make(part, check=self.everything)
             self.presampled_cached |= {sample[start + i].id for i in cached}
         projection = Projection.fit(vectors, wanted)
         self.index.store().drop()  # nothing is indexed yet: a fresh collection takes the new dimension
@@ -672,7 +658,7 @@ class Indexer:
         self.window_reused = sum(chunks[i].id in self.presampled_cached for i in presampled)
         done = set(presampled)
         fresh = [i for i in fresh if i not in done]
-        cached = self._cached([chunks[i] for i in fresh])
+        cached = self.vector_maker.cached([chunks[i] for i in fresh], check=self.everything)
         if cached:
             hits = [fresh[j] for j in cached]
             vectors[hits] = self.index.project(np.stack(list(cached.values())))
@@ -685,57 +671,13 @@ class Indexer:
                 return done | set(fresh[:start])
             part = fresh[start:start + ENCODE_SLICE]
             try:
-                vectors[part] = self.index.project(self._encode_and_cache([chunks[i] for i in part]))
+                vectors[part] = self.index.project(self.vector_maker.encode([chunks[i] for i in part]))
             except Exception as error:
                 raise StageError("embedded", error) from error
             self.window_embedded += len(part)
             self._emit("embedding", self.files_committed, self.files_total, self.embedded + self.window_embedded,
                        self.total_chunks)
         return done | set(fresh)
-
-    def _cached(self, chunks: list[Chunk]) -> dict[int, np.ndarray]:
-        """The shared cache's (full, unprojected) vectors of `chunks`, by position; none without a cache
-        (or once a rebuild found it disagreeing with the encoder). Every row is checked against its checksum
-        by the cache; a rebuild also checks a sample of the first hits against the encoder itself."""
-        if self.cache is None or not chunks or self.cache_distrusted:
-            return {}
-        texts = [chunk_text(c) for c in chunks]
-        found = self.cache.get(self.space, self.embedder.dimension, texts)
-        if found and self.everything and not self.cache_checked:
-            self.cache_checked = True
-            self._check_cache(found, texts)
-        return {} if self.cache_distrusted else found
-
-    def _check_cache(self, found: dict[int, np.ndarray], texts: list[str]) -> None:
-        """A rebuild never trusts the cache blindly: a sample of its hits is embedded again and compared;
-        any that disagrees drops those rows, and the run embeds everything else itself."""
-        sample = sorted(found)[:CACHE_CHECK_SAMPLE]
-        fresh = self.embedder.encode([texts[i] for i in sample])
-        wrong = [i for i, vector in zip(sample, fresh) if _cosine(found[i], vector) < CACHE_CHECK_COSINE]
-        if wrong:
-            log.warning("the shared vector cache disagrees with the encoder on %d of %d sampled vectors: "
-                        "not used by this rebuild", len(wrong), len(sample))
-            self.cache.forget(self.space, [texts[i] for i in wrong])
-            self.cache_distrusted = True
-
-    def _encode_and_cache(self, chunks: list[Chunk]) -> np.ndarray:
-        """Encode (full vectors) and commit them to the shared cache at once, before any store sees them."""
-        vectors = self.embedder.encode_chunks(chunks)
-        if self.cache is not None:
-            self.cache.put(self.space, [chunk_text(c) for c in chunks], vectors)
-        return vectors
-
-    def _encoded(self, chunks: list[Chunk]) -> tuple[np.ndarray, set[int]]:
-        """The encoder's full vectors of `chunks`, from the shared cache where it has them; and the
-        positions that came from it."""
-        cached = self._cached(chunks)
-        vectors = np.zeros((len(chunks), self.embedder.dimension), dtype=np.float32)
-        misses = [i for i in range(len(chunks)) if i not in cached]
-        for i, vector in cached.items():
-            vectors[i] = vector
-        if misses:
-            vectors[misses] = self._encode_and_cache([chunks[i] for i in misses])
-        return vectors, set(cached)
 
     def _reusable_ids(self, batch: list[Pending]) -> dict[tuple[str, str], str]:
         catalog = self.index.catalog()
@@ -757,7 +699,7 @@ class Indexer:
         catalog.set_skipped(plan.skipped, only=plan.targeted)  # a watcher's run reports its paths' alone
         if self.embedded:  # health tells how many vectors the last run that needed some found in the cache
             catalog.set_meta(last_run_vectors=str(self.embedded), last_run_reused=str(self.reused),
-                             cache_repair=self.cache_repair())
+                             cache_repair=self.vector_maker.repair_note())
         changed = changed or references_stale(catalog)
         if changed and quick:
             catalog.set_meta(references_stale="1")
@@ -795,12 +737,6 @@ class Indexer:
             return describe() if describe else ""
         except Exception:  # the encoder failed to load: the run reports that itself
             return ""
-
-
-def _cosine(a, b) -> float:
-    a, b = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
-    norm = float(np.linalg.norm(a) * np.linalg.norm(b))
-    return float(a @ b) / norm if norm else 0.0
 
 
 def _put_back_text(message: str) -> str:
