@@ -39,8 +39,8 @@ OTHER_ENV_NAMES = frozenset({
     "KE_TOKEN",  # the bearer token of a server and its clients (services/transport/remote.py)
     "KE_ENCODER_CACHE_DIR",  # where the machine's exported encoders are kept (services/encoders/onnx_runtime.py)
     "KE_FUZZ_EXAMPLES",  # requests per operation of tests/test_fuzz_faces.py (its long run: benchmarks/fuzz_faces.py)
-    "KE_RECORD_COMMIT",  # the commit a benchmark record names (benchmarks/record.py)
-    "KE_SWE_BENCH",  # the SWE-bench folder of benchmarks/checkout_reuse.py
+    "KE_RECORD_COMMIT",  # the commit a benchmark record names (benchmarks/lib.py)
+    "KE_BENCH_DATA",  # the benchmarks' data folder: snapshots, indexes, corpora (benchmarks/lib.py)
 })
 
 
@@ -78,7 +78,7 @@ class IndexingSettings(Area):
     # A fresh index of at least reduce_from_chunks chunks stores vector_dimensions-dimension vectors,
     # projected with a PCA of projection_sample of its own chunks (services/storage/projection.py); 0 = never.
     # Only big indexes: there the HNSW graph is most of the size (sympy: 2.4x the source at 384-d), and
-    # the projection costs a little quality (benchmarks/README.md: Sphinx's vector ranking -0.02 MRR@10).
+    # the projection costs a little quality (benchmarks/experiments/README.md: Sphinx's vector ranking -0.02 MRR@10).
     vector_dimensions: int = Field(256, ge=1)
     reduce_from_chunks: int = Field(20000, ge=0)
     projection_sample: int = Field(1000, ge=1)
@@ -159,7 +159,7 @@ class PathPriorSettings(Area):
     """Path priors (issue #11): tests, examples, docs and generated code scaled by path_prior_factor in
     hybrid and metadata; 1.0 = off. Globs, comma-separated, also matched below any folder.
     On by default: on pytest's bug reports it lifted MRR@10 of metadata 0.295 -> 0.561 and of hybrid
-    0.283 -> 0.391 (benchmarks/README.md)."""
+    0.283 -> 0.391 (benchmarks/experiments/README.md)."""
 
     path_prior_factor: float = Field(0.8, ge=0)
     path_prior_patterns: str = ("test/*,tests/*,testing/*,test_*.py,*_test.py,*_test.go,*.test.*,*.spec.*,"
@@ -190,7 +190,7 @@ class LlmSettings(Area):
 
 
 class BugReportSettings(Area):
-    """Bug-report strategy (issue #12): long questions; weights tuned by benchmarks/tune_bugreport.py."""
+    """Bug-report strategy (issue #12): long questions; weights tuned by benchmarks/experiments/tune_bugreport.py."""
 
     bugreport_pool: int = Field(100, ge=1)  # vector candidates (the pool) for a long question
     bugreport_part_hits: int = Field(30, ge=1)  # extra vector hits per part (title, paragraph, code block)
@@ -200,7 +200,7 @@ class BugReportSettings(Area):
     bugreport_title_term_weight: float = Field(2.0, ge=0)
     # rank damping: a signal ranking a chunk r-th adds weight x k / (k + r - 1)
     bugreport_k: float = Field(30.0, gt=0)
-    # Weights tuned on the pytest set (benchmarks/README.md: measured on Sphinx, the other repository).
+    # Weights tuned on the pytest set (benchmarks/experiments/README.md: measured on Sphinx, the other repository).
     # the whole question, truncated to 256 tokens: the title does better
     bugreport_vector_weight: float = Field(0.0, ge=0)
     bugreport_parts_weight: float = Field(0.0, ge=0)
