@@ -227,7 +227,7 @@ class FileAnswerSettings(Area):
     top `files_graph_chunks` chunks call (or whose attributes or bases they use), and files defining what the
     question's traceback frames call, gain `files_graph_weight` x their normalised votes. Off by default: issue 41
     ships it only if it gains out of sample on three of the four SWE repositories; leave-one-repository-out
-    (benchmarks/graph_loo.py) every fold chose 0.2, and `auto` gained on two only (benchmarks/README.md)."""
+    (benchmarks/graph_loo.py), `auto` gains on none of the four held out (benchmarks/README.md)."""
 
     files_graph_weight: float = Field(0.0, ge=0)
     files_graph_chunks: int = Field(1, ge=0)
