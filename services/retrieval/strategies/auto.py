@@ -76,7 +76,8 @@ class AutoStrategy(BaseStrategy):
     label = "Auto"
     description = ("Reads the question and picks: a name, dotted name or path goes to its definition or file "
                    f"({FOR_NAMES}); a traceback or bug report is ranked by {FOR_REPORTS} (file answers: the "
-                   f"traceback's innermost frames first); a question in words is ranked by {FOR_WORDS}.")
+                   f"traceback's innermost frames first, fused by rank with {FOR_WORDS}'s file ranking); a question "
+                   f"in words is ranked by {FOR_WORDS}.")
     scale = SIMILARITY
     legend = (f"the scores of the strategy it picked (its note says which): {FOR_NAMES}'s cosine similarity with its "
               f"boosts; for a report, {FOR_REPORTS}'s fused ranks scaled 0–1 within the question.")
