@@ -87,11 +87,11 @@ def test_openvino_int8_quantises_only_the_projections_and_the_expansion(openvino
 
 @pytest.mark.slow
 def test_another_sequence_length_is_another_export(int8, export_dir):
-    from services.encoders.onnx_runtime import cache_key, cpu_quant_config
+    from services.encoders.export import cache_key
 
     folder = bundled_model_path()
-    assert cache_key(folder, 128, cpu_quant_config()) != cache_key(folder, 256, cpu_quant_config())
-    assert cache_key(folder, 256, None) != cache_key(folder, 256, cpu_quant_config())
+    assert cache_key(folder, 128, "dynamic") != cache_key(folder, 256, "dynamic")
+    assert len({cache_key(folder, 256), cache_key(folder, 256, "dynamic"), cache_key(folder, 256, "static")}) == 3
 
 
 @pytest.mark.slow
@@ -182,7 +182,7 @@ def test_a_gpu_that_fails_to_start_falls_back_to_the_cpu(monkeypatch):
 def test_the_runtime_tokenizer_matches_autotokenizer():
     from transformers import AutoTokenizer
 
-    from services.encoders.onnx_runtime import load_tokenizer
+    from services.encoders.export import load_tokenizer
 
     texts = SAMPLES + ["", "Ünïcödé straße İ", "token " * 400]
     expected = AutoTokenizer.from_pretrained(str(bundled_model_path()))(
@@ -218,7 +218,7 @@ async def test_backend_or_format_change_rebuilds_and_says_why(data_dir, workspac
 
 def test_one_folder_of_encoders_per_machine_whatever_the_data_dir(monkeypatch, tmp_path):
     """Exports live in the user's cache folder (or KE_ENCODER_CACHE_DIR), not in each data dir (issue 44)."""
-    from services.encoders.onnx_runtime import default_cache_dir
+    from services.encoders.export import default_cache_dir
 
     monkeypatch.delenv("KE_ENCODER_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

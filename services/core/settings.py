@@ -37,7 +37,7 @@ ENV_PREFIX = "KE_"
 # that every KE_ name the project reads is a setting or listed here)
 OTHER_ENV_NAMES = frozenset({
     "KE_TOKEN",  # the bearer token of a server and its clients (services/transport/remote.py)
-    "KE_ENCODER_CACHE_DIR",  # where the machine's exported encoders are kept (services/encoders/onnx_runtime.py)
+    "KE_ENCODER_CACHE_DIR",  # where the machine's exported encoders are kept (services/encoders/export.py)
     "KE_FUZZ_EXAMPLES",  # requests per operation of tests/test_fuzz_faces.py (its long run: benchmarks/fuzz_faces.py)
     "KE_RECORD_COMMIT",  # the commit a benchmark record names (benchmarks/lib.py)
     "KE_BENCH_DATA",  # the benchmarks' data folder: snapshots, indexes, corpora (benchmarks/lib.py)

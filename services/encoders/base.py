@@ -1,4 +1,4 @@
-"""The encoder protocol and the backend registry.
+"""The encoder protocol, the backend registry and what the runtimes share to batch and pool.
 
 A backend is one module in this package with a class decorated `@register`: it turns texts into
 unit-length float32 vectors. `create_encoder` builds one from an `EncoderSpec`.
@@ -12,7 +12,7 @@ import json
 import pkgutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -28,17 +28,30 @@ class EncoderSpec:
 
 
 class Encoder(Protocol):
-    name: str
-    device: str
+    """Everything the embedder (services/encoders/embedder.py) reads of an encoder."""
+
+    name: str  # the backend: torch, onnx, onnx-int8, openvino, openvino-int8
+    device: str  # where it runs: cpu, cuda, mps
+    note: str  # what the user should know about it ("" when nothing); the embedder adds its own
+
+    def __init__(self, spec: EncoderSpec) -> None: ...
+
+    @property
+    def identity(self) -> str:
+        """What, besides the model's files, decides its vectors (services/storage/vector_cache.py)."""
 
     @property
     def dimension(self) -> int: ...
+
+    def describe(self) -> str:
+        """What runs, for progress lines: "torch on cuda, fp16, batch 512", "onnx-int8 on cpu"."""
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Unit-length float32 vectors, one row per text."""
 
 
-_REGISTRY: dict[str, type] = {}
+_REGISTRY: dict[str, type[Encoder]] = {}
+E = TypeVar("E", bound=type[Encoder])
 _DIGESTS: dict[str, str] = {}  # files' stamps (path, size, mtime) -> the hash of their names and content
 
 
@@ -58,7 +71,37 @@ def content_digest(root: Path, files: list[Path]) -> str:
     return _DIGESTS[stamp]
 
 
-def register(cls: type) -> type:
+def length_sorted(texts: list[str], size: int) -> list[list[int]]:
+    """The positions of `texts` in batches of `size`, longest first: texts of similar length pad less."""
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    return [order[start:start + size] for start in range(0, len(order), size)]
+
+
+def model_inputs(batch: dict[str, np.ndarray], names: list[str]) -> dict[str, np.ndarray]:
+    """The tokenizer's arrays the model takes (`names`), as the int64 its export expects."""
+    return {name: batch[name].astype(np.int64) for name in names}
+
+
+def pooled(hidden: np.ndarray, attention_mask: np.ndarray, pooling: str = "mean") -> np.ndarray:
+    """Token embeddings to unit-length float32 vectors, as sentence-transformers' Pooling + Normalize do:
+    the mean over the real tokens, or the first token's ("cls")."""
+    if pooling == "cls":
+        vectors = hidden[:, 0]
+    else:
+        mask = attention_mask[..., None].astype(np.float32)
+        vectors = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
+    return (vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)).astype(np.float32)
+
+
+def gathered(count: int, parts: list[list[int]], vectors: list[np.ndarray]) -> np.ndarray:
+    """One row per text: each batch's vectors put back at its texts' positions."""
+    out = np.zeros((count, vectors[0].shape[1] if vectors else 1), dtype=np.float32)
+    for part, rows in zip(parts, vectors):
+        out[part] = rows
+    return out
+
+
+def register(cls: E) -> E:
     _REGISTRY[cls.name] = cls
     return cls
 

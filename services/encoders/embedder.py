@@ -128,7 +128,7 @@ class Embedder:
             encoder = self._fallback(fallback, replace(spec, device="cpu", batch_size=self.batch_size))
             note = f"{backend} on {device} could not start ({_short(error)}); using {encoder.name} on the CPU"
             log.warning("%s", note)
-        encoder.note = "; ".join(n for n in (note, getattr(encoder, "note", ""), unused_gpu_note(encoder.device)) if n)
+        encoder.note = "; ".join(n for n in (note, encoder.note, unused_gpu_note(encoder.device)) if n)
         if "GPU NOT USED" in encoder.note and encoder.note not in _WARNED:
             _WARNED.add(encoder.note)
             log.warning("%s", encoder.note)
@@ -162,13 +162,11 @@ class Embedder:
 
     @property
     def note(self) -> str:
-        return getattr(self.load(), "note", "")
+        return self.load().note
 
     def describe(self) -> str:
         """What runs, for progress lines: "torch on cuda, fp16, batch 512", "onnx-int8 on cpu"."""
-        encoder = self.load()
-        describe = getattr(encoder, "describe", None)
-        return describe() if describe else f"{encoder.name} on {encoder.device}"
+        return self.load().describe()
 
     @property
     def dimension(self) -> int:
@@ -182,7 +180,7 @@ class Embedder:
         encoder = self.load()
         parts = {"model": model_fingerprint(resolve_model(self.model_name)), "backend": encoder.name,
                  "device": encoder.device, "max_seq_length": self.max_seq_length, "dimension": encoder.dimension,
-                 "runs": getattr(encoder, "identity", "")}
+                 "runs": encoder.identity}
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -212,7 +210,7 @@ class Embedder:
 
 def model_fingerprint(source: str) -> str:
     """The hash of a model folder's files (names and content): the same model reinstalled keeps it."""
-    from services.encoders.onnx_runtime import model_folder
+    from services.encoders.export import model_folder
 
     folder = model_folder(source)
     return content_digest(folder, sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")))

@@ -30,7 +30,7 @@ from services.storage.file_words import CatalogFileWords
 from services.retrieval.multi import check_workspaces, merge, missing_cosines
 from services.retrieval.search import Searcher
 from services.encoders.embedder import Embedder
-from services.encoders.onnx_runtime import default_cache_dir
+from services.encoders.export import default_cache_dir
 from services.core.errors import IndexMissingError, IndexUnavailable, KnowledgeError, QueryError, WorkspaceError
 from services.core.messages import MAX_QUESTION_CHARS, DocumentRerankResponse, question_too_long
 from services.engine.protocol import ProgressCallback, WatchCallback
