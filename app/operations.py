@@ -46,8 +46,7 @@ class Param:
 class Route:
     """The REST route of an operation. `names`: the REST name of each operation parameter it takes (the
     others are MCP's only); `extra`: REST-only parameters (body fields); `defaults`: REST defaults that
-    differ from MCP's. `generated`: app.server makes the route from the registry; else it is written by
-    hand there (a body model, a background run) and calls the operation's `run` where it can."""
+    differ from MCP's. The route itself is written out in app.server and calls the operation's `run`."""
 
     method: str
     path: str
@@ -57,7 +56,6 @@ class Route:
     summary: str | None = None
     extra: tuple[str, ...] = ()
     defaults: dict[str, Any] = field(default_factory=dict)
-    generated: bool = False
 
 
 @dataclass(frozen=True)
@@ -214,7 +212,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "find_symbol",
         (Route("GET", f"{WORKSPACE_GET}/goto/symbols", {**IN_URL, "name": "q", "limit": "limit"}, "goto_symbols",
                GotoAnswer, "Go to symbol: definitions whose names fuzzily match q (`fm`, `Class.method`)",
-               defaults={"limit": 20}, generated=True),)),
+               defaults={"limit": 20}),)),
     Operation(
         "find_file", find_file, (Param("path", str), WORKSPACE, Param("limit", int, 10)),
         "Which indexed file a path or file name means (fuzzy, file names count most: "
@@ -223,7 +221,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "find_file",
         (Route("GET", f"{WORKSPACE_GET}/goto/files", {**IN_URL, "path": "q", "limit": "limit"}, "goto_files",
                GotoAnswer, "Go to file: indexed files whose paths fuzzily match q (`latex.py:120` asks for line 120)",
-               defaults={"limit": 20}, generated=True),)),
+               defaults={"limit": 20}),)),
     Operation(
         "find_references", find_references, (Param("name", str), WORKSPACE),
         "Find references, who uses this: every use of a definition (`name`: a name, "
@@ -232,8 +230,7 @@ OPERATIONS: tuple[Operation, ...] = (
         f"code uses, the name's mentions in its docstrings, comments and strings (how: text). Returns {GRAPH_LINKS}.",
         "find_references",
         (Route("GET", f"{WORKSPACE_GET}/graph/references", {**IN_URL, "name": "q"}, "graph_references", GraphAnswer,
-               "Find references: who uses q (a name, `Class.method` or a chunk id), grouped by file",
-               generated=True),)),
+               "Find references: who uses q (a name, `Class.method` or a chunk id), grouped by file"),)),
     Operation(
         "find_uses", find_uses, (Param("name", str), WORKSPACE),
         "What a definition uses (its callees): the functions, classes and methods of the "
@@ -242,8 +239,7 @@ OPERATIONS: tuple[Operation, ...] = (
         f"Returns {GRAPH_LINKS}.",
         "find_uses",
         (Route("GET", f"{WORKSPACE_GET}/graph/uses", {**IN_URL, "name": "q"}, "graph_uses", GraphAnswer,
-               "What q (a chunk id or a definition's name) uses: the definitions, grouped by file",
-               generated=True),)),
+               "What q (a chunk id or a definition's name) uses: the definitions, grouped by file"),)),
     Operation(
         "open_file", open_file,
         (Param("path", str), WORKSPACE, Param("start_line", int, 1), Param("end_line", int | None, None)),
@@ -260,7 +256,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "(all of the REST health JSON: indexed, state, files, chunks, languages, stale_files, "
         "needs_reindex, skipped, model, updated_at, message, ...).",
         "index_status",
-        (Route("GET", f"{WORKSPACE_GET}/health", IN_URL, "health", IndexHealth, generated=True),)),
+        (Route("GET", f"{WORKSPACE_GET}/health", IN_URL, "health", IndexHealth),)),
     Operation(
         "reindex", reindex, (WORKSPACE, Param("full", bool, False)),
         "Bring a workspace's index up to date (incremental: only changed files are "
@@ -275,23 +271,16 @@ OPERATIONS: tuple[Operation, ...] = (
         "The reranking strategies, whether each is available now, and what it does: "
         "{strategies: [{name, available, reason, description}]} (fields of the REST list).",
         "list_strategies",
-        (Route("GET", "/v1/strategies", {}, "strategies", list[StrategyInfo], generated=True),)),
+        (Route("GET", "/v1/strategies", {}, "strategies", list[StrategyInfo]),)),
 )
 BY_NAME = {operation.name: operation for operation in OPERATIONS}
 
 
 def signature(params: list[tuple[str, Any, Any]], returns: Any = Any) -> inspect.Signature:
-    """A function signature from (name, type, default) triples: what MCP and FastAPI read a tool's or a
-    route's parameters from."""
+    """A function signature from (name, type, default) triples: what MCP reads a tool's parameters from."""
     return inspect.Signature([inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
                                                 annotation=kind) for name, kind, default in params],
                              return_annotation=returns)
-
-
-def rest_params(operation: Operation, route: Route) -> list[tuple[str, Any, Any]]:
-    """A generated route's parameters: each operation parameter it takes, by its REST name and default."""
-    return [(route.names[p.name], p.type, route.defaults.get(p.name, p.default))
-            for p in operation.params if p.name in route.names]
 
 
 def is_many(value: Any) -> bool:
