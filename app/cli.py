@@ -124,14 +124,15 @@ def _add_goto(sub, common) -> None:
 
 async def cmd_goto(args, service) -> int:
     """Exit 0 with matches, 1 with none (the message says so), as grep does."""
+    from app import operations
     from app.render import goto_json  # here, not at the top: keeps the codec out of `gui`'s start-up
 
     if len(args.where) > 2:
         print("error: give the workspace folder and one name (quote a name with spaces)", file=sys.stderr)
         return 2
     path, name = (args.where if len(args.where) == 2 else (".", args.where[0]))
-    find = service.goto_files if args.files or looks_like_path(name) else service.goto_symbols
-    answer = await find(name, os.path.abspath(path), args.limit)
+    find = operations.find_file if args.files or looks_like_path(name) else operations.find_symbol
+    answer = await find(service, os.path.abspath, name, path, args.limit)
     emit(args, answer, goto_json, goto_text)
     return 0 if answer.hits else 1
 
@@ -178,14 +179,15 @@ def _add_graph(sub, common) -> None:
 
 async def cmd_graph(args, service) -> int:
     """Exit 0 with links, 1 with none (the message says so), as grep does."""
+    from app import operations
     from app.render import graph_json  # here, not at the top: keeps the codec out of `gui`'s start-up
 
     if len(args.where) > 2:
         print("error: give the workspace folder and one name (quote a name with spaces)", file=sys.stderr)
         return 2
     path, name = (args.where if len(args.where) == 2 else (".", args.where[0]))
-    find = service.references if args.command == "refs" else service.uses
-    answer = await find(name, os.path.abspath(path))
+    find = operations.find_references if args.command == "refs" else operations.find_uses
+    answer = await find(service, os.path.abspath, name, path)
     emit(args, answer, graph_json, graph_text)
     return 0 if answer.total else 1
 
@@ -439,13 +441,15 @@ async def run_command(args) -> int:
 
 
 async def cmd_index(args, service) -> int:
+    from app import operations
     from app.progress import TerminalProgress
     from app.render import index_report_json  # here, not at the top: keeps the codec out of `gui`'s start-up (~60 ms)
 
     progress = TerminalProgress(enabled=not args.json and sys.stderr.isatty())
     cancel = stop_on_interrupt()
     try:
-        report = await service.index(args.path, full=args.full, progress=progress.update, cancel=cancel)
+        report = await operations.reindex(service, as_given, args.path, args.full, progress=progress.update,
+                                          cancel=cancel)
     finally:
         asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
         progress.close()
@@ -510,9 +514,10 @@ def index_report_text(report) -> str:
 
 
 async def cmd_health(args, service) -> int:
+    from app import operations
     from app.render import health_json  # here, not at the top: keeps the codec out of `gui`'s start-up (~60 ms)
 
-    return emit(args, await service.health(args.path), health_json, health_text)
+    return emit(args, await operations.index_status(service, as_given, args.path), health_json, health_text)
 
 
 def health_text(health) -> str:
@@ -551,23 +556,25 @@ def health_text(health) -> str:
 
 
 async def cmd_query(args, service) -> int:
-    from app.render import query_json  # here, not at the top: keeps the codec out of `gui`'s start-up (~60 ms)
-    from services.core.models import QueryOptions
+    """search (with --workspace: over several) or, with --files, find_files: the operations MCP and REST run."""
+    from app import operations
+    from app.render import files_json, multi_query_json, query_json  # here: keeps the codec out of `gui`'s start-up
 
-    options = QueryOptions(workspace=args.path, top_k=args.top_k, strategy=args.strategy,
-                           languages=tuple(args.language), path_glob=args.path_glob, before=args.before,
-                           **({} if args.min_relevance is None else {"min_relevance": args.min_relevance}))
-    if args.workspace:
-        from app.render import multi_query_json  # here, not at the top: as above
-
-        result = await service.query_many(args.question, [args.path, *args.workspace], options)
-        return emit(args, result, multi_query_json, multi_query_text)
+    fields = {"question": args.question, "workspace": args.path, "strategy": args.strategy,
+              "languages": args.language, "path_glob": args.path_glob, "before": args.before,
+              **({} if args.min_relevance is None else {"min_relevance": args.min_relevance})}
     if args.files:
-        from app.render import files_json  # here, not at the top: as above
-
-        answer = await service.find_files(args.question, options, args.top_k, args.before)
+        answer = await operations.find_files(service, as_given, max_files=args.top_k, **fields)
         return emit(args, answer, files_json, files_text)
-    return emit(args, await service.query(args.question, options), query_json, query_text)
+    result = await operations.search(service, as_given, top_k=args.top_k, workspaces=args.workspace, **fields)
+    if operations.is_many(result):
+        return emit(args, result, multi_query_json, multi_query_text)
+    return emit(args, result, query_json, query_text)
+
+
+def as_given(workspace: str) -> str:
+    """The CLI's workspace: the folder as the user typed it (the engine resolves it)."""
+    return workspace
 
 
 def files_text(answer) -> str:
@@ -634,9 +641,10 @@ def chunk_text(chunk) -> str:
 
 
 async def cmd_strategies(args, service) -> int:
+    from app import operations
     from app.render import strategies_json  # here, not at the top: keeps the codec out of `gui`'s start-up (~60 ms)
 
-    return emit(args, await service.strategies(), strategies_json, strategies_text)
+    return emit(args, await operations.list_strategies(service, as_given), strategies_json, strategies_text)
 
 
 def strategies_text(infos) -> str:

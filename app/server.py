@@ -339,16 +339,15 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
     app.state.service, app.state.registry, app.state.runs = service, registry, runs
     install_error_handlers(app)
     parts = Parts(service, registry, runs, watch_feeds)
-    for router in (health_routes(parts), workspace_routes(parts), query_routes(parts), navigation_routes(parts),
-                   label_routes(parts)):
-        app.include_router(router)
+    for area in (health_routes, workspace_routes, query_routes, navigation_routes, label_routes):
+        area(app.router, parts)  # on the app's own router: flat routes that FastAPI and the guards read alike
     if mcp_server is not None:
         app.router.routes.extend(mcp_routes)
     app.add_middleware(Guard, token=token, max_body=max_body, hosts=allowed_host_names(host, allowed_hosts))
     return app
 
 
-# --- the routes, one APIRouter per area; each route of an operation calls it (app.operations) ---
+# --- the routes, one function per area; each route of an operation calls it (app.operations) ---
 @dataclasses.dataclass
 class Parts:
     """What the routes share: the engine, the registered workspaces, the index runs and watch feeds."""
@@ -367,9 +366,8 @@ def respond(value: Any, kind: Any = None, status: int = 200) -> JSONResponse:
     return JSONResponse(to_json(value, kind), status_code=status)
 
 
-def health_routes(parts: Parts) -> APIRouter:
+def health_routes(router: APIRouter, parts: Parts) -> None:
     """Is the engine up; a workspace's index health."""
-    router = APIRouter()
     service, registry = parts.service, parts.registry
 
     @router.get("/v1/health", response_model=None, summary="Is the engine up")
@@ -380,12 +378,10 @@ def health_routes(parts: Parts) -> APIRouter:
     async def health(workspace_id: str) -> JSONResponse:
         return respond(await operations.index_status(service, parts.workspace, workspace_id), IndexHealth)
 
-    return router
 
 
-def workspace_routes(parts: Parts) -> APIRouter:
+def workspace_routes(router: APIRouter, parts: Parts) -> None:
     """Registering folders, index runs (started, followed, cancelled) and watching."""
-    router = APIRouter()
     service, registry, runs, watch_feeds, workspace = (parts.service, parts.registry, parts.runs, parts.watch_feeds,
                                                        parts.workspace)
 
@@ -445,12 +441,10 @@ def workspace_routes(parts: Parts) -> APIRouter:
         await service.pause_watch(workspace(workspace_id))
         return {"paused": True}
 
-    return router
 
 
-def query_routes(parts: Parts) -> APIRouter:
+def query_routes(router: APIRouter, parts: Parts) -> None:
     """Questions (one workspace, several, as files), the reranking strategies and the reranking spec's routes."""
-    router = APIRouter()
     service, registry, configs, workspace = parts.service, parts.registry, parts.configs, parts.workspace
 
     @router.post("/v1/workspaces/{workspace_id}/query", response_model=QueryResult,
@@ -507,12 +501,10 @@ def query_routes(parts: Parts) -> APIRouter:
                                                               request.top_k))
         return respond(await unless_disconnected(http, work))
 
-    return router
 
 
-def navigation_routes(parts: Parts) -> APIRouter:
+def navigation_routes(router: APIRouter, parts: Parts) -> None:
     """Go to symbol / file, find references and uses, a workspace's names and files."""
-    router = APIRouter()
     service, workspace = parts.service, parts.workspace
 
     @router.get("/v1/workspaces/{workspace_id}/symbols", response_model=list[str])
@@ -545,12 +537,10 @@ def navigation_routes(parts: Parts) -> APIRouter:
         target = confined(workspace(workspace_id), path)
         return {"path": path, "text": await asyncio.to_thread(read_text, target)}
 
-    return router
 
 
-def label_routes(parts: Parts) -> APIRouter:
+def label_routes(router: APIRouter, parts: Parts) -> None:
     """Relevance labels (what evaluation and `tuned` read)."""
-    router = APIRouter()
     service, workspace = parts.service, parts.workspace
 
     @router.put("/v1/workspaces/{workspace_id}/labels", response_model=Labels,
@@ -570,7 +560,6 @@ def label_routes(parts: Parts) -> APIRouter:
         found = await service.labels_for(root, question)
         return Labels(question, [Label(path, symbol, grade) for (path, symbol), grade in found.items()])
 
-    return router
 
 
 def query_fields(request: QueryRequest) -> dict:
