@@ -30,6 +30,7 @@ from services.core.models import (
     FileAnswer, GotoAnswer, GraphAnswer, IndexHealth, MultiQueryResult, StrategyInfo,
 )
 from services.core.settings import DEFAULT_STRATEGY
+from services.engine.protocol import Engine
 from services.transport.paths import check_glob, confined
 
 Where = Callable[[str], "str | Path"]
@@ -83,7 +84,7 @@ class Operation:
 
 
 # --- the code path of each operation ---
-async def search(engine, where: Where, question: str, workspace: str, strategy: str = DEFAULT_STRATEGY,
+async def search(engine: Engine, where: Where, question: str, workspace: str, strategy: str = DEFAULT_STRATEGY,
                  top_k: int = 10, languages: list[str] | None = None, path_glob: str = "",
                  workspaces: list[str] | None = None, **rest: Any):
     request = query_request(question=question, top_k=top_k, strategy=strategy, languages=tuple(languages or ()),
@@ -95,12 +96,12 @@ async def search(engine, where: Where, question: str, workspace: str, strategy: 
     return await search_many(engine, question, [first, *(str(where(w)) for w in workspaces)], request)
 
 
-async def search_many(engine, question: str, folders: list[str], request: QueryRequest) -> MultiQueryResult:
+async def search_many(engine: Engine, question: str, folders: list[str], request: QueryRequest) -> MultiQueryResult:
     """`search` over several workspaces (folders already confined), the rankings merged by evidence."""
     return await engine.query_many(question, folders, request.options(folders[0] if folders else ""))
 
 
-async def find_files(engine, where: Where, question: str, workspace: str, strategy: str = DEFAULT_STRATEGY,
+async def find_files(engine: Engine, where: Where, question: str, workspace: str, strategy: str = DEFAULT_STRATEGY,
                      max_files: int = 10, languages: list[str] | None = None, path_glob: str = "",
                      before: int | None = None, top_k: int | None = None, **rest: Any) -> FileAnswer:
     """`top_k` (REST's body only): the chunks asked for before they are grouped by file; MCP's is max_files."""
@@ -111,19 +112,19 @@ async def find_files(engine, where: Where, question: str, workspace: str, strate
     return await engine.find_files(question, options, max_files, before)
 
 
-async def find_symbol(engine, where: Where, name: str, workspace: str, limit: int = 10) -> GotoAnswer:
+async def find_symbol(engine: Engine, where: Where, name: str, workspace: str, limit: int = 10) -> GotoAnswer:
     return await engine.goto_symbols(name, where(workspace), limit)
 
 
-async def find_file(engine, where: Where, path: str, workspace: str, limit: int = 10) -> GotoAnswer:
+async def find_file(engine: Engine, where: Where, path: str, workspace: str, limit: int = 10) -> GotoAnswer:
     return await engine.goto_files(path, where(workspace), limit)
 
 
-async def find_references(engine, where: Where, name: str, workspace: str) -> GraphAnswer:
+async def find_references(engine: Engine, where: Where, name: str, workspace: str) -> GraphAnswer:
     return await engine.references(name, where(workspace))
 
 
-async def find_uses(engine, where: Where, name: str, workspace: str) -> GraphAnswer:
+async def find_uses(engine: Engine, where: Where, name: str, workspace: str) -> GraphAnswer:
     return await engine.uses(name, where(workspace))
 
 
@@ -131,7 +132,7 @@ MAX_OPEN_LINES = 2000
 MAX_OPEN_BYTES = 2 * 1024 * 1024
 
 
-async def open_file(engine, where: Where, path: str, workspace: str, start_line: int = 1,
+async def open_file(engine: Engine, where: Where, path: str, workspace: str, start_line: int = 1,
                     end_line: int | None = None) -> dict[str, Any]:
     root = Path(where(workspace)).expanduser().resolve()
     return await asyncio.to_thread(file_lines, confined(root, path), path, start_line, end_line)
@@ -154,16 +155,16 @@ def file_lines(target: Path, path: str, start_line: int, end_line: int | None) -
             "text": "\n".join(lines[start_line - 1:last])}
 
 
-async def index_status(engine, where: Where, workspace: str) -> IndexHealth:
+async def index_status(engine: Engine, where: Where, workspace: str) -> IndexHealth:
     return await engine.health(where(workspace))
 
 
-async def reindex(engine, where: Where, workspace: str, full: bool = False, **run: Any):
+async def reindex(engine: Engine, where: Where, workspace: str, full: bool = False, **run: Any):
     """`run`: the CLI's progress and cancel (a terminal's progress line, Ctrl-C)."""
     return await engine.index(where(workspace), full=full, **run)
 
 
-async def list_strategies(engine, where: Where) -> list[StrategyInfo]:
+async def list_strategies(engine: Engine, where: Where) -> list[StrategyInfo]:
     return await engine.strategies()
 
 
