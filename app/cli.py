@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import signal
 import sys
 import threading
@@ -26,6 +25,8 @@ class Parser(argparse.ArgumentParser):
     """argparse with a one-line error (`error: ...`, exit 2 as argparse's own) instead of usage and error."""
 
     def error(self, message: str):
+        from app.render import shown  # here, not at the top: the codec stays out of `gui`'s start-up
+
         self.exit(2, f"error: {shown(message)} (see {self.prog} -h)\n")
 
 
@@ -124,14 +125,15 @@ def _add_goto(sub, common) -> None:
 
 async def cmd_goto(args, service) -> int:
     """Exit 0 with matches, 1 with none (the message says so), as grep does."""
-    from app.render import goto_json  # here, not at the top: keeps the codec out of `gui`'s start-up
+    from app import operations
+    from app.render import goto_json, goto_text  # here, not at the top: keeps the codec out of `gui`'s start-up
 
     if len(args.where) > 2:
         print("error: give the workspace folder and one name (quote a name with spaces)", file=sys.stderr)
         return 2
     path, name = (args.where if len(args.where) == 2 else (".", args.where[0]))
-    find = service.goto_files if args.files or looks_like_path(name) else service.goto_symbols
-    answer = await find(name, os.path.abspath(path), args.limit)
+    find = operations.find_file if args.files or looks_like_path(name) else operations.find_symbol
+    answer = await find(service, os.path.abspath, name, path, args.limit)
     emit(args, answer, goto_json, goto_text)
     return 0 if answer.hits else 1
 
@@ -145,21 +147,6 @@ def looks_like_path(text: str) -> bool:
     name, line = parse_target(text)
     extension = name[name.rfind("."):].lower() if "." in name else ""
     return "/" in name or "\\" in name or line is not None or extension in LANGUAGE_BY_EXTENSION
-
-
-def goto_text(answer) -> str:
-    """One line per match: rank, kind and name, path:lines; a name defined in several places shows each."""
-    if not answer.hits:
-        return shown(answer.message)
-    lines = []
-    for rank, hit in enumerate(answer.hits, 1):
-        where = f"{shown(hit.path)}:{hit.start_line}" + (f"-{hit.end_line}" if hit.end_line > hit.start_line else "")
-        name = "" if hit.kind == "file" else f"{hit.kind} {shown(hit.qualified_name or hit.symbol)}  "
-        lines.append(f"{rank:>3}. {name}{where}  ({hit.language})")
-    more = answer.matched - len(answer.hits)
-    if more > 0:
-        lines.append(f"({more:,} more match{'es' if more > 1 else ''}; --limit shows more)")
-    return "\n".join(lines)
 
 
 # --- the code graph: find references, uses (services/retrieval/graph.py) ---
@@ -178,35 +165,17 @@ def _add_graph(sub, common) -> None:
 
 async def cmd_graph(args, service) -> int:
     """Exit 0 with links, 1 with none (the message says so), as grep does."""
-    from app.render import graph_json  # here, not at the top: keeps the codec out of `gui`'s start-up
+    from app import operations
+    from app.render import graph_json, graph_text  # here, not at the top: keeps the codec out of `gui`'s start-up
 
     if len(args.where) > 2:
         print("error: give the workspace folder and one name (quote a name with spaces)", file=sys.stderr)
         return 2
     path, name = (args.where if len(args.where) == 2 else (".", args.where[0]))
-    find = service.references if args.command == "refs" else service.uses
-    answer = await find(name, os.path.abspath(path))
+    find = operations.find_references if args.command == "refs" else operations.find_uses
+    answer = await find(service, os.path.abspath, name, path)
     emit(args, answer, graph_json, graph_text)
     return 0 if answer.total else 1
-
-
-def graph_text(answer) -> str:
-    """The definitions asked about, then per file one line per use (refs) or definition used (uses)."""
-    lines = [f"{hit.kind} {shown(hit.qualified_name)} ({shown(hit.path)}:{hit.start_line})" for hit in answer.targets]
-    if answer.message:
-        lines.append(shown(answer.message))
-    for group in answer.files:
-        lines.append(shown(group.path))
-        for link in group.links:
-            if answer.direction == "uses":
-                at = ", ".join(map(str, link.lines))
-                lines.append(f"  {link.line:>6}  {link.kind} {shown(link.qualified_name)}  ({link.how}, line {at})")
-            else:
-                lines.append(f"  {link.line:>6}  {link.how:<9} in {shown(link.qualified_name) or '(file)'}")
-    if answer.total:
-        noun = "definitions" if answer.direction == "uses" else "uses"
-        lines.append(f"({answer.total:,} {noun} in {len(answer.files):,} files)")
-    return "\n".join(lines)
 
 
 def _add_eval(sub, common) -> None:
@@ -275,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         return print_error(error)
     if args.command == "gui":
         from app.gui import run_gui
+        from app.render import shown
         from services.core.errors import KnowledgeError
 
         try:
@@ -297,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
 def cmd_desktop(args) -> int:
     """`desktop install|uninstall`: one line saying what was written or removed."""
     from app import desktop_entry
+    from app.render import shown
 
     try:
         print(desktop_entry.install() if args.action == "install" else desktop_entry.uninstall())
@@ -324,6 +295,7 @@ def exit_now(code: int) -> None:
 def valid_query(args) -> bool:
     """Check `query`'s options against the server's limits (app.limits); print one line when they fail."""
     from app.limits import query_request
+    from app.render import shown
     from services.core.errors import KnowledgeError
 
     if args.files and args.workspace:
@@ -408,6 +380,7 @@ def print_error(error: Exception) -> int:
     """One line on stderr; the traceback of an unexpected error goes to the log file (-v shows it)."""
     import logging
 
+    from app.render import shown
     from services.core.errors import KnowledgeError
 
     if isinstance(error, KnowledgeError):
@@ -439,13 +412,15 @@ async def run_command(args) -> int:
 
 
 async def cmd_index(args, service) -> int:
+    from app import operations
     from app.progress import TerminalProgress
-    from app.render import index_report_json  # here, not at the top: keeps the codec out of `gui`'s start-up (~60 ms)
+    from app.render import index_report_json, index_report_text  # here, not at the top: keeps the codec out of `gui`'s start-up (~60 ms)
 
     progress = TerminalProgress(enabled=not args.json and sys.stderr.isatty())
     cancel = stop_on_interrupt()
     try:
-        report = await service.index(args.path, full=args.full, progress=progress.update, cancel=cancel)
+        report = await operations.reindex(service, as_given, args.path, args.full, progress=progress.update,
+                                          cancel=cancel)
     finally:
         asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
         progress.close()
@@ -472,176 +447,48 @@ def stop_on_interrupt() -> threading.Event:
 def emit(args, value, as_json, as_text) -> int:
     """Print a command's result as JSON (--json: app.render's, the same as the REST API's) or as text, whose
     control characters (but its line breaks) are escaped: a file name cannot drive the terminal."""
+    from app.render import shown
+
     print(json.dumps(as_json(value), indent=2) if args.json else shown(as_text(value), keep="\n"))
     return 0
 
 
-# C0 and C1 controls (ESC, CSI, newline, carriage return, ...), bidirectional overrides, lone surrogates
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
-def shown(text, keep: str = "") -> str:
-    """`text` as a terminal may print it: each control character (an escape sequence's ESC, a newline in a
-    file name) written as its escape, `\\x1b`, `\\n`; those in `keep` are left."""
-    return _UNSAFE.sub(lambda m: m.group() if m.group() in keep else
-                       m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), str(text))
-
-
-def index_report_text(report) -> str:
-    from services.core.models import vectors_reused_text
-
-    lines = []
-    if report.rebuilt_reason:
-        lines.append(f"Rebuilt the index: {report.rebuilt_reason}.")
-    lines.append(f"{report.files_indexed} files indexed, {report.files_unchanged} unchanged, "
-                 f"{report.files_removed} removed; {report.chunks_embedded} chunks embedded, "
-                 f"{report.chunks_total} in the index ({report.seconds:.1f} s).")
-    if report.vectors_reused:
-        lines.append(f"{vectors_reused_text(report.vectors_reused, report.chunks_embedded).capitalize()} "
-                     "(the same chunks, embedded before in this data dir).")
-    if report.message:
-        lines.append(report.message[:1].upper() + report.message[1:] + ".")
-    if report.failed:
-        lines.append("Failed: " + ", ".join(f"{n} {reason}" for reason, n in report.failed.items()) + ".")
-    if report.skipped:
-        lines.append(f"{len(report.skipped)} files skipped:")
-        lines.extend(f"  {shown(s.path)}: {shown(s.reason)}" for s in report.skipped)
-    return "\n".join(lines)
-
-
 async def cmd_health(args, service) -> int:
-    from app.render import health_json  # here, not at the top: keeps the codec out of `gui`'s start-up (~60 ms)
+    from app import operations
+    from app.render import health_json, health_text  # here, not at the top: keeps the codec out of `gui`'s start-up (~60 ms)
 
-    return emit(args, await service.health(args.path), health_json, health_text)
-
-
-def health_text(health) -> str:
-    from services.core.models import state_label, vectors_reused_text
-
-    first = f"{health.workspace}: {state_label(health)}" + (f" ({health.message})" if health.message else "")
-    if not health.indexed:
-        hint = "" if health.state != "missing" else f"\nRun: knowledge-explorer index {health.workspace}"
-        return first + hint + (f"\nLast error: {health.last_error}" if health.last_error and health.last_error not in first else "")
-    if health.state == "unavailable":  # it cannot be read now: its one line says why
-        return f"{health.workspace}: {health.message}" + (f"\nLast error: {health.last_error}" if health.last_error else "")
-    if health.state == "damaged" and not health.model:  # nothing of it can be read
-        return first
-    languages = ", ".join(f"{k} {v}" for k, v in health.languages.items())
-    lines = [first,
-             f"  {health.files} files, {health.chunks} chunks ({languages})",
-             f"  model {health.model}, {health.vectors or f'{health.dimension} dimensions'}, {health.backend} on {health.device}, "
-             f"{health.size_bytes / 1e6:.1f} MB on disk",
-             f"  created {health.created_at}, updated {health.updated_at}"]
-    if health.history:
-        lines.append(f"  history: {health.history}")
-    if health.last_run_vectors:
-        lines.append(f"  {vectors_reused_text(health.last_run_reused, health.last_run_vectors)} (last run)")
-    if health.vector_cache and health.vector_cache != "on":
-        lines.append(f"  shared vector cache: {health.vector_cache}")
-    if health.chunks_embedded is not None and health.chunks_embedded < health.chunks:
-        lines.append(f"  semantic: {100 * health.chunks_embedded // health.chunks}% of {health.chunks:,} chunks "
-                     "embedded so far (keyword search covers them all)")
-    lines += [f"  {s.change:>8}: {shown(s.path)}" for s in health.stale_files]
-    lines += [f"  skipped: {shown(s.path)} ({shown(s.reason)})" for s in health.skipped]
-    if health.encoder_note:
-        lines.append(f"  note: {health.encoder_note}")
-    if health.last_error:
-        lines.append(f"  last error: {health.last_error}")
-    return "\n".join(lines)
+    return emit(args, await operations.index_status(service, as_given, args.path), health_json, health_text)
 
 
 async def cmd_query(args, service) -> int:
-    from app.render import query_json  # here, not at the top: keeps the codec out of `gui`'s start-up (~60 ms)
-    from services.core.models import QueryOptions
+    """search (with --workspace: over several) or, with --files, find_files: the operations MCP and REST run."""
+    from app import operations
+    from app.render import (  # here, not at the top: keeps the codec out of `gui`'s start-up
+        files_json, files_text, multi_query_json, multi_query_text, query_json, query_text,
+    )
 
-    options = QueryOptions(workspace=args.path, top_k=args.top_k, strategy=args.strategy,
-                           languages=tuple(args.language), path_glob=args.path_glob, before=args.before,
-                           **({} if args.min_relevance is None else {"min_relevance": args.min_relevance}))
-    if args.workspace:
-        from app.render import multi_query_json  # here, not at the top: as above
-
-        result = await service.query_many(args.question, [args.path, *args.workspace], options)
-        return emit(args, result, multi_query_json, multi_query_text)
+    fields = {"question": args.question, "workspace": args.path, "strategy": args.strategy,
+              "languages": args.language, "path_glob": args.path_glob, "before": args.before,
+              **({} if args.min_relevance is None else {"min_relevance": args.min_relevance})}
     if args.files:
-        from app.render import files_json  # here, not at the top: as above
-
-        answer = await service.find_files(args.question, options, args.top_k, args.before)
+        answer = await operations.find_files(service, as_given, max_files=args.top_k, **fields)
         return emit(args, answer, files_json, files_text)
-    return emit(args, await service.query(args.question, options), query_json, query_text)
+    result = await operations.search(service, as_given, top_k=args.top_k, workspaces=args.workspace, **fields)
+    if operations.is_many(result):
+        return emit(args, result, multi_query_json, multi_query_text)
+    return emit(args, result, query_json, query_text)
 
 
-def files_text(answer) -> str:
-    """Per file: rank, score, movement against the `none` order, path, best chunks, then why."""
-    cut = f", before {answer.before}" if answer.before is not None else ""
-    lines = [f"{answer.question!r} with {answer.strategy}, as files (history: {answer.history}{cut})"]
-    if answer.strategy_note:
-        lines.append(f"({shown(answer.strategy_note)})")
-    for f in answer.files:
-        was = f"was {f.original_rank}" if f.original_rank else "new"
-        chunks = ", ".join(f"{shown(c.symbol or 'lines')} {c.start_line}-{c.end_line}" for c in f.chunks)
-        lines.append(f"{f.rank:>3}. {f.score:6.3f} ({was:>6})  {shown(f.path)}" + (f"  [{chunks}]" if chunks else ""))
-        lines.extend(f"         {s.contribution:+.2f}  {shown(s.note)}" for s in f.signals)
-    timings = ", ".join(f"{k} {v:.1f} ms" for k, v in answer.timings_ms.items())
-    lines.append(f"({timings})")
-    return "\n".join(lines)
-
-
-def multi_query_text(result) -> str:
-    """Like query_text, each line naming the workspace it comes from."""
-    counts = ", ".join(f"{hit_name(result, w)} {n}" for w, n in result.searched.items())
-    lines = [f"{result.question!r} with {result.strategy} over {len(result.workspaces)} workspaces ({counts})"]
-    width = max((len(shown(h.name)) for h in result.results), default=0)
-    for h in result.results:
-        r = h.result
-        lines.append(f"{h.rank:>3}. [{shown(h.name):<{width}}] {h.evidence:5.2f} (#{r.rank} there, {r.score:.3f})  "
-                     f"{chunk_text(r.chunk)}" + (f"  [{r.stale}]" if r.stale else ""))
-    lines.extend(f"(not reranked in {hit_name(result, w)}: {why})" for w, why in result.fallback_reasons.items())
-    lines.extend(f"warning, {hit_name(result, w)}: {why}" for w, why in result.warnings.items())
-    lines.append(f"(total {result.timings_ms.get('total', 0.0):.1f} ms)")
-    return "\n".join(lines)
-
-
-def hit_name(result, workspace: str) -> str:
-    """The label the results use for a workspace (its folder name)."""
-    from services.retrieval.multi import display_names
-
-    return shown(display_names(result.workspaces)[workspace])
-
-
-def query_text(result) -> str:
-    lines = [f"{result.question!r} with {result.strategy}"
-             + (f" (fell back to the original ranking: {result.fallback_reason})" if result.fallback_reason else "")]
-    if result.warning:
-        lines.append(f"warning: {shown(result.warning)}")
-    if result.strategy_note and not (result.reading_note and result.strategy_note.startswith("read as")):
-        lines.append(f"({shown(result.strategy_note)})")  # a name's reading note says the same, and what was found
-    if result.reading_note:
-        lines.append(f"({shown(result.reading_note)})")
-    for r in result.results:
-        was = f"was {r.original_rank}" if r.original_rank else "new"
-        original = f"{r.original_score:.3f}" if r.original_score is not None else "  -  "
-        lines.append(f"{r.rank:>3}. {r.score:7.3f} (orig {original}, {was:>6})  "
-                     f"{chunk_text(r.chunk)}" + (f"  [{r.stale}]" if r.stale else ""))
-    timings = ", ".join(f"{k} {v:.1f} ms" for k, v in result.timings_ms.items())
-    lines.append(f"({timings}{'; cache hit' if result.cache_hit else ''})")
-    return "\n".join(lines)
-
-
-def chunk_text(chunk) -> str:
-    """path:lines  kind name, each part escaped (shown)."""
-    return (f"{shown(chunk.path)}:{chunk.start_line}-{chunk.end_line}  {chunk.kind} "
-            f"{shown(chunk.qualified_name or chunk.symbol)}")
+def as_given(workspace: str) -> str:
+    """The CLI's workspace: the folder as the user typed it (the engine resolves it)."""
+    return workspace
 
 
 async def cmd_strategies(args, service) -> int:
-    from app.render import strategies_json  # here, not at the top: keeps the codec out of `gui`'s start-up (~60 ms)
+    from app import operations
+    from app.render import strategies_json, strategies_text  # here, not at the top: keeps the codec out of `gui`'s start-up (~60 ms)
 
-    return emit(args, await service.strategies(), strategies_json, strategies_text)
-
-
-def strategies_text(infos) -> str:
-    return "\n".join(f"{s.name:<14} {'available' if s.available else f'unavailable: {s.reason}'}\n"
-                     f"{'':<14} {s.description}" for s in infos)
+    return emit(args, await operations.list_strategies(service, as_given), strategies_json, strategies_text)
 
 
 async def cmd_eval(args, service) -> int:

@@ -1,15 +1,16 @@
-"""The operations both faces offer, in one registry: MCP's tools (app.mcp_server) and their REST routes
-(app.server) are made from OPERATIONS, as txtai builds its MCP tools from its API.
+"""The operations every face offers, in one registry: MCP's tools (app.mcp_server), their REST routes
+(app.server) and CLI subcommands (app.cli) all call the operations of OPERATIONS.
 
-Each Operation names its engine call (`run`, the one code path both faces take: the same validation, the
+Each Operation names its engine call (`run`, the one code path every face takes: the same validation, the
 same engine method), its parameters (names, types, MCP defaults), its description, its MCP tool and what
-MCP returns of the JSON (`render`, a key of app.render.MCP_FIELDS), and its REST route: method, path and
-the REST name of each parameter it takes. Where REST differs (`q` for a name, a path's `workspace_id`, body
-fields MCP does not offer, a larger default limit) the Route says so; tests/test_operations.py fails on any
-difference the registry does not declare, and on a tool or route made by hand beside it.
+MCP returns of the JSON (`render`, a key of app.render.MCP_FIELDS), its REST route (method, path and the
+REST name of each parameter it takes) and its CLI subcommand (the argparse dest of each parameter). Where
+REST differs (`q` for a name, a path's `workspace_id`, body fields MCP does not offer, a larger default
+limit) the Route says so, where the CLI differs the Command; tests/test_operations.py fails on any
+difference the registry does not declare, and on a tool, route or subcommand made beside it.
 
 A face passes `where`: how it turns a `workspace` argument into a folder, its own confinement (MCP: a
-registered workspace or an allowed folder; REST: a registered id).
+registered workspace or an allowed folder; REST: a registered id; the CLI: the folder as typed).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from services.core.models import (
     FileAnswer, GotoAnswer, GraphAnswer, IndexHealth, MultiQueryResult, StrategyInfo,
 )
 from services.core.settings import DEFAULT_STRATEGY
+from services.engine.protocol import Engine
 from services.transport.paths import check_glob, confined
 
 Where = Callable[[str], "str | Path"]
@@ -46,8 +48,7 @@ class Param:
 class Route:
     """The REST route of an operation. `names`: the REST name of each operation parameter it takes (the
     others are MCP's only); `extra`: REST-only parameters (body fields); `defaults`: REST defaults that
-    differ from MCP's. `generated`: app.server makes the route from the registry; else it is written by
-    hand there (a body model, a background run) and calls the operation's `run` where it can."""
+    differ from MCP's. The route itself is written out in app.server and calls the operation's `run`."""
 
     method: str
     path: str
@@ -57,7 +58,18 @@ class Route:
     summary: str | None = None
     extra: tuple[str, ...] = ()
     defaults: dict[str, Any] = field(default_factory=dict)
-    generated: bool = False
+
+
+@dataclass(frozen=True)
+class Command:
+    """The CLI subcommand that runs an operation (app.cli). `names`: the argparse dest of each operation
+    parameter it takes (goto's `where` holds the folder and the name); `extra`: the subcommand's own options
+    (--json, ...); `defaults`: CLI defaults that differ from MCP's."""
+
+    name: str
+    names: dict[str, str]
+    extra: tuple[str, ...] = ("json",)
+    defaults: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -68,10 +80,11 @@ class Operation:
     description: str
     render: str | None  # MCP's subset of the JSON (app.render.MCP_FIELDS), None: the answer as it is
     routes: tuple[Route, ...]
+    commands: tuple[Command, ...] = ()
 
 
 # --- the code path of each operation ---
-async def search(engine, where: Where, question: str, workspace: str, strategy: str = DEFAULT_STRATEGY,
+async def search(engine: Engine, where: Where, question: str, workspace: str, strategy: str = DEFAULT_STRATEGY,
                  top_k: int = 10, languages: list[str] | None = None, path_glob: str = "",
                  workspaces: list[str] | None = None, **rest: Any):
     request = query_request(question=question, top_k=top_k, strategy=strategy, languages=tuple(languages or ()),
@@ -83,12 +96,12 @@ async def search(engine, where: Where, question: str, workspace: str, strategy: 
     return await search_many(engine, question, [first, *(str(where(w)) for w in workspaces)], request)
 
 
-async def search_many(engine, question: str, folders: list[str], request: QueryRequest) -> MultiQueryResult:
+async def search_many(engine: Engine, question: str, folders: list[str], request: QueryRequest) -> MultiQueryResult:
     """`search` over several workspaces (folders already confined), the rankings merged by evidence."""
     return await engine.query_many(question, folders, request.options(folders[0] if folders else ""))
 
 
-async def find_files(engine, where: Where, question: str, workspace: str, strategy: str = DEFAULT_STRATEGY,
+async def find_files(engine: Engine, where: Where, question: str, workspace: str, strategy: str = DEFAULT_STRATEGY,
                      max_files: int = 10, languages: list[str] | None = None, path_glob: str = "",
                      before: int | None = None, top_k: int | None = None, **rest: Any) -> FileAnswer:
     """`top_k` (REST's body only): the chunks asked for before they are grouped by file; MCP's is max_files."""
@@ -99,19 +112,19 @@ async def find_files(engine, where: Where, question: str, workspace: str, strate
     return await engine.find_files(question, options, max_files, before)
 
 
-async def find_symbol(engine, where: Where, name: str, workspace: str, limit: int = 10) -> GotoAnswer:
+async def find_symbol(engine: Engine, where: Where, name: str, workspace: str, limit: int = 10) -> GotoAnswer:
     return await engine.goto_symbols(name, where(workspace), limit)
 
 
-async def find_file(engine, where: Where, path: str, workspace: str, limit: int = 10) -> GotoAnswer:
+async def find_file(engine: Engine, where: Where, path: str, workspace: str, limit: int = 10) -> GotoAnswer:
     return await engine.goto_files(path, where(workspace), limit)
 
 
-async def find_references(engine, where: Where, name: str, workspace: str) -> GraphAnswer:
+async def find_references(engine: Engine, where: Where, name: str, workspace: str) -> GraphAnswer:
     return await engine.references(name, where(workspace))
 
 
-async def find_uses(engine, where: Where, name: str, workspace: str) -> GraphAnswer:
+async def find_uses(engine: Engine, where: Where, name: str, workspace: str) -> GraphAnswer:
     return await engine.uses(name, where(workspace))
 
 
@@ -119,7 +132,7 @@ MAX_OPEN_LINES = 2000
 MAX_OPEN_BYTES = 2 * 1024 * 1024
 
 
-async def open_file(engine, where: Where, path: str, workspace: str, start_line: int = 1,
+async def open_file(engine: Engine, where: Where, path: str, workspace: str, start_line: int = 1,
                     end_line: int | None = None) -> dict[str, Any]:
     root = Path(where(workspace)).expanduser().resolve()
     return await asyncio.to_thread(file_lines, confined(root, path), path, start_line, end_line)
@@ -142,15 +155,16 @@ def file_lines(target: Path, path: str, start_line: int, end_line: int | None) -
             "text": "\n".join(lines[start_line - 1:last])}
 
 
-async def index_status(engine, where: Where, workspace: str) -> IndexHealth:
+async def index_status(engine: Engine, where: Where, workspace: str) -> IndexHealth:
     return await engine.health(where(workspace))
 
 
-async def reindex(engine, where: Where, workspace: str, full: bool = False):
-    return await engine.index(where(workspace), full=full)
+async def reindex(engine: Engine, where: Where, workspace: str, full: bool = False, **run: Any):
+    """`run`: the CLI's progress and cancel (a terminal's progress line, Ctrl-C)."""
+    return await engine.index(where(workspace), full=full, **run)
 
 
-async def list_strategies(engine, where: Where) -> list[StrategyInfo]:
+async def list_strategies(engine: Engine, where: Where) -> list[StrategyInfo]:
     return await engine.strategies()
 
 
@@ -170,6 +184,9 @@ GRAPH_LINKS = ("{query, direction, total, message ('' or why nothing was found),
                "end_line, qualified_name, kind}], files: [{path, links: [{line, name, how, qualified_name, kind, "
                "lines}]}]}, fields of the REST graph JSON")
 WORKSPACE_GET = "/v1/workspaces/{workspace_id}"
+CLI_QUERY = {"question": "question", "workspace": "path", "strategy": "strategy", "languages": "language",
+             "path_glob": "path_glob"}
+CLI_NAMED = {"name": "where", "workspace": "where"}  # goto, refs, uses: `[PATH] NAME`
 
 OPERATIONS: tuple[Operation, ...] = (
     Operation(
@@ -190,7 +207,9 @@ OPERATIONS: tuple[Operation, ...] = (
         (Route("POST", f"{WORKSPACE_GET}/query", {**IN_URL, **QUERY_FIELDS, "top_k": "top_k"}, "query",
                extra=QUERY_EXTRA),
          Route("POST", "/v1/query", {"workspace": "workspaces", "workspaces": "workspaces", **QUERY_FIELDS,
-                                     "top_k": "top_k"}, "query_many", extra=QUERY_EXTRA))),
+                                     "top_k": "top_k"}, "query_many", extra=QUERY_EXTRA)),
+        (Command("query", {**CLI_QUERY, "top_k": "top_k", "workspaces": "workspace"},
+                 extra=("json", "min_relevance", "files", "before")),)),
     Operation(
         "find_files", find_files,
         (QUESTION, WORKSPACE, STRATEGY, Param("max_files", int, 10), LANGUAGES, PATH_GLOB,
@@ -204,7 +223,9 @@ OPERATIONS: tuple[Operation, ...] = (
         "there. `before` (unix time): ignore commits made at or after it.",
         "find_files",
         (Route("POST", f"{WORKSPACE_GET}/files", {**IN_URL, **QUERY_FIELDS, "max_files": "max_files",
-                                                  "before": "before"}, "files", extra=("top_k", *QUERY_EXTRA)),)),
+                                                  "before": "before"}, "files", extra=("top_k", *QUERY_EXTRA)),),
+        (Command("query", {**CLI_QUERY, "max_files": "top_k", "before": "before"},
+                 extra=("json", "min_relevance", "files", "workspace")),)),
     Operation(
         "find_symbol", find_symbol, (Param("name", str), WORKSPACE, Param("limit", int, 10)),
         "Where is a symbol defined: the definitions whose names match `name` (exact names "
@@ -214,7 +235,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "find_symbol",
         (Route("GET", f"{WORKSPACE_GET}/goto/symbols", {**IN_URL, "name": "q", "limit": "limit"}, "goto_symbols",
                GotoAnswer, "Go to symbol: definitions whose names fuzzily match q (`fm`, `Class.method`)",
-               defaults={"limit": 20}, generated=True),)),
+               defaults={"limit": 20}),),
+        (Command("goto", {**CLI_NAMED, "limit": "limit"}, extra=("json", "files")),)),
     Operation(
         "find_file", find_file, (Param("path", str), WORKSPACE, Param("limit", int, 10)),
         "Which indexed file a path or file name means (fuzzy, file names count most: "
@@ -223,7 +245,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "find_file",
         (Route("GET", f"{WORKSPACE_GET}/goto/files", {**IN_URL, "path": "q", "limit": "limit"}, "goto_files",
                GotoAnswer, "Go to file: indexed files whose paths fuzzily match q (`latex.py:120` asks for line 120)",
-               defaults={"limit": 20}, generated=True),)),
+               defaults={"limit": 20}),),
+        (Command("goto", {**CLI_NAMED, "limit": "limit"}, extra=("json", "files")),)),
     Operation(
         "find_references", find_references, (Param("name", str), WORKSPACE),
         "Find references, who uses this: every use of a definition (`name`: a name, "
@@ -232,8 +255,8 @@ OPERATIONS: tuple[Operation, ...] = (
         f"code uses, the name's mentions in its docstrings, comments and strings (how: text). Returns {GRAPH_LINKS}.",
         "find_references",
         (Route("GET", f"{WORKSPACE_GET}/graph/references", {**IN_URL, "name": "q"}, "graph_references", GraphAnswer,
-               "Find references: who uses q (a name, `Class.method` or a chunk id), grouped by file",
-               generated=True),)),
+               "Find references: who uses q (a name, `Class.method` or a chunk id), grouped by file"),),
+        (Command("refs", CLI_NAMED),)),
     Operation(
         "find_uses", find_uses, (Param("name", str), WORKSPACE),
         "What a definition uses (its callees): the functions, classes and methods of the "
@@ -242,8 +265,8 @@ OPERATIONS: tuple[Operation, ...] = (
         f"Returns {GRAPH_LINKS}.",
         "find_uses",
         (Route("GET", f"{WORKSPACE_GET}/graph/uses", {**IN_URL, "name": "q"}, "graph_uses", GraphAnswer,
-               "What q (a chunk id or a definition's name) uses: the definitions, grouped by file",
-               generated=True),)),
+               "What q (a chunk id or a definition's name) uses: the definitions, grouped by file"),),
+        (Command("uses", CLI_NAMED),)),
     Operation(
         "open_file", open_file,
         (Param("path", str), WORKSPACE, Param("start_line", int, 1), Param("end_line", int | None, None)),
@@ -260,7 +283,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "(all of the REST health JSON: indexed, state, files, chunks, languages, stale_files, "
         "needs_reindex, skipped, model, updated_at, message, ...).",
         "index_status",
-        (Route("GET", f"{WORKSPACE_GET}/health", IN_URL, "health", IndexHealth, generated=True),)),
+        (Route("GET", f"{WORKSPACE_GET}/health", IN_URL, "health", IndexHealth),),
+        (Command("health", {"workspace": "path"}),)),
     Operation(
         "reindex", reindex, (WORKSPACE, Param("full", bool, False)),
         "Bring a workspace's index up to date (incremental: only changed files are "
@@ -269,29 +293,24 @@ OPERATIONS: tuple[Operation, ...] = (
         "skipped, failed, message, vectors_reused).",
         "reindex",
         # REST starts a background run (202, followed with GET …/index or …/index/events): app.server.IndexRuns
-        (Route("POST", f"{WORKSPACE_GET}/index", {**IN_URL, "full": "full"}, "start_index"),)),
+        (Route("POST", f"{WORKSPACE_GET}/index", {**IN_URL, "full": "full"}, "start_index"),),
+        (Command("index", {"workspace": "path", "full": "full"}),)),
     Operation(
         "list_strategies", list_strategies, (),
         "The reranking strategies, whether each is available now, and what it does: "
         "{strategies: [{name, available, reason, description}]} (fields of the REST list).",
         "list_strategies",
-        (Route("GET", "/v1/strategies", {}, "strategies", list[StrategyInfo], generated=True),)),
+        (Route("GET", "/v1/strategies", {}, "strategies", list[StrategyInfo]),),
+        (Command("strategies", {}),)),
 )
 BY_NAME = {operation.name: operation for operation in OPERATIONS}
 
 
 def signature(params: list[tuple[str, Any, Any]], returns: Any = Any) -> inspect.Signature:
-    """A function signature from (name, type, default) triples: what MCP and FastAPI read a tool's or a
-    route's parameters from."""
+    """A function signature from (name, type, default) triples: what MCP reads a tool's parameters from."""
     return inspect.Signature([inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
                                                 annotation=kind) for name, kind, default in params],
                              return_annotation=returns)
-
-
-def rest_params(operation: Operation, route: Route) -> list[tuple[str, Any, Any]]:
-    """A generated route's parameters: each operation parameter it takes, by its REST name and default."""
-    return [(route.names[p.name], p.type, route.defaults.get(p.name, p.default))
-            for p in operation.params if p.name in route.names]
 
 
 def is_many(value: Any) -> bool:

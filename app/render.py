@@ -1,4 +1,5 @@
-"""One rendering of the engine's answers as JSON, shared by every face (CLI `--json`, REST, MCP).
+"""One rendering of the engine's answers as JSON, shared by every face (CLI `--json`, REST, MCP), and the
+CLI's text beside it.
 
 Everything goes through the one codec (services.core.codec, a pydantic TypeAdapter per type), so
 `query --json` and `POST /v1/workspaces/{id}/query` print the same JSON for the same answer. MCP
@@ -8,6 +9,7 @@ The JSON schema of every output is snapshotted in tests/snapshots (see tests/tes
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from services.core import codec
@@ -144,6 +146,177 @@ def search_rerank_response(result: QueryResult, model: str, strategy: str) -> Se
         hits, result.pool_size or result.chunks_above_threshold, len(hits),
         round(timings.get("embed", 0.0) + timings.get("search", 0.0), 2), timings.get("rerank", 0.0),
         timings.get("total", 0.0), model, strategy, result.reranked, result.fallback_reason)
+
+
+# --- the CLI's text (`--json` prints the JSON above); every part a terminal shows passes through shown ---
+# C0 and C1 controls (ESC, CSI, newline, carriage return, ...), bidirectional overrides, lone surrogates
+UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def shown(text, keep: str = "") -> str:
+    """`text` as a terminal may print it: each control character (an escape sequence's ESC, a newline in a
+    file name) written as its escape, `\\x1b`, `\\n`; those in `keep` are left."""
+    return UNSAFE.sub(lambda m: m.group() if m.group() in keep else
+                       m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), str(text))
+
+
+def chunk_text(chunk) -> str:
+    """path:lines  kind name, each part escaped (shown)."""
+    return (f"{shown(chunk.path)}:{chunk.start_line}-{chunk.end_line}  {chunk.kind} "
+            f"{shown(chunk.qualified_name or chunk.symbol)}")
+
+
+def query_text(result) -> str:
+    lines = [f"{result.question!r} with {result.strategy}"
+             + (f" (fell back to the original ranking: {result.fallback_reason})" if result.fallback_reason else "")]
+    if result.warning:
+        lines.append(f"warning: {shown(result.warning)}")
+    if result.strategy_note and not (result.reading_note and result.strategy_note.startswith("read as")):
+        lines.append(f"({shown(result.strategy_note)})")  # a name's reading note says the same, and what was found
+    if result.reading_note:
+        lines.append(f"({shown(result.reading_note)})")
+    for r in result.results:
+        was = f"was {r.original_rank}" if r.original_rank else "new"
+        original = f"{r.original_score:.3f}" if r.original_score is not None else "  -  "
+        lines.append(f"{r.rank:>3}. {r.score:7.3f} (orig {original}, {was:>6})  "
+                     f"{chunk_text(r.chunk)}" + (f"  [{r.stale}]" if r.stale else ""))
+    timings = ", ".join(f"{k} {v:.1f} ms" for k, v in result.timings_ms.items())
+    lines.append(f"({timings}{'; cache hit' if result.cache_hit else ''})")
+    return "\n".join(lines)
+
+
+def multi_query_text(result) -> str:
+    """Like query_text, each line naming the workspace it comes from."""
+    counts = ", ".join(f"{hit_name(result, w)} {n}" for w, n in result.searched.items())
+    lines = [f"{result.question!r} with {result.strategy} over {len(result.workspaces)} workspaces ({counts})"]
+    width = max((len(shown(h.name)) for h in result.results), default=0)
+    for h in result.results:
+        r = h.result
+        lines.append(f"{h.rank:>3}. [{shown(h.name):<{width}}] {h.evidence:5.2f} (#{r.rank} there, {r.score:.3f})  "
+                     f"{chunk_text(r.chunk)}" + (f"  [{r.stale}]" if r.stale else ""))
+    lines.extend(f"(not reranked in {hit_name(result, w)}: {why})" for w, why in result.fallback_reasons.items())
+    lines.extend(f"warning, {hit_name(result, w)}: {why}" for w, why in result.warnings.items())
+    lines.append(f"(total {result.timings_ms.get('total', 0.0):.1f} ms)")
+    return "\n".join(lines)
+
+
+def hit_name(result, workspace: str) -> str:
+    """The label the results use for a workspace (its folder name)."""
+    from services.retrieval.multi import display_names
+
+    return shown(display_names(result.workspaces)[workspace])
+
+
+def files_text(answer) -> str:
+    """Per file: rank, score, movement against the `none` order, path, best chunks, then why."""
+    cut = f", before {answer.before}" if answer.before is not None else ""
+    lines = [f"{answer.question!r} with {answer.strategy}, as files (history: {answer.history}{cut})"]
+    if answer.strategy_note:
+        lines.append(f"({shown(answer.strategy_note)})")
+    for f in answer.files:
+        was = f"was {f.original_rank}" if f.original_rank else "new"
+        chunks = ", ".join(f"{shown(c.symbol or 'lines')} {c.start_line}-{c.end_line}" for c in f.chunks)
+        lines.append(f"{f.rank:>3}. {f.score:6.3f} ({was:>6})  {shown(f.path)}" + (f"  [{chunks}]" if chunks else ""))
+        lines.extend(f"         {s.contribution:+.2f}  {shown(s.note)}" for s in f.signals)
+    timings = ", ".join(f"{k} {v:.1f} ms" for k, v in answer.timings_ms.items())
+    lines.append(f"({timings})")
+    return "\n".join(lines)
+
+
+def health_text(health) -> str:
+    from services.core.models import state_label, vectors_reused_text
+
+    first = f"{health.workspace}: {state_label(health)}" + (f" ({health.message})" if health.message else "")
+    if not health.indexed:
+        hint = "" if health.state != "missing" else f"\nRun: knowledge-explorer index {health.workspace}"
+        return first + hint + (f"\nLast error: {health.last_error}" if health.last_error and health.last_error not in first else "")
+    if health.state == "unavailable":  # it cannot be read now: its one line says why
+        return f"{health.workspace}: {health.message}" + (f"\nLast error: {health.last_error}" if health.last_error else "")
+    if health.state == "damaged" and not health.model:  # nothing of it can be read
+        return first
+    languages = ", ".join(f"{k} {v}" for k, v in health.languages.items())
+    lines = [first,
+             f"  {health.files} files, {health.chunks} chunks ({languages})",
+             f"  model {health.model}, {health.vectors or f'{health.dimension} dimensions'}, {health.backend} on {health.device}, "
+             f"{health.size_bytes / 1e6:.1f} MB on disk",
+             f"  created {health.created_at}, updated {health.updated_at}"]
+    if health.history:
+        lines.append(f"  history: {health.history}")
+    if health.last_run_vectors:
+        lines.append(f"  {vectors_reused_text(health.last_run_reused, health.last_run_vectors)} (last run)")
+    if health.vector_cache and health.vector_cache != "on":
+        lines.append(f"  shared vector cache: {health.vector_cache}")
+    if health.chunks_embedded is not None and health.chunks_embedded < health.chunks:
+        lines.append(f"  semantic: {100 * health.chunks_embedded // health.chunks}% of {health.chunks:,} chunks "
+                     "embedded so far (keyword search covers them all)")
+    lines += [f"  {s.change:>8}: {shown(s.path)}" for s in health.stale_files]
+    lines += [f"  skipped: {shown(s.path)} ({shown(s.reason)})" for s in health.skipped]
+    if health.encoder_note:
+        lines.append(f"  note: {health.encoder_note}")
+    if health.last_error:
+        lines.append(f"  last error: {health.last_error}")
+    return "\n".join(lines)
+
+
+def index_report_text(report) -> str:
+    from services.core.models import vectors_reused_text
+
+    lines = []
+    if report.rebuilt_reason:
+        lines.append(f"Rebuilt the index: {report.rebuilt_reason}.")
+    lines.append(f"{report.files_indexed} files indexed, {report.files_unchanged} unchanged, "
+                 f"{report.files_removed} removed; {report.chunks_embedded} chunks embedded, "
+                 f"{report.chunks_total} in the index ({report.seconds:.1f} s).")
+    if report.vectors_reused:
+        lines.append(f"{vectors_reused_text(report.vectors_reused, report.chunks_embedded).capitalize()} "
+                     "(the same chunks, embedded before in this data dir).")
+    if report.message:
+        lines.append(report.message[:1].upper() + report.message[1:] + ".")
+    if report.failed:
+        lines.append("Failed: " + ", ".join(f"{n} {reason}" for reason, n in report.failed.items()) + ".")
+    if report.skipped:
+        lines.append(f"{len(report.skipped)} files skipped:")
+        lines.extend(f"  {shown(s.path)}: {shown(s.reason)}" for s in report.skipped)
+    return "\n".join(lines)
+
+
+def strategies_text(infos) -> str:
+    return "\n".join(f"{s.name:<14} {'available' if s.available else f'unavailable: {s.reason}'}\n"
+                     f"{'':<14} {s.description}" for s in infos)
+
+
+def goto_text(answer) -> str:
+    """One line per match: rank, kind and name, path:lines; a name defined in several places shows each."""
+    if not answer.hits:
+        return shown(answer.message)
+    lines = []
+    for rank, hit in enumerate(answer.hits, 1):
+        where = f"{shown(hit.path)}:{hit.start_line}" + (f"-{hit.end_line}" if hit.end_line > hit.start_line else "")
+        name = "" if hit.kind == "file" else f"{hit.kind} {shown(hit.qualified_name or hit.symbol)}  "
+        lines.append(f"{rank:>3}. {name}{where}  ({hit.language})")
+    more = answer.matched - len(answer.hits)
+    if more > 0:
+        lines.append(f"({more:,} more match{'es' if more > 1 else ''}; --limit shows more)")
+    return "\n".join(lines)
+
+
+def graph_text(answer) -> str:
+    """The definitions asked about, then per file one line per use (refs) or definition used (uses)."""
+    lines = [f"{hit.kind} {shown(hit.qualified_name)} ({shown(hit.path)}:{hit.start_line})" for hit in answer.targets]
+    if answer.message:
+        lines.append(shown(answer.message))
+    for group in answer.files:
+        lines.append(shown(group.path))
+        for link in group.links:
+            if answer.direction == "uses":
+                at = ", ".join(map(str, link.lines))
+                lines.append(f"  {link.line:>6}  {link.kind} {shown(link.qualified_name)}  ({link.how}, line {at})")
+            else:
+                lines.append(f"  {link.line:>6}  {link.how:<9} in {shown(link.qualified_name) or '(file)'}")
+    if answer.total:
+        noun = "definitions" if answer.direction == "uses" else "uses"
+        lines.append(f"({answer.total:,} {noun} in {len(answer.files):,} files)")
+    return "\n".join(lines)
 
 
 # --- JSON schemas (the snapshots) ---

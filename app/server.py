@@ -20,9 +20,10 @@ import threading
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
-from fastapi import Body, Depends, FastAPI, Request
+from fastapi import APIRouter, Body, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.routing import APIRoute
@@ -46,7 +47,10 @@ from services.core.errors import (
     BodyTooLarge, HttpError, IndexRunning, InternalError, InvalidRequest, KnowledgeError, MalformedJson, NotFound,
     QueryError, Unauthorized, WorkspaceError,
 )
-from services.core.models import FileAnswer, MultiQueryResult, QueryOptions, QueryResult, WatchEvent
+from services.core.models import (
+    FileAnswer, GotoAnswer, GraphAnswer, IndexHealth, MultiQueryResult, QueryOptions, QueryResult, StrategyInfo,
+    WatchEvent,
+)
 
 log = logging.getLogger(__name__)
 
@@ -313,7 +317,6 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
     registry = WorkspaceRegistry(Path(data_dir), allowed_roots)
     runs = IndexRuns(service)
     watch_feeds = WatchFeeds()
-    configs: dict[str, RerankingConfig] = {}
     mcp_server = None
     if mcp:
         mcp_server = build_mcp(service, registry)
@@ -335,99 +338,145 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
                               '`{"error": {"code", "message"}}`.')
     app.state.service, app.state.registry, app.state.runs = service, registry, runs
     install_error_handlers(app)
+    parts = Parts(service, registry, runs, watch_feeds)
+    for area in (health_routes, workspace_routes, query_routes, navigation_routes, label_routes):
+        area(app.router, parts)  # on the app's own router: flat routes that FastAPI and the guards read alike
+    if mcp_server is not None:
+        app.router.routes.extend(mcp_routes)
+    app.add_middleware(Guard, token=token, max_body=max_body, hosts=allowed_host_names(host, allowed_hosts))
+    return app
 
-    def workspace(workspace_id: str) -> Path:
-        return registry.get(workspace_id)
 
-    def respond(value, kind=None, status: int = 200) -> JSONResponse:
-        return JSONResponse(to_json(value, kind), status_code=status)
+# --- the routes, one function per area; each route of an operation calls it (app.operations) ---
+@dataclasses.dataclass
+class Parts:
+    """What the routes share: the engine, the registered workspaces, the index runs and watch feeds."""
 
-    @app.get("/v1/health", summary="Is the engine up")
-    async def server_health():
+    service: Any
+    registry: WorkspaceRegistry
+    runs: IndexRuns
+    watch_feeds: WatchFeeds
+    configs: dict[str, RerankingConfig] = dataclasses.field(default_factory=dict)  # per workspace id
+
+    def workspace(self, workspace_id: str) -> Path:
+        return self.registry.get(workspace_id)
+
+
+def respond(value: Any, kind: Any = None, status: int = 200) -> JSONResponse:
+    return JSONResponse(to_json(value, kind), status_code=status)
+
+
+def health_routes(router: APIRouter, parts: Parts) -> None:
+    """Is the engine up; a workspace's index health."""
+    service, registry = parts.service, parts.registry
+
+    @router.get("/v1/health", response_model=None, summary="Is the engine up")
+    async def server_health() -> dict[str, Any]:
         return {"status": "ok", "model": service.settings.embedding_model, "workspaces": len(registry.all())}
 
-    @app.post("/v1/workspaces", response_model=Workspace, status_code=201, summary="Register a folder")
-    async def register(request: WorkspaceRequest):
+    @router.get("/v1/workspaces/{workspace_id}/health", response_model=IndexHealth)
+    async def health(workspace_id: str) -> JSONResponse:
+        return respond(await operations.index_status(service, parts.workspace, workspace_id), IndexHealth)
+
+
+
+def workspace_routes(router: APIRouter, parts: Parts) -> None:
+    """Registering folders, index runs (started, followed, cancelled) and watching."""
+    service, registry, runs, watch_feeds, workspace = (parts.service, parts.registry, parts.runs, parts.watch_feeds,
+                                                       parts.workspace)
+
+    @router.post("/v1/workspaces", response_model=Workspace, status_code=201, summary="Register a folder")
+    async def register(request: WorkspaceRequest) -> JSONResponse:
         key, root = registry.register(request.path)
         return respond(Workspace(key, str(root)), status=201)
 
-    @app.get("/v1/workspaces", response_model=list[Workspace])
-    async def workspaces():
+    @router.get("/v1/workspaces", response_model=list[Workspace])
+    async def workspaces() -> JSONResponse:
         return respond([Workspace(k, v) for k, v in registry.all().items()], list[Workspace])
 
-    @app.post("/v1/workspaces/{workspace_id}/index", response_model=IndexStatus, status_code=202,
-              summary="Start an (incremental) index run; follow it with GET …/index or …/index/events")
-    async def start_index(workspace_id: str, request: IndexRequest = Body(default_factory=IndexRequest)):
+    # the reindex operation, run in the background: 202, followed with GET …/index or …/index/events
+    @router.post("/v1/workspaces/{workspace_id}/index", response_model=IndexStatus, status_code=202,
+                 summary="Start an (incremental) index run; follow it with GET …/index or …/index/events")
+    async def start_index(workspace_id: str,
+                          request: IndexRequest = Body(default_factory=IndexRequest)) -> JSONResponse:
         return respond(runs.start(workspace_id, workspace(workspace_id), request.full), status=202)
 
-    @app.get("/v1/workspaces/{workspace_id}/index", response_model=IndexStatus)
-    async def index_status(workspace_id: str):
+    @router.get("/v1/workspaces/{workspace_id}/index", response_model=IndexStatus)
+    async def index_status(workspace_id: str) -> JSONResponse:
         workspace(workspace_id)
         return respond(runs.get(workspace_id))
 
-    @app.get("/v1/workspaces/{workspace_id}/index/events", summary="Index progress as server-sent events")
-    async def index_events(workspace_id: str):
+    @router.get("/v1/workspaces/{workspace_id}/index/events", summary="Index progress as server-sent events")
+    async def index_events(workspace_id: str) -> StreamingResponse:
         workspace(workspace_id)
         return StreamingResponse(runs.events(workspace_id), media_type="text/event-stream")
 
-    @app.delete("/v1/workspaces/{workspace_id}/index", response_model=IndexStatus, summary="Cancel the run")
-    async def cancel_index(workspace_id: str):
+    @router.delete("/v1/workspaces/{workspace_id}/index", response_model=IndexStatus, summary="Cancel the run")
+    async def cancel_index(workspace_id: str) -> JSONResponse:
         workspace(workspace_id)
         return respond(runs.cancel(workspace_id))
 
-    @app.put("/v1/workspaces/{workspace_id}/watch", summary="Keep the index fresh while the folder changes")
-    async def watch(workspace_id: str, request: WatchRequest = Body(default_factory=WatchRequest)):
+    @router.put("/v1/workspaces/{workspace_id}/watch", response_model=None, summary="Keep the index fresh while the folder changes")
+    async def watch(workspace_id: str,
+                    request: WatchRequest = Body(default_factory=WatchRequest)) -> dict[str, Any]:
         await service.watch(workspace(workspace_id), auto_reindex=request.auto_reindex,
                             on_event=lambda event: watch_feeds.publish(workspace_id, event))
         return {"watching": True, "auto_reindex": request.auto_reindex}
 
-    @app.get("/v1/workspaces/{workspace_id}/watch/events",
-             summary="The watched folder's events (stale files, automatic runs, paused/resumed) as server-sent events")
-    async def watch_events(workspace_id: str):
+    @router.get("/v1/workspaces/{workspace_id}/watch/events",
+                summary="The watched folder's events (stale files, automatic runs, paused/resumed) as server-sent "
+                        "events")
+    async def watch_events(workspace_id: str) -> StreamingResponse:
         workspace(workspace_id)
         return StreamingResponse(watch_feeds.events(workspace_id), media_type="text/event-stream")
 
-    @app.delete("/v1/workspaces/{workspace_id}/watch", summary="Stop watching the folder")
-    async def unwatch(workspace_id: str):
+    @router.delete("/v1/workspaces/{workspace_id}/watch", response_model=None, summary="Stop watching the folder")
+    async def unwatch(workspace_id: str) -> dict[str, Any]:
         await service.unwatch(workspace(workspace_id))
         return {"watching": False}
 
-    @app.post("/v1/workspaces/{workspace_id}/watch/pause",
-              summary="Cancel the automatic run under way; index changes again after the next user's run")
-    async def pause_watch(workspace_id: str):
+    @router.post("/v1/workspaces/{workspace_id}/watch/pause",
+                 response_model=None, summary="Cancel the automatic run under way; index changes again after the next user's run")
+    async def pause_watch(workspace_id: str) -> dict[str, Any]:
         await service.pause_watch(workspace(workspace_id))
         return {"paused": True}
 
-    @app.post("/v1/workspaces/{workspace_id}/query", response_model=QueryResult,
-              summary="Ask a question: both rankings, signals and stale flags")
-    async def query(workspace_id: str, request: QueryRequest):
-        root = workspace(workspace_id)  # an unknown id first (404), then the fields, as before the registry
+
+
+def query_routes(router: APIRouter, parts: Parts) -> None:
+    """Questions (one workspace, several, as files), the reranking strategies and the reranking spec's routes."""
+    service, registry, configs, workspace = parts.service, parts.registry, parts.configs, parts.workspace
+
+    @router.post("/v1/workspaces/{workspace_id}/query", response_model=QueryResult,
+                 summary="Ask a question: both rankings, signals and stale flags")
+    async def query(workspace_id: str, request: QueryRequest) -> JSONResponse:
+        root = workspace(workspace_id)  # an unknown id first (404), then the fields
         return respond(await operations.search(service, lambda _: root, workspace="", **query_fields(request)))
 
-    @app.post("/v1/query", response_model=MultiQueryResult,
-              summary="Ask a question over several registered workspaces: one merged ranking, each result "
-                      "labelled with its workspace")
-    async def query_many(request: MultiQueryRequest):
+    @router.post("/v1/query", response_model=MultiQueryResult,
+                 summary="Ask a question over several registered workspaces: one merged ranking, each result "
+                         "labelled with its workspace")
+    async def query_many(request: MultiQueryRequest) -> JSONResponse:
         roots = [str(registry.find(w)[1]) for w in request.workspaces]  # ids or folders, registered only
         check_fields(languages=request.languages, path_glob=request.path_glob)
         return respond(await operations.search_many(service, request.question, roots, request))
 
-    @app.post("/v1/workspaces/{workspace_id}/files", response_model=FileAnswer,
-              summary="Ask a question, answered as ranked files with the signals that rank them")
-    async def files(workspace_id: str, request: FilesRequest):
+    @router.post("/v1/workspaces/{workspace_id}/files", response_model=FileAnswer,
+                 summary="Ask a question, answered as ranked files with the signals that rank them")
+    async def files(workspace_id: str, request: FilesRequest) -> JSONResponse:
         root = workspace(workspace_id)
         return respond(await operations.find_files(service, lambda _: root, workspace="", **query_fields(request),
                                                    max_files=request.max_files))
 
-    @app.post("/v1/workspaces/{workspace_id}/search/rerank", response_model=SearchRerankResponse)
-    async def search_rerank(workspace_id: str, request: SearchRerankRequest):
+    @router.post("/v1/workspaces/{workspace_id}/search/rerank", response_model=SearchRerankResponse)
+    async def search_rerank(workspace_id: str, request: SearchRerankRequest) -> JSONResponse:
         root = workspace(workspace_id)
         config = configs.get(workspace_id, RerankingConfig())
         strategy = (request.strategy or config.strategy) if request.enable_reranking else "none"
         return respond(await search_and_rerank(service, root, request, strategy))
 
-    @app.put("/v1/workspaces/{workspace_id}/reranking/config", response_model=RerankingConfig)
-    async def configure(workspace_id: str, config: RerankingConfig):
+    @router.put("/v1/workspaces/{workspace_id}/reranking/config", response_model=RerankingConfig)
+    async def configure(workspace_id: str, config: RerankingConfig) -> JSONResponse:
         root = workspace(workspace_id)
         known = [s.name for s in await service.strategies()]
         if config.strategy not in known:
@@ -437,37 +486,73 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
         configs[workspace_id] = config
         return respond(config)
 
-    @app.get("/v1/workspaces/{workspace_id}/reranking/config", response_model=RerankingConfig)
-    async def reranking_config(workspace_id: str):
+    @router.get("/v1/workspaces/{workspace_id}/reranking/config", response_model=RerankingConfig)
+    async def reranking_config(workspace_id: str) -> JSONResponse:
         workspace(workspace_id)
         return respond(configs.get(workspace_id, RerankingConfig()))
 
-    @app.get("/v1/workspaces/{workspace_id}/symbols", response_model=list[str])
-    async def symbols(workspace_id: str):
+    @router.get("/v1/strategies", response_model=list[StrategyInfo])
+    async def strategies() -> JSONResponse:
+        return respond(await operations.list_strategies(service, workspace), list[StrategyInfo])
+
+    @router.post("/v1/rerank", response_model=DocumentRerankResponse, summary="Rerank arbitrary documents")
+    async def rerank(request: DocumentRerankRequest, http: Request) -> JSONResponse:
+        work = asyncio.ensure_future(service.rerank_documents(request.query, request.documents, request.strategy,
+                                                              request.top_k))
+        return respond(await unless_disconnected(http, work))
+
+
+
+def navigation_routes(router: APIRouter, parts: Parts) -> None:
+    """Go to symbol / file, find references and uses, a workspace's names and files."""
+    service, workspace = parts.service, parts.workspace
+
+    @router.get("/v1/workspaces/{workspace_id}/symbols", response_model=list[str])
+    async def symbols(workspace_id: str) -> list[str]:
         return await service.symbol_names(workspace(workspace_id))
 
-    # search, find_files, open_file and reindex are written above and below (body models, a whole file, a
-    # background run); the other operations' routes are made from the registry (app.operations)
-    for operation in operations.OPERATIONS:
-        for route in operation.routes:
-            if route.generated:
-                add_route(app, operation, route, service, workspace, respond)
+    @router.get("/v1/workspaces/{workspace_id}/goto/symbols", response_model=GotoAnswer,
+                summary="Go to symbol: definitions whose names fuzzily match q (`fm`, `Class.method`)")
+    async def goto_symbols(workspace_id: str, q: str, limit: int = 20) -> JSONResponse:
+        return respond(await operations.find_symbol(service, workspace, q, workspace_id, limit), GotoAnswer)
 
-    @app.get("/v1/workspaces/{workspace_id}/file", summary="A file of the workspace as text")
-    async def read_file(workspace_id: str, path: str):
+    @router.get("/v1/workspaces/{workspace_id}/goto/files", response_model=GotoAnswer,
+                summary="Go to file: indexed files whose paths fuzzily match q (`latex.py:120` asks for line 120)")
+    async def goto_files(workspace_id: str, q: str, limit: int = 20) -> JSONResponse:
+        return respond(await operations.find_file(service, workspace, q, workspace_id, limit), GotoAnswer)
+
+    @router.get("/v1/workspaces/{workspace_id}/graph/references", response_model=GraphAnswer,
+                summary="Find references: who uses q (a name, `Class.method` or a chunk id), grouped by file")
+    async def graph_references(workspace_id: str, q: str) -> JSONResponse:
+        return respond(await operations.find_references(service, workspace, q, workspace_id), GraphAnswer)
+
+    @router.get("/v1/workspaces/{workspace_id}/graph/uses", response_model=GraphAnswer,
+                summary="What q (a chunk id or a definition's name) uses: the definitions, grouped by file")
+    async def graph_uses(workspace_id: str, q: str) -> JSONResponse:
+        return respond(await operations.find_uses(service, workspace, q, workspace_id), GraphAnswer)
+
+    # REST sends the whole file as {path, text}; MCP's open_file sends a range of its lines
+    @router.get("/v1/workspaces/{workspace_id}/file", response_model=None, summary="A file of the workspace as text")
+    async def read_file(workspace_id: str, path: str) -> dict[str, Any]:
         target = confined(workspace(workspace_id), path)
         return {"path": path, "text": await asyncio.to_thread(read_text, target)}
 
-    @app.put("/v1/workspaces/{workspace_id}/labels", response_model=Labels,
-             summary="Label a result relevant or not for a question (evaluation and `tuned` read labels)")
-    async def record_label(workspace_id: str, request: LabelRequest):
+
+
+def label_routes(router: APIRouter, parts: Parts) -> None:
+    """Relevance labels (what evaluation and `tuned` read)."""
+    service, workspace = parts.service, parts.workspace
+
+    @router.put("/v1/workspaces/{workspace_id}/labels", response_model=Labels,
+                summary="Label a result relevant or not for a question (evaluation and `tuned` read labels)")
+    async def record_label(workspace_id: str, request: LabelRequest) -> JSONResponse:
         root = workspace(workspace_id)
         check_fields(path=request.path, symbol=request.symbol)
         await service.record_label(root, request.question, request.path, request.symbol, request.relevant)
         return respond(await labels(root, request.question))
 
-    @app.get("/v1/workspaces/{workspace_id}/labels", response_model=Labels, summary="A question's labels")
-    async def labels_for(workspace_id: str, question: str):
+    @router.get("/v1/workspaces/{workspace_id}/labels", response_model=Labels, summary="A question's labels")
+    async def labels_for(workspace_id: str, question: str) -> JSONResponse:
         check_fields(question=question)
         return respond(await labels(workspace(workspace_id), question))
 
@@ -475,31 +560,6 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
         found = await service.labels_for(root, question)
         return Labels(question, [Label(path, symbol, grade) for (path, symbol), grade in found.items()])
 
-    @app.post("/v1/rerank", response_model=DocumentRerankResponse, summary="Rerank arbitrary documents")
-    async def rerank(request: DocumentRerankRequest, http: Request):
-        work = asyncio.ensure_future(service.rerank_documents(request.query, request.documents, request.strategy,
-                                                              request.top_k))
-        return respond(await unless_disconnected(http, work))
-
-    if mcp_server is not None:
-        app.router.routes.extend(mcp_routes)
-    app.add_middleware(Guard, token=token, max_body=max_body, hosts=allowed_host_names(host, allowed_hosts))
-    return app
-
-
-def add_route(app: FastAPI, operation: operations.Operation, route: operations.Route, service, where,
-              respond) -> None:
-    """The operation's REST route: FastAPI reads its path and query parameters from the signature (REST
-    names and defaults), and the handler calls the operation with the operation's names."""
-
-    async def endpoint(**arguments):
-        values = {name: arguments[rest_name] for name, rest_name in route.names.items()}
-        return respond(await operation.run(service, where, **values), route.response_model)
-
-    endpoint.__name__ = endpoint.__qualname__ = route.endpoint  # its OpenAPI operationId, as when hand-written
-    endpoint.__signature__ = operations.signature(operations.rest_params(operation, route))  # type: ignore[attr-defined]
-    app.add_api_route(route.path, endpoint, methods=[route.method], response_model=route.response_model,
-                      summary=route.summary)
 
 
 def query_fields(request: QueryRequest) -> dict:

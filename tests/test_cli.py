@@ -113,7 +113,7 @@ def test_gui_screenshot_mode_runs_the_real_app_with_its_engine_process(workspace
 
 
 def test_a_name_s_answer_says_how_it_was_read_once():
-    from app.cli import query_text
+    from app.render import query_text
     from services.core.models import QueryResult
 
     def result(reading_note: str, strategy_note: str) -> QueryResult:

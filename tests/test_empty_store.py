@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from app.cli import query_text
+from app.render import query_text
 from app.render import mcp_json
 from services.core.models import QueryOptions
 from services.engine.service import KnowledgeService

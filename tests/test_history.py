@@ -212,7 +212,7 @@ def test_a_cut_off_ignores_later_commits_even_for_word_statistics(repo):
 
 
 async def test_health_shows_the_history_in_the_cli_and_the_window(engine, repo, qtbot):
-    from app.cli import health_text
+    from app.render import health_text
     from ui.health_panel import HealthPanel
 
     await engine.index(repo.folder)

@@ -11,7 +11,7 @@ import pytest
 import asyncio
 import threading
 
-from app.cli import health_text
+from app.render import health_text
 from services.core.models import state_label
 from services.engine.service import KnowledgeService
 from services.indexing.watcher import FOLDER_MISSING, PROGRESS, REINDEX_FINISHED, REINDEX_STARTED

@@ -1,8 +1,10 @@
-"""The two faces cannot drift: every operation of the registry (app.operations) is an MCP tool and a REST
-route with the parameters the registry says, and neither face has a tool or a route beside it.
+"""The faces cannot drift: every operation of the registry (app.operations) is an MCP tool, a REST route and
+(where it has one) a CLI subcommand with the parameters the registry says, and no face has a tool, a route or
+an engine subcommand beside it.
 
 Real parts: the MCP server and the FastAPI app as `knowledge-explorer serve` builds them, over a real
-(un-warmed) KnowledgeService; nothing is called on it, the faces are read as a client or FastAPI reads them.
+(un-warmed) KnowledgeService; nothing is called on it, the faces are read as a client or FastAPI reads them;
+the CLI's parser as `knowledge-explorer` builds it.
 """
 
 from __future__ import annotations
@@ -12,11 +14,15 @@ import contextlib
 import dataclasses
 from typing import Any
 
+import argparse
+
 import pytest
 from fastapi.routing import APIRoute
 
+from app.cli import build_parser, common_options
+
 from app.mcp_server import build_mcp
-from app.operations import OPERATIONS, REQUIRED
+from app.operations import OPERATIONS, REQUIRED, Command
 from app.server import build_app
 from services.engine.service import KnowledgeService
 
@@ -141,3 +147,64 @@ def test_a_parameter_renamed_or_defaulted_on_one_face_only_is_caught(faces):
     assert route_drift(goto_op, renamed, find_symbol) == [
         "GET /v1/workspaces/{workspace_id}/goto/symbols (find_symbol) takes ['limit', 'q', 'workspace_id'], "
         "the registry says ['limit', 'name', 'workspace_id']"]
+
+
+# --- the CLI ---
+CLI_ONLY = {"eval", "gui", "serve", "mcp", "desktop"}  # subcommands that run no operation
+
+
+def subcommands(parser: argparse.ArgumentParser | None = None) -> dict[str, dict[str, Any]]:
+    """The CLI's subcommands: each one's options and arguments (argparse dests) and their defaults, less the
+    global options every subcommand takes."""
+    parser = parser or build_parser()
+    common = {action.dest for action in common_options()._actions} | {"help"}
+    found = {}
+    for action in parser._subparsers._group_actions:
+        for name, sub in action.choices.items():
+            found[name] = {a.dest: a.default for a in sub._actions if a.dest not in common}
+    return found
+
+
+def cli_drift(commands: dict[str, dict[str, Any]]) -> list[str]:
+    """Every difference between the CLI and the registry the registry does not declare, as one line each."""
+    declared = {command.name for op in OPERATIONS for command in op.commands}
+    problems = [f"CLI subcommand {name!r} runs no operation and is not listed in CLI_ONLY"
+                for name in sorted(set(commands) - declared - CLI_ONLY)]
+    for op in OPERATIONS:
+        for command in op.commands:
+            problems += command_drift(op, command, commands.get(command.name))
+    return problems
+
+
+def command_drift(op, command: Command, found: dict[str, Any] | None) -> list[str]:
+    where = f"`{command.name}` ({op.name})"
+    if found is None:
+        return [f"no CLI subcommand {where}"]
+    expected = {*command.names.values(), *command.extra}
+    if set(found) != expected:
+        return [f"{where} takes {sorted(found)}, the registry says {sorted(expected)}"]
+    problems = []
+    for p in op.params:  # a plain default (a number, a name) must be MCP's unless the command declares its own
+        dest = command.names.get(p.name)
+        if dest and isinstance(p.default, (int, str)) and p.default is not REQUIRED:
+            wanted = command.defaults.get(p.name, p.default)
+            if found[dest] != wanted:
+                problems.append(f"{where}: {dest} defaults to {found[dest]!r}, the registry {wanted!r}")
+    return problems
+
+
+def test_every_operation_with_a_subcommand_is_one_with_the_same_parameters():
+    assert cli_drift(subcommands()) == []
+
+
+def test_a_subcommand_added_or_changed_beside_the_registry_is_caught():
+    parser = build_parser()
+    sub = parser._subparsers._group_actions[0]
+    grep = sub.add_parser("grep")
+    grep.add_argument("pattern")
+    commands = subcommands(parser)
+    commands["goto"] = {**commands["goto"], "limit": 20}
+    assert cli_drift(commands) == [
+        "CLI subcommand 'grep' runs no operation and is not listed in CLI_ONLY",
+        "`goto` (find_symbol): limit defaults to 20, the registry 10",
+        "`goto` (find_file): limit defaults to 20, the registry 10"]

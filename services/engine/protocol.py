@@ -15,7 +15,7 @@ from typing import Protocol, runtime_checkable
 
 from services.core.messages import DocumentRerankResponse
 from services.core.models import (
-    FileAnswer, GotoAnswer, GraphAnswer, IndexHealth, IndexReport, MultiQueryResult, ProgressEvent, QueryOptions, QueryResult, RelevantFile,
+    FileAnswer, GotoAnswer, GraphAnswer, IndexHealth, IndexReport, MultiQueryResult, ProgressEvent, QueryOptions, QueryResult,
     StrategyInfo, WatchEvent,
 )
 
@@ -35,9 +35,6 @@ class Engine(Protocol):
     async def health(self, workspace: str | Path) -> IndexHealth:
         """The index's state; a missing folder is reported in `last_error`, not raised."""
 
-    async def is_indexed(self, workspace: str | Path) -> bool:
-        """Whether the workspace has an index."""
-
     async def query(self, question: str, options: QueryOptions) -> QueryResult:
         """Both rankings (vector order and reranked) for a question."""
 
@@ -45,20 +42,10 @@ class Engine(Protocol):
         """The question over each workspace (options.workspace is ignored), their results merged by
         evidence (the question's cosine: services.retrieval.multi) and labelled with their workspace."""
 
-    async def relevant_files(self, question: str, workspace: str | Path,
-                             max_files: int = 10) -> list[RelevantFile]:
-        """The files that answer a question best, one entry per file."""
-
     async def find_files(self, question: str, options: QueryOptions, max_files: int = 10,
                          before: int | None = None) -> FileAnswer:
         """The question answered as ranked files, each with its best chunks and the signals that rank it;
         history ignores commits at or after `before` (unix time)."""
-
-    async def build_context(self, question: str, options: QueryOptions, token_budget: int = 2000) -> str:
-        """The best chunks for a question as one text, within a token budget (for an LLM prompt)."""
-
-    async def suggestions(self, prefix: str, workspace: str | Path, limit: int = 10) -> list[str]:
-        """Symbol names of the workspace that complete `prefix`."""
 
     async def symbol_names(self, workspace: str | Path) -> list[str]:
         """Every symbol name in the workspace's index."""

@@ -22,7 +22,7 @@ from cachetools import TTLCache
 
 from services.storage import labels
 from services.storage.history_store import CommitIndex
-from services.retrieval import context, goto, graph, search_steps
+from services.retrieval import goto, graph, search_steps
 from services.retrieval.file_answer import POOL, PROSE, FileRanker
 from services.retrieval.strategies import auto
 from services.retrieval.file_ranking import FileIndex
@@ -39,7 +39,7 @@ from services.engine.watching import Hooks, Watching
 from services.indexing.health import index_health
 from services.indexing.indexer import Indexer, refresh_references
 from services.core.models import (
-    FileAnswer, GotoAnswer, GraphAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult, RelevantFile,
+    FileAnswer, GotoAnswer, GraphAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult,
     StrategyInfo,
 )
 from services.storage.ownership import Owner, OwnerLock, read_owner
@@ -270,10 +270,6 @@ class KnowledgeService:
         faults = [e.fault for e in (self.index_embedder, self.embedder) if e.fault]  # the encoders' state now
         return replace(health, encoder_note="; ".join(dict.fromkeys(filter(None, (health.encoder_note, *faults)))))
 
-    async def is_indexed(self, workspace: str | Path) -> bool:
-        index = self._index(workspace)
-        return await self._run(self._query_pool, index.exists)
-
     # --- querying ---
     async def query(self, question: str, options: QueryOptions) -> QueryResult:
         """Raises QueryError (bad input), WorkspaceError, IndexMissingError, ModelLoadError. A workspace
@@ -339,13 +335,6 @@ class KnowledgeService:
         """Every reranking strategy, with whether it can run now (cheap checks, no model loading)."""
         return [strategy_info(self._strategy(name)) for name in strategy_names()]
 
-    async def relevant_files(self, question: str, workspace: str | Path,
-                             max_files: int = 10) -> list[RelevantFile]:
-        options = QueryOptions(workspace=str(workspace), top_k=max_files * 3, min_relevance=0.4,
-                               expand_context=False)
-        result = await self.query(question, options)
-        return context.relevant_files(result.results, max_files)
-
     async def find_files(self, question: str, options: QueryOptions, max_files: int = 10,
                          before: int | None = None) -> FileAnswer:
         """The question answered as ranked files: the strategy's chunk ranking folded per file, with
@@ -395,13 +384,6 @@ class KnowledgeService:
         with self._lock:
             self._file_rankers[index.root] = (state, ranker)
         return ranker
-
-    async def build_context(self, question: str, options: QueryOptions, token_budget: int = 2000) -> str:
-        result = await self.query(question, options)
-        return context.build_context(result.results, token_budget)
-
-    async def suggestions(self, prefix: str, workspace: str | Path, limit: int = 10) -> list[str]:
-        return context.suggestions(prefix, await self.symbol_names(workspace), limit)
 
     async def symbol_names(self, workspace: str | Path) -> list[str]:
         try:

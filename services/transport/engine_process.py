@@ -4,24 +4,26 @@ ChromaDB's native calls and parts of model loading hold Python's GIL for up to a
 one process that freezes a GUI no matter how the work is threaded. The desktop app therefore
 talks to an engine process: `EngineProcess` implements the Engine protocol (services.engine.protocol)
 by sending each call down a pipe to a KnowledgeService, and awaits the answer; progress events and errors come back the same way.
+Its methods are made from the protocol (forwarder), so they cannot drift from it; index and watching,
+which send progress, cancels and events across the pipe, are written out.
 Waiting on the pipe releases the GIL, so the GUI process stays responsive.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import multiprocessing
 import threading
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from services.core.errors import EngineStopped, KnowledgeError
-from services.core.messages import DocumentRerankResponse
 from services.core.settings import default_data_dir
-from services.core.models import (
-    FileAnswer, GotoAnswer, GraphAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult, RelevantFile, StrategyInfo,
-)
-from services.engine.protocol import ProgressCallback, WatchCallback
+from services.core.models import IndexReport
+from services.engine.protocol import Engine, ProgressCallback, WatchCallback
 
 CLOSE, CANCEL = "__close__", "__cancel__"
 CANCEL_POLL_SECONDS = 0.1
@@ -135,53 +137,15 @@ class EngineProcess:
                 self._send((call_id, CANCEL, (), {}))
                 sent = True
 
-    # --- the Engine protocol ---
+    # --- the Engine protocol: index and watching below, every other method forwarded (forwarder) ---
+    if TYPE_CHECKING:  # the forwarders are set on the class from the protocol, after it
+        def __getattr__(self, name: str) -> Callable[..., Coroutine[Any, Any, Any]]: ...
+
     async def index(self, workspace: str | Path, *, full: bool = False,
                     progress: ProgressCallback | None = None,
                     cancel: threading.Event | None = None) -> IndexReport:
         return await self._call("index", str(workspace), full=full, progress=progress,
                                 cancel=cancel or threading.Event())
-
-    async def health(self, workspace: str | Path) -> IndexHealth:
-        return await self._call("health", str(workspace))
-
-    async def is_indexed(self, workspace: str | Path) -> bool:
-        return await self._call("is_indexed", str(workspace))
-
-    async def query(self, question: str, options: QueryOptions) -> QueryResult:
-        return await self._call("query", question, options)
-
-    async def query_many(self, question: str, workspaces: list[str], options: QueryOptions) -> MultiQueryResult:
-        return await self._call("query_many", question, _folders(workspaces), options)
-
-    async def find_files(self, question: str, options: QueryOptions, max_files: int = 10,
-                         before: int | None = None) -> FileAnswer:
-        return await self._call("find_files", question, options, max_files, before)
-
-    async def relevant_files(self, question: str, workspace: str | Path,
-                             max_files: int = 10) -> list[RelevantFile]:
-        return await self._call("relevant_files", question, str(workspace), max_files)
-
-    async def build_context(self, question: str, options: QueryOptions, token_budget: int = 2000) -> str:
-        return await self._call("build_context", question, options, token_budget)
-
-    async def suggestions(self, prefix: str, workspace: str | Path, limit: int = 10) -> list[str]:
-        return await self._call("suggestions", prefix, str(workspace), limit)
-
-    async def symbol_names(self, workspace: str | Path) -> list[str]:
-        return await self._call("symbol_names", str(workspace))
-
-    async def goto_symbols(self, query: str, workspace: str | Path, limit: int = 20) -> GotoAnswer:
-        return await self._call("goto_symbols", query, str(workspace), limit)
-
-    async def goto_files(self, query: str, workspace: str | Path, limit: int = 20) -> GotoAnswer:
-        return await self._call("goto_files", query, str(workspace), limit)
-
-    async def references(self, name_or_chunk: str, workspace: str | Path) -> GraphAnswer:
-        return await self._call("references", name_or_chunk, str(workspace))
-
-    async def uses(self, chunk: str, workspace: str | Path) -> GraphAnswer:
-        return await self._call("uses", chunk, str(workspace))
 
     async def watch(self, workspace: str | Path, *, auto_reindex: bool = True,
                     on_event: WatchCallback | None = None) -> None:
@@ -199,29 +163,6 @@ class EngineProcess:
         with self._lock:
             self._watchers.pop(str(workspace), None)
         await self._call("unwatch", str(workspace))
-
-    async def pause_watch(self, workspace: str | Path) -> None:
-        await self._call("pause_watch", str(workspace))
-
-    async def rerank_documents(self, query: str, documents: list[str], strategy: str = "cross-encoder",
-                               top_k: int | None = None) -> DocumentRerankResponse:
-        return await self._call("rerank_documents", query, list(documents), strategy, top_k)
-
-    async def strategies(self) -> list[StrategyInfo]:
-        return await self._call("strategies")
-
-    async def warm_up(self) -> None:
-        await self._call("warm_up")
-
-    async def set_owner_url(self, url: str | None) -> None:
-        await self._call("set_owner_url", url)
-
-    async def record_label(self, workspace: str | Path, question: str, path: str, symbol: str,
-                           relevant: bool) -> None:
-        await self._call("record_label", str(workspace), question, path, symbol, relevant)
-
-    async def labels_for(self, workspace: str | Path, question: str) -> dict[tuple[str, str], int]:
-        return await self._call("labels_for", str(workspace), question)
 
     def close(self) -> None:
         with self._lock:
@@ -241,6 +182,25 @@ class EngineProcess:
             conn.close()
 
 
+def forwarder(name: str) -> Callable[..., Coroutine[Any, Any, Any]]:
+    """EngineProcess's method `name` of the Engine protocol: the arguments bound to the protocol's signature
+    (its defaults filled in), workspaces and documents as plain values for the pipe, sent to the child."""
+    signature = inspect.signature(getattr(Engine, name))
+
+    async def forward(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        for parameter, plain in PLAIN.items():
+            if parameter in bound.arguments:
+                bound.arguments[parameter] = plain(bound.arguments[parameter])
+        return await self._call(name, *bound.args[1:], **bound.kwargs)
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = getattr(Engine, name).__doc__
+    forward.__signature__ = signature  # type: ignore[attr-defined]  # what inspect and tests/contract read
+    return forward
+
+
 def _folders(workspaces):
     """Workspaces as strings for the pipe; anything else goes as is, for the engine to refuse."""
     if isinstance(workspaces, (list, tuple)):
@@ -255,6 +215,13 @@ def _settle(future, result, error) -> None:
         future.set_exception(error)
     else:
         future.set_result(result)
+
+
+PLAIN = {"workspace": str, "workspaces": _folders, "documents": list}  # arguments as the pipe sends them
+WRITTEN = {"index", "watch", "unwatch"}  # EngineProcess's own: progress and cancel, watch events
+for _name, _method in vars(Engine).items():
+    if inspect.iscoroutinefunction(_method) and _name not in WRITTEN:
+        setattr(EngineProcess, _name, forwarder(_name))
 
 
 # --- the child process ---

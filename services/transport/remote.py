@@ -24,7 +24,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import quote, urlencode, urlsplit
 
-from services.retrieval import context
 from services.retrieval.multi import check_workspaces
 from services.core import codec
 from services.core.messages import DocumentRerankResponse, IndexStatus, Labels
@@ -33,7 +32,7 @@ from services.core.errors import (  # noqa: F401 (EngineUnreachable re-exported)
 )
 from services.core.models import (
     WATCH_ERROR, FileAnswer, GotoAnswer, GraphAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult,
-    RelevantFile, StrategyInfo, WatchEvent,
+    StrategyInfo, WatchEvent,
 )
 from services.engine.protocol import ProgressCallback, WatchCallback
 from services.transport.roots import record_owner_folder
@@ -141,9 +140,6 @@ class RemoteEngine:
             return IndexHealth(workspace=str(workspace), indexed=False, last_error=str(error))
         return await self._call("GET", f"/v1/workspaces/{key}/health", kind=IndexHealth)
 
-    async def is_indexed(self, workspace: str | Path) -> bool:
-        return (await self.health(workspace)).indexed
-
     async def query(self, question: str, options: QueryOptions) -> QueryResult:
         key = await self._workspace(options.workspace)
         body = codec.encode(options)
@@ -166,18 +162,6 @@ class RemoteEngine:
         body.pop("workspace")
         body.update(question=question, max_files=max_files, before=before)
         return await self._call("POST", f"/v1/workspaces/{key}/files", body, FileAnswer)
-
-    async def relevant_files(self, question: str, workspace: str | Path,
-                             max_files: int = 10) -> list[RelevantFile]:
-        options = QueryOptions(workspace=str(workspace), top_k=max_files * 3, min_relevance=0.4,
-                               expand_context=False)
-        return context.relevant_files((await self.query(question, options)).results, max_files)
-
-    async def build_context(self, question: str, options: QueryOptions, token_budget: int = 2000) -> str:
-        return context.build_context((await self.query(question, options)).results, token_budget)
-
-    async def suggestions(self, prefix: str, workspace: str | Path, limit: int = 10) -> list[str]:
-        return context.suggestions(prefix, await self.symbol_names(workspace), limit)
 
     async def symbol_names(self, workspace: str | Path) -> list[str]:
         key = await self._workspace(workspace)
