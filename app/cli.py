@@ -354,9 +354,9 @@ def warm_engine(args):
 
 
 def local_engine(args):
-    from services.engine.service import KnowledgeService
+    from services.engine.service import LocalEngine
 
-    return KnowledgeService(**service_kwargs(args))
+    return LocalEngine(**service_kwargs(args))
 
 
 def service_kwargs(args) -> dict:

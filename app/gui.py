@@ -1,6 +1,6 @@
 """GUI entry point: QApplication + qasync loop + the engine process + MainWindow (and --screenshot).
 
-The window talks to KnowledgeService running in a child process (services.transport.engine_process), so
+The window talks to LocalEngine running in a child process (services.transport.engine_process), so
 ChromaDB and model work never hold the GUI process's GIL.
 """
 

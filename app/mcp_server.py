@@ -4,7 +4,7 @@ list_strategies), made from the same registry as REST's routes.
 
 Over stdio (`knowledge-explorer mcp`: a warm server for the data dir when one runs, else the engine
 in-process) and over streamable HTTP at /mcp on `knowledge-explorer serve`. The tools call the
-engine's own async API (KnowledgeService, or RemoteEngine with the same methods).
+engine's own async API (LocalEngine, or RemoteEngine with the same methods).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`knowledge-explorer serve`: the engine as an HTTP service (FastAPI + uvicorn), MCP mounted at /mcp.
 
-One process owns the data dir and keeps a KnowledgeService warm. Every handler calls the service's
+One process owns the data dir and keeps a LocalEngine warm. Every handler calls the service's
 methods; bodies and responses are the dataclasses of services.core.models and services.core.messages
 rendered by app.render through one codec (services.core.codec), as the CLI's --json and MCP render them.
 Errors are JSON {"error": {"code", "message"}}, with the code and HTTP status of services.core.errors' table
@@ -310,7 +310,7 @@ class WatchFeeds(Feeds):
 def build_app(service, data_dir: str | Path, *, token: str | None = None, max_body: int = MAX_BODY_BYTES,
               warm: bool = True, mcp: bool = True, host: str = "127.0.0.1", allowed_roots: list[str] = (),
               allowed_hosts: list[str] = ()) -> FastAPI:
-    """The HTTP app over `service` (a KnowledgeService). With `token`, every request needs it.
+    """The HTTP app over `service` (a LocalEngine). With `token`, every request needs it.
     `allowed_roots` (--allow-root) are folders whose subfolders may be registered, beside those the owner
     opened itself; every route answers only Host names of `host` (the bound address), the loopback names
     and `allowed_hosts` (DNS rebinding)."""
@@ -670,7 +670,7 @@ def run_server(service_kwargs: dict, host: str, port: int, token_file: str | Non
     `allowed_hosts`: Host names to answer to beside the loopback names and `host`."""
     import uvicorn
 
-    from services.engine.service import KnowledgeService
+    from services.engine.service import LocalEngine
     from services.core.settings import default_data_dir
 
     token = read_token(token_file)
@@ -680,7 +680,7 @@ def run_server(service_kwargs: dict, host: str, port: int, token_file: str | Non
     data_dir = Path(service_kwargs.get("data_dir") or default_data_dir())
     for folder in allowed_roots:
         check_allowed_root(Path(folder).expanduser())
-    service = KnowledgeService(**{**service_kwargs, "data_dir": data_dir}, kind="server")
+    service = LocalEngine(**{**service_kwargs, "data_dir": data_dir}, kind="server")
     try:
         service.owner_lock.require()  # IndexBusyError naming the owner when another process has the data dir
         app = build_app(service, data_dir, token=token, host=host, allowed_roots=allowed_roots,

@@ -15,7 +15,7 @@ from the snapshot (benchmarks/qualified_names.py), judged and counted as `names`
 100, chunk level. `files`: the SWE issues of pytest and Sphinx answered by `find_files` (each query's `before`
 cuts the history), over the snapshots at <data>/swe/<repo> (`git clone -b snapshot …/history.bundle`, as
 benchmarks/file_level.py clones them), all files the app indexes there. Every question goes through
-KnowledgeService with the app's defaults: the real model, its default encoder (openvino-int8 since issue 33), the default file-level weights.
+LocalEngine with the app's defaults: the real model, its default encoder (openvino-int8 since issue 33), the default file-level weights.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from benchmarks import qualified_names  # noqa: E402
 from benchmarks.lib import data_root, engine_settings, judged, record, shared, swe_snapshot  # noqa: E402
 from services.core.labelled import LabelledQuery, load_queries  # noqa: E402
 from services.core.settings import DEFAULT_STRATEGY, Settings  # noqa: E402
-from services.engine.service import KnowledgeService  # noqa: E402
+from services.engine.service import LocalEngine  # noqa: E402
 from services.evaluation.formats import (  # noqa: E402
     CorpusDocIds, WorkspaceDocIds, corpus_workspace, load_corpus, load_qrels, materialise_corpus,
 )
@@ -59,7 +59,7 @@ def rows(report, label: str) -> list[dict]:
     return out
 
 
-async def cosqa(service: KnowledgeService, names: list[str]) -> list[dict]:
+async def cosqa(service: LocalEngine, names: list[str]) -> list[dict]:
     root = shared("cosqa")
     queries, qrels = load_queries(root / "queries_dev.jsonl"), load_qrels(root / "qrels_dev.tsv")
     items = load_corpus(root / "corpus.jsonl")
@@ -72,7 +72,7 @@ async def cosqa(service: KnowledgeService, names: list[str]) -> list[dict]:
     return rows(report, "CoSQA dev (500)")
 
 
-async def files(service: KnowledgeService, names: list[str], data: Path) -> list[dict]:
+async def files(service: LocalEngine, names: list[str], data: Path) -> list[dict]:
     out = []
     for repo in ("pytest", "sphinx"):
         folder = swe_snapshot(repo, data)
@@ -99,7 +99,7 @@ def name_rows(report, label: str) -> list[dict]:
     return out
 
 
-async def chunk_level(service: KnowledgeService, names: list[str], data: Path, queries_file: str, qrels_file: str,
+async def chunk_level(service: LocalEngine, names: list[str], data: Path, queries_file: str, qrels_file: str,
                       top_k: int) -> list[tuple[str, object]]:
     """(repo, report) for each snapshot: the queries asked through the app's pipeline, judged chunk by chunk."""
     out = []
@@ -113,12 +113,12 @@ async def chunk_level(service: KnowledgeService, names: list[str], data: Path, q
     return out
 
 
-async def names_set(service: KnowledgeService, names: list[str], data: Path) -> list[dict]:
+async def names_set(service: LocalEngine, names: list[str], data: Path) -> list[dict]:
     reports = await chunk_level(service, names, data, "nav/{}/queries.jsonl", "nav/{}/qrels_chunks.tsv", 10)
     return [row for repo, report in reports for row in name_rows(report, f"{repo} names ({report.queries})")]
 
 
-async def qualified_set(service: KnowledgeService, names: list[str], data: Path) -> list[dict]:
+async def qualified_set(service: LocalEngine, names: list[str], data: Path) -> list[dict]:
     out = []
     for repo in REPOS:
         folder = swe_snapshot(repo, data)
@@ -132,7 +132,7 @@ async def qualified_set(service: KnowledgeService, names: list[str], data: Path)
     return out
 
 
-async def chunk_reports(service: KnowledgeService, names: list[str], data: Path) -> list[dict]:
+async def chunk_reports(service: LocalEngine, names: list[str], data: Path) -> list[dict]:
     reports = await chunk_level(service, names, data, "swe/{}/queries.jsonl", "swe/{}/qrels.tsv", 100)
     return [row for repo, report in reports for row in rows(report, f"{repo} ({report.queries}), chunk level")]
 
@@ -149,7 +149,7 @@ async def main() -> None:
     data = data_root(args.data)
     data_dir = data / ("ke-cosqa" if args.set == "cosqa" else "ke-swe")
     settings = Settings(embedding_backend=args.backend) if args.backend else Settings()
-    service = KnowledgeService(settings, data_dir=data_dir)
+    service = LocalEngine(settings, data_dir=data_dir)
     names = args.strategies.split(",")
     REPOS[:] = args.repos.split(",")
     try:
@@ -162,14 +162,14 @@ async def main() -> None:
         service.close()
     for row in table:
         print(row)
-    note = (f"the app's own pipeline and defaults (KnowledgeService, real model, {settings.embedding_backend}); p: paired t-test on "
+    note = (f"the app's own pipeline and defaults (LocalEngine, real model, {settings.embedding_backend}); p: paired t-test on "
             "per-query MRR@10 against none; W/T/L: queries won, tied, lost against none")
     if args.set == "files":
         note += ("; file answers (find_files) over every file the app indexes in the snapshot (Python there), "
                  "each query's `before` cutting the history; the file-level weights are the mean of both "
                  "repositories' tunings, so these figures are not out of sample (benchmarks/file_level.py's are)")
     if args.set in ("names", "qualified"):
-        note = (f"the app's own pipeline and defaults (KnowledgeService, real model, {settings.embedding_backend}), top_k 10; each name "
+        note = (f"the app's own pipeline and defaults (LocalEngine, real model, {settings.embedding_backend}), top_k 10; each name "
                 "judged by its definition's chunk (path::name); cross-encoder has no weights here and falls back")
     record(f"app_eval_{args.set}", table, settings={"strategies": args.strategies,
                                                     "top_k": 10 if args.set in ("names", "qualified") else 100,

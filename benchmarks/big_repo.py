@@ -35,7 +35,7 @@ from services.core.errors import IndexMissingError  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.encoders.embedder import chunk_text  # noqa: E402
-from services.engine.service import KnowledgeService  # noqa: E402
+from services.engine.service import LocalEngine  # noqa: E402
 from services.storage.workspace_index import WorkspaceIndex, workspace_root  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -63,7 +63,7 @@ class FirstAnswer:
     """Asks a question (hybrid: BM25 and vectors) every 0.5 s while indexing runs; records when the
     first results come back."""
 
-    def __init__(self, service: KnowledgeService, workspace: Path) -> None:
+    def __init__(self, service: LocalEngine, workspace: Path) -> None:
         self.service, self.workspace = service, workspace
         self.seconds: float | None = None
         self.done = threading.Event()
@@ -81,7 +81,7 @@ class FirstAnswer:
 
 
 async def index_once(backend: str, workspace: Path, data_dir: Path) -> dict:
-    service = KnowledgeService(Settings(embedding_backend=backend), data_dir=data_dir)
+    service = LocalEngine(Settings(embedding_backend=backend), data_dir=data_dir)
     load_started = time.perf_counter()
     await asyncio.to_thread(service.index_embedder.load)  # export (first time) and model load: not indexing
     load_seconds = time.perf_counter() - load_started
@@ -103,7 +103,7 @@ async def index_once(backend: str, workspace: Path, data_dir: Path) -> dict:
     return figures
 
 
-def bare_rate(service: KnowledgeService, workspace: Path, data_dir: Path, sample: int | None = None) -> float:
+def bare_rate(service: LocalEngine, workspace: Path, data_dir: Path, sample: int | None = None) -> float:
     """The same encoder alone on a sample of the same chunks (chunks/s, the median of three runs)."""
     index = WorkspaceIndex(workspace_root(workspace), data_dir)
     texts = [chunk_text(c) for c in index.catalog().chunks()]
@@ -128,7 +128,7 @@ def questions(workspace: Path, data_dir: Path, count: int) -> list[str]:
 
 
 async def latencies(workspace: Path, data_dir: Path, backend: str) -> dict:
-    service = KnowledgeService(Settings(embedding_backend=backend), data_dir=data_dir)
+    service = LocalEngine(Settings(embedding_backend=backend), data_dir=data_dir)
     await service.warm_up()
     asked = questions(workspace, data_dir, ARGS.queries)
     out = {}

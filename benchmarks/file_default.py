@@ -2,7 +2,7 @@
 
     python benchmarks/file_default.py [--data DIR] [--saved DIR]
 
-Every judged SWE issue is asked once per strategy through KnowledgeService.query (top_k 100, each query's
+Every judged SWE issue is asked once per strategy through LocalEngine.query (top_k 100, each query's
 `before`), then answered as files by the engine's own FileRanker (what `find_files` does) for every
 setting of GRID (the traceback and vector weights of file_ranking.Weights; the question's signals are
 computed once, as find_files does, and added with each setting's weights). The setting is chosen
@@ -30,7 +30,7 @@ from services.core.models import QueryOptions
 from services.retrieval.file_answer import BLEND_POOL, fuse
 from services.retrieval.strategies.auto import Blend  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
-from services.engine.service import KnowledgeService, _allowed_files  # noqa: E402
+from services.engine.service import LocalEngine, _allowed_files  # noqa: E402
 from services.core.labelled import load_queries  # noqa: E402
 from services.evaluation.formats import file_qrels, load_qrels  # noqa: E402
 
@@ -50,7 +50,7 @@ def scores(ranked: list[str], relevant: set[str]) -> tuple[float, float, float]:
     return rr, len(relevant & set(top)) / len(relevant), float(bool(top) and top[0] in relevant)
 
 
-async def chunk_rankings(service: KnowledgeService, folder: Path, queries) -> dict:
+async def chunk_rankings(service: LocalEngine, folder: Path, queries) -> dict:
     """{query id: {strategy: QueryResult}}: each question asked once per strategy, top_k 100, its `before`."""
     out: dict = {}
     for query in queries:
@@ -61,7 +61,7 @@ async def chunk_rankings(service: KnowledgeService, folder: Path, queries) -> di
     return out
 
 
-async def repository(service: KnowledgeService, data: Path, repo: str, saved: Path | None) -> dict:
+async def repository(service: LocalEngine, data: Path, repo: str, saved: Path | None) -> dict:
     """{strategy: {weights: [(rr, recall, acc1) per query]}}; the chunk rankings kept in `saved` and reused."""
     folder = swe_snapshot(repo, data)
     await service.index(folder)
@@ -160,7 +160,7 @@ async def main() -> None:
     if args.saved:
         args.saved.mkdir(parents=True, exist_ok=True)
     data = data_root(args.data)
-    service = KnowledgeService(settings, data_dir=data / "ke-swe")
+    service = LocalEngine(settings, data_dir=data / "ke-swe")
     try:
         runs = {repo: await repository(service, data, repo, args.saved) for repo in args.repos.split(",")}
     finally:

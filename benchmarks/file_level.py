@@ -8,7 +8,7 @@ Candidates and qrels: `*.py` files only. A query's history signals see only comm
 strictly before its `before` time (per-query cut-off, in CommitIndex.weighted_scores and the `new`-file filter).
 
 Chunk evidence (the model's): each snapshot is indexed once into <data>/ke-swe with the engine's defaults (the real
-model, onnx-int8) and every query is asked once per strategy through KnowledgeService.query at top_k 100 (as
+model, onnx-int8) and every query is asked once per strategy through LocalEngine.query at top_k 100 (as
 find_files asks); the chunk rankings are cached there (chunks-<repo>.json). `none` is the vector
 ranking (each result's `original`). A file's chunk evidence: best chunk + decay x the next (file_ranking).
 
@@ -70,8 +70,8 @@ async def chunk_rankings(folder: Path, queries: list[dict], data_dir: Path, stra
     missing = [s for s in strategies if s not in runs]
     if missing:
         from services.core.settings import settings_from_env
-        from services.engine.service import KnowledgeService  # late: only a first run needs the model
-        service = KnowledgeService(settings_from_env(), data_dir=data_dir)  # KE_* variables apply (e.g. KE_BUGREPORT_*)
+        from services.engine.service import LocalEngine  # late: only a first run needs the model
+        service = LocalEngine(settings_from_env(), data_dir=data_dir)  # KE_* variables apply (e.g. KE_BUGREPORT_*)
         try:
             await service.index(folder)
             for strategy in missing:

@@ -4,7 +4,7 @@ no-change reconcile when a workspace is opened.
     python benchmarks/freshness.py                       # a generated 1,000-file workspace
     python benchmarks/freshness.py --workspace ~/sympy   # a copy of a real tree (it is edited!)
 
-Uses the real KnowledgeService, watcher, model and embedded Chroma, in a temporary data dir.
+Uses the real LocalEngine, watcher, model and embedded Chroma, in a temporary data dir.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.lib import engine_settings, percentile, record  # noqa: E402
-from services.engine.service import KnowledgeService  # noqa: E402
+from services.engine.service import LocalEngine  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.indexing.scanning import SkipFileError, read_source, scan_workspace  # noqa: E402
 from services.indexing.watcher import REINDEX_FINISHED  # noqa: E402
@@ -61,7 +61,7 @@ async def wait_until(condition, timeout: float = 600.0) -> float:
 
 async def measure(workspace: Path, data_dir: Path, edits: int, burst: int) -> dict:
     """Prints the figures and returns them for the record."""
-    service = KnowledgeService(data_dir=data_dir)
+    service = LocalEngine(data_dir=data_dir)
     try:
         started = time.perf_counter()
         report = await service.index(workspace)

@@ -25,7 +25,7 @@ from benchmarks.file_default import REPOS, mean, scores  # noqa: E402
 from benchmarks.lib import data_root, engine_settings, judged, record, shared, swe_snapshot  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
-from services.engine.service import KnowledgeService, _allowed_files  # noqa: E402
+from services.engine.service import LocalEngine, _allowed_files  # noqa: E402
 from services.core.labelled import load_queries  # noqa: E402
 from services.evaluation.formats import file_qrels, load_qrels  # noqa: E402
 from services.retrieval.file_answer import BLEND_POOL, fuse  # noqa: E402
@@ -40,7 +40,7 @@ def file_ranking(ranker, result, before, allowed, graph: float, vector: float | 
     return [f.path for f in ranker.ranked(result, feats, why, weights, k, before, allowed).files]
 
 
-async def repository(service: KnowledgeService, data: Path, repo: str, saved: Path) -> dict:
+async def repository(service: LocalEngine, data: Path, repo: str, saved: Path) -> dict:
     """{(strategy, weight): [(rr, recall, acc1) per query]} for `none` and `auto`."""
     folder = swe_snapshot(repo, data)
     await service.index(folder)
@@ -89,7 +89,7 @@ async def main() -> None:
     args = ap.parse_args()
     settings = Settings()
     data = data_root(args.data)
-    service = KnowledgeService(settings, data_dir=data / "ke-swe")
+    service = LocalEngine(settings, data_dir=data / "ke-swe")
     try:
         runs = {repo: await repository(service, data, repo, args.saved) for repo in REPOS}
     finally:

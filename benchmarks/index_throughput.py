@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.lib import engine_settings, record, shared  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.encoders.embedder import Embedder, chunk_text  # noqa: E402
-from services.engine.service import KnowledgeService  # noqa: E402
+from services.engine.service import LocalEngine  # noqa: E402
 from services.core.labelled import load_queries  # noqa: E402
 from services.evaluation.formats import load_corpus, load_qrels  # noqa: E402
 from services.storage.workspace_index import WorkspaceIndex, workspace_root  # noqa: E402
@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 async def index_once(workspace: Path, backend: str) -> dict:
     with tempfile.TemporaryDirectory() as data_dir:
-        service = KnowledgeService(Settings(embedding_backend=backend), data_dir=data_dir)
+        service = LocalEngine(Settings(embedding_backend=backend), data_dir=data_dir)
         await asyncio.to_thread(service.index_embedder.load)  # model load and export are not indexing
         started = time.perf_counter()
         report = await service.index(workspace, full=True)

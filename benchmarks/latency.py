@@ -43,7 +43,7 @@ from benchmarks.lib import data_root, engine_settings, percentile, record, sampl
 from services.core.errors import ModelLoadError  # noqa: E402
 from services.core.models import Candidate, Chunk, QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
-from services.engine.service import KnowledgeService  # noqa: E402
+from services.engine.service import LocalEngine  # noqa: E402
 from services.evaluation.metrics import load_queries  # noqa: E402
 from services.indexing.chunking.references import count_references  # noqa: E402
 from services.indexing.scanning import scan_workspace  # noqa: E402
@@ -81,7 +81,7 @@ async def query(args) -> None:
 
 
 async def measure(args, workspace: Path, data_dir: Path) -> None:
-    service = KnowledgeService(data_dir=data_dir)
+    service = LocalEngine(data_dir=data_dir)
     started = time.perf_counter()
     report = await service.index(workspace)
     print(f"index: {report.chunks_total} chunks in {report.files_indexed + report.files_unchanged} files "
@@ -122,7 +122,7 @@ NON_NEURAL = "none,keyword-boost,heuristic,metadata,rrf,hybrid,bug-report"
 
 async def files(args) -> None:
     data_dir = data_root(args.data) / "file-latency"
-    service = KnowledgeService(data_dir=data_dir)
+    service = LocalEngine(data_dir=data_dir)
     if args.stand_in:
         from benchmarks.lib import StandInEmbedder  # imported here: only this part needs it
         service.embedder = service.index_embedder = StandInEmbedder()
@@ -341,7 +341,7 @@ def missing_model(folder: Path):
     shutil.copytree(SAMPLE, workspace, symlinks=True)
 
     def run():
-        service = KnowledgeService(Settings(embedding_model="nobody/no-such-model"), data_dir=folder / "data")
+        service = LocalEngine(Settings(embedding_model="nobody/no-such-model"), data_dir=folder / "data")
         try:
             asyncio.run(service.index(workspace))
         except ModelLoadError:

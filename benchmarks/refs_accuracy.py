@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.lib import record  # noqa: E402
-from services.engine.service import KnowledgeService  # noqa: E402
+from services.engine.service import LocalEngine  # noqa: E402
 from services.indexing.chunking.graph import file_uses  # noqa: E402
 from services.storage.workspace_index import WorkspaceIndex, workspace_root  # noqa: E402
 
@@ -153,7 +153,7 @@ async def main() -> int:
     parser.add_argument("--name", default="refs_accuracy", help="the results name (one per repository)")
     args = parser.parse_args()
     root = workspace_root(args.workspace)
-    service = KnowledgeService(data_dir=args.data_dir)
+    service = LocalEngine(data_dir=args.data_dir)
     try:
         index = WorkspaceIndex(root, Path(args.data_dir))
         catalog = index.catalog()

@@ -133,7 +133,7 @@ def main() -> int:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from services.engine.service import KnowledgeService
+    from services.engine.service import LocalEngine
     from ui.main_window import MainWindow
     from ui.theme import apply_theme
 
@@ -149,7 +149,7 @@ def main() -> int:
     asyncio.set_event_loop(loop)
     scratch = tempfile.TemporaryDirectory(prefix="ke-docs-")
     settings = QSettings(str(Path(scratch.name) / "settings.ini"), QSettings.Format.IniFormat)
-    service = KnowledgeService(data_dir=args.data_dir)
+    service = LocalEngine(data_dir=args.data_dir)
     window = MainWindow(service, settings)
     window.show()
     try:

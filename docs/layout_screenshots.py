@@ -2,7 +2,7 @@
 
     xvfb-run -a python docs/layout_screenshots.py [--data-dir DIR] [--out docs/layout]
 
-Runs the real window on an in-process KnowledgeService over the sample workspace (indexed if
+Runs the real window on an in-process LocalEngine over the sample workspace (indexed if
 needed), with a throwaway settings file; see docs/layout.md for what each picture shows.
 """
 
@@ -106,7 +106,7 @@ def main() -> int:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from services.engine.service import KnowledgeService
+    from services.engine.service import LocalEngine
     from ui.main_window import MainWindow
     from ui.theme import apply_theme
 
@@ -124,7 +124,7 @@ def main() -> int:
     asyncio.set_event_loop(loop)
     scratch = tempfile.TemporaryDirectory(prefix="ke-docs-")
     settings = QSettings(str(Path(scratch.name) / "settings.ini"), QSettings.Format.IniFormat)
-    service = KnowledgeService(data_dir=args.data_dir) if args.data_dir else KnowledgeService()
+    service = LocalEngine(data_dir=args.data_dir) if args.data_dir else LocalEngine()
     window = MainWindow(service, settings)
     window.resize(1024, 700)
     window.show()

@@ -2,7 +2,7 @@
 
     xvfb-run -a python docs/screenshots.py [--data-dir DIR] [--out docs]
 
-Runs the real window on an in-process KnowledgeService (indexing the workspace if needed), with
+Runs the real window on an in-process LocalEngine (indexing the workspace if needed), with
 a throwaway settings file so the user's own window state is left alone.
 """
 
@@ -104,7 +104,7 @@ def main() -> int:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from services.engine.service import KnowledgeService
+    from services.engine.service import LocalEngine
     from ui.main_window import MainWindow
     from ui.theme import apply_theme
 
@@ -120,7 +120,7 @@ def main() -> int:
     asyncio.set_event_loop(loop)
     scratch = tempfile.TemporaryDirectory(prefix="ke-docs-")
     settings = QSettings(str(Path(scratch.name) / "settings.ini"), QSettings.Format.IniFormat)
-    service = KnowledgeService(data_dir=args.data_dir) if args.data_dir else KnowledgeService()
+    service = LocalEngine(data_dir=args.data_dir) if args.data_dir else LocalEngine()
     window = MainWindow(service, settings)
     window.resize(1440, 900)
     window.show()

@@ -94,7 +94,7 @@ def main() -> int:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from services.engine.service import KnowledgeService
+    from services.engine.service import LocalEngine
     from ui.main_window import MainWindow
     from ui.theme import apply_theme
 
@@ -107,7 +107,7 @@ def main() -> int:
     asyncio.set_event_loop(loop)
     scratch = Path(tempfile.mkdtemp(prefix="ke-states-"))
     settings = QSettings(str(scratch / "settings.ini"), QSettings.Format.IniFormat)
-    service = KnowledgeService(data_dir=scratch / "data")
+    service = LocalEngine(data_dir=scratch / "data")
     window = MainWindow(service, settings)  # no saved geometry: its first size, fitted to the screen
     window.show()
     try:

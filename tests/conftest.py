@@ -35,10 +35,10 @@ def indexed_sample(root: Path, settings=None):
     is closed when the generator ends (for module-scoped fixtures, where indexing is the slow part)."""
     import asyncio
 
-    from services.engine.service import KnowledgeService
+    from services.engine.service import LocalEngine
 
     workspace = copy_sample(root / "workspace")
-    service = KnowledgeService(settings, data_dir=root / "data")
+    service = LocalEngine(settings, data_dir=root / "data")
     asyncio.run(service.index(workspace))
     yield service, workspace
     service.close()
@@ -128,10 +128,10 @@ def stand_in_environment(request, monkeypatch):
 
 @pytest.fixture
 def service(request, data_dir):
-    from services.engine.service import KnowledgeService
+    from services.engine.service import LocalEngine
     from tests.helpers.stand_in_encoder import stand_in_settings
 
-    svc = KnowledgeService(stand_in_settings() if stand_in_wanted(request) else None, data_dir=data_dir)
+    svc = LocalEngine(stand_in_settings() if stand_in_wanted(request) else None, data_dir=data_dir)
     yield svc
     svc.close()
 

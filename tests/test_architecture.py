@@ -75,7 +75,7 @@ BUILDERS = {("app/cli.py", "local_engine"), ("app/server.py", "run_server")}
 
 
 def concrete_engine_uses(path: Path, root: Path = ROOT) -> set[tuple[str, str]]:
-    """(file, enclosing function) of every name, attribute or import of KnowledgeService in the file's code
+    """(file, enclosing function) of every name, attribute or import of LocalEngine in the file's code
     (docstrings and comments do not count; a quoted annotation needs the import, which does)."""
     import ast
 
@@ -84,8 +84,8 @@ def concrete_engine_uses(path: Path, root: Path = ROOT) -> set[tuple[str, str]]:
     def visit(node, function: str) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             function = node.name
-        named = (isinstance(node, ast.Name) and node.id == "KnowledgeService"
-                 or isinstance(node, ast.Attribute) and node.attr == "KnowledgeService"
+        named = (isinstance(node, ast.Name) and node.id == "LocalEngine"
+                 or isinstance(node, ast.Attribute) and node.attr == "LocalEngine"
                  or isinstance(node, ast.ImportFrom) and node.module == "services.engine.service"
                  or isinstance(node, ast.Import) and any(a.name == "services.engine.service" for a in node.names))
         if named:
@@ -107,7 +107,7 @@ def test_the_concrete_engine_check_sees_a_quoted_annotation(tmp_path):
     module = tmp_path / "ui" / "view.py"
     module.parent.mkdir()
     module.write_text('from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n'
-                      '    from services.engine.service import KnowledgeService\n'
-                      'def f(engine: "KnowledgeService") -> None: ...\n')
+                      '    from services.engine.service import LocalEngine\n'
+                      'def f(engine: "LocalEngine") -> None: ...\n')
     assert concrete_engine_uses(module, tmp_path) == {("ui/view.py", "")}
 

@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.core.models import QueryOptions
 
 pytestmark = pytest.mark.slow  # starts a process, a server or the model: not the unit tier
@@ -54,7 +54,7 @@ def wait_for(url: str, seconds: float = 30) -> None:
 
 
 async def test_index_and_query_through_a_chroma_server(chroma_url, workspace, tmp_path):
-    service = KnowledgeService(data_dir=tmp_path / "data", chroma_url=chroma_url)
+    service = LocalEngine(data_dir=tmp_path / "data", chroma_url=chroma_url)
     try:
         report = await service.index(workspace)
         assert report.chunks_total > 50

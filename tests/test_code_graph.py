@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from services.core.errors import QueryError
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.indexing.chunking.graph import file_uses
 
 HELPERS = '''\
@@ -78,7 +78,7 @@ def repo(tmp_path_factory):
     root = tmp_path_factory.mktemp("graph")
     workspace = write(root / "workspace", {"pkg/__init__.py": "", "pkg/helpers.py": HELPERS, "pkg/first.py": FIRST,
                                            "pkg/second.py": SECOND, "pkg/notes.py": NOTES, "web/names.js": SCRIPT})
-    service = KnowledgeService(data_dir=root / "data")
+    service = LocalEngine(data_dir=root / "data")
     asyncio.run(service.index(workspace))
     yield service, workspace
     service.close()
@@ -151,7 +151,7 @@ async def test_unknown_names_and_bad_input_get_a_clear_message(repo):
 async def test_an_edit_removing_a_call_updates_references_in_the_same_run(tmp_path):
     workspace = write(tmp_path / "workspace", {"pkg/__init__.py": "", "pkg/helpers.py": HELPERS,
                                                "pkg/first.py": FIRST, "pkg/second.py": SECOND})
-    service = KnowledgeService(data_dir=tmp_path / "data")
+    service = LocalEngine(data_dir=tmp_path / "data")
     try:
         await service.index(workspace)
         (workspace / "pkg/second.py").write_text("def clean_all(items):\n    return list(items)\n")
@@ -169,7 +169,7 @@ async def test_an_edit_removing_a_call_updates_references_in_the_same_run(tmp_pa
 async def test_an_index_from_before_the_graph_gets_it_without_re_embedding(tmp_path):
     workspace = write(tmp_path / "workspace", {"pkg/__init__.py": "", "pkg/helpers.py": HELPERS,
                                                "pkg/first.py": FIRST})
-    service = KnowledgeService(data_dir=tmp_path / "data")
+    service = LocalEngine(data_dir=tmp_path / "data")
     try:
         await service.index(workspace)
         manifest = next((tmp_path / "data").rglob("manifest.sqlite"))
@@ -177,7 +177,7 @@ async def test_an_index_from_before_the_graph_gets_it_without_re_embedding(tmp_p
         with sqlite3.connect(manifest) as db:  # what an index made before the graph holds
             db.execute("DROP TABLE refs")
             db.execute("DELETE FROM meta WHERE key = 'graph'")
-        service = KnowledgeService(data_dir=tmp_path / "data")
+        service = LocalEngine(data_dir=tmp_path / "data")
         before = await service.references("normalise", workspace)
         assert not before.files and "not built yet" in before.message
         health = await service.health(workspace)  # search is whole; health says what one more run adds
@@ -244,7 +244,7 @@ async def test_uses_are_resolved_through_the_file_s_imports_never_by_name_alone(
     workspace = write(tmp_path / "workspace", {"pkg/__init__.py": "", "pkg/helpers.py": HELPERS,
                                                "pkg/tools.py": TOOLS, "pkg/runner.py": RUNNER,
                                                "tests/util.py": TEST_UTIL})
-    service = KnowledgeService(data_dir=tmp_path / "data")
+    service = LocalEngine(data_dir=tmp_path / "data")
     try:
         await service.index(workspace)
         answer = await service.uses("run_all", workspace)

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from services.encoders.embedder import Embedder
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.core.models import QueryOptions
 from services.core.settings import Settings
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow  # starts a process, a server or the model: not th
 
 @pytest.fixture
 def early(data_dir):
-    service = KnowledgeService(Settings(early_keyword_min_chunks=0), data_dir=data_dir)
+    service = LocalEngine(Settings(early_keyword_min_chunks=0), data_dir=data_dir)
     yield service
     service.close()
 

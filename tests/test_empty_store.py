@@ -11,7 +11,7 @@ import pytest
 from app.render import query_text
 from app.render import mcp_json
 from services.core.models import QueryOptions
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.storage.vector_store import forget_client
 from tests.conftest import copy_sample
 
@@ -24,7 +24,7 @@ def emptied(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("empty-store")
     whole, emptied = copy_sample(root / "whole"), copy_sample(root / "emptied")
-    service = KnowledgeService(data_dir=root / "data")
+    service = LocalEngine(data_dir=root / "data")
     asyncio.run(service.index(whole))
     asyncio.run(service.index(emptied))
     folder = service._index(emptied).folder / "chroma"
@@ -32,7 +32,7 @@ def emptied(tmp_path_factory):
     for entry in folder.iterdir():  # the folder stays, its contents are gone
         shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
     forget_client(folder)  # as a new process would, open the folder afresh
-    service = KnowledgeService(data_dir=root / "data")
+    service = LocalEngine(data_dir=root / "data")
     yield service, whole, emptied
     service.close()
 

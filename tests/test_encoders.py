@@ -194,14 +194,14 @@ def test_the_runtime_tokenizer_matches_autotokenizer():
 
 @pytest.mark.slow
 async def test_backend_or_format_change_rebuilds_and_says_why(data_dir, workspace):
-    from services.engine.service import KnowledgeService
+    from services.engine.service import LocalEngine
     from services.core.settings import Settings
     from services.storage.workspace_index import WorkspaceIndex, workspace_root
 
-    first = KnowledgeService(Settings(embedding_backend="torch"), data_dir=data_dir)
+    first = LocalEngine(Settings(embedding_backend="torch"), data_dir=data_dir)
     await first.index(workspace)
     first.close()
-    second = KnowledgeService(Settings(embedding_backend="onnx-int8"), data_dir=data_dir)
+    second = LocalEngine(Settings(embedding_backend="onnx-int8"), data_dir=data_dir)
     report = await second.index(workspace)
     assert "backend changed from torch to onnx-int8" in report.rebuilt_reason
     assert report.chunks_embedded == report.chunks_total

@@ -218,9 +218,9 @@ QUERIES = [("q1", "python check if number is prime", "c-prime"),
 def service(tmp_path_factory):
     import os
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from services.engine.service import KnowledgeService
+    from services.engine.service import LocalEngine
     from services.core.settings import Settings
-    svc = KnowledgeService(Settings(), data_dir=tmp_path_factory.mktemp("data"))
+    svc = LocalEngine(Settings(), data_dir=tmp_path_factory.mktemp("data"))
     yield svc
     svc.close()
 

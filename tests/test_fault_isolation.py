@@ -20,7 +20,7 @@ import services.indexing.indexer as indexer_module
 from app.cli import main as cli_main
 from services.encoders.embedder import Embedder
 from services.core.errors import IndexStoreError
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from tests.helpers.stand_in_encoder import stand_in_settings
 from services.core.settings import Settings
 from services.storage.vector_store import VectorStore
@@ -138,7 +138,7 @@ async def test_one_line_minified_file_indexes_without_duplicate_ids(data_dir, tm
     line = "class Stemmer{stem(w){return w.toLowerCase()}}class Other{stem(w){return w}};" * 40
     (root / "stemmer.js").write_text(line)
     (root / "app.py").write_text("def run():\n    return 1\n")
-    service = KnowledgeService(stand_in_settings(skip_machine_made=False), data_dir=data_dir)
+    service = LocalEngine(stand_in_settings(skip_machine_made=False), data_dir=data_dir)
     try:
         report = await service.index(root)
         assert report.skipped == () and report.files_indexed == 2
@@ -148,7 +148,7 @@ async def test_one_line_minified_file_indexes_without_duplicate_ids(data_dir, tm
         assert len(chunks) >= 4 and len({c.id for c in chunks}) == len(chunks)
     finally:
         service.close()
-    default = KnowledgeService(stand_in_settings(), data_dir=tmp_path / "other")
+    default = LocalEngine(stand_in_settings(), data_dir=tmp_path / "other")
     try:
         report = await default.index(root)
         assert [(s.path, s.reason) for s in report.skipped] == [("stemmer.js", "minified/generated")]
@@ -181,7 +181,7 @@ async def test_chroma_server_dying_mid_run_stops_with_one_message(workspace, tmp
     server = subprocess.Popen([str(Path(sys.executable).parent / "chroma"), "run", "--path", str(tmp_path / "server"),
                                "--host", "127.0.0.1", "--port", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    service = KnowledgeService(stand_in_settings(), data_dir=tmp_path / "data", chroma_url=f"http://127.0.0.1:{port}")
+    service = LocalEngine(stand_in_settings(), data_dir=tmp_path / "data", chroma_url=f"http://127.0.0.1:{port}")
     try:
         wait_for(f"http://127.0.0.1:{port}/api/v2/heartbeat")
 
@@ -290,7 +290,7 @@ def test_ctrl_c_stops_index_within_a_batch_and_leaves_a_consistent_index(tmp_pat
     assert lines[0] == "Stopping after the current batch..." and lines[1].startswith("Stopped: ")
     assert "it is consistent, run the command again to go on." in lines[1] and len(lines) == 2
 
-    service = KnowledgeService(stand_in_settings(), data_dir=data)
+    service = LocalEngine(stand_in_settings(), data_dir=data)
     try:
         health = asyncio.run(service.health(root))
         assert health.state == "interrupted" and 0 < health.files < 300  # stopped: the rest is to do, nothing is damaged
@@ -327,7 +327,7 @@ def small_disk(tmp_path):
 
 def test_a_full_disk_stops_the_run_at_the_first_failure_and_is_never_ready(small_disk, tmp_path):
     root = many_files(tmp_path / "ws")
-    service = KnowledgeService(stand_in_settings(), data_dir=small_disk)
+    service = LocalEngine(stand_in_settings(), data_dir=small_disk)
     try:
         with pytest.raises(IndexStoreError, match="indexing stopped: .*(disk is full|No space left)") as stopped:
             asyncio.run(service.index(root))
@@ -336,7 +336,7 @@ def test_a_full_disk_stops_the_run_at_the_first_failure_and_is_never_ready(small
         assert health.state != "ready" and "disk is full" in health.last_error + health.message
     finally:
         service.close()
-    service = KnowledgeService(stand_in_settings(), data_dir=small_disk)  # the next process, the disk still full: it knows why
+    service = LocalEngine(stand_in_settings(), data_dir=small_disk)  # the next process, the disk still full: it knows why
     try:
         health = asyncio.run(service.health(root))
         assert health.state != "ready" and "disk is full" in health.last_error

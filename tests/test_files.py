@@ -16,7 +16,7 @@ import pytest
 
 from app.render import MCP_FIELDS
 from services.core.models import QueryOptions
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.core.labelled import parse_query
 from services.evaluation.formats import qrels_from_queries
 from services.evaluation.report import format_table
@@ -91,7 +91,7 @@ async def test_a_commit_votes_for_its_file_only_when_made_before_the_cut_off(tmp
     git(repo, "commit", "-qm", "First version", when=1_600_000_000)
     (repo / "render.py").write_text("def render_page(page):\n    return '<p>' + page.strip() + '</p>'\n")
     git(repo, "commit", "-qam", "Strip whitespace so the zeppelin banner lines up", when=1_700_000_000)
-    service = KnowledgeService(data_dir=tmp_path / "data")
+    service = LocalEngine(data_dir=tmp_path / "data")
     try:
         await service.index(repo)
         options = QueryOptions(workspace=str(repo))

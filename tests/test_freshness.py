@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from services.core.errors import WorkspaceError
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.core.models import QueryOptions
 from services.storage.ownership import IndexBusyError, read_owner
 from services.indexing.watcher import REINDEX_FINISHED, STALE, WorkspaceWatcher
@@ -34,8 +34,8 @@ NOTE_FILE = "notes/store.py"
 # A process that owns a data dir (as `knowledge-explorer serve` would) until its stdin closes.
 OWNER_SCRIPT = """
 import sys
-from services.engine.service import KnowledgeService
-service = KnowledgeService(data_dir=sys.argv[1], kind="server")
+from services.engine.service import LocalEngine
+service = LocalEngine(data_dir=sys.argv[1], kind="server")
 service.owner_lock.require()
 print("owner", flush=True)
 sys.stdin.read()
@@ -92,8 +92,8 @@ def test_a_second_process_is_refused_with_the_owner_named_then_a_killed_owner_is
 
 
 async def test_one_owner_in_one_process_too_and_the_lock_passes_on_close(workspace, data_dir):
-    first = KnowledgeService(data_dir=data_dir)
-    second = KnowledgeService(data_dir=data_dir)
+    first = LocalEngine(data_dir=data_dir)
+    second = LocalEngine(data_dir=data_dir)
     try:
         assert read_owner(data_dir).pid == os.getpid() and first.owner_lock.held
         with pytest.raises(IndexBusyError, match=f"pid {os.getpid()}"):

@@ -126,11 +126,11 @@ def test_an_idle_gpu_is_logged_and_named_in_the_encoders_note(monkeypatch, caplo
 @pytest.mark.slow
 async def test_health_progress_and_the_window_say_where_embedding_runs(monkeypatch, tmp_path, qtbot):
     from services.core.settings import Settings
-    from services.engine.service import KnowledgeService
+    from services.engine.service import LocalEngine
     from ui.health_panel import HealthPanel, progress_text
 
     monkeypatch.setattr(device_module, "torch_devices", lambda: {"cuda": True, "mps": False})  # FAKE GPU
-    service = KnowledgeService(Settings(embedding_backend="torch", embedding_device="cpu"), data_dir=tmp_path / "d")
+    service = LocalEngine(Settings(embedding_backend="torch", embedding_device="cpu"), data_dir=tmp_path / "d")
     events = []
     try:
         backend, _ = small_workspaces(tmp_path / "w")

@@ -13,7 +13,7 @@ import pytest
 
 from services.core.models import QueryOptions
 from services.core.settings import Settings
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 
 pytestmark = pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 
@@ -63,7 +63,7 @@ def workspace(tmp_path_factory) -> Path:
 
 
 def answer(workspace: Path, data: Path, weight: float, question: str, **settings):
-    service = KnowledgeService(Settings(files_graph_weight=weight, **settings), data_dir=data)
+    service = LocalEngine(Settings(files_graph_weight=weight, **settings), data_dir=data)
     try:
         asyncio.run(service.index(workspace))
         return asyncio.run(service.find_files(question, QueryOptions(workspace=str(workspace), strategy="none"), 5))

@@ -37,14 +37,14 @@ FILES = {
 
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory):
-    from services.engine.service import KnowledgeService
+    from services.engine.service import LocalEngine
 
     root = tmp_path_factory.mktemp("harder")
     workspace = root / "workspace"
     for path, text in FILES.items():
         (workspace / path).parent.mkdir(parents=True, exist_ok=True)
         (workspace / path).write_text(text)
-    service = KnowledgeService(None, data_dir=root / "data")
+    service = LocalEngine(None, data_dir=root / "data")
     asyncio.run(service.index(workspace))
     yield service, workspace
     service.close()

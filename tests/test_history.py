@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.indexing.history import CommitIndex, read_history
 from services.storage.history_store import HISTORY_FILE
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
@@ -27,7 +27,7 @@ START = 1_700_000_000  # 2023-11-14
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
     """One service for the module: the model loads once; each test indexes its own folders."""
-    service = KnowledgeService(data_dir=tmp_path_factory.mktemp("history-data"))
+    service = LocalEngine(data_dir=tmp_path_factory.mktemp("history-data"))
     yield service
     service.close()
 
@@ -60,11 +60,11 @@ class Repo:
         return self.git("rev-parse", "HEAD")
 
 
-def index_of(engine: KnowledgeService, folder: Path) -> WorkspaceIndex:
+def index_of(engine: LocalEngine, folder: Path) -> WorkspaceIndex:
     return WorkspaceIndex(workspace_root(folder), engine.data_dir)
 
 
-def stored_rows(engine: KnowledgeService, folder: Path) -> list[tuple[int, str]]:
+def stored_rows(engine: LocalEngine, folder: Path) -> list[tuple[int, str]]:
     """(seq, sha) of every stored commit, read straight from the history file."""
     db = sqlite3.connect(index_of(engine, folder).folder / HISTORY_FILE)
     try:

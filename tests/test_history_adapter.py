@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from services.core.models import QueryOptions
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.core.labelled import LabelledQuery
 from services.evaluation.runner import evaluate
 from services.indexing.history import read_history
@@ -85,7 +85,7 @@ def test_history_training_reads_a_bounded_number_of_vectors_whatever_the_index_s
 
 @pytest.mark.slow
 async def test_tuned_learns_from_the_history_and_respects_each_question_s_cut_off(history_repo, tmp_path):
-    service = KnowledgeService(data_dir=tmp_path / "data")
+    service = LocalEngine(data_dir=tmp_path / "data")
     try:
         await service.index(history_repo.folder)
         question = "the banner tint looks wrong"

@@ -1,7 +1,7 @@
 """The index's one state machine, through the engine: an interrupted first index reopened and resumed,
 a folder renamed away, edited and renamed back, a catch-up run cancelled, an empty folder.
 
-Real KnowledgeService (real model, Chroma, watchdog) on copies of tests/sample_workspace; the runs are
+Real LocalEngine (real model, Chroma, watchdog) on copies of tests/sample_workspace; the runs are
 stopped with their real cancel events, the service closed and opened again as a reopened app would."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import threading
 
 from app.render import health_text
 from services.core.models import state_label
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.indexing.watcher import FOLDER_MISSING, PROGRESS, REINDEX_FINISHED, REINDEX_STARTED
 from tests.helpers.stand_in_encoder import stand_in_settings
 from tests.helpers.waiting import wait_for
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow  # starts a process, a server or the model: not th
 async def interrupted_first_index(workspace, data_dir) -> tuple[int, int]:
     """Index `workspace` for the first time and stop the run once a first window of files is committed
     (the cancel event, as Ctrl+. or quitting the app sets it). (chunks committed, chunks planned)."""
-    service = KnowledgeService(stand_in_settings(), data_dir=data_dir, kind="gui")
+    service = LocalEngine(stand_in_settings(), data_dir=data_dir, kind="gui")
     cancel = threading.Event()
     planned = []
 
@@ -45,7 +45,7 @@ async def interrupted_first_index(workspace, data_dir) -> tuple[int, int]:
 
 async def test_an_interrupted_first_index_reopened_says_so_and_resumes(workspace, data_dir):
     done, planned = await interrupted_first_index(workspace, data_dir)
-    service = KnowledgeService(stand_in_settings(), data_dir=data_dir, kind="gui")  # the app opened again
+    service = LocalEngine(stand_in_settings(), data_dir=data_dir, kind="gui")  # the app opened again
     try:
         health = await service.health(workspace)
         assert health.state == "interrupted" and not health.needs_reindex
@@ -112,7 +112,7 @@ async def test_a_folder_renamed_away_edited_and_renamed_back_keeps_every_chunk(w
 
 async def test_cancelling_a_catch_up_run_stops_it_within_a_batch(workspace, data_dir):
     done, planned = await interrupted_first_index(workspace, data_dir)
-    service = KnowledgeService(stand_in_settings(), data_dir=data_dir, kind="gui")
+    service = LocalEngine(stand_in_settings(), data_dir=data_dir, kind="gui")
     try:
         events = []
         await service.watch(workspace, on_event=events.append)  # opening catches up: the run resumes

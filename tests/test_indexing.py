@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from services.core.errors import IndexMissingError, ModelLoadError, WorkspaceError
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.core.models import QueryOptions
 from services.core.settings import Settings
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
@@ -16,7 +16,7 @@ from services.storage.workspace_index import WorkspaceIndex, workspace_root
 pytestmark = pytest.mark.stand_in_encoder  # indexing is tested, not the model (a model change keeps the real one)
 
 
-def stored_state(service: KnowledgeService, workspace) -> tuple[dict, set, set]:
+def stored_state(service: LocalEngine, workspace) -> tuple[dict, set, set]:
     """(files in the catalogue, catalogue chunk ids, vector ids) of a workspace's index."""
     index = WorkspaceIndex(workspace_root(workspace), service.data_dir)
     catalog = index.catalog()
@@ -146,10 +146,10 @@ async def test_deleted_index_folder_gives_clear_error_then_rebuilds(service, wor
 async def test_model_change_forces_rebuild_and_says_why(data_dir, workspace):
     from services.encoders.embedder import bundled_model_path
 
-    first = KnowledgeService(data_dir=data_dir)
+    first = LocalEngine(data_dir=data_dir)
     await first.index(workspace)
     first.close()
-    other = KnowledgeService(Settings(embedding_model=str(bundled_model_path())), data_dir=data_dir)
+    other = LocalEngine(Settings(embedding_model=str(bundled_model_path())), data_dir=data_dir)
     report = await other.index(workspace)
     other.close()
     assert "model changed" in report.rebuilt_reason and report.chunks_embedded == report.chunks_total
@@ -157,7 +157,7 @@ async def test_model_change_forces_rebuild_and_says_why(data_dir, workspace):
 
 async def test_missing_model_fails_with_clear_message_and_indexes_nothing(data_dir, workspace):
     """How fast it fails is measured by `benchmarks/latency.py paths`."""
-    service = KnowledgeService(Settings(embedding_model="nobody/no-such-model"), data_dir=data_dir)
+    service = LocalEngine(Settings(embedding_model="nobody/no-such-model"), data_dir=data_dir)
     with pytest.raises(ModelLoadError, match="no-such-model"):
         await service.index(workspace)
     assert not (await service.health(workspace)).indexed

@@ -20,7 +20,7 @@ import pytest
 from app.cli import main as cli_main
 from services.core.errors import IndexMissingError
 from services.core.models import QueryOptions
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
 from tests.conftest import indexed_sample
 from tests.helpers.stand_in_encoder import stand_in_settings
@@ -65,7 +65,7 @@ def garble(path: Path) -> None:
 
 
 async def health_of(workspace, data):
-    service = KnowledgeService(stand_in_settings(), data_dir=data)
+    service = LocalEngine(stand_in_settings(), data_dir=data)
     try:
         return await service.health(workspace)
     finally:
@@ -75,7 +75,7 @@ async def health_of(workspace, data):
 def test_a_lost_vector_store_is_damage_not_an_empty_index(copy, capsys):
     workspace, data, folder = copy
     shutil.rmtree(folder / "chroma")
-    service = KnowledgeService(stand_in_settings(), data_dir=data)
+    service = LocalEngine(stand_in_settings(), data_dir=data)
     try:
         with pytest.raises(IndexMissingError, match="vector store of .* is missing. Run `knowledge-explorer index"):
             asyncio.run(service.query("parse the config", QueryOptions(str(workspace))))
@@ -102,7 +102,7 @@ async def test_chunks_without_vectors_are_counted_and_re_embedded(copy):
     assert health.state == "damaged" and health.message.startswith(f"damaged: {len(lost)} chunks without vectors")
     assert health.chunks_embedded == health.chunks - len(lost)
 
-    service = KnowledgeService(stand_in_settings(), data_dir=data)
+    service = LocalEngine(stand_in_settings(), data_dir=data)
     try:
         report = await service.index(workspace)
         assert f"repaired: re-embedded {len(lost)} chunks that had no vector" in report.message
@@ -234,7 +234,7 @@ def test_a_garbled_hnsw_graph_is_damage_not_a_crash(tmp_path, name, damage):
     for i in range(150):
         (root / f"m{i}.py").write_text("".join(
             f"def f{i}_{j}(x):\n    '''Compute thing {i} {j}.'''\n    return x * {j} + {i}\n\n\n" for j in range(8)))
-    service = KnowledgeService(stand_in_settings(), data_dir=data)
+    service = LocalEngine(stand_in_settings(), data_dir=data)
     try:
         asyncio.run(service.index(root))
     finally:
@@ -250,7 +250,7 @@ def test_a_garbled_hnsw_graph_is_damage_not_a_crash(tmp_path, name, damage):
         assert done.returncode in (0, 1), done.stderr  # not -11 (SIGSEGV)
         assert "search index cannot be read" in done.stdout + done.stderr and "Traceback" not in done.stderr
 
-    service = KnowledgeService(stand_in_settings(), data_dir=data)
+    service = LocalEngine(stand_in_settings(), data_dir=data)
     try:
         report = asyncio.run(service.index(root))
         assert "the vector store cannot be read" in report.rebuilt_reason

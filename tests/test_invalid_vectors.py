@@ -16,7 +16,7 @@ import pytest
 from services.core.models import QueryOptions
 from services.core.settings import Settings
 from services.encoders.embedder import Embedder
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from tests.helpers.engine_server import ROOT, cli, env
 from tests.helpers.stand_in_encoder import stand_in_model
 
@@ -43,7 +43,7 @@ def damaged_model(tmp_path_factory):
 
 @pytest.fixture
 def engine(damaged_model, tmp_path):
-    service = KnowledgeService(Settings(embedding_model=str(damaged_model), embedding_backend="torch"),
+    service = LocalEngine(Settings(embedding_model=str(damaged_model), embedding_backend="torch"),
                                data_dir=tmp_path / "data")
     yield service
     service.close()

@@ -9,7 +9,7 @@ import sqlite3
 import zlib
 
 from services.core.models import Chunk, QueryOptions
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.retrieval.file_ranking import FileIndex
 from services.storage.catalog import Catalog, FileRecord
 from services.storage.file_words import CatalogFileWords
@@ -52,7 +52,7 @@ async def test_an_edit_is_keyword_searchable_after_its_run_and_a_deletion_remove
 
 @pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_an_index_with_the_old_bm25_files_is_upgraded_on_open_without_re_embedding(data_dir, workspace):
-    service = KnowledgeService(data_dir=data_dir)
+    service = LocalEngine(data_dir=data_dir)
     try:
         first = await service.index(workspace)
         folder = service._index(workspace).folder
@@ -67,7 +67,7 @@ async def test_an_index_with_the_old_bm25_files_is_upgraded_on_open_without_re_e
     (folder / "bm25").mkdir()
     (folder / "bm25" / "chunk_ids.json.z").write_bytes(zlib.compress(b"[]"))
 
-    service = KnowledgeService(data_dir=data_dir)
+    service = LocalEngine(data_dir=data_dir)
     try:
         result = await service.query("save note", options(workspace, "metadata"))
         assert result.results and not (folder / "bm25").exists()

@@ -10,7 +10,7 @@ import zlib
 import pytest
 
 from services.core.errors import IndexMissingError
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.core.models import QueryOptions
 from services.core.settings import Settings
 from services.storage.vector_store import VectorStore
@@ -31,8 +31,8 @@ async def top_paths(service, workspace, question, k=3):
 
 
 async def test_a_big_index_stores_fewer_dimensions_and_finds_what_the_full_one_finds(tmp_path, workspace):
-    full = KnowledgeService(data_dir=tmp_path / "full")
-    reduced = KnowledgeService(REDUCED, data_dir=tmp_path / "reduced")
+    full = LocalEngine(data_dir=tmp_path / "full")
+    reduced = LocalEngine(REDUCED, data_dir=tmp_path / "reduced")
     try:
         await full.index(workspace)
         report = await reduced.index(workspace)
@@ -51,7 +51,7 @@ async def test_a_big_index_stores_fewer_dimensions_and_finds_what_the_full_one_f
 
 
 async def test_a_reduced_index_updates_in_place_and_rebuilds_when_its_projection_is_lost(tmp_path, workspace):
-    service = KnowledgeService(REDUCED, data_dir=tmp_path / "data")
+    service = LocalEngine(REDUCED, data_dir=tmp_path / "data")
     try:
         first = await service.index(workspace)
         note = next(workspace.rglob("*.py"))
@@ -74,7 +74,7 @@ async def test_a_reduced_index_updates_in_place_and_rebuilds_when_its_projection
 
 async def test_a_filter_too_big_for_chroma_filters_a_wider_search_with_the_same_answer(tmp_path, workspace,
                                                                                       monkeypatch):
-    service = KnowledgeService(data_dir=tmp_path / "data")
+    service = LocalEngine(data_dir=tmp_path / "data")
     try:
         await service.index(workspace)
         filtered = options(workspace, top_k=6, languages=("java", "kotlin"), path_glob="java/*,kotlin/*",
@@ -89,7 +89,7 @@ async def test_a_filter_too_big_for_chroma_filters_a_wider_search_with_the_same_
 
 
 async def test_an_index_in_the_older_format_asks_for_a_rebuild_and_gets_one(tmp_path, workspace):
-    service = KnowledgeService(data_dir=tmp_path / "data")
+    service = LocalEngine(data_dir=tmp_path / "data")
     try:
         await service.index(workspace)
         service._index(workspace).catalog().set_meta(index_format="2")
@@ -104,7 +104,7 @@ async def test_an_index_in_the_older_format_asks_for_a_rebuild_and_gets_one(tmp_
 
 async def test_a_catalogue_of_format_2_is_rebuilt_and_says_why(tmp_path, workspace):
     """A manifest written before vector ids, file numbers and packed docstrings (format 2's layout)."""
-    service = KnowledgeService(data_dir=tmp_path / "data")
+    service = LocalEngine(data_dir=tmp_path / "data")
     try:
         folder = service._index(workspace).folder
         folder.mkdir(parents=True)

@@ -3,7 +3,7 @@
 an engine subcommand beside it.
 
 Real parts: the MCP server and the FastAPI app as `knowledge-explorer serve` builds them, over a real
-(un-warmed) KnowledgeService; nothing is called on it, the faces are read as a client or FastAPI reads them;
+(un-warmed) LocalEngine; nothing is called on it, the faces are read as a client or FastAPI reads them;
 the CLI's parser as `knowledge-explorer` builds it.
 """
 
@@ -24,7 +24,7 @@ from app.cli import build_parser, common_options
 from app.mcp_server import build_mcp
 from app.operations import OPERATIONS, REQUIRED, Command
 from app.server import build_app
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 
 # REST routes that are no MCP tool (yet): workspaces, index runs, watching, labels, the reranking spec
 REST_ONLY = {
@@ -44,7 +44,7 @@ REST_ONLY = {
 def faces(tmp_path_factory):
     """(MCP tools by name, REST routes by (method, path)) of the server `serve` builds."""
     data = tmp_path_factory.mktemp("operations") / "data"
-    service = KnowledgeService(data_dir=data, kind="server")
+    service = LocalEngine(data_dir=data, kind="server")
     with contextlib.closing(service):
         app = build_app(service, data, warm=False)
         tools = asyncio.run(build_mcp(service).list_tools())
@@ -115,7 +115,7 @@ def test_every_operation_is_an_mcp_tool_and_a_rest_route_with_the_same_parameter
 
 def test_a_tool_or_route_added_by_hand_beside_the_registry_is_caught(faces, tmp_path):
     tools, routes = faces
-    service = KnowledgeService(data_dir=tmp_path / "data", kind="server")
+    service = LocalEngine(data_dir=tmp_path / "data", kind="server")
     with contextlib.closing(service):
         server = build_mcp(service)
 

@@ -9,7 +9,7 @@ import pytest
 
 from services.retrieval import context, search_steps
 from services.core.errors import IndexMissingError, QueryError, WorkspaceError
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.core.models import Candidate, Chunk, QueryOptions
 from services.retrieval.strategies import cross_encoder, strategy_names
 from services.core.settings import Settings
@@ -161,7 +161,7 @@ async def test_cache_hits_misses_and_invalidation(indexed):
 @pytest.mark.slow  # starts a process, a server or the model: not the unit tier
 async def test_cache_entries_expire(tmp_path, indexed):
     _, workspace = indexed
-    service = KnowledgeService(Settings(cache_ttl_seconds=2.0), data_dir=tmp_path)
+    service = LocalEngine(Settings(cache_ttl_seconds=2.0), data_dir=tmp_path)
     await service.index(workspace)
     opts = options(workspace, top_k=2)
     await service.query("a note", opts)
@@ -220,7 +220,7 @@ async def test_relevant_files_context_and_suggestions_from_a_query(indexed):
 async def test_cross_encoder_reranks_with_a_local_model(indexed, tmp_path):
     _, workspace = indexed
     model = build_tiny_cross_encoder(tmp_path / "tiny-ce")
-    service = KnowledgeService(Settings(cross_encoder_model=str(model)), data_dir=tmp_path / "data")
+    service = LocalEngine(Settings(cross_encoder_model=str(model)), data_dir=tmp_path / "data")
     await service.index(workspace)
     await service.warm_up()  # loads the model ahead of the first question
     assert (str(model), service.settings.cross_encoder_max_length) in cross_encoder._MODELS

@@ -18,7 +18,7 @@ import pytest
 
 from benchmarks.lib import StandInEmbedder
 from services.core.models import QueryOptions
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.retrieval import query_adapter
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
 from tests.helpers.big_repo import START, HOUR, make_big_repo, path_of, topic
@@ -35,7 +35,7 @@ def big(tmp_path_factory):
     root = tmp_path_factory.mktemp("scale")
     repo = make_big_repo(root / "repo")
     others = small_workspaces(root / "small")
-    service = KnowledgeService(data_dir=root / "data")
+    service = LocalEngine(data_dir=root / "data")
     service.embedder = service.index_embedder = service.document_embedder = StandInEmbedder(dimension=32)
     for folder in (repo, *others):
         asyncio.run(service.index(folder))

@@ -21,7 +21,7 @@ import pytest
 
 from app.server import build_app
 from services.core.messages import MAX_QUESTION_CHARS
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.transport.remote import RemoteEngine
 from services.transport.roots import record_owner_folder
 from tests.helpers.engine_server import ROOT, app_in_thread, cli, env
@@ -35,7 +35,7 @@ SAMPLE = ROOT / "tests" / "sample_workspace"
 def served(tmp_path: Path, **options):
     """An un-warmed engine (no model loaded) served on 127.0.0.1: (url, service, data_dir)."""
     data_dir = tmp_path / "data"
-    service = KnowledgeService(data_dir=data_dir, kind="server")
+    service = LocalEngine(data_dir=data_dir, kind="server")
     with contextlib.closing(service), app_in_thread(build_app(service, data_dir, warm=False, **options)) as url:
         yield url, service, data_dir
 
@@ -238,7 +238,7 @@ def rerank_server(tmp_path_factory):
     workspace = tmp_path / "projects" / "notes"
     shutil.copytree(SAMPLE / "notes", workspace)
     data_dir = tmp_path / "data"
-    service = KnowledgeService(data_dir=data_dir, kind="server")
+    service = LocalEngine(data_dir=data_dir, kind="server")
     encoder = CountingEncoder(service.document_embedder)
     service.document_embedder = encoder
     app = build_app(service, data_dir, mcp=False, allowed_roots=[str(tmp_path / "projects")])

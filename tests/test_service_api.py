@@ -131,10 +131,10 @@ def test_bad_inputs_get_clear_errors_with_the_right_status_and_change_nothing(cl
 
 def test_a_token_is_required_when_the_app_is_built_with_one(tmp_path, capfd):
     from app.server import build_app
-    from services.engine.service import KnowledgeService
+    from services.engine.service import LocalEngine
 
     token = "s3cret-token-for-tests"
-    service = KnowledgeService(data_dir=tmp_path / "data")
+    service = LocalEngine(data_dir=tmp_path / "data")
     app = build_app(service, tmp_path / "data", token=token, warm=False)
     with app_in_thread(app, "127.0.0.2") as url:
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": token}):

@@ -18,7 +18,7 @@ import pytest
 
 from services.core.models import QueryOptions
 from services.core.settings import DEFAULT_STRATEGY
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 
 DATA = Path("/work/shared/benchmarks/swe/pytest")
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (DATA / "history.bundle").exists(),
@@ -30,7 +30,7 @@ def pytest_snapshot(tmp_path_factory):
     root = tmp_path_factory.mktemp("swe")
     folder = root / "pytest"
     subprocess.run(["git", "clone", "-q", "-b", "snapshot", str(DATA / "history.bundle"), str(folder)], check=True)
-    service = KnowledgeService(data_dir=root / "data")
+    service = LocalEngine(data_dir=root / "data")
     try:
         yield service, folder
     finally:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from tests.conftest import copy_sample
 from tests.helpers.stand_in_encoder import stand_in_settings
 
@@ -83,7 +83,7 @@ def fill(disk: Path, leave: int = 32 * 1024) -> Path:
 
 def indexed(workspace: Path, data: Path) -> tuple[int, int]:
     """(files, chunks) of a complete index of `workspace`, built here."""
-    service = KnowledgeService(stand_in_settings(), data_dir=data)
+    service = LocalEngine(stand_in_settings(), data_dir=data)
     try:
         report = asyncio.run(service.index(workspace))
         health = asyncio.run(service.health(workspace))

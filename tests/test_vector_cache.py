@@ -27,7 +27,7 @@ import pytest
 from services.core.models import QueryOptions
 from services.core.settings import Settings
 from services.encoders.embedder import chunk_text
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.storage.vector_cache import CACHE_FILE, VectorCache
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
 from tests.conftest import copy_sample
@@ -67,7 +67,7 @@ def checkouts(tmp_path_factory) -> tuple[Path, Path]:
     return first, root / "older"
 
 
-def counting(service: KnowledgeService) -> list[str]:
+def counting(service: LocalEngine) -> list[str]:
     """Every text the service's indexing encoder is asked to embed (the real model still embeds them)."""
     seen: list[str] = []
     encode = service.index_embedder.encode
@@ -88,7 +88,7 @@ def texts_of(data_dir: Path, folder: Path) -> set[str]:
         index.close()
 
 
-def answers(service: KnowledgeService, folder: Path, strategy: str = "none") -> list[list[tuple]]:
+def answers(service: LocalEngine, folder: Path, strategy: str = "none") -> list[list[tuple]]:
     """The top 10 of every question: (path, lines, rounded score)."""
     async def ask():
         found = []
@@ -103,7 +103,7 @@ def answers(service: KnowledgeService, folder: Path, strategy: str = "none") -> 
 
 
 def fresh_answers(folder: Path, data_dir: Path, settings: Settings = EXACT) -> list[list[tuple]]:
-    service = KnowledgeService(settings, data_dir=data_dir)
+    service = LocalEngine(settings, data_dir=data_dir)
     try:
         asyncio.run(service.index(folder))
         return answers(service, folder)
@@ -120,7 +120,7 @@ def fresh(checkouts, tmp_path_factory) -> list[list[tuple]]:
 def test_a_second_checkout_embeds_only_what_differs_and_answers_like_a_fresh_index(checkouts, fresh, tmp_path):
     first, second = checkouts
     data = tmp_path / "data"
-    service = KnowledgeService(EXACT, data_dir=data)
+    service = LocalEngine(EXACT, data_dir=data)
     try:
         embedded = counting(service)
         first_report = asyncio.run(service.index(first))
@@ -163,7 +163,7 @@ def test_a_big_index_projects_the_cached_full_vectors_with_its_own_projection(ch
     first, second = checkouts
     settings = EXACT.with_changes(reduce_from_chunks=50, vector_dimensions=48, projection_sample=120)
     expected = fresh_answers(second, tmp_path / "fresh", settings)
-    service = KnowledgeService(settings, data_dir=tmp_path / "data")
+    service = LocalEngine(settings, data_dir=tmp_path / "data")
     try:
         asyncio.run(service.index(first))
         embedded = counting(service)
@@ -179,12 +179,12 @@ def test_a_big_index_projects_the_cached_full_vectors_with_its_own_projection(ch
 def test_another_model_or_backend_never_gets_the_cached_vectors(checkouts, tmp_path):
     first, second = checkouts
     data = tmp_path / "data"
-    service = KnowledgeService(stand_in_settings(), data_dir=data)  # openvino-int8, the default
+    service = LocalEngine(stand_in_settings(), data_dir=data)  # openvino-int8, the default
     try:
         asyncio.run(service.index(first))
     finally:
         service.close()
-    other = KnowledgeService(EXACT, data_dir=data)  # fp32: other vectors
+    other = LocalEngine(EXACT, data_dir=data)  # fp32: other vectors
     try:
         embedded = counting(other)
         report = asyncio.run(other.index(second))
@@ -200,7 +200,7 @@ def test_another_model_or_backend_never_gets_the_cached_vectors(checkouts, tmp_p
 
 def test_without_sharing_every_chunk_is_embedded(checkouts, tmp_path):
     first, second = checkouts
-    service = KnowledgeService(stand_in_settings(share_vectors=False), data_dir=tmp_path / "data")
+    service = LocalEngine(stand_in_settings(share_vectors=False), data_dir=tmp_path / "data")
     try:
         asyncio.run(service.index(first))
         embedded = counting(service)
@@ -217,7 +217,7 @@ def test_a_garbled_cache_is_not_used_and_indexing_goes_on(checkouts, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     (data / CACHE_FILE).write_bytes(b"not a database at all " * 500)
-    service = KnowledgeService(stand_in_settings(), data_dir=data)
+    service = LocalEngine(stand_in_settings(), data_dir=data)
     try:
         embedded = counting(service)
         report = asyncio.run(service.index(first))
@@ -258,7 +258,7 @@ def test_a_run_killed_while_it_writes_leaves_the_cache_and_the_index_consistent(
     the cache holds only whole, committed rows, and the next run gives answers equal to a fresh index."""
     first, second = checkouts
     data = tmp_path / "data"
-    service = KnowledgeService(EXACT, data_dir=data)
+    service = LocalEngine(EXACT, data_dir=data)
     try:
         asyncio.run(service.index(first))
     finally:
@@ -291,7 +291,7 @@ def test_a_run_killed_while_it_writes_leaves_the_cache_and_the_index_consistent(
     assert wrong == 0
     assert (count == before) if point == "cache write" else (count > before)  # rolled back / committed
 
-    service = KnowledgeService(EXACT, data_dir=data)
+    service = LocalEngine(EXACT, data_dir=data)
     try:
         asyncio.run(service.index(second))
         health = asyncio.run(service.health(second))
@@ -380,7 +380,7 @@ def test_rows_rewritten_in_the_cache_are_dropped_and_embedded_again(checkouts, f
     repaired the cache, and answers like a fresh index."""
     first, second = checkouts
     data = tmp_path / "data"
-    service = KnowledgeService(EXACT, data_dir=data)
+    service = LocalEngine(EXACT, data_dir=data)
     try:
         asyncio.run(service.index(first))
         service.vector_cache.close()
@@ -404,7 +404,7 @@ def test_index_full_never_trusts_the_cache_blindly(checkouts, tmp_path):
     hits against the encoder, finds them wrong, and embeds everything itself."""
     first, _ = checkouts
     data = tmp_path / "data"
-    service = KnowledgeService(EXACT, data_dir=data)
+    service = LocalEngine(EXACT, data_dir=data)
     try:
         asyncio.run(service.index(first))
         expected = answers(service, first)

@@ -19,7 +19,7 @@ import pytest
 
 from app.server import build_app
 from services.core.settings import Settings
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from tests.helpers.engine_server import app_in_thread, index_and_wait, register
 from tests.helpers.tiny_cross_encoder import build_tiny_cross_encoder
 
@@ -40,7 +40,7 @@ def project(path: Path) -> Path:
 def server(tmp_path_factory):
     """(client, url, {name: id}, tiny model folder): two indexed workspaces on one served engine."""
     root = tmp_path_factory.mktemp("config")
-    service = KnowledgeService(data_dir=root / "data", kind="server")
+    service = LocalEngine(data_dir=root / "data", kind="server")
     app = build_app(service, root / "data", warm=False, allowed_roots=[str(root / "projects")])
     with contextlib.closing(service), app_in_thread(app) as url, httpx.Client(base_url=url, timeout=300) as client:
         keys = {name: register(client, project(root / "projects" / name)) for name in ("a", "b")}

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.lib import RESULTS, data_root, engine_settings, record, shared  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
-from services.engine.service import KnowledgeService  # noqa: E402
+from services.engine.service import LocalEngine  # noqa: E402
 
 QUESTIONS = 12
 
@@ -55,7 +55,7 @@ def questions(repo: str) -> list[str]:
     return [row["text"][:2000] for row in rows[:QUESTIONS]]
 
 
-async def top10(service: KnowledgeService, folder: Path, asked: list[str]) -> list[list[tuple]]:
+async def top10(service: LocalEngine, folder: Path, asked: list[str]) -> list[list[tuple]]:
     found = []
     for question in asked:
         result = await service.query(question, QueryOptions(workspace=str(folder), top_k=10, use_cache=False))
@@ -63,7 +63,7 @@ async def top10(service: KnowledgeService, folder: Path, asked: list[str]) -> li
     return found
 
 
-async def index_timed(service: KnowledgeService, folder: Path):
+async def index_timed(service: LocalEngine, folder: Path):
     """An index run's report and seconds, the model loaded beforehand (it loads once per process)."""
     service.index_embedder.load()
     service.index_embedder.vector_space()
@@ -81,7 +81,7 @@ async def measure(repo: str, root: Path, back: int, subdir: str, compare: bool =
         shutil.rmtree(folder, ignore_errors=True)
     asked = questions(repo)
 
-    service = KnowledgeService(data_dir=common)
+    service = LocalEngine(data_dir=common)
     try:
         first_report, first_s = await index_timed(service, first)
         print(f"{repo}: first checkout ({commits[0][:10]}): {first_report.chunks_total:,} chunks, "
@@ -97,7 +97,7 @@ async def measure(repo: str, root: Path, back: int, subdir: str, compare: bool =
 
     if not compare:
         return row(repo, subdir, back, first_s, second_s, second_report, commits, health, common)
-    fresh = KnowledgeService(data_dir=fresh_dir)
+    fresh = LocalEngine(data_dir=fresh_dir)
     try:
         fresh_report, fresh_s = await index_timed(fresh, second)
         fresh_answers = await top10(fresh, second, asked)

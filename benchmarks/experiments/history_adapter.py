@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks.file_level import REPOS  # noqa: E402
 from benchmarks.lib import data_root, record, shared, swe_snapshot  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
-from services.engine.service import KnowledgeService  # noqa: E402
+from services.engine.service import LocalEngine  # noqa: E402
 from services.core.labelled import load_queries  # noqa: E402
 from services.evaluation.formats import load_qrels  # noqa: E402
 from services.evaluation.runner import evaluate  # noqa: E402
@@ -36,7 +36,7 @@ async def run(repo: str, data: Path, levels: list[str]) -> list[dict]:
              for q, docs in load_qrels(shared("swe", repo, "qrels.tsv")).items()}
     queries = [q for q in load_queries(shared("swe", repo, "queries.jsonl")) if qrels.get(q.id)]
     workspace = swe_snapshot(repo, data)
-    service = KnowledgeService(data_dir=data / "ke-swe")
+    service = LocalEngine(data_dir=data / "ke-swe")
     rows = []
     try:
         await trained(service, queries, workspace)
@@ -54,7 +54,7 @@ async def run(repo: str, data: Path, levels: list[str]) -> list[dict]:
     return rows
 
 
-async def trained(service: KnowledgeService, queries, workspace: Path) -> None:
+async def trained(service: LocalEngine, queries, workspace: Path) -> None:
     """Each query's adapter trained before it is measured: `tuned` trains in the background and answers as the
     vector ranking meanwhile (issue 41), which is not what this benchmark measures."""
     for query in queries:

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.lib import StandInEmbedder, build_corpus, engine_settings, percentile, record  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
-from services.engine.service import KnowledgeService  # noqa: E402
+from services.engine.service import LocalEngine  # noqa: E402
 from services.indexing.indexer import Indexer  # noqa: E402
 from services.storage.keyword_index import chunk_words  # noqa: E402
 
@@ -80,7 +80,7 @@ def old_rebuild_seconds(catalog) -> float:
 
 async def measure(workspace: Path, data_dir: Path, edits: int, old_rebuild: bool = True) -> dict:
     settings = Settings()
-    service = KnowledgeService(settings, data_dir=data_dir)
+    service = LocalEngine(settings, data_dir=data_dir)
     service.index_embedder = StandInEmbedder()
     try:
         started = time.perf_counter()

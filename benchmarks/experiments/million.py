@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks.lib import STARTED_AT, StandInEmbedder, build_corpus, engine_settings, percentile, record  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
-from services.engine.service import KnowledgeService  # noqa: E402
+from services.engine.service import LocalEngine  # noqa: E402
 
 STRATEGIES = ("none", "keyword-boost", "heuristic", "metadata", "rrf", "hybrid")
 QUESTIONS = ("parse command line arguments", "fixture teardown order", "render the html template",
@@ -48,7 +48,7 @@ def peak_rss_mb() -> float:
 
 
 async def build(workspace: Path, data_dir: Path, settings: Settings) -> dict:
-    service = KnowledgeService(settings, data_dir=data_dir)
+    service = LocalEngine(settings, data_dir=data_dir)
     service.index_embedder = StandInEmbedder()
     marks: dict[str, float] = {}
     started = time.perf_counter()
@@ -90,7 +90,7 @@ async def build(workspace: Path, data_dir: Path, settings: Settings) -> dict:
 def upgrade(workspace: Path, data_dir: Path, settings: Settings) -> dict:
     """Open the kept index once, untimed by `open`: a manifest from older code gets its newer tables filled
     (once); then its size again."""
-    service = KnowledgeService(settings, data_dir=data_dir)
+    service = LocalEngine(settings, data_dir=data_dir)
     try:
         index = service._index(workspace)
         started = time.perf_counter()
@@ -106,7 +106,7 @@ def upgrade(workspace: Path, data_dir: Path, settings: Settings) -> dict:
 
 
 async def open_and_query(workspace: Path, data_dir: Path, settings: Settings, rounds: int) -> dict:
-    service = KnowledgeService(settings, data_dir=data_dir)
+    service = LocalEngine(settings, data_dir=data_dir)
     try:
         await asyncio.to_thread(service.embedder.load)
         started = time.perf_counter()

@@ -101,9 +101,9 @@ def sweep_row(s: Sweep) -> dict:
 
 
 async def index_snapshots(roots: list[Path], data_dir: Path, stand_in: bool, settings: Settings) -> list[dict]:
-    from services.engine.service import KnowledgeService
+    from services.engine.service import LocalEngine
 
-    service = KnowledgeService(settings, data_dir=data_dir)
+    service = LocalEngine(settings, data_dir=data_dir)
     if stand_in:
         service.index_embedder = StandInEmbedder()
     rows = []

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from app.server import build_app  # noqa: E402
-from services.engine.service import KnowledgeService  # noqa: E402
+from services.engine.service import LocalEngine  # noqa: E402
 from tests.helpers.engine_server import app_in_thread  # noqa: E402
 
 QUESTIONS = ("save a note", "search notes by tag", "export notes as markdown", "remove a note by id")
@@ -79,7 +79,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp) / "projects" / "notes"
         shutil.copytree(ROOT / "tests" / "sample_workspace" / "notes", workspace)
-        service = KnowledgeService(data_dir=Path(tmp) / "data", kind="server")
+        service = LocalEngine(data_dir=Path(tmp) / "data", kind="server")
         try:
             asyncio.run(service.index(workspace))
             app = build_app(service, Path(tmp) / "data", mcp=False, allowed_roots=[str(workspace.parent)])

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.lib import StandInEmbedder, record  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
-from services.engine.service import KnowledgeService  # noqa: E402
+from services.engine.service import LocalEngine  # noqa: E402
 from tests.helpers.big_repo import HOUR, START, make_big_repo, path_of, topic  # noqa: E402
 from tests.helpers.workspaces import small_workspaces  # noqa: E402
 
@@ -47,7 +47,7 @@ async def scenario(root: Path) -> tuple[list[dict], dict]:
     repo = make_big_repo(root / "repo")
     others = small_workspaces(root / "small")
     rows.append({"step": "generate the repository (git fast-import)", "seconds": round(time.perf_counter() - started, 2)})
-    service = KnowledgeService(data_dir=root / "data")
+    service = LocalEngine(data_dir=root / "data")
     service.embedder = service.index_embedder = service.document_embedder = StandInEmbedder(dimension=32)
     try:
         await timed(rows, "index it (stand-in encoder) with its history", service.index(repo))

@@ -6,13 +6,13 @@ Tune the `bug-report` strategy's weights with cross-validation across repositori
 
 For each repository (<data>/swe/NAME indexed in <data>/ke-swe, <data>: --data, else $KE_BENCH_DATA; labels in
 ../shared/benchmarks/swe/NAME/) every judged query is
-asked once through the engine's public API, KnowledgeService.query, with every signal weighing 1 (so
+asked once through the engine's public API, LocalEngine.query, with every signal weighing 1 (so
 every part of the question is embedded) and top_k 100: each result carries its signals (a rank per
 ranked signal, a share of the best match per matched one, the test-file mark). The signals are cached
 (--cache) and a grid of weights is scored in numpy at file level (MRR@10, R@10) over those 100 results.
 Prints, for each repository, the best weights tuned on it and the score they give on the others (tune
 on one, report on the other), and the grid's best weights over all repositories together; then the
-best weights are measured exactly, again through KnowledgeService.query at top_k 10 as the app asks,
+best weights are measured exactly, again through LocalEngine.query at top_k 10 as the app asks,
 and recorded (benchmarks/lib.py). The grid is an estimate: it sees only the 100 results, and the
 int8 encoder's vectors shift slightly with the texts encoded beside them (every part is embedded here,
 only the weighted ones in the app), so near-equal ranks can swap; the exact figures are the ones to quote.
@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks.lib import data_root, engine_settings, record, shared, swe_snapshot  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
-from services.engine.service import KnowledgeService  # noqa: E402
+from services.engine.service import LocalEngine  # noqa: E402
 from services.core.labelled import load_queries  # noqa: E402
 from services.evaluation.formats import load_qrels  # noqa: E402
 from services.retrieval.strategies.bugreport import MATCHED, PLAIN, RANKED, SIGNALS  # noqa: E402
@@ -80,7 +80,7 @@ def features(result) -> list[dict]:
     return rows
 
 
-async def collect(service: KnowledgeService, labels: Path, name: str, workspace: str) -> list[dict]:
+async def collect(service: LocalEngine, labels: Path, name: str, workspace: str) -> list[dict]:
     out = []
     for query_id, question, relevant in labelled(labels, name):
         result = await service.query(question, options(workspace, POOL_TOP_K))
@@ -144,10 +144,10 @@ def search(arrays: list[dict]) -> list[tuple[float, float, dict, float]]:
 
 
 async def exact(data_dir: str, labels: Path, repos: dict, weights: dict, k: float) -> dict:
-    """File-level MRR@10 and R@10 of `weights` per repository, through KnowledgeService.query at top_k 10."""
+    """File-level MRR@10 and R@10 of `weights` per repository, through LocalEngine.query at top_k 10."""
     settings = Settings().with_changes(bugreport_k=float(k), **{f"bugreport_{n}_weight": float(w)
                                                                  for n, w in weights.items()})
-    service = KnowledgeService(settings, data_dir=data_dir)
+    service = LocalEngine(settings, data_dir=data_dir)
     scores = {}
     try:
         for name, workspace in repos.items():
@@ -170,7 +170,7 @@ async def main(args) -> None:
     repos = {name: str(swe_snapshot(name, args.data)) for name in args.repos.split(",")}
     missing = [n for n in repos if n not in data]
     if missing:
-        service = KnowledgeService(Settings().with_changes(**EVERY_SIGNAL), data_dir=args.data_dir)
+        service = LocalEngine(Settings().with_changes(**EVERY_SIGNAL), data_dir=args.data_dir)
         try:
             for name in missing:
                 data[name] = await collect(service, labels, name, repos[name])
@@ -200,7 +200,7 @@ async def main(args) -> None:
                   "best together": (together[0][2], together[0][3]),
                   **{f"tuned on {n}": (w, k) for n, (_, _, w, k) in tuned.items()}}
     rows = []
-    print("\nexact, through KnowledgeService.query at top_k 10 (file level, MRR@10 / R@10):")
+    print("\nexact, through LocalEngine.query at top_k 10 (file level, MRR@10 / R@10):")
     for label, (weights, k) in candidates.items():
         scores = await exact(args.data_dir, labels, repos, weights, k)
         print(f"  {label}: " + ", ".join(f"{n} {m:.3f}/{r:.3f}" for n, (m, r) in scores.items()))
@@ -210,7 +210,7 @@ async def main(args) -> None:
     record("tune_bugreport", rows, uses_percentiles=False,
            settings={"repos": repos, "labels": str(labels), "grid_top_k": POOL_TOP_K, "values": VALUES, "ks": KS,
                      "engine": engine_settings()},
-           note="file-level MRR@10 and R@10 of each weight set, measured through KnowledgeService.query")
+           note="file-level MRR@10 and R@10 of each weight set, measured through LocalEngine.query")
 
 
 if __name__ == "__main__":

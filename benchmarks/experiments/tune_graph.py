@@ -32,7 +32,7 @@ from benchmarks.app_eval import STRATEGIES  # noqa: E402
 from benchmarks.lib import data_root, judged, shared, swe_snapshot  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
-from services.engine.service import KnowledgeService, _allowed_files  # noqa: E402
+from services.engine.service import LocalEngine, _allowed_files  # noqa: E402
 from services.core.labelled import load_queries  # noqa: E402
 from services.evaluation.formats import file_qrels, load_qrels  # noqa: E402
 from services.retrieval import file_ranking as fr  # noqa: E402
@@ -49,7 +49,7 @@ OFF = dict(weight=0.0, chunks=1, frames=0.0, names=0.0, callers=0, specific=0.0)
 LOSS = 0.005
 
 
-async def collect(service: KnowledgeService, root: Path, repo: str, names: list[str]) -> tuple[list[dict], Files]:
+async def collect(service: LocalEngine, root: Path, repo: str, names: list[str]) -> tuple[list[dict], Files]:
     folder = swe_snapshot(repo, root)
     queries = load_queries(shared("swe", repo, "queries.jsonl"))
     qrels = file_qrels(load_qrels(shared("swe", repo, "qrels.tsv")))
@@ -199,7 +199,7 @@ async def main() -> None:
     if args.cache and args.cache.exists():
         data = pickle.loads(args.cache.read_bytes())
     else:
-        service = KnowledgeService(Settings(), data_dir=data_root(args.data) / "ke-swe")
+        service = LocalEngine(Settings(), data_dir=data_root(args.data) / "ke-swe")
         try:
             data = {repo: await collect(service, data_root(args.data), repo, args.strategies.split(","))
                     for repo in ("pytest", "sphinx")}

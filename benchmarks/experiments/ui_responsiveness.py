@@ -4,7 +4,7 @@ How long does the Qt event loop stall while the app indexes and queries?
 
 A QTimer fires every 5 ms and records the gap since its last tick; a gap far above 5 ms means the
 GUI thread was blocked (the window would feel frozen). Measured on the real MainWindow and the
-engine process the app uses (--in-process: KnowledgeService in the GUI process) while indexing a generated workspace of >= 2,000 chunks, then while running queries.
+engine process the app uses (--in-process: LocalEngine in the GUI process) while indexing a generated workspace of >= 2,000 chunks, then while running queries.
 Goal: longest stall < 50 ms.
 
     QT_QPA_PLATFORM=offscreen python benchmarks/experiments/ui_responsiveness.py [--chunks 2400] [--queries 12]
@@ -33,7 +33,7 @@ from PySide6.QtCore import QSettings, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from services.transport.engine_process import EngineProcess  # noqa: E402
-from services.engine.service import KnowledgeService  # noqa: E402
+from services.engine.service import LocalEngine  # noqa: E402
 from ui.main_window import MainWindow  # noqa: E402
 from ui.theme import apply_theme  # noqa: E402
 
@@ -167,7 +167,7 @@ def main() -> int:
     asyncio.set_event_loop(loop)
     with tempfile.TemporaryDirectory(prefix="ke-ui-bench-") as tmp:
         workspace = make_workspace(Path(tmp) / "ws", args.chunks)
-        engine = KnowledgeService if args.in_process else EngineProcess
+        engine = LocalEngine if args.in_process else EngineProcess
         service = engine(data_dir=Path(tmp) / "data")
         settings = QSettings(str(Path(tmp) / "settings.ini"), QSettings.Format.IniFormat)
         window = MainWindow(service, settings)

@@ -1,6 +1,6 @@
 """The one Engine API: what the in-process service, the engine process and the remote client all offer.
 
-KnowledgeService (services.engine.service), EngineProcess (services.transport.engine_process) and
+LocalEngine (services.engine.service), EngineProcess (services.transport.engine_process) and
 RemoteEngine (services.transport.remote) implement every method with the same name and signature
 (tests/contract checks it, and runs one suite against all three). Errors are the classes of
 services.core.errors, whichever way the call travelled.

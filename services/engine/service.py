@@ -1,4 +1,4 @@
-"""KnowledgeService: the engine's one public entry point (async, Qt-free).
+"""LocalEngine: the engine's one public entry point (async, Qt-free).
 
 The UI and the CLI use only this class and the types in services.core.models. Long work runs in
 worker threads (one for indexing, two for queries); progress callbacks are delivered on the
@@ -72,7 +72,7 @@ def _allowed_files(index: WorkspaceIndex, options: QueryOptions) -> set[str] | N
     return {p for p in paths if not options.languages or files[p].language in options.languages}
 
 
-class KnowledgeService:
+class LocalEngine:
     """The engine. It owns its data dir (services.storage.ownership) from construction to close(): while
     another process owns it, every workspace call raises IndexBusyError naming that owner."""
 

@@ -1,5 +1,5 @@
 """The query flow: from a question to a QueryResult over one workspace index (synchronous; the
-engine's facade, KnowledgeService, validates, caches and runs it in a worker thread).
+engine's facade, LocalEngine, validates, caches and runs it in a worker thread).
 
 embed -> search (vectors, plus BM25 for strategies that ask) -> rerank -> threshold -> expand ->
 assemble; an empty answer says what removed the candidates; every answer marks files changed on disk

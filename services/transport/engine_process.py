@@ -1,9 +1,9 @@
-"""KnowledgeService in a child process, behind the same async API.
+"""LocalEngine in a child process, behind the same async API.
 
 ChromaDB's native calls and parts of model loading hold Python's GIL for up to a second, and in
 one process that freezes a GUI no matter how the work is threaded. The desktop app therefore
 talks to an engine process: `EngineProcess` implements the Engine protocol (services.engine.protocol)
-by sending each call down a pipe to a KnowledgeService, and awaits the answer; progress events and errors come back the same way.
+by sending each call down a pipe to a LocalEngine, and awaits the answer; progress events and errors come back the same way.
 Its methods are made from the protocol (forwarder), so they cannot drift from it; index and watching,
 which send progress, cancels and events across the pipe, are written out.
 Waiting on the pipe releases the GIL, so the GUI process stays responsive.
@@ -30,7 +30,7 @@ CANCEL_POLL_SECONDS = 0.1
 
 
 class EngineProcess:
-    """A KnowledgeService running in a child process (spawned, so no state is shared)."""
+    """A LocalEngine running in a child process (spawned, so no state is shared)."""
 
     def __init__(self, settings=None, *, data_dir: str | Path | None = None,
                  chroma_url: str | None = None, kind: str = "gui") -> None:
@@ -231,9 +231,9 @@ def serve(conn, kwargs: dict) -> None:
 
 
 async def _serve(conn, kwargs: dict) -> None:
-    from services.engine.service import KnowledgeService
+    from services.engine.service import LocalEngine
 
-    service = KnowledgeService(**kwargs)
+    service = LocalEngine(**kwargs)
     loop = asyncio.get_running_loop()
     send_lock = threading.Lock()
     cancels: dict[int, threading.Event] = {}

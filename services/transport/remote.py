@@ -1,4 +1,4 @@
-"""A KnowledgeService on a server (`knowledge-explorer serve`), behind the Engine protocol
+"""A LocalEngine on a server (`knowledge-explorer serve`), behind the Engine protocol
 (services.engine.protocol), as EngineProcess.
 
 Workspaces are folders on the server's machine: each is registered on first use. Calls run a

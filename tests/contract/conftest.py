@@ -1,5 +1,5 @@
 """The three engines of the contract suite, each over its own indexed copy of the sample workspace:
-the in-process KnowledgeService, an EngineProcess (a child process), and a RemoteEngine talking to a
+the in-process LocalEngine, an EngineProcess (a child process), and a RemoteEngine talking to a
 real `knowledge-explorer serve` process of its own. Session-scoped: each loads the model once.
 
 Each engine's data dir holds only its copy: the data dir's shared vector cache would otherwise hand the
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.storage.ownership import OwnerLock
 from services.transport.engine_process import EngineProcess
 from services.transport.remote import RemoteEngine
@@ -44,7 +44,7 @@ def indexed(kind: str, engine, root: Path, data_dir: Path):
 @pytest.fixture(scope="session")
 def in_process(tmp_path_factory):
     root = tmp_path_factory.mktemp("contract-in-process")
-    yield from indexed("in-process", KnowledgeService(data_dir=root / "data"), root, root / "data")
+    yield from indexed("in-process", LocalEngine(data_dir=root / "data"), root, root / "data")
 
 
 @pytest.fixture(scope="session")
@@ -80,7 +80,7 @@ def busy_engine(kind: str, data_dir: Path):
     assert holder.acquire()
     try:
         if kind == "in-process":
-            engine = KnowledgeService(data_dir=data_dir)
+            engine = LocalEngine(data_dir=data_dir)
             with contextlib.closing(engine):
                 yield engine
         elif kind == "engine-process":
@@ -91,7 +91,7 @@ def busy_engine(kind: str, data_dir: Path):
             from app.server import build_app
             from tests.helpers.engine_server import app_in_thread
 
-            service = KnowledgeService(data_dir=data_dir, kind="server")
+            service = LocalEngine(data_dir=data_dir, kind="server")
             with contextlib.closing(service), app_in_thread(build_app(service, data_dir, warm=False, mcp=False,
                                                                        allowed_roots=[data_dir.parent])) as url:
                 engine = RemoteEngine(url, data_dir=data_dir.parent / "local")

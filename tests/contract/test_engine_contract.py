@@ -18,7 +18,7 @@ from services.core.errors import (
 )
 from services.core.models import QueryOptions
 from services.engine.protocol import Engine
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.storage import labels
 from services.core.models import PAUSED, RESUMED, WATCHING
 from services.storage.ownership import read_owner
@@ -35,7 +35,7 @@ QUESTIONS = [("what implements ChunkStore", "metadata"), ("save a note", "hybrid
 
 
 # --- the protocol itself ---
-@pytest.mark.parametrize("cls", [KnowledgeService, EngineProcess, RemoteEngine], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", [LocalEngine, EngineProcess, RemoteEngine], ids=lambda c: c.__name__)
 def test_each_engine_class_has_every_protocol_method_with_the_same_signature(cls):
     assert len(PROTOCOL) == 20
     for name in PROTOCOL:

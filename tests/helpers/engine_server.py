@@ -107,12 +107,12 @@ def one_file_server(root: Path, name: str, text: str, settings=None):
     warmed (no model loads before a request needs it), with one workspace of one file, registered; only paths
     under `root`/projects are allowed."""
     from app.server import build_app
-    from services.engine.service import KnowledgeService
+    from services.engine.service import LocalEngine
 
     workspace = root / "projects" / "one"
     workspace.mkdir(parents=True)
     (workspace / name).write_text(text)
-    service = KnowledgeService(settings, data_dir=root / "data", kind="server")
+    service = LocalEngine(settings, data_dir=root / "data", kind="server")
     app = build_app(service, root / "data", warm=False, allowed_roots=[str(root / "projects")])
     with contextlib.closing(service), app_in_thread(app) as url:
         key = httpx.post(f"{url}/v1/workspaces", json={"path": str(workspace)}).json()["id"]

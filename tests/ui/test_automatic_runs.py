@@ -2,7 +2,7 @@
 files: the cancelled automatic run stays stopped while files keep changing (they are listed as stale),
 and F5 afterwards finishes the work and resumes automatic indexing.
 
-Real KnowledgeService (real model, Chroma, watchdog) in a temp data dir; a copy of tests/sample_workspace."""
+Real LocalEngine (real model, Chroma, watchdog) in a temp data dir; a copy of tests/sample_workspace."""
 
 from __future__ import annotations
 

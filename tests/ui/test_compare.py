@@ -1,4 +1,4 @@
-"""Compare view on the real KnowledgeService (real model, real Chroma), offscreen. Its labels reaching a remote
+"""Compare view on the real LocalEngine (real model, real Chroma), offscreen. Its labels reaching a remote
 engine: tests/contract/test_engine_contract.py."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from services.storage.labels import default_labels_file
 from services.core.labelled import load_queries
 from services.evaluation.report import EvalReport, StrategyReport
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from ui.compare import CompareView, ResultRole
 from tests.ui.factories import sample_result
 from tests.ui.test_viewmodels import DictStore
@@ -32,7 +32,7 @@ FILES = {
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    svc = KnowledgeService(data_dir=tmp_path_factory.mktemp("ke-data"))
+    svc = LocalEngine(data_dir=tmp_path_factory.mktemp("ke-data"))
     yield svc
     svc.close()
 

@@ -1,6 +1,6 @@
 """The desk (issue #13): shortcuts, editor at the line, history, highlighting, per-workspace state, layout.
 
-Real window offscreen on the real KnowledgeService (real model, real Chroma) over a copy of
+Real window offscreen on the real LocalEngine (real model, real Chroma) over a copy of
 tests/sample_workspace; the editor and terminal are real programs (small Python scripts that
 record the arguments they receive).
 """
@@ -19,7 +19,7 @@ from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtGui import QKeySequence
 from PySide6.QtTest import QTest
 
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.core.models import Chunk, ResultChunk
 from ui.code_view import CodeView, lexer_for
 from ui.editor import CUSTOM, ENVIRONMENT, JETBRAINS, SUBLIME, VSCODE, EditorError, editor_command, open_at_line
@@ -38,7 +38,7 @@ def workspace(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    svc = KnowledgeService(data_dir=tmp_path_factory.mktemp("desk-data"))
+    svc = LocalEngine(data_dir=tmp_path_factory.mktemp("desk-data"))
     yield svc
     svc.close()
 

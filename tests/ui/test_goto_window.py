@@ -11,7 +11,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from services.core.models import GotoHit
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from tests.ui.test_main_window import ensure_indexed, wait_task
 from ui.goto_dialog import HitRole
 from ui.viewmodels.goto import code_item, marked, row_html
@@ -34,7 +34,7 @@ def workspace(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def service(data_dir):
-    svc = KnowledgeService(data_dir=data_dir)
+    svc = LocalEngine(data_dir=data_dir)
     yield svc
     svc.close()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from tests.ui.test_main_window import ensure_indexed, run_query
 from ui.viewmodels.graph import USED_BY, USES
 
@@ -20,7 +20,7 @@ SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    svc = KnowledgeService(data_dir=tmp_path_factory.mktemp("ke-graph-data"))
+    svc = LocalEngine(data_dir=tmp_path_factory.mktemp("ke-graph-data"))
     yield svc
     svc.close()
 

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QStyleOptionViewItem
 
 from services.core.messages import MAX_QUESTION_CHARS
 from services.core.models import Chunk, ResultChunk
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from ui.main_window import MainWindow
 from ui.viewmodels.ranking import fit_location
 from ui.viewmodels.ranking import symbol_text

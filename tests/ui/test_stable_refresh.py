@@ -3,7 +3,7 @@ list with the selected chunk still selected (not #1), and once the engine has re
 edited file's chunks are "much referenced" again) the list is refreshed again, so it ends on the ranking
 the next query gives.
 
-Real KnowledgeService (model, Chroma, watchdog) in a temp data dir; a copy of tests/sample_workspace."""
+Real LocalEngine (model, Chroma, watchdog) in a temp data dir; a copy of tests/sample_workspace."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Decisions (which banner, when to watch, what a watch event does, switching workspaces mid-load) are tested
 on FakeEngine, a small in-memory engine: it answers health/symbols/index at a moment the test chooses,
 which the real engine cannot be made to do. Labels and the open-index-query flow run on a real
-KnowledgeService (real model, real Chroma) over a copy of the sample workspace.
+LocalEngine (real model, real Chroma) over a copy of the sample workspace.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 
 from services.core.models import IndexHealth, IndexReport
 from services.core.settings import DEFAULT_STRATEGY
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.indexing.watcher import (
     PAUSED, REINDEX_FINISHED, REINDEX_STARTED, RESUMED, STALE, WATCH_ERROR, WatchEvent,
 )
@@ -311,7 +311,7 @@ def test_status_line_timings_and_the_empty_result_explanation():
 
 # --- labels, on the real engine ---
 def test_labels_marked_in_the_window_are_what_the_engine_holds_for_the_question(tmp_path):
-    engine = KnowledgeService(data_dir=tmp_path / "data")
+    engine = LocalEngine(data_dir=tmp_path / "data")
     one, other = tmp_path / "one", tmp_path / "other"
     one.mkdir()
     other.mkdir()
@@ -333,7 +333,7 @@ def test_labels_marked_in_the_window_are_what_the_engine_holds_for_the_question(
 def test_open_index_and_query_a_workspace_through_the_real_engine(tmp_path):
     folder = tmp_path / "small"
     shutil.copytree(SAMPLE / "notes", folder / "notes")
-    engine = KnowledgeService(data_dir=tmp_path / "data")
+    engine = LocalEngine(data_dir=tmp_path / "data")
     session = WorkspaceViewModel(engine, Preferences(DictStore()))
     shown: list = []
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from services.retrieval.strategies._ranking import apply_signals
 from services.core.settings import DEFAULT_STRATEGY
 from ui.main_window import MainWindow
@@ -18,7 +18,7 @@ SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"
 
 @pytest.fixture
 def service(tmp_path):
-    svc = KnowledgeService(data_dir=tmp_path / "data")
+    svc = LocalEngine(data_dir=tmp_path / "data")
     yield svc
     svc.close()
 

@@ -1,7 +1,7 @@
 """The index's life cycle as a user meets it in the real window: a folder renamed away and back,
 an empty folder, an interrupted first index reopened, a catch-up run cancelled.
 
-Real KnowledgeService (real model, Chroma, watchdog) in a temp data dir; a copy of tests/sample_workspace."""
+Real LocalEngine (real model, Chroma, watchdog) in a temp data dir; a copy of tests/sample_workspace."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from ui.main_window import MainWindow
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"
@@ -68,7 +68,7 @@ def test_an_interrupted_first_index_reopened_resumes_and_its_catch_up_can_be_can
     workspace = tmp_path / "sample"
     shutil.copytree(SAMPLE, workspace)
     grow(workspace)
-    first = KnowledgeService(data_dir=tmp_path / "data2")
+    first = LocalEngine(data_dir=tmp_path / "data2")
     win = MainWindow(first, qsettings)
     qtbot.addWidget(win)
     win.show()
@@ -86,7 +86,7 @@ def test_an_interrupted_first_index_reopened_resumes_and_its_catch_up_can_be_can
     win.close()
     first.close()
 
-    service = KnowledgeService(data_dir=tmp_path / "data2")  # the app opened again
+    service = LocalEngine(data_dir=tmp_path / "data2")  # the app opened again
     try:
         win = MainWindow(service, qsettings)
         qtbot.addWidget(win)

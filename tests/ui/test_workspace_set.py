@@ -11,7 +11,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from services.core.models import Chunk, MultiQueryResult, ResultChunk, WorkspaceHit
-from services.engine.service import KnowledgeService
+from services.engine.service import LocalEngine
 from tests.helpers.editor import opened, recording_editor
 from tests.helpers.workspaces import QUESTION, small_workspaces
 from ui.main_window import MainWindow
@@ -22,7 +22,7 @@ SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"
 
 @pytest.fixture
 def service(tmp_path):
-    svc = KnowledgeService(data_dir=tmp_path / "data")
+    svc = LocalEngine(data_dir=tmp_path / "data")
     yield svc
     svc.close()
 
