@@ -74,7 +74,7 @@ async def repository(service: LocalEngine, data: Path, repo: str, saved: Path | 
         results = await chunk_rankings(service, folder, queries)
         if kept:
             kept.write_bytes(pickle.dumps(results))
-    index = service._index(folder)
+    index = service.workspace_index(folder)
     ranker = service._file_ranker(index)
     allowed = ranker.source_files(_allowed_files(index, QueryOptions(workspace=str(folder))))
     out: dict = {s: {w: [] for w in GRID} for s in SINGLE}

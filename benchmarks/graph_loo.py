@@ -47,7 +47,7 @@ async def repository(service: LocalEngine, data: Path, repo: str, saved: Path) -
     qrels = file_qrels(load_qrels(shared("swe", repo, "qrels.tsv")))
     queries = judged(load_queries(shared("swe", repo, "queries.jsonl")), qrels)
     results = pickle.loads((saved / f"{repo}.pickle").read_bytes())
-    index = service._index(folder)
+    index = service.workspace_index(folder)
     ranker = service._file_ranker(index)
     allowed = ranker.source_files(_allowed_files(index, QueryOptions(workspace=str(folder))))
     out: dict = {}

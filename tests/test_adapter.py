@@ -129,7 +129,7 @@ async def test_tuned_strategy_trains_per_workspace_and_keeps_its_adapter(indexed
     assert result.results  # the vector ranking answers meanwhile
     assert adapter.wait_for_training(120)
     result = await service.query("where are notes saved", options)
-    stored = service._index(workspace).folder / adapter.ADAPTER_FILE
+    stored = service.workspace_index(workspace).folder / adapter.ADAPTER_FILE
     assert stored.exists()
     saved = adapter.Adapter.load(stored)
     assert saved.held_out.queries == 12 and saved.held_out.folds == adapter.FOLDS

@@ -27,7 +27,7 @@ def emptied(tmp_path_factory):
     service = LocalEngine(data_dir=root / "data")
     asyncio.run(service.index(whole))
     asyncio.run(service.index(emptied))
-    folder = service._index(emptied).folder / "chroma"
+    folder = service.workspace_index(emptied).folder / "chroma"
     service.close()
     for entry in folder.iterdir():  # the folder stays, its contents are gone
         shutil.rmtree(entry) if entry.is_dir() else entry.unlink()

@@ -135,7 +135,7 @@ async def test_watcher_follows_a_folder_moved_and_a_folder_deleted(workspace, se
     await wait_for(lambda: _contains(service, workspace, "jottings/store.py", present=False),
                    what="the deleted folder's files to leave the results")
     health = await service.health(workspace)
-    assert not any(p.startswith(("notes/", "jottings/")) for p in service._index(workspace).catalog().files())
+    assert not any(p.startswith(("notes/", "jottings/")) for p in service.workspace_index(workspace).catalog().files())
     assert not health.stale_files and health.last_error == ""
     await service.unwatch(workspace)
 

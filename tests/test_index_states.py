@@ -142,7 +142,7 @@ async def test_deletion_needs_the_folder_there_and_the_file_gone(workspace, serv
     from services.indexing.indexer import Indexer
 
     await service.index(workspace)
-    index = service._index(workspace)
+    index = service.workspace_index(workspace)
     indexer = Indexer(index, service.index_embedder, service.settings)
     known = sorted(index.catalog().files())
     assert indexer._gone(known) == []  # all there

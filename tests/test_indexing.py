@@ -212,7 +212,7 @@ async def test_a_big_run_settles_the_vector_store_at_its_end_and_changes_no_vect
     phases = [(e.phase, e.message) for e in events]
     assert ("finalizing", "settling the vector store") in phases
     assert phases.index(("finalizing", "settling the vector store")) < phases.index(("done", ""))
-    store = service._index(workspace).store()
+    store = service.workspace_index(workspace).store()
     ids = sorted(store.vector_ids())
     before = store.collection().get(ids=ids, include=["embeddings"])
     store.settle()

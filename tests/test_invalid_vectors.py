@@ -60,7 +60,7 @@ async def test_a_file_the_encoder_embeds_as_nan_is_refused_naming_the_encoder_an
     assert reasons["animals.py"].startswith("could not be embedded: the torch encoder of minilm-nan-zebra "
                                             "produced vectors that are not finite (NaN or infinity)")
     health = await engine.health(workspace)
-    assert health.files == 1 and health.chunks == engine._index(workspace).store().count()
+    assert health.files == 1 and health.chunks == engine.workspace_index(workspace).store().count()
     assert "the torch encoder of minilm-nan-zebra produced vectors that are not finite" in health.encoder_note
     answer = await engine.query("add numbers", QueryOptions(str(workspace), strategy="none"))
     assert answer.results[0].chunk.symbol == "add_numbers" and answer.warning == ""

@@ -23,7 +23,7 @@ def options(workspace, strategy="hybrid") -> QueryOptions:
 
 
 def keyword_paths(service, workspace, question: str) -> list[str]:
-    index = service._index(workspace)
+    index = service.workspace_index(workspace)
     return [i.split(":", 1)[0] for i, _ in index.keywords.search(question, 10)]
 
 
@@ -47,7 +47,7 @@ async def test_an_edit_is_keyword_searchable_after_its_run_and_a_deletion_remove
     (workspace / "quokka.py").unlink()
     await service.index(workspace)
     assert keyword_paths(service, workspace, "madagascar quokka") == []
-    assert service._index(workspace).catalog().keyword_problem() == ""
+    assert service.workspace_index(workspace).catalog().keyword_problem() == ""
 
 
 @pytest.mark.slow  # starts a process, a server or the model: not the unit tier
@@ -55,7 +55,7 @@ async def test_an_index_with_the_old_bm25_files_is_upgraded_on_open_without_re_e
     service = LocalEngine(data_dir=data_dir)
     try:
         first = await service.index(workspace)
-        folder = service._index(workspace).folder
+        folder = service.workspace_index(workspace).folder
     finally:
         service.close()
     # What the previous version left: BM25 files beside a catalogue without the keyword table.
@@ -71,7 +71,7 @@ async def test_an_index_with_the_old_bm25_files_is_upgraded_on_open_without_re_e
     try:
         result = await service.query("save note", options(workspace, "metadata"))
         assert result.results and not (folder / "bm25").exists()
-        assert service._index(workspace).catalog().keyword_problem() == ""
+        assert service.workspace_index(workspace).catalog().keyword_problem() == ""
         assert keyword_paths(service, workspace, "NoteStore")
         report = await service.index(workspace)
         assert report.chunks_embedded == 0 and report.chunks_total == first.chunks_total
@@ -141,7 +141,7 @@ async def test_a_file_answer_sees_an_edit_after_its_run_without_any_rebuild(serv
 
     (workspace / "quokka.py").write_text(NEW_FUNCTION.replace("zanzibar", "madagascar"))
     await service.index(workspace)
-    catalog = service._index(workspace).catalog()
+    catalog = service.workspace_index(workspace).catalog()
     assert file_hits(catalog, "zanzibar") == [] and file_hits(catalog, "madagascar") == ["quokka.py"]
     answer = await service.find_files("madagascar quokka total", options(workspace, "none"), max_files=3)
     assert answer.files[0].path == "quokka.py"

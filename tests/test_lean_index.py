@@ -39,7 +39,7 @@ async def test_a_big_index_stores_fewer_dimensions_and_finds_what_the_full_one_f
         assert report.chunks_embedded == report.chunks_total  # the sample's vectors were not embedded twice
         health = await reduced.health(workspace)
         assert health.dimension == 32 and health.vectors.startswith("32 of 384 dimensions")
-        index = reduced._index(workspace)
+        index = reduced.workspace_index(workspace)
         some_id = index.catalog().chunks()[0].id
         assert len(index.store().embeddings([some_id])[some_id]) == 32
         assert (await full.health(workspace)).dimension == 384  # by default only from 20,000 chunks on
@@ -63,7 +63,7 @@ async def test_a_reduced_index_updates_in_place_and_rebuilds_when_its_projection
         assert "sorted(folder.iterdir())" in result.results[0].chunk.content  # the new text, not a cached one
         assert (await service.health(workspace)).dimension == 32
 
-        service._index(workspace).projection_path.unlink()
+        service.workspace_index(workspace).projection_path.unlink()
         rebuilt = await service.index(workspace)
         assert "projection file was missing" in rebuilt.rebuilt_reason
         assert rebuilt.chunks_embedded == rebuilt.chunks_total
@@ -92,7 +92,7 @@ async def test_an_index_in_the_older_format_asks_for_a_rebuild_and_gets_one(tmp_
     service = LocalEngine(data_dir=tmp_path / "data")
     try:
         await service.index(workspace)
-        service._index(workspace).catalog().set_meta(index_format="2")
+        service.workspace_index(workspace).catalog().set_meta(index_format="2")
         with pytest.raises(IndexMissingError, match="older format: reindex"):
             await service.query("save a note to disk", options(workspace))
         report = await service.index(workspace)
@@ -106,7 +106,7 @@ async def test_a_catalogue_of_format_2_is_rebuilt_and_says_why(tmp_path, workspa
     """A manifest written before vector ids, file numbers and packed docstrings (format 2's layout)."""
     service = LocalEngine(data_dir=tmp_path / "data")
     try:
-        folder = service._index(workspace).folder
+        folder = service.workspace_index(workspace).folder
         folder.mkdir(parents=True)
         db = sqlite3.connect(folder / "manifest.sqlite")
         db.executescript("""

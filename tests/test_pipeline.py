@@ -127,7 +127,7 @@ async def test_hybrid_results_all_pass_the_threshold_on_cosine(indexed, monkeypa
     strict = await service.query(question, options(workspace, strategy="hybrid", top_k=10, min_relevance=0.4,
                                                    use_cache=False))
     vector = service.embedder.encode([question])[0]
-    stored = service._index(workspace).store().embeddings([r.chunk.id for r in strict.results])
+    stored = service.workspace_index(workspace).store().embeddings([r.chunk.id for r in strict.results])
     cosines = search_steps.keyword_cosines(vector, stored)
     assert strict.results and all(cosines[r.chunk.id] >= 0.4 - 1e-5 for r in strict.results)
 

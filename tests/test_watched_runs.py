@@ -123,16 +123,16 @@ def test_a_whole_scan_lists_unchanged_files_from_the_catalogue_as_a_fresh_scan_d
 
 
 def watcher_run(service, workspace, *paths: str):
-    index = service._index(workspace)
+    index = service.workspace_index(workspace)
     return Indexer(index, service.index_embedder, service.settings).run(quick=True, paths=set(paths))
 
 
 def indexed_paths(service, workspace) -> set[str]:
-    return set(service._index(workspace).catalog().files())
+    return set(service.workspace_index(workspace).catalog().files())
 
 
 def skipped(service, workspace) -> dict[str, str]:
-    return {s.path: s.reason for s in service._index(workspace).catalog().skipped()}
+    return {s.path: s.reason for s in service.workspace_index(workspace).catalog().skipped()}
 
 
 @pytest.fixture
@@ -149,7 +149,7 @@ async def test_a_watchers_run_indexes_the_paths_it_was_given_and_only_those(serv
     (workspace / "README.md").write_text("# changed too, but not reported yet\n")
     report = watcher_run(service, workspace, "notes/store.py")
     assert report.files_indexed == 1 and report.files_unchanged == 0
-    catalog = service._index(workspace).catalog()
+    catalog = service.workspace_index(workspace).catalog()
     assert "quantum_flux_ledger" in catalog.chunks(path="notes/store.py")[0].content
     assert "changed too" not in " ".join(c.content for c in catalog.chunks(path="README.md"))
     assert skipped(service, workspace)["notes/blob.py"] == "binary file"  # the rest of the list is kept
@@ -212,7 +212,7 @@ async def test_a_watchers_run_follows_an_edit_to_a_linked_files_target(service, 
     (workspace / "notes/models.py").write_text("def zephyr_quokka():\n    return 3\n")
     (workspace / "notes/not_yet.py").write_text("def nimbus_marmot():\n    return 4\n")
     watcher_run(service, workspace, "notes/models.py", "notes/not_yet.py")  # the watcher reports targets only
-    catalog = service._index(workspace).catalog()
+    catalog = service.workspace_index(workspace).catalog()
     assert "zephyr_quokka" in catalog.chunks(path="notes/alias.py")[0].content
     assert "nimbus_marmot" in catalog.chunks(path="notes/later.py")[0].content
     assert "notes/later.py" not in skipped(service, workspace)
@@ -221,7 +221,7 @@ async def test_a_watchers_run_follows_an_edit_to_a_linked_files_target(service, 
 async def watched(service, workspace) -> Path:
     """The workspace watched, without a watchdog observer (the test makes the reports), once its catch-up
     run has run; its root."""
-    index = service._index(workspace)
+    index = service.workspace_index(workspace)
     service.watches.add(index, auto_reindex=True, emit=lambda event: None, observe=False)
     await asyncio.to_thread(service.watches.drain)
     return index.root
@@ -241,7 +241,7 @@ async def test_changes_an_automatic_run_left_to_a_users_run_are_indexed_after_it
     from services.indexing import indexer as indexer_module
 
     workspace = indexed
-    index = service._index(workspace)
+    index = service.workspace_index(workspace)
     root = await watched(service, workspace)
     real = indexer_module.Indexer._update_history
     edited = []
@@ -263,7 +263,7 @@ async def test_a_file_that_failed_is_tried_again_by_the_next_watchers_run(servic
     from services.encoders.embedder import Embedder
 
     workspace = indexed
-    index = service._index(workspace)
+    index = service.workspace_index(workspace)
     real = Embedder.encode_chunks
     failing = {"notes/store.py"}
 
@@ -289,7 +289,7 @@ async def test_a_cancelled_users_run_leaves_the_changes_it_was_left_for_the_next
     import threading
 
     workspace = indexed
-    index = service._index(workspace)
+    index = service.workspace_index(workspace)
     await watched(service, workspace)
     (workspace / "notes/store.py").write_text("def tidal_gauge():\n    return 9\n")
     service.scheduler.begin_user(index.root)  # an automatic run stands back for a user's run (the one below)...

@@ -88,7 +88,7 @@ async def measure(workspace: Path, data_dir: Path, edits: int, old_rebuild: bool
         first = time.perf_counter() - started
         print(f"workspace {workspace}: {report.files_indexed:,} files indexed, {report.chunks_total:,} chunks, "
               f"index run {first:.0f} s (stand-in encoder)")
-        index = service._index(workspace)
+        index = service.workspace_index(workspace)
         known = index.catalog().files()
         files = sorted(workspace / path for path in known if path.endswith(".py"))
         rng = random.Random(5)

@@ -65,7 +65,7 @@ async def build(workspace: Path, data_dir: Path, settings: Settings) -> dict:
             time.sleep(0.05)
 
     try:
-        index = service._index(workspace)
+        index = service.workspace_index(workspace)
         stop = threading.Event()
         watcher = threading.Thread(target=watch_keywords, args=(index, stop), daemon=True)
         watcher.start()
@@ -92,7 +92,7 @@ def upgrade(workspace: Path, data_dir: Path, settings: Settings) -> dict:
     (once); then its size again."""
     service = LocalEngine(settings, data_dir=data_dir)
     try:
-        index = service._index(workspace)
+        index = service.workspace_index(workspace)
         started = time.perf_counter()
         filled = index.catalog().keywords_filled
         upgraded = time.perf_counter() - started

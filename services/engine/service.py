@@ -131,7 +131,9 @@ class LocalEngine:
                 self._goto_pools[index.root] = ThreadPoolExecutor(1, thread_name_prefix="ke-goto")
             return self._goto_pools[index.root]
 
-    def _index(self, workspace: str | Path) -> WorkspaceIndex:
+    def workspace_index(self, workspace: str | Path) -> WorkspaceIndex:
+        """The workspace's index (opened once): its catalogue, stores and state. Not part of the Engine protocol:
+        what the in-process engine's own tools (benchmarks, tests, eval) read."""
         root = workspace_root(workspace)
         self.owner_lock.require()
         with self._lock:
@@ -177,7 +179,7 @@ class LocalEngine:
                     progress: ProgressCallback | None = None,
                     cancel: threading.Event | None = None) -> IndexReport:
         """Index (incrementally, or fully with full=True). Set `cancel` to stop; the index stays consistent."""
-        index = self._index(workspace)
+        index = self.workspace_index(workspace)
         loop = asyncio.get_running_loop()
         deliver: ProgressCallback | None = None
         if progress is not None:
@@ -232,7 +234,7 @@ class LocalEngine:
     async def health(self, workspace: str | Path) -> IndexHealth:
         """A missing or unusable workspace folder is reported in `last_error`, not raised."""
         try:
-            index = self._index(workspace)
+            index = self.workspace_index(workspace)
         except WorkspaceError as error:
             index = self._known_index(workspace)
             if index is None:  # nothing indexed there: an error, with the reason
@@ -243,7 +245,7 @@ class LocalEngine:
     def _readable_index(self, workspace: str | Path) -> WorkspaceIndex:
         """The workspace's index, or the kept index of a folder that is gone; WorkspaceError when neither."""
         try:
-            return self._index(workspace)
+            return self.workspace_index(workspace)
         except WorkspaceError:
             index = self._known_index(workspace)
             if index is None:
@@ -316,7 +318,7 @@ class LocalEngine:
                          ) -> dict[str, dict[str, float]]:
         """workspace -> chunk id -> the question's cosine, for the keyword-only hits of each answer."""
         wanted = {str(root): ids for root, answer in zip(roots, answers) if (ids := missing_cosines(answer))}
-        return {root: self._searcher(self._index(root)).cosines(question, ids) for root, ids in wanted.items()}
+        return {root: self._searcher(self.workspace_index(root)).cosines(question, ids) for root, ids in wanted.items()}
 
     def _searcher(self, index: WorkspaceIndex) -> Searcher:
         """The query flow (services.retrieval.search) over this index, with the settings of now."""
@@ -349,7 +351,7 @@ class LocalEngine:
         words = None
         if result.strategy == "auto" and auto.choose(question)[0] == auto.FOR_REPORTS:  # auto's report blend
             words = await self.query(question, replace(pooled, strategy=auto.FILES.second))
-        index = self._index(options.workspace)
+        index = self.workspace_index(options.workspace)
         answer = await self._run(self._query_pool, self._file_answer, index, result, options, max_files, before, words)
         total = (time.perf_counter() - started) * 1000
         return replace(answer, timings_ms={"chunks": result.timings_ms.get("total", 0.0),
@@ -387,7 +389,7 @@ class LocalEngine:
 
     async def symbol_names(self, workspace: str | Path) -> list[str]:
         try:
-            index = self._index(workspace)
+            index = self.workspace_index(workspace)
         except WorkspaceError:  # a folder that is gone: its index still lists them
             index = self._known_index(workspace)
             if index is None:

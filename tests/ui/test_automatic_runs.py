@@ -80,6 +80,6 @@ def test_ctrl_period_during_an_automatic_run_pauses_automatic_indexing_until_f5(
     assert "paused" not in window.messages.text() or not window.messages.isVisible()
 
     (workspace / "later/stage_100.py").write_text("def zircon_abacus():\n    return 1\n")  # automatic again
-    catalog = service._index(workspace).catalog()
+    catalog = service.workspace_index(workspace).catalog()
     qtbot.waitUntil(lambda: "zircon_abacus" in " ".join(c.content for c in catalog.chunks(path="later/stage_100.py")),
                     timeout=INDEX_TIMEOUT)
