@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (
 from services.core.models import FileAnswer, RankedFile
 from ui.code_view import CodeView
 from ui.results_view import ElideDelegate
-from ui.viewmodels.files import chunks_text, file_preview, heading_text, movement_text, summary_text
+from ui.viewmodels.files import chunks_text, file_preview, heading_text, movement_text, summary_text, why_cells
 from ui.why_view import BarDelegate, BarRole
 
 EMPTY = "Ask a question: the files that answer it show here, best first."
@@ -120,16 +120,13 @@ class FilesView(QWidget):
             self.heading.setText("Select a file to see why it ranks where it does.")
             return
         self.heading.setText(heading_text(self.answer, file))
-        widest = max((abs(s.contribution) for s in file.signals), default=0.0) or 1.0
         self.why.setRowCount(len(file.signals))
-        for row, signal in enumerate(file.signals):
+        for row, (signal, (amount, share, tip)) in enumerate(zip(file.signals, why_cells(file.signals))):
             bar = QTableWidgetItem()
-            bar.setData(BarRole, signal.contribution / widest)
-            cells = (QTableWidgetItem(signal.name), QTableWidgetItem(f"{signal.contribution:+.2f}"), bar,
-                     QTableWidgetItem(signal.note))
+            bar.setData(BarRole, share)
+            cells = (QTableWidgetItem(signal.name), QTableWidgetItem(amount), bar, QTableWidgetItem(signal.note))
             for column, cell in enumerate(cells):
-                cell.setToolTip(f"{signal.name}: raw value {signal.value:g}, adds {signal.contribution:+.3f}\n"
-                                f"{signal.note}")
+                cell.setToolTip(tip)
                 self.why.setItem(row, column, cell)
 
     def why_rows(self) -> list[tuple[str, str, str]]:

@@ -13,7 +13,7 @@ from services.core.models import RankedFile
 from services.engine.service import LocalEngine
 from tests.helpers.editor import opened, recording_editor
 from ui.main_window import MainWindow
-from ui.viewmodels.files import movement_text
+from ui.viewmodels.files import movement_text, why_cells
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"
 
@@ -31,6 +31,18 @@ def test_movement_says_how_the_strategy_moved_a_file():
 
 
 @pytest.mark.slow
+def test_a_fused_file_s_why_rows_say_the_fusion_sets_its_score_and_bars_compare_the_additions():
+    from services.core.models import Signal
+
+    signals = (Signal("traceback", 2.0, 3.0, "add", "named in 7 traceback frames, innermost"),
+               Signal("bm25", 9.1, 0.75, "add", "whole-file keywords: repr"),
+               Signal("fused by rank", 0.0587, 0.0587, "set", "#1 by bug-report, #2 by metadata, fused by rank"))
+    cells = why_cells(signals)
+    assert [amount for amount, _, _ in cells] == ["+3.00", "+0.75", "= 0.059"]
+    assert [share for _, share, _ in cells] == [1.0, 0.25, 0.0]  # the fused score is not an addition
+    assert cells[2][2].startswith("fused by rank: sets the score to 0.059")
+
+
 def test_the_files_tab_answers_the_question_with_files_and_says_why(loop, qtbot, service, qsettings, tmp_path):
     workspace = shutil.copytree(SAMPLE, tmp_path / "sample")
     window = MainWindow(service, qsettings)

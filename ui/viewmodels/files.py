@@ -47,6 +47,20 @@ def heading_text(answer: FileAnswer, file: RankedFile) -> str:
     return f"Why {file.path} is #{file.rank} ({file.score:.2f}, {was}) with {answer.strategy}:"
 
 
+def why_cells(signals) -> list[tuple[str, float, str]]:
+    """Per signal of a file: (what it does, its bar as a share of the largest addition, the tooltip). A signal that
+    sets the score (`auto`'s rank fusion) says "= score", and draws no bar beside the additions."""
+    widest = max((abs(s.contribution) for s in signals if s.op == "add"), default=0.0) or 1.0
+    cells = []
+    for s in signals:
+        if s.op == "set":
+            cells.append((f"= {s.contribution:.3f}", 0.0, f"{s.name}: sets the score to {s.contribution:.3f}\n{s.note}"))
+        else:
+            cells.append((f"{s.contribution:+.2f}", s.contribution / widest,
+                          f"{s.name}: raw value {s.value:g}, adds {s.contribution:+.3f}\n{s.note}"))
+    return cells
+
+
 def summary_text(answer: FileAnswer) -> str:
     files = f"{len(answer.files)} file{'s' if len(answer.files) != 1 else ''}"
     return f"{files} for “{one_line(answer.question)}” with {answer.strategy} · history: {answer.history}"
