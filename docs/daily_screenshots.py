@@ -1,7 +1,7 @@
 """Pictures of the window as a developer uses it every few minutes, on a real repository (issue 32):
 reading code at 1440×900 and 1024×700 (issue 40), 1024×700 with a run's status in the status bar,
 middle-elided qualified names, the chunk with its context, the health panel under a banner, a result's
-"Used by" list.
+"Used by" list, a pasted traceback answered as files by the default.
 
     xvfb-run -a python docs/daily_screenshots.py --data-dir DIR --workspace /path/to/pytest [--out docs]
 
@@ -23,6 +23,21 @@ sys.path.insert(0, str(ROOT))
 from docs.screenshots import settle, wait_for  # noqa: E402
 
 QUESTION = "FixtureManager parsefactories"
+SITE = "/usr/local/lib/python3.8/site-packages"
+REPORT = f"""INTERNALERROR when exception in __repr__
+
+```
+INTERNALERROR> Traceback (most recent call last):
+INTERNALERROR>   File "{SITE}/_pytest/main.py", line 191, in wrap_session
+INTERNALERROR>   File "{SITE}/_pytest/reports.py", line 285, in from_item_and_call
+INTERNALERROR>   File "{SITE}/_pytest/_code/code.py", line 693, in repr_args
+INTERNALERROR>   File "{SITE}/_pytest/_io/saferepr.py", line 82, in saferepr
+INTERNALERROR>   File "{SITE}/_pytest/_io/saferepr.py", line 51, in repr
+INTERNALERROR>   File "/usr/local/lib/python3.8/reprlib.py", line 52, in repr
+INTERNALERROR>   File "{SITE}/_pytest/_io/saferepr.py", line 56, in repr_instance
+INTERNALERROR> RuntimeError: No active exception to reraise
+```
+"""  # pytest-dev/pytest#7168, shortened
 
 
 async def scenes(app, window, workspace: str, out: Path, only: set[str]) -> None:
@@ -80,6 +95,15 @@ async def scenes(app, window, workspace: str, out: Path, only: set[str]) -> None
     await wait_for(lambda: window.files_view.answer is not None and window.files_view.answer is not before)
     await settle(app, 0.5)
     shot("daily-files-question.png")
+    # a pasted traceback answered by the default, auto: files fused from bug-report's and metadata's rankings
+    window.resize(1440, 900)
+    before = window.files_view.answer
+    window.query_bar.select_strategy("auto")
+    window.run_query(REPORT)
+    await wait_for(lambda: window.files_view.answer is not None and window.files_view.answer is not before)
+    window.files_view.table.selectRow(0)
+    await settle(app, 0.5)
+    shot("daily-files-report.png")
 
 
 async def reading(app, window, shot) -> None:
@@ -94,7 +118,7 @@ async def reading(app, window, shot) -> None:
         window.query_bar.select_strategy("hybrid")
         window.run_query("where are fixture definitions parsed from a plugin")
         await wait_for(lambda: window.last_result is not before)
-        window.goto_symbol_action.trigger()  # Ctrl+T (no window manager here to give the window the keys)
+        window.finder.symbol_action.trigger()  # Ctrl+T (no window manager here to give the window the keys)
         QTest.keyClicks(window.finder.filter, "FixtureManager.parsefactories")
         finder = window.finder
         await wait_for(lambda: finder.model.answer is not None and not finder.runner.is_running("goto")

@@ -124,6 +124,7 @@ def test_a_fused_answer_keeps_the_report_ranking_s_lead_and_lifts_what_both_rank
     apart = [path for path, _ in fuse(["a.py", "b.py"], ["c.py", "d.py"], 0.3, 10)]
     assert apart == ["a.py", "b.py", "c.py", "d.py"]  # the report's ranking leads (0.7 of the weight)
     assert [path for path, _ in fuse(report, words, 0.0, 10)] == report + ["reports.py"]  # no share: the report's order
+    assert fuse(["a.py"], ["a.py"], 0.3, 10) == [("a.py", 1.0)]  # first in both: 1
 
 
 @pytest.fixture(scope="module")

@@ -242,11 +242,12 @@ class _Why:
 
 
 def fuse(first: list[str], second: list[str], share: float, k: int) -> list[tuple[str, float]]:
-    """Two rankings fused by reciprocal rank: (path, score) best first; `second` gets `share` of the weight."""
+    """Two rankings fused by reciprocal rank: (path, score) best first; `second` gets `share` of the weight. Scores
+    are scaled so that a path first in both scores 1."""
     scores: dict[str, float] = {}
     for weight, ranking in ((1.0 - share, first), (share, second)):
         for rank, path in enumerate(ranking, 1):
-            scores[path] = scores.get(path, 0.0) + weight / (k + rank)
+            scores[path] = scores.get(path, 0.0) + weight * (k + 1) / (k + rank)
     return sorted(scores.items(), key=lambda item: -item[1])
 
 
