@@ -77,7 +77,7 @@ def remove_all(db: sqlite3.Connection) -> None:
 
 def prune(db: sqlite3.Connection) -> None:
     """Drop the names no file uses any more (after removals)."""
-    db.execute(f"DELETE FROM {NAMES} WHERE id NOT IN (SELECT name_id FROM {TABLE})")
+    db.execute(f"DELETE FROM {NAMES} WHERE NOT EXISTS (SELECT 1 FROM {TABLE} WHERE name_id = {NAMES}.id)")
 
 
 def of_names(db: sqlite3.Connection, names: list[str]) -> list[tuple[str, str, str]]:
