@@ -168,8 +168,8 @@ async def test_an_edit_removing_a_call_updates_references_in_the_same_run(tmp_pa
 
 
 OLDER_GRAPHS = {  # what an index made before the graph, or with its first layout (a name per row), holds
-    "none": ["DROP TABLE refs", "DROP TABLE ref_names", "DELETE FROM meta WHERE key = 'graph'"],
-    "a name per row": ["DROP TABLE refs", "DROP TABLE ref_names", "CREATE TABLE refs (name TEXT NOT NULL, "
+    "none": ["DROP TABLE refs", "DROP TABLE ref_names", "DROP TABLE ref_uses", "DELETE FROM meta WHERE key = 'graph'"],
+    "a name per row": ["DROP TABLE refs", "DROP TABLE ref_names", "DROP TABLE ref_uses", "CREATE TABLE refs (name TEXT NOT NULL, "
                        "file INTEGER NOT NULL, uses TEXT NOT NULL, PRIMARY KEY (name, file)) WITHOUT ROWID",
                        "INSERT INTO refs SELECT 'normalise', rowid, '1c' FROM files", "UPDATE meta SET value = '2' "
                        "WHERE key = 'graph'"]}
