@@ -12,7 +12,7 @@ lines have NAME as code (not only in a string or a comment): "grep, code only". 
 (`Engine.references(NAME)`, every definition of the name) gives lines too. precision: its lines grep also
 finds; recall: grep's lines it finds. Cost: the time services/indexing/chunking/graph.py takes over every
 indexed file (the work the graph adds to an index run: one more parse and a walk), and the bytes of the
-`refs` table (the manifest copied, measured with and without it, after VACUUM).
+code graph's tables (the manifest copied, measured with and without them, after VACUUM).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.lib import record  # noqa: E402
 from services.engine.service import LocalEngine  # noqa: E402
 from services.indexing.chunking.graph import file_uses  # noqa: E402
+from services.storage import code_graph  # noqa: E402
 from services.storage.workspace_index import WorkspaceIndex, workspace_root  # noqa: E402
 
 DEFINED = "^\\s*(?:async\\s+)?(?:def|class)\\s+{}\\b"
@@ -118,7 +119,7 @@ def summary(label: str, rows: list[dict]) -> dict:
 
 
 def graph_bytes(manifest: Path) -> tuple[int, int]:
-    """(manifest bytes, bytes the refs table and its index take), both after VACUUM of a copy."""
+    """(manifest bytes, bytes the code graph's tables take), both after VACUUM of a copy."""
     with tempfile.TemporaryDirectory() as folder:
         copy = Path(folder) / "manifest.sqlite"
         with sqlite3.connect(manifest) as source, sqlite3.connect(copy) as target:
@@ -126,7 +127,8 @@ def graph_bytes(manifest: Path) -> tuple[int, int]:
         db = sqlite3.connect(copy, isolation_level=None)
         db.execute("VACUUM")
         whole = copy.stat().st_size
-        db.execute("DROP TABLE refs")
+        for table in code_graph.TABLES:
+            db.execute(f"DROP TABLE {table}")
         db.execute("VACUUM")
         db.close()
         return whole, whole - copy.stat().st_size

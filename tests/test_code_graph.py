@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from services.core.errors import QueryError
+from services.core.models import Chunk
 from services.engine.service import LocalEngine
 from services.indexing.chunking.graph import file_uses
+from services.storage.catalog import Catalog, FileRecord
 
 HELPERS = '''\
 """Helpers."""
@@ -165,8 +167,17 @@ async def test_an_edit_removing_a_call_updates_references_in_the_same_run(tmp_pa
         service.close()
 
 
+OLDER_GRAPHS = {  # what an index made before the graph, or with its first layout (a name per row), holds
+    "none": ["DROP TABLE refs", "DROP TABLE ref_names", "DROP TABLE ref_uses", "DELETE FROM meta WHERE key = 'graph'"],
+    "a name per row": ["DROP TABLE refs", "DROP TABLE ref_names", "DROP TABLE ref_uses", "CREATE TABLE refs (name TEXT NOT NULL, "
+                       "file INTEGER NOT NULL, uses TEXT NOT NULL, PRIMARY KEY (name, file)) WITHOUT ROWID",
+                       "INSERT INTO refs SELECT 'normalise', rowid, '1c' FROM files", "UPDATE meta SET value = '2' "
+                       "WHERE key = 'graph'"]}
+
+
 @pytest.mark.slow  # starts a process, a server or the model: not the unit tier
-async def test_an_index_from_before_the_graph_gets_it_without_re_embedding(tmp_path):
+@pytest.mark.parametrize("older", OLDER_GRAPHS)
+async def test_an_index_from_before_the_graph_gets_it_without_re_embedding(tmp_path, older):
     workspace = write(tmp_path / "workspace", {"pkg/__init__.py": "", "pkg/helpers.py": HELPERS,
                                                "pkg/first.py": FIRST})
     service = LocalEngine(data_dir=tmp_path / "data")
@@ -174,9 +185,9 @@ async def test_an_index_from_before_the_graph_gets_it_without_re_embedding(tmp_p
         await service.index(workspace)
         manifest = next((tmp_path / "data").rglob("manifest.sqlite"))
         service.close()
-        with sqlite3.connect(manifest) as db:  # what an index made before the graph holds
-            db.execute("DROP TABLE refs")
-            db.execute("DELETE FROM meta WHERE key = 'graph'")
+        with sqlite3.connect(manifest) as db:
+            for statement in OLDER_GRAPHS[older]:
+                db.execute(statement)
         service = LocalEngine(data_dir=tmp_path / "data")
         before = await service.references("normalise", workspace)
         assert not before.files and "not built yet" in before.message
@@ -189,6 +200,33 @@ async def test_an_index_from_before_the_graph_gets_it_without_re_embedding(tmp_p
         assert "find references" not in (await service.health(workspace)).message
     finally:
         service.close()
+
+
+def test_the_catalogue_keeps_no_free_pages_after_files_are_removed(tmp_path):
+    catalog = Catalog(tmp_path / "manifest.sqlite")
+    for n in range(200):
+        path = f"f{n}.py"
+        catalog.commit_file(FileRecord(path, "cd" * 8, 1, 1, "python"), [chunk(path, f"name_{n}")],
+                            {f"name_{n}": "1c", "shared": "2c", f"local_{n}_" + "x" * 200: "3n"})
+    catalog.compact()
+    size = (tmp_path / "manifest.sqlite").stat().st_size
+    for count in (40, 150):  # some removals (incremental vacuum), then most files (VACUUM)
+        for n in range(count):
+            catalog.remove_file(f"f{n}.py")
+        catalog.compact()
+        with sqlite3.connect(tmp_path / "manifest.sqlite") as db:
+            assert db.execute("PRAGMA freelist_count").fetchone()[0] == 0
+        assert (tmp_path / "manifest.sqlite").stat().st_size < size
+        size = (tmp_path / "manifest.sqlite").stat().st_size
+    assert [path for _name, path, _uses in catalog.uses_of(["shared"])] == [f"f{n}.py" for n in sorted(
+        range(150, 200), key=str)]
+    assert catalog.uses_in("f199.py") == [("local_199_" + "x" * 200, "3n"), ("name_199", "1c"), ("shared", "2c")]
+    catalog.close()
+
+
+def chunk(path: str, name: str) -> Chunk:
+    return Chunk(path=path, language="python", start_line=1, end_line=2, content=f"def {name}():\n    return 1\n",
+                 symbol=name, qualified_name=name, kind="function", content_hash="ab" * 8, file_hash="cd" * 8)
 
 
 def test_the_kinds_of_use_in_python():

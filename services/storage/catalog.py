@@ -60,6 +60,7 @@ SELECT_CHUNKS = ("SELECT f.path, c.language, c.start_line, c.end_line, c.file, c
 ID_PARTS = "f.path, c.start_line, c.end_line, c.content_hash, c.ordinal"  # what a chunk id is made of
 TEXT_CACHE_FILES = 512  # files whose decompressed chunk text is kept (a query's results span a few hundred)
 HASH_CHARS = 16  # hashes kept per chunk (64 bits; the chunk id holds the same 16 characters)
+INCREMENTAL = 2  # PRAGMA auto_vacuum's value: free pages go back to the file system on incremental_vacuum
 
 
 def vector_id(chunk_id: str) -> str:
@@ -87,6 +88,7 @@ class Catalog:
         self._text_cache: dict[tuple[int, str], str] = {}  # (file number, file hash) -> its chunks' text
         self._listing: list[tuple[str, str, str]] | None = None  # id_paths_languages() until a write
         self.generation = 0  # counts writes: what is kept of the listing (go to symbol) is of one generation
+        self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # a new file's mode; an older one's after compact()
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
@@ -251,7 +253,7 @@ class Catalog:
             if self._current_layout():
                 words.remove_all(self._db)
                 file_words.remove_all(self._db)
-                self._db.execute(f"DELETE FROM {code_graph.TABLE}")
+                code_graph.remove_all(self._db)
             self._text_cache.clear()
             self._listing = None
             self.generation += 1
@@ -517,17 +519,21 @@ class Catalog:
                            "LEFT JOIN chunks c ON c.file = f.rowid GROUP BY f.rowid ORDER BY f.path")
 
     def compact(self) -> None:
-        """Fold the write-ahead log into the database; VACUUM when over a quarter of it is free pages
-        (after a rebuild or many removals)."""
+        """Fold the write-ahead log into the database and return its free pages to the file system: VACUUM
+        when over a quarter of it is free (after a rebuild or many removals; it also packs the tables) or when
+        the file is of before incremental vacuum (once), else an incremental vacuum (cheap)."""
         with self._lock:
             if self._current_layout():  # fold some of the keyword table's small per-commit segments (bounded work)
                 self._db.execute(f"INSERT INTO {words.TABLE}({words.TABLE}, rank) VALUES ('merge', 500)")
-            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                code_graph.prune(self._db)
             pages = self._db.execute("PRAGMA page_count").fetchone()[0]
             free = self._db.execute("PRAGMA freelist_count").fetchone()[0]
-            if pages and free > pages / 4:
+            if pages and (free > pages / 4 or self._db.execute("PRAGMA auto_vacuum").fetchone()[0] != INCREMENTAL):
+                self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")
                 self._db.execute("VACUUM")
-                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            elif free:
+                self._db.executescript("PRAGMA incremental_vacuum")  # execute() would free one page only
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # --- skipped files ---
     def set_skipped(self, skipped: list[SkippedFile], only: set[str] | None = None) -> None:
