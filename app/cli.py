@@ -325,7 +325,10 @@ def run_service_command(args) -> int:
                               allowed_roots=args.allow_root, allowed_hosts=args.allowed_host)
         from app.mcp_server import run_stdio
 
-        return run_stdio(warm_engine(args) or local_engine(args))
+        engine = warm_engine(args)
+        if engine is None:
+            load_encoder_soon(args)  # ready for the first question, however soon it comes
+        return run_stdio(engine or local_engine(args))
     except KnowledgeError as error:
         return print_error(error)
     except KeyboardInterrupt:
@@ -351,6 +354,24 @@ def warm_engine(args):
         return engine
     engine.close()
     return None
+
+
+def load_encoder_soon(args) -> None:
+    """Load the engine's question encoder in a thread, while the engine's modules import and the index opens:
+    a cold `query` waits for both. A failure is left to the engine, which loads it again and says why."""
+    from services.encoders.embedder import query_embedder
+
+    embedder = query_embedder(service_kwargs(args)["settings"])
+
+    def load() -> None:
+        try:
+            embedder.load()
+        except Exception:  # the engine's own load raises it again, as before
+            import logging
+
+            logging.getLogger("app.cli").debug("loading the encoder ahead failed", exc_info=True)
+
+    threading.Thread(target=load, daemon=True, name="ke-encoder-ahead").start()
 
 
 def local_engine(args):
@@ -398,7 +419,10 @@ def print_error(error: Exception) -> int:
 
 async def run_command(args) -> int:
     try:
-        service = (args.command in WARM_COMMANDS and warm_engine(args)) or local_engine(args)
+        service = (args.command in WARM_COMMANDS and warm_engine(args)) or None
+        if service is None and args.command == "query":
+            load_encoder_soon(args)
+        service = service or local_engine(args)
     except Exception as error:
         return print_error(error)
     try:

@@ -12,12 +12,8 @@ import time
 from pathlib import Path
 
 from services.core.errors import KnowledgeError
-from services.core.labelled import load_queries
-from services.evaluation.formats import (
-    CorpusDocIds, WorkspaceDocIds, corpus_workspace, load_corpus, load_qrels, materialise_corpus, qrels_from_queries,
-)
-from services.evaluation.report import format_table
-from services.evaluation.runner import EvalProgress, choose_strategies, evaluate
+
+# services.evaluation is imported where it runs: every command builds this parser, only `eval` runs it
 
 
 def add_eval_parser(subparsers, parents: list[argparse.ArgumentParser] | None = None) -> argparse.ArgumentParser:
@@ -72,6 +68,9 @@ class _ProgressLine:
 
 
 def _load_judgements(args) -> tuple[list, dict]:
+    from services.core.labelled import load_queries
+    from services.evaluation.formats import load_qrels, qrels_from_queries
+
     queries = load_queries(args.queries)
     qrels = load_qrels(args.qrels) if args.qrels else qrels_from_queries(queries)
     judged = [q for q in queries if any(g > 0 for g in qrels.get(q.id, {}).values())]
@@ -96,6 +95,10 @@ async def _index(service, workspace: Path) -> float:
 
 async def _prepare(args, service, qrels) -> tuple[Path, object, int]:
     """(workspace, doc id mapper, document count), indexing the workspace or corpus incrementally."""
+    from services.evaluation.formats import (
+        CorpusDocIds, WorkspaceDocIds, corpus_workspace, load_corpus, materialise_corpus,
+    )
+
     if args.corpus:
         if args.level == "file":
             raise ValueError("--level file needs --workspace (a corpus's items are judged by id, not by file)")
@@ -111,6 +114,9 @@ async def _prepare(args, service, qrels) -> tuple[Path, object, int]:
 
 
 async def run_eval_command(args, service) -> int:
+    from services.evaluation.report import format_table
+    from services.evaluation.runner import EvalProgress, choose_strategies, evaluate
+
     try:
         queries, qrels = _load_judgements(args)
         names, skipped = await choose_strategies(service, args.strategies)

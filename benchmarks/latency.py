@@ -5,9 +5,10 @@
     python benchmarks/latency.py goto [--chunks 40000] [--names 300] [--seed 7]
     python benchmarks/latency.py heuristic [--runs 500] [--candidates 100]
     python benchmarks/latency.py paths [--runs 5]
+    python benchmarks/latency.py cold WORKSPACE --data-dir DIR [--runs 5] [--question TEXT ...]
 
 Each part is recorded under its own name (query_latency, file_latency, goto_latency, heuristic_latency,
-fast_paths); <data> is --data, else $KE_BENCH_DATA (benchmarks/lib.py).
+fast_paths, cold_query); <data> is --data, else $KE_BENCH_DATA (benchmarks/lib.py).
 
 query: per stage (embed, search, rerank, expand, total) and per strategy, p50/p95 over >= 100 questions made of
   the first sentences of the index's docstrings, on the sources of a few dependencies (>= 10,000 chunks, indexed
@@ -22,6 +23,10 @@ goto: go to symbol / file over a generated 40,000-chunk catalogue (issue 30: < 5
 heuristic: the `heuristic` strategy on 100 candidates (budget 5 ms p95; exits 1 over it).
 paths: what the tests check only for behaviour: scanning 5,000 files, counting references across 10,000 chunks,
   how soon an index with a missing model fails.
+cold: `knowledge-explorer query` from a cold process (issue 44: < 0.5 s), wall time of each run per kind of
+  question (a name, a dotted name, a question in words) on an indexed workspace, with the engine's own stages
+  (embed: the encoder's load and the question's vector; search: the index opened and searched). DIR must not be
+  owned by a running server (the CLI would ask it instead: a warm answer).
 """
 
 from __future__ import annotations
@@ -29,9 +34,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import json
+import os
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -44,7 +52,7 @@ from services.core.errors import ModelLoadError  # noqa: E402
 from services.core.models import Candidate, Chunk, QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
 from services.engine.service import LocalEngine  # noqa: E402
-from services.evaluation.metrics import load_queries  # noqa: E402
+from services.core.labelled import load_queries  # noqa: E402
 from services.indexing.chunking.references import count_references  # noqa: E402
 from services.indexing.scanning import scan_workspace  # noqa: E402
 from services.retrieval.goto import Finders, goto_files, goto_symbols, initials  # noqa: E402
@@ -366,6 +374,43 @@ def paths(args) -> int:
     return 0
 
 
+# --- cold: the CLI's answer from a cold process ---
+COLD_QUESTIONS = {"name": "Node", "dotted name": "_pytest.nodes", "words": "how are fixtures finalized"}
+
+
+def cold_run(workspace: Path, data_dir: Path, question: str) -> tuple[float, dict]:
+    """Wall seconds of one `query --json` in a new process, and the engine's stage timings (ms)."""
+    command = [sys.executable, "-m", "app.cli", "query", "--data-dir", str(data_dir), str(workspace), question,
+               "--json"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"the query failed ({done.returncode}): {done.stderr.strip()[:300]}")
+    return wall, json.loads(done.stdout).get("timings_ms", {})
+
+
+def cold(args) -> int:
+    asked = dict(zip(args.question, args.question)) if args.question else COLD_QUESTIONS
+    rows = []
+    for kind, question in asked.items():
+        runs = [cold_run(args.workspace.resolve(), args.data_dir.resolve(), question) for _ in range(args.runs)]
+        walls = [wall for wall, _ in runs]
+        rows.append({"question": kind, "asked": question, "runs": args.runs,
+                     "wall p50 s": round(percentile(walls, 50), 2), "wall min s": round(min(walls), 2),
+                     "wall max s": round(max(walls), 2),
+                     **{f"{stage} p50 ms": round(percentile([t.get(stage, 0.0) for _, t in runs], 50))
+                        for stage in ("embed", "search", "total")}})
+        print(f"{kind}: wall p50 {rows[-1]['wall p50 s']} s (min {rows[-1]['wall min s']}, "
+              f"max {rows[-1]['wall max s']}); embed {rows[-1]['embed p50 ms']} ms, "
+              f"search {rows[-1]['search p50 ms']} ms")
+    record("cold_query", rows, settings={"workspace": str(args.workspace), "data dir": str(args.data_dir),
+                                         "runs": args.runs, "engine": engine_settings()},
+           note="`knowledge-explorer query --json` in a new process each run; wall includes imports")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parts = parser.add_subparsers(dest="part", required=True)
@@ -390,6 +435,11 @@ def main() -> int:
     part.add_argument("--candidates", type=int, default=100)
     part = parts.add_parser("paths", help="the paths the tests check only for behaviour")
     part.add_argument("--runs", type=int, default=5)
+    part = parts.add_parser("cold", help="the CLI's answer from a cold process")
+    part.add_argument("workspace", type=Path)
+    part.add_argument("--data-dir", type=Path, required=True, help="the data dir holding the workspace's index")
+    part.add_argument("--runs", type=int, default=5)
+    part.add_argument("--question", action="append", default=[], help="ask this instead (repeatable)")
     args = parser.parse_args()
     if args.part == "query":
         asyncio.run(query(args))
@@ -397,7 +447,7 @@ def main() -> int:
     if args.part == "files":
         asyncio.run(files(args))
         return 0
-    return {"goto": goto, "heuristic": heuristic, "paths": paths}[args.part](args)
+    return {"goto": goto, "heuristic": heuristic, "paths": paths, "cold": cold}[args.part](args)
 
 
 if __name__ == "__main__":

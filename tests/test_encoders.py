@@ -12,6 +12,7 @@ import pytest
 from services.encoders.embedder import Embedder, bundled_model_path
 from services.encoders import EncoderSpec, backend_names, choose_device, create_encoder
 from services.encoders import device as device_module
+from services.encoders.openvino_runtime import COMPILED
 from services.core.errors import ModelLoadError
 
 SAMPLES = ["def read_config(path):\n    with open(path) as f:\n        return json.load(f)",
@@ -69,6 +70,15 @@ def test_second_load_reuses_the_export(fixture, backend, suffix, atol, export_di
     assert files_under(export_dir) == before  # nothing exported, quantised or rewritten
     assert again.path == first.path and again.path.suffix == suffix
     assert np.allclose(again.encode(SAMPLES[:1]), first.encode(SAMPLES[:1]), atol=atol)
+
+
+@pytest.mark.slow
+def test_openvino_keeps_its_compiled_model_and_a_start_from_it_gives_the_same_vectors(openvino_int8, export_dir):
+    """Issue 44 (a cold start): the compiled model is kept beside its export, and an encoder started from it
+    (no compiling) gives exactly the vectors of the one that compiled it."""
+    assert list((openvino_int8.path.parent / COMPILED).iterdir())
+    again = exported("openvino-int8", export_dir)
+    assert np.array_equal(again.encode(SAMPLES), openvino_int8.encode(SAMPLES))
 
 
 @pytest.mark.slow

