@@ -171,5 +171,7 @@ async def test_a_report_s_files_are_bug_report_s_and_metadata_s_fused_and_each_s
         fused = f.signals[-1]
         assert fused.name == "fused by rank" and fused.op == "set" and fused.contribution == f.score
         assert "by bug-report" in fused.note and "by metadata" in fused.note
+        assert all("`auto` ranking" not in s.note for s in f.signals)  # its chunks are bug-report's, and say so
+    assert default.strategy == "auto"
     alone = await service.find_files(asked, QueryOptions(workspace=str(workspace), strategy="bug-report"), 5)
     assert all(s.name != "fused by rank" for f in alone.files for s in f.signals)  # a picked strategy is not fused

@@ -76,7 +76,8 @@ class FileRanker:
         """`auto`'s answer to a report (strategies/auto.py `Blend`): the report strategy's file ranking (the
         vector ranking's chunks at `blend.vector`) and the words strategy's, fused by reciprocal rank."""
         report_weights = replace(self.weights(), vector=blend.vector)
-        first = self.ranked(report, *self.features(report, before, report_weights), report_weights, BLEND_POOL,
+        named = replace(report, strategy=blend.first)  # its why rows name the strategy that ranked its chunks
+        first = self.ranked(named, *self.features(named, before, report_weights), report_weights, BLEND_POOL,
                             before, allowed)
         second = self.answer(words, BLEND_POOL, before, allowed)
         fused = fuse([f.path for f in first.files], [f.path for f in second.files], blend.share, blend.k)
@@ -87,7 +88,7 @@ class FileRanker:
                          signals=by_path[p].signals + (Signal("fused by rank", score, score, "set",
                                                               _fused_note(p, where)),))
                  for n, (p, score) in enumerate(fused[:max_files], 1)]
-        return replace(first, files=files, original=first.original[:max_files])
+        return replace(first, strategy=report.strategy, files=files, original=first.original[:max_files])
 
     def weights(self) -> fr.Weights:
         return replace(fr.Weights(), chunks=CHUNK_WEIGHT, graph=self.graph_weight)

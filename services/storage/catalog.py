@@ -88,7 +88,8 @@ class Catalog:
         self._text_cache: dict[tuple[int, str], str] = {}  # (file number, file hash) -> its chunks' text
         self._listing: list[tuple[str, str, str]] | None = None  # id_paths_languages() until a write
         self.generation = 0  # counts writes: what is kept of the listing (go to symbol) is of one generation
-        self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # a new file's mode; an older one's after compact()
+        if not self._db.execute("PRAGMA page_count").fetchone()[0]:  # a new file's mode (an older one's: compact());
+            self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # opening an existing file must write nothing
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
