@@ -12,7 +12,10 @@ QTextDocument layout and 6 per setItemWidget; the soak benchmark shows the count
 
 from __future__ import annotations
 
+import functools
 import gc
+import os
+import subprocess
 import sys
 import tomllib
 from dataclasses import replace
@@ -34,6 +37,25 @@ SINGLETONS = {"None": None, "True": True, "False": False, "0": 0, "1": 1}
 ROUNDS = 12
 LINES = 150  # per round ~1,000 setFormat calls: a leaking binding shows at once, long before None runs out
 ALLOWED_DROP = 200  # a leaking binding drops thousands over these rounds; caches and frames move a few dozen
+
+
+IN_CHILD = "REFCOUNT_TEST_ALONE"  # set in the fresh interpreter that runs a measuring test
+
+
+def alone(test):
+    """Run the test in a fresh interpreter. The counts are process-wide: in a worker shared with other tests, their
+    garbage freed during the rounds (an earlier test's cache, a thread ending) moves them by thousands."""
+    @functools.wraps(test)
+    def in_child(*args, **kwargs):
+        if os.environ.get(IN_CHILD):
+            return test(*args, **kwargs)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+        node = f"{Path(__file__).relative_to(ROOT)}::{test.__name__}"
+        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                              "-n", "0", node], cwd=ROOT, capture_output=True, text=True, timeout=900,
+                             env={**env, IN_CHILD: "1", "QT_QPA_PLATFORM": "offscreen"})
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    return in_child
 
 
 def counts() -> dict[str, int]:
@@ -93,6 +115,7 @@ def exercise(code: CodeView, results: ResultsView, health: HealthPanel, size: in
         bar.grab()
 
 
+@alone
 def test_the_window_s_qt_paths_never_drop_references_to_none_or_small_singletons(qtbot, tmp_path):
     _text, _path = long_file(tmp_path)
     code, results, health, bar = CodeView(), ResultsView(), HealthPanel(), QueryBar()
@@ -112,6 +135,7 @@ def test_the_window_s_qt_paths_never_drop_references_to_none_or_small_singletons
     assert code.editor.blockCount() > LINES  # the whole file was shown and highlighted each round
 
 
+@alone
 def test_the_chunk_view_highlights_a_long_file_without_leaking(qtbot, tmp_path):
     """Highlighting alone, many thousand times: the path that crashed the window."""
     _text, path = long_file(tmp_path)
@@ -128,6 +152,7 @@ def test_the_chunk_view_highlights_a_long_file_without_leaking(qtbot, tmp_path):
     assert view.editor.blockCount() > LINES
 
 
+@alone
 def test_the_go_to_finder_s_rows_never_drop_references(qtbot):
     """Rows shown, selected, painted and cleared as Ctrl+T does on every keystroke."""
     from services.core.models import GotoHit
