@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-import services.indexing.indexer as indexer_module
+import services.indexing.preparing as preparing
 from app.cli import main as cli_main
 from services.encoders.embedder import Embedder
 from services.core.errors import IndexStoreError
@@ -59,8 +59,8 @@ def failing_for(monkeypatch, owner, name: str, bad_path: str, paths_of) -> None:
 
 
 def inject_every_stage(monkeypatch) -> None:
-    failing_for(monkeypatch, indexer_module, "read_source", "bad_read.py", lambda source, *a: {source.path})
-    failing_for(monkeypatch, indexer_module, "chunk_file", "bad_chunk.py", lambda path, *a: {path})
+    failing_for(monkeypatch, preparing, "read_source", "bad_read.py", lambda source, *a: {source.path})
+    failing_for(monkeypatch, preparing, "chunk_file", "bad_chunk.py", lambda path, *a: {path})
     failing_for(monkeypatch, Embedder, "encode_chunks", "bad_embed.py",
                 lambda self, chunks: {c.path for c in chunks})
     failing_for(monkeypatch, VectorStore, "upsert", "bad_store.py",

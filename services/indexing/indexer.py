@@ -18,16 +18,15 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import numpy as np
 
 from services.storage.catalog import FORMAT_CHANGES, HASH_CHARS, INDEX_FORMAT, FileRecord
-from services.storage import code_graph, faults
+from services.storage import faults
 from services.storage.code_graph import GRAPH_VERSION
-from services.indexing.chunking import chunk_file
-from services.indexing.chunking import graph
 from services.indexing.chunking.references import reference_counts
 from services.indexing.history import update_history
 from services.encoders.embedder import Embedder
@@ -37,7 +36,8 @@ from services.indexing.rate import RateMeter, eta
 from services.core.models import Chunk, IndexReport, ProgressEvent, SkippedFile, count_by_reason, nothing_to_index
 from services.storage.projection import Projection, sample_positions
 from services.storage.vector_cache import VectorCache
-from services.indexing.scanning import SkipFileError, SourceFile, read_source, scan_paths, scan_workspace
+from services.indexing.preparing import Prepared, file_graph, prepared, short_reason
+from services.indexing.scanning import SourceFile, read_source, scan_paths, scan_workspace
 from services.indexing.vectors import VectorMaker
 from services.core.settings import Settings
 from services.storage.workspace_index import WorkspaceIndex
@@ -109,11 +109,6 @@ class StageError(Exception):
         self.error = error
 
 
-def short_reason(error: Exception, limit: int = 160) -> str:
-    text = " ".join(str(error).split()) or type(error).__name__
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
 class Indexer:
     def __init__(self, index: WorkspaceIndex, embedder: Embedder, settings: Settings,
                  progress: Callable[[ProgressEvent], None] | None = None,
@@ -135,6 +130,9 @@ class Indexer:
         self.window_embedded = 0  # chunks embedded in the window being written
         self.reused = 0  # of `embedded`, vectors taken from the shared cache instead of the encoder
         self.window_reused = 0
+        self.made = 0  # chunks whose vectors are made (committed or being written): what progress counts
+        self.writer: ThreadPoolExecutor | None = None  # stores and commits a window while the next is encoded
+        self.writing: tuple[list[Pending], Future] | None = None  # the window being written
         self.total_chunks = self.files_total = self.files_committed = 0
         self.files_removed = 0  # files this run took out of the index (with files_committed: what it changed)
         self.kept_chunks = 0  # chunks of the index this run keeps as they are (whole-job progress counts them done)
@@ -473,43 +471,43 @@ class Indexer:
             self.files_removed += 1
 
     def _chunk(self, plan: Plan) -> list[Pending]:
+        """Read, chunk and graph the changed files (in worker processes when there are many:
+        services/indexing/preparing.py), then decide in the scan's order what each one is."""
+        olds = [self._old_hash(plan.known.get(source.path)) for source in plan.changed]
         pending = []
-        for number, source in enumerate(plan.changed, 1):
-            if self.cancel.is_set():
-                break
-            item = self._chunk_one(source, plan.known.get(source.path), plan)
-            if item:
-                pending.append(item)
+        for number, item in enumerate(prepared(plan.changed, self.settings, olds, self.cancel), 1):
+            found = self._judge(item, plan.known.get(item.source.path), plan)
+            if found:
+                pending.append(found)
             if number % 50 == 0:
                 self._emit("chunking", number, len(plan.changed))
         return pending
 
-    def _chunk_one(self, source: SourceFile, old: FileRecord | None, plan: Plan) -> Pending | None:
-        try:
-            text, digest = read_source(source, self.settings.skip_machine_made)
-        except SkipFileError as skip:
-            plan.skipped.append(SkippedFile(source.path, skip.reason))
-            if old and not skip.reason.startswith("unreadable"):  # unreadable is no evidence it changed: keep it
+    def _old_hash(self, old: FileRecord | None) -> str | None:
+        """The catalogue's hash of a file whose unchanged bytes need no chunking; None: chunk it whatever."""
+        if old is None or self.everything or old.path in self.found.repair_paths:
+            return None
+        return old.file_hash
+
+    def _judge(self, item: Prepared, old: FileRecord | None, plan: Plan) -> Pending | None:
+        """A prepared file: skipped, unchanged (its stat refreshed) or a Pending to embed."""
+        source = item.source
+        if item.skip:
+            plan.skipped.append(SkippedFile(source.path, item.skip))
+            if old and not item.skip.startswith("unreadable"):  # unreadable is no evidence it changed: keep it
                 self._remove([source.path])
                 plan.removed.append(source.path)
             return None
-        except Exception as error:  # e.g. a file that vanished or changed type under us
-            log.warning("reading %s failed", source.path, exc_info=True)
-            plan.skipped.append(SkippedFile(source.path, f"could not be read: {short_reason(error)}"))
+        if item.error:
+            log.warning("%s %s", source.path, item.error)
+            plan.skipped.append(SkippedFile(source.path, item.error))
             return None
-        record = FileRecord(source.path, digest, source.size, source.mtime_ns, source.language)
-        if old and old.file_hash == digest and not self.everything and source.path not in self.found.repair_paths:
-            # touched, not changed: refresh its stat
+        record = FileRecord(source.path, item.digest, source.size, source.mtime_ns, source.language)
+        if item.chunks is None:  # touched, not changed: refresh its stat
             self.index.catalog().commit_file(record, self.index.catalog().chunks(path=source.path))
             plan.unchanged.append(source.path)
             return None
-        try:
-            chunks = chunk_file(source.path, text, source.language, digest, self.settings)
-        except Exception as error:  # a parser bug must not lose the rest of the workspace
-            log.warning("chunking %s failed", source.path, exc_info=True)
-            plan.skipped.append(SkippedFile(source.path, f"could not be chunked: {short_reason(error)}"))
-            return None
-        return Pending(record, chunks, file_graph(source.path, text, source.language))
+        return Pending(record, item.chunks, item.uses)
 
     def _keywords_first(self, pending: list[Pending], quick: bool) -> bool:
         """Make keyword search answer over every chunked file at once, while embedding goes on: a
@@ -526,15 +524,24 @@ class Indexer:
         return True
 
     def _embed_and_commit(self, pending: list[Pending]) -> int:
+        """Embed window after window; each window is stored and committed by a writer thread while the
+        next one is encoded (one write in flight), so the encoder does not wait on the stores."""
         self.total_chunks = sum(len(p.chunks) for p in pending)
         self.files_total = len(pending)
         self._record_run_total(pending)
         self.embed_started = time.monotonic()
         self._emit("embedding", 0, self.files_total, 0, self.total_chunks)
-        for batch in _batches(pending, WINDOW_CHUNKS):
-            if self.cancel.is_set() or not self._embed_batch(batch):
-                break
-            self._emit("embedding", self.files_committed, self.files_total, self.embedded, self.total_chunks)
+        writer = ThreadPoolExecutor(1, thread_name_prefix="ke-store")
+        self.writer = writer
+        try:
+            for batch in _batches(pending, WINDOW_CHUNKS):
+                if self.cancel.is_set() or not self._embed_batch(batch):
+                    break
+                self._emit("embedding", self.files_committed, self.files_total, self.made, self.total_chunks)
+            self._written()
+        finally:
+            self.writer = None
+            writer.shutdown(wait=True)  # a run stopping on an error still lets the last write end first
         return self.files_committed
 
     def _record_run_total(self, pending: list[Pending]) -> None:
@@ -548,17 +555,20 @@ class Indexer:
         catalog.set_meta(run_chunks_total=str(self.kept_chunks + self.total_chunks))
 
     def _embed_batch(self, batch: list[Pending]) -> bool:
-        """Embed, store and commit a window; when that fails, retry its files one by one to find the
-        culprit. False when cancelled."""
+        """Embed a window and hand it to the writer; when that fails, retry its files one by one to find
+        the culprit. False when cancelled."""
         try:
             return self._embed_window(batch)
         except StageError as error:
-            if error.stage == "stored" and store_down(error.error):
-                raise self._stopped(error) from error.error
-            if len(batch) == 1:
-                self._fail(batch[0], error)
-                return True
-            log.warning("a window of %d files failed (%s); retrying them one by one", len(batch), error)
+            return self._retry(batch, error)
+
+    def _retry(self, batch: list[Pending], error: StageError) -> bool:
+        if error.stage == "stored" and store_down(error.error):
+            raise self._stopped(error) from error.error
+        if len(batch) == 1:
+            self._fail(batch[0], error)
+            return True
+        log.warning("a window of %d files failed (%s); retrying them one by one", len(batch), error)
         return self._embed_one_by_one(batch)
 
     def _embed_one_by_one(self, batch: list[Pending]) -> bool:
@@ -567,7 +577,7 @@ class Indexer:
             if self.cancel.is_set():
                 return False
             try:
-                if not self._embed_window([item]):
+                if not self._embed_window([item], overlap=False):
                     return False
             except StageError as error:
                 errors.append(error)
@@ -598,9 +608,10 @@ class Indexer:
         return IndexStoreError(f"indexing stopped: {component} failed ({short_reason(error.error)}). "
                                "Files indexed so far are kept; run it again once this is fixed.")
 
-    def _embed_window(self, batch: list[Pending]) -> bool:
-        """Embed, store and commit a window of files. On a cancel, the files whose chunks are all
-        embedded are still stored and committed; the rest stay at their old version. False then."""
+    def _embed_window(self, batch: list[Pending], overlap: bool = True) -> bool:
+        """Embed a window of files, then store and commit it: in the writer thread (`overlap`, while the
+        next window is encoded) or here. On a cancel, the files whose chunks are all embedded are still
+        stored and committed; the rest stay at their old version. False then."""
         chunks = [c for p in batch for c in p.chunks]
         vectors, ready = self._vectors(batch, chunks)
         complete, position = [], 0
@@ -609,10 +620,27 @@ class Indexer:
             position = span.stop
             if all(i in ready for i in span):
                 complete.append((item, span))
-        self._store_and_commit(complete, vectors)
+        self.made = min(self.made + self.window_embedded, self.total_chunks)
+        counts = (self.window_embedded, self.window_reused)
+        self._written()  # one write in flight at a time, in window order
+        if overlap and self.writer:
+            self.writing = (batch, self.writer.submit(self._store_and_commit, complete, vectors, counts))
+        else:
+            self._store_and_commit(complete, vectors, counts)
         return len(complete) == len(batch)
 
-    def _store_and_commit(self, complete: list, vectors: np.ndarray) -> None:
+    def _written(self) -> None:
+        """Wait for the window being written; if its write failed, its files are tried again one by one."""
+        if self.writing is None:
+            return
+        batch, future = self.writing
+        self.writing = None
+        try:
+            future.result()
+        except StageError as error:
+            self._retry(batch, error)
+
+    def _store_and_commit(self, complete: list, vectors: np.ndarray, counts: tuple[int, int]) -> None:
         positions = [i for _, span in complete for i in span]
         chunks = [c for item, _ in complete for c in item.chunks]
         try:
@@ -626,8 +654,8 @@ class Indexer:
                 self.index.pending.pop(chunk.id, None)
         self.files_committed += len(complete)
         self.files_added += sum(item.record.path in self.new_paths for item, _ in complete)
-        self.embedded += self.window_embedded
-        self.reused += self.window_reused
+        self.embedded += counts[0]
+        self.reused += counts[1]
 
     def _vectors(self, batch: list[Pending], chunks: list[Chunk]) -> tuple[np.ndarray, set[int]]:
         """Embed only chunks whose content is new; reuse stored vectors for the others.
@@ -675,7 +703,7 @@ class Indexer:
             except Exception as error:
                 raise StageError("embedded", error) from error
             self.window_embedded += len(part)
-            self._emit("embedding", self.files_committed, self.files_total, self.embedded + self.window_embedded,
+            self._emit("embedding", self.files_committed, self.files_total, self.made + self.window_embedded,
                        self.total_chunks)
         return done | set(fresh)
 
@@ -742,15 +770,6 @@ class Indexer:
 def _put_back_text(message: str) -> str:
     """An error's message, once the failed rebuild was undone."""
     return message.replace("Files indexed so far are kept", "The rebuild is undone: the old index is back as it was")
-
-
-def file_graph(path: str, text: str, language: str) -> dict[str, str]:
-    """A file's references for the code graph, {name: encoded uses}; none when its parse fails."""
-    try:
-        return {name: code_graph.encode(uses) for name, uses in graph.file_uses(text, language).items()}
-    except Exception:  # a grammar crash must not lose the file: it is indexed without references
-        log.warning("finding the references of %s failed", path, exc_info=True)
-        return {}
 
 
 def refresh_references(index: WorkspaceIndex) -> None:

@@ -9,6 +9,7 @@ text lives once, in the catalogue, which serves chunks by id; filters are sets o
 
 from __future__ import annotations
 
+import logging
 import struct
 import threading
 import time
@@ -36,6 +37,7 @@ def chroma_settings() -> ChromaSettings:
 # Chroma's native calls hold the GIL, and two threads inside Chroma at once (a query beside an
 # indexing write) were seen to hold it for over a second. One lock, taken before entering Chroma
 # (waiting on it releases the GIL), keeps every stall down to a single call's own length.
+log = logging.getLogger(__name__)
 CHROMA_CALL = threading.RLock()
 # Chroma caches a folder's system before it starts it: a second thread opening the same folder meanwhile
 # got the unstarted one ("'RustBindingsAPI' object has no attribute 'bindings'"). Clients start one at a time.
@@ -267,11 +269,14 @@ class VectorStore:
     def settle(self) -> None:
         """Write one stored vector back unchanged: Chroma's first write after a bulk load waits on work
         the load left, and this makes the run that loaded pay it rather than the next small write."""
-        with CHROMA_CALL:
-            got = self.collection().get(limit=1, include=["embeddings"])
-            if got["ids"]:
-                self.before_write()
-                self.collection().upsert(ids=got["ids"], embeddings=got["embeddings"])
+        try:
+            with CHROMA_CALL:
+                got = self.collection().get(limit=1, include=["embeddings"])
+                if got["ids"]:
+                    self.before_write()
+                    self.collection().upsert(ids=got["ids"], embeddings=got["embeddings"])
+        except Exception:  # only a warm-up: the run's vectors are stored and committed already
+            log.warning("settling the vector store failed; the next write pays the wait instead", exc_info=True)
 
     def vector_ids(self) -> set[str]:
         """The ids of every stored vector."""

@@ -1,0 +1,158 @@
+"""Indexing overlapped (issue 44): files chunked in worker processes, and each window stored and committed by a
+writer thread while the next one is encoded. The per-file promise holds under the overlap: a run killed with
+SIGKILL while a window is half committed and the next is being encoded leaves every file fully old or fully new,
+and the next run finishes the job. Real parts: the CLI in a child process, the catalogue, Chroma, the
+stand-in model."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from services.engine.service import LocalEngine
+from services.indexing.preparing import PARALLEL_FILES, prepared
+from services.indexing.scanning import scan_workspace
+from services.storage.workspace_index import WorkspaceIndex, workspace_root
+from tests.helpers.stand_in_encoder import stand_in_model, stand_in_settings
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.slow, pytest.mark.stand_in_encoder]
+FILES = 300  # more than PARALLEL_FILES: the run chunks in worker processes
+
+
+def version(i: int, new: bool) -> str:
+    """File i's text: eight functions, named and written differently in the new version."""
+    suffix, extra = ("_v2", " + 1000") if new else ("", "")
+    return "".join(f"def f{i}_{j}{suffix}(x):\n    '''Compute thing {i} {j} for the caller.'''\n"
+                   f"    return x * {j} + {i}{extra}\n\n\n" for j in range(8))
+
+
+def write_all(root: Path, new: bool) -> None:
+    for i in range(FILES):
+        (root / f"m{i}.py").write_text(version(i, new))
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.fixture
+def indexed(tmp_path):
+    root, data = tmp_path / "ws", tmp_path / "data"
+    root.mkdir()
+    write_all(root, new=False)
+    service = LocalEngine(stand_in_settings(), data_dir=data)
+    try:
+        report = asyncio.run(service.index(root))
+    finally:
+        service.close()
+    assert report.files_indexed == FILES
+    return root, data
+
+
+HOLDER = textwrap.dedent("""
+    import sys, threading
+    from services.storage.catalog import Catalog
+    from services.encoders.embedder import Embedder
+    held, commits, encoded = threading.Event(), [], [0]
+    commit, encode = Catalog.commit_file, Embedder.encode_chunks
+
+    def holding_commit(self, record, chunks, uses=None):
+        if threading.current_thread().name.startswith("ke-store"):
+            commits.append(record.path)
+            if len(commits) == 40:  # inside the fourth window's write (files 29-60), 39 files committed
+                held.set()
+                threading.Event().wait()
+        return commit(self, record, chunks, uses)
+
+    def watched_encode(self, chunks):
+        if encoded[0] >= 480:  # the fifth window (the first four hold 60 files, 480 chunks)
+            held.wait()  # the writer gets there on its own: it never waits on this thread
+            print("encoding while a write is held", flush=True)
+            threading.Event().wait()
+        encoded[0] += len(chunks)
+        return encode(self, chunks)
+
+    Catalog.commit_file, Embedder.encode_chunks = holding_commit, watched_encode
+    from app.cli import main
+    sys.exit(main(sys.argv[1:]))
+""")
+
+
+def test_kill_9_during_an_overlapped_run_leaves_every_file_fully_old_or_fully_new(indexed):
+    root, data = indexed
+    write_all(root, new=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, "index", str(root), "--data-dir", str(data), "--model", str(stand_in_model())],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    try:
+        assert "encoding while a write is held" in process.stdout.readline()
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=60)
+    finally:
+        process.kill()
+
+    index = WorkspaceIndex(workspace_root(root), data)
+    try:
+        catalog = index.catalog()
+        records = catalog.files()
+        assert len(records) == FILES and catalog.keyword_problem() == ""
+        new = {path for path, record in records.items()
+               if record.file_hash == digest(version(int(path[1:-3]), new=True))}
+        old = {path for path, record in records.items()
+               if record.file_hash == digest(version(int(path[1:-3]), new=False))}
+        assert len(new) == 39 and len(old) == FILES - 39  # the commits before the held one, and no other
+        for path in records:
+            symbols = {chunk.symbol for chunk in catalog.chunks(path=path)}
+            assert len(symbols) == 8 and all(s.endswith("_v2") == (path in new) for s in symbols), path
+        assert catalog.chunk_ids() <= index.store().all_ids()  # every committed chunk has its vector
+    finally:
+        index.close()
+
+    # the next run, in a new process as after any crash, finishes the job and sweeps the orphans
+    rerun = subprocess.run([sys.executable, "-m", "app.cli", "index", str(root), "--data-dir", str(data), "--model",
+                            str(stand_in_model())], cwd=REPO, capture_output=True, text=True, timeout=600,
+                           env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"{FILES - 39} files indexed, 39 unchanged" in rerun.stdout
+    index = WorkspaceIndex(workspace_root(root), data)
+    try:
+        records = index.catalog().files()
+        assert all(r.file_hash == digest(version(int(p[1:-3]), new=True)) for p, r in records.items())
+        assert index.store().all_ids() == index.catalog().chunk_ids() and len(records) == FILES
+    finally:
+        index.close()
+
+
+def test_worker_processes_chunk_as_the_process_does_and_stop_on_a_cancel(tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    write_all(root, new=False)
+    sources = scan_workspace(root).files
+    (root / "m7.py").unlink()  # gone between the scan and its reading
+    settings = stand_in_settings()
+    assert len(sources) >= PARALLEL_FILES
+    in_workers = list(prepared(sources, settings, [None] * len(sources), threading.Event()))
+    one_by_one = [item for source in sources for item in prepared([source], settings, [None], threading.Event())]
+    assert [(p.source.path, p.digest, p.chunks, p.uses, p.skip) for p in in_workers] == \
+           [(p.source.path, p.digest, p.chunks, p.uses, p.skip) for p in one_by_one]
+    assert [p.source.path for p in in_workers if p.skip.startswith("unreadable")] == ["m7.py"]
+    assert sum(len(p.chunks or []) for p in in_workers) == 8 * (FILES - 1)
+
+    unchanged = list(prepared(sources, settings, [p.digest for p in in_workers], threading.Event()))
+    assert all(p.chunks is None for p in unchanged)  # a file whose bytes are the catalogue's is not chunked again
+
+    cancel, seen = threading.Event(), 0
+    for _ in prepared(sources, settings, [None] * len(sources), cancel):
+        seen += 1
+        cancel.set()
+    assert seen == 1
