@@ -1,11 +1,11 @@
-"""A big real repository, end to end: indexing speed per backend against the bare encoder, index size
-against the source, peak memory, time to the first answer, query latency per strategy at top_k 10 and
-100, and a cold CLI query.
+"""A big real repository, end to end: indexing speed per backend against the bare encoder (the limit), index
+size against the source and where its bytes go, the encoder files the machine keeps, peak memory, time to the
+first answer, query latency per strategy at top_k 10 and 100, and cold CLI questions (p50 of --cold-runs).
 
     pip download sympy --no-deps -d $KE_BENCH_DATA/wheels
     unzip -q $KE_BENCH_DATA/wheels/sympy-*.whl -d $KE_BENCH_DATA/sympy-src
     nice -n 10 python benchmarks/big_repo.py $KE_BENCH_DATA/sympy-src [--backends onnx-int8,torch]
-        [--questions queries.jsonl] [--queries 60] [--bare-sample 2000]
+        [--questions queries.jsonl] [--queries 60] [--bare-sample 2000] [--cold-runs 5]
 
 Questions default to the first sentences of the repository's docstrings; `--questions` takes a JSONL
 of {"text": ...} (e.g. the issue-length SWE-bench questions in ../shared/benchmarks/swe/).
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sqlite3
 import os
 import random
 import resource
@@ -26,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -41,10 +43,49 @@ from services.storage.workspace_index import WorkspaceIndex, workspace_root  # n
 REPO = Path(__file__).resolve().parents[1]
 STRATEGIES = ("none", "keyword-boost", "rrf", "hybrid", "heuristic", "metadata")
 FIRST_QUESTION = "solve a system of linear equations"
+COLD_QUESTIONS = {"name": "solveset", "dotted name": "sympy.solvers.solveset", "words": FIRST_QUESTION}
+# the catalogue's tables, grouped by what they are for (sqlite's dbstat names tables and their indexes)
+CATALOGUE_PARTS = {"chunk keywords": ("chunk_words",), "file keywords and names": ("file_words", "file_names"),
+                   "code graph": ("graph", "refs"), "texts": ("texts",), "chunk rows and indexes": ("chunks",)}
 
 
 def folder_mb(folder: Path) -> float:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
+
+
+def index_parts(folder: Path) -> dict[str, float]:
+    """MB of each part of a workspace's index: Chroma's HNSW files and its SQLite, the catalogue's tables by
+    group (and its free pages), the history and the projection."""
+    parts = {"HNSW (Chroma)": sum(folder_mb(p) for p in (folder / "chroma").iterdir() if p.is_dir()),
+             "Chroma SQLite": folder_mb(folder / "chroma") - sum(folder_mb(p) for p in (folder / "chroma").iterdir()
+                                                                   if p.is_dir())}
+    with closing(sqlite3.connect(f"file:{folder / 'manifest.sqlite'}?mode=ro", uri=True)) as db:
+        tables = db.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name").fetchall()
+        page_size = db.execute("PRAGMA page_size").fetchone()[0]
+        free = db.execute("PRAGMA freelist_count").fetchone()[0] * page_size
+    grouped = {name: 0.0 for name in CATALOGUE_PARTS}
+    other = 0.0
+    for table, size in tables:
+        group = next((g for g, prefixes in CATALOGUE_PARTS.items() if table.startswith(prefixes)), None)
+        if group:
+            grouped[group] += size / 1e6
+        else:
+            other += size / 1e6
+    parts.update({f"catalogue: {name}": mb for name, mb in grouped.items()})
+    parts["catalogue: other tables"] = other
+    parts["catalogue: free pages"] = free / 1e6
+    parts["catalogue write-ahead log"] = sum(p.stat().st_size for p in folder.glob("manifest.sqlite-*")) / 1e6
+    for name in ("history.sqlite", "projection.npy"):
+        parts[name] = (folder / name).stat().st_size / 1e6 if (folder / name).exists() else 0.0
+    return parts
+
+
+def machine_encoders_mb() -> float:
+    """The exported encoders this machine keeps for every data dir (services/encoders/export.py)."""
+    from services.encoders.export import default_cache_dir
+
+    folder = default_cache_dir()
+    return folder_mb(folder) if folder.exists() else 0.0
 
 
 def indexed_mb(workspace: Path, data_dir: Path) -> float:
@@ -145,12 +186,19 @@ async def latencies(workspace: Path, data_dir: Path, backend: str) -> dict:
     return out
 
 
-def cold_cli_query(workspace: Path, data_dir: Path, backend: str) -> float:
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "app.cli", "query", str(workspace), FIRST_QUESTION, "--data-dir",
-                    str(data_dir), "--backend", backend], check=True, capture_output=True, cwd=REPO,
-                   env={**os.environ, "PYTHONPATH": str(REPO)})
-    return time.perf_counter() - started
+def cold_cli(workspace: Path, data_dir: Path) -> list[dict]:
+    """Each kind of question asked --cold-runs times by `knowledge-explorer query --json` in a new process."""
+    from benchmarks.latency import cold_run
+
+    rows = []
+    for kind, question in COLD_QUESTIONS.items():
+        walls = [cold_run(workspace, data_dir, question)[0] for _ in range(ARGS.cold_runs)]
+        rows.append({"table": "cold CLI question", "question": kind, "asked": question, "runs": len(walls),
+                     "wall p50 s": round(percentile(walls, 50), 2), "wall min s": round(min(walls), 2),
+                     "wall max s": round(max(walls), 2)})
+        print(f"cold CLI, {kind} ({question!r}): p50 {rows[-1]['wall p50 s']} s wall "
+              f"(min {rows[-1]['wall min s']}, max {rows[-1]['wall max s']})", flush=True)
+    return rows
 
 
 async def main() -> None:
@@ -180,8 +228,19 @@ async def main() -> None:
     print("encoder load (an ONNX export on first use included): " + ", ".join(loads))
     backend, data_dir = last
     folder = WorkspaceIndex(workspace_root(workspace), data_dir).folder
-    print("index parts (MB): " + ", ".join(f"{p.name} {folder_mb(p) if p.is_dir() else p.stat().st_size / 1e6:.1f}"
-                                          for p in sorted(folder.iterdir())))
+    source_mb = indexed_mb(workspace, data_dir)
+    parts = index_parts(folder)
+    print(f"\nwhere the index's bytes go ({source_mb:.2f} MB of files indexed):")
+    for name, mb in parts.items():
+        print(f"  {name}: {mb:.2f} MB ({mb / source_mb:.2f} x source)")
+        rows.append({"table": "index parts", "backend": backend, "part": name, "MB": round(mb, 2),
+                     "x source": round(mb / source_mb, 3)})
+    shared = {"vector cache (per data dir, outside workspaces/)": folder_mb(data_dir / "vector-cache.sqlite")
+              if (data_dir / "vector-cache.sqlite").exists() else 0.0,
+              "encoder exports (per machine)": machine_encoders_mb()}
+    for name, mb in shared.items():
+        print(f"  {name}: {mb:.1f} MB")
+        rows.append({"table": "index parts", "backend": backend, "part": name, "MB": round(mb, 1), "x source": None})
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"engine peak RSS: {peak_mb:.0f} MB; load {load()}")
     lat = await latencies(workspace, data_dir, backend)
@@ -193,21 +252,24 @@ async def main() -> None:
         print(f"| {name} | {a:.0f} | {b:.0f} | {c:.0f} | {d:.0f} |")
         rows.append({"table": "query latency ms", "backend": backend, "strategy": name, "top_k 10 p50": round(a),
                      "top_k 10 p95": round(b), "top_k 100 p50": round(c), "top_k 100 p95": round(d)})
-    cold = cold_cli_query(workspace, data_dir, backend)
-    print(f"\ncold CLI query: {cold:.1f} s wall")
-    record("big_repo", rows, figures={"peak_rss_mb": round(peak_mb), "cold_cli_query_s": round(cold, 1),
-                                      "python_source_mb": round(python_mb, 1)},
+    print()
+    cold = cold_cli(workspace, data_dir)
+    rows += cold
+    record("big_repo", rows, figures={"peak_rss_mb": round(peak_mb), "python_source_mb": round(python_mb, 1),
+                                      "indexed_mb": round(source_mb, 2)},
            settings={"workspace": str(workspace), "backends": ARGS.backends, "questions": ARGS.questions,
-                     "queries": ARGS.queries, "bare_sample": ARGS.bare_sample, "engine": engine_settings()})
+                     "queries": ARGS.queries, "bare_sample": ARGS.bare_sample, "cold_runs": ARGS.cold_runs,
+                     "engine": engine_settings()})
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("workspace")
-    parser.add_argument("--backends", default="onnx-int8")
+    parser.add_argument("--backends", default=Settings().embedding_backend, help="comma-separated (default: the default)")
     parser.add_argument("--questions", help="JSONL of {\"text\": question}")
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--bare-sample", type=int, default=2000, help="chunks the bare encoder is timed on")
     parser.add_argument("--scratch", default=None, help="where the temporary data dirs go")
+    parser.add_argument("--cold-runs", type=int, default=5, help="new processes per kind of cold CLI question")
     ARGS = parser.parse_args()
     asyncio.run(main())
