@@ -121,6 +121,29 @@ class FirstAnswer:
             self.done.wait(0.5)
 
 
+class Steps:
+    """Seconds from one kind of progress event to the next: where a run's time goes (the embedding step
+    holds the encoder and, overlapped with it, the writes)."""
+
+    def __init__(self, started: float) -> None:
+        self.last, self.current, self.seconds = started, "starting", {}
+
+    def see(self, event) -> None:
+        now = time.perf_counter()
+        step = "end" if event is None else step_of(event)
+        if step != self.current:
+            self.seconds[self.current] = self.seconds.get(self.current, 0.0) + now - self.last
+            self.current, self.last = step, now
+
+
+def step_of(event) -> str:
+    if event.phase == "embedding":
+        return "embedding: fitting the projection" if event.message.startswith("fitting") else "embedding"
+    if event.phase in ("chunking", "finalizing") and event.message:
+        return f"{event.phase}: {event.message.split(';')[0][:40]}"
+    return event.phase
+
+
 async def index_once(backend: str, workspace: Path, data_dir: Path) -> dict:
     service = LocalEngine(Settings(embedding_backend=backend), data_dir=data_dir)
     load_started = time.perf_counter()
@@ -130,13 +153,15 @@ async def index_once(backend: str, workspace: Path, data_dir: Path) -> dict:
     started = time.perf_counter()
     thread = threading.Thread(target=watcher.run, args=(started,), daemon=True)
     thread.start()
-    report = await service.index(workspace, full=True)
+    steps = Steps(started)
+    report = await service.index(workspace, full=True, progress=steps.see)
     wall = time.perf_counter() - started
+    steps.see(None)
     watcher.done.set()
     thread.join()
     figures = {"backend": service.index_embedder.backend_used, "load_s": load_seconds, "wall_s": wall,
                "files": report.files_indexed, "chunks": report.chunks_total,
-               "first_answer_s": watcher.seconds,
+               "first_answer_s": watcher.seconds, "steps": steps.seconds,
                "note": service.index_embedder.note}
     figures["bare_rate"] = bare_rate(service, workspace, data_dir)
     figures["rate"] = report.chunks_embedded / wall
@@ -219,6 +244,9 @@ async def main() -> None:
               f"{f['bare_rate']:.1f} | {f['rate'] / f['bare_rate']:.2f} | {f['first_answer_s'] or 0:.1f} | "
               f"{size:.0f} | {size / source_mb:.2f} |" + (f" note: {f['note']}" if f["note"] else ""))
         loads.append(f"{f['backend']} {f['load_s']:.1f} s")
+        print("where the run's time goes: " + ", ".join(f"{k} {v:.1f} s" for k, v in f["steps"].items()), flush=True)
+        rows += [{"table": "run steps", "backend": f["backend"], "step": k, "seconds": round(v, 1),
+                  "share": round(v / f["wall_s"], 3)} for k, v in f["steps"].items()]
         rows.append({"table": "indexing", "backend": f["backend"], "files": f["files"], "chunks": f["chunks"],
                      "wall s": round(f["wall_s"]), "chunks/s": round(f["rate"], 1),
                      "bare encoder chunks/s": round(f["bare_rate"], 1), "ratio": round(f["rate"] / f["bare_rate"], 2),
