@@ -74,7 +74,7 @@ def record_key(spec: EncoderSpec, cpu: dict) -> str:
 
 def recorded(spec: EncoderSpec, cpu: dict | None = None, path: Path | None = None) -> Choice | None:
     """The choice measured before on this machine for this model, or None."""
-    entry = _records(path or record_path()).get(record_key(spec, cpu or cpu_signature()))
+    entry = _records(path or record_path(spec.cache_dir)).get(record_key(spec, cpu or cpu_signature()))
     try:
         return Choice(**entry) if entry else None
     except TypeError:  # written by another version
@@ -95,7 +95,7 @@ def choose(spec: EncoderSpec, texts: Callable[[], list[str]], cpu: dict | None =
     backend = next((name for name in CANDIDATES if rates.get(name, 0) >= fastest * (1 - TIE)), DEFAULT)
     choice = Choice(backend, date.today().isoformat(), rates, failed, len(sample), len(own))
     if rates:  # none ran: nothing learnt about this machine, measured again next time
-        _write(path or record_path(), record_key(spec, cpu), choice)
+        _write(path or record_path(spec.cache_dir), record_key(spec, cpu), choice)
     return choice
 
 
@@ -119,8 +119,9 @@ def measure(spec: EncoderSpec, texts: list[str], clock: Callable[[], float],
     return rates, failed
 
 
-def record_path() -> Path:
-    return default_cache_dir() / RECORD
+def record_path(cache_dir: Path | None = None) -> Path:
+    """The record beside the machine's exported models."""
+    return (cache_dir or default_cache_dir()) / RECORD
 
 
 def _records(path: Path) -> dict:
