@@ -52,8 +52,8 @@ class Choice:
         return f"encoder {self.backend}: chosen on this machine {self.day}, {fastest} on {sample}"
 
 
-def cpu_signature() -> dict:
-    """What identifies this machine's CPU for the record."""
+def machine_signature() -> dict:
+    """What identifies this machine for the record: its CPU and the runtimes' versions."""
     name = platform.processor()
     try:
         name = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
@@ -61,41 +61,44 @@ def cpu_signature() -> dict:
     except OSError:
         pass
     flags = cpu_flags()
-    return {"model": name, "machine": platform.machine(), "flags": [f for f in FLAGS if f in flags],
-            "cores": os.cpu_count() or 1}
+    cpu = {"model": name, "machine": platform.machine(), "flags": [f for f in FLAGS if f in flags],
+           "cores": os.cpu_count() or 1}
+    return {"cpu": cpu, "versions": {package: _version(package) for package in ("openvino", "onnxruntime")}}
 
 
-def record_key(spec: EncoderSpec, cpu: dict) -> str:
-    """The record's key: the CPU, the runtimes' versions and the model (its export's cache key)."""
-    parts = {"cpu": cpu, "versions": {name: _version(name) for name in ("openvino", "onnxruntime")},
-             "model": cache_key(model_folder(spec.source), spec.max_seq_length), "threads": spec.threads}
+def record_key(spec: EncoderSpec, machine: dict) -> str:
+    """The record's key: the machine (machine_signature) and the model (its export's cache key)."""
+    parts = {"machine": machine, "model": cache_key(model_folder(spec.source), spec.max_seq_length),
+             "threads": spec.threads}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def recorded(spec: EncoderSpec, cpu: dict | None = None, path: Path | None = None) -> Choice | None:
+def recorded(spec: EncoderSpec, machine: dict | None = None, path: Path | None = None) -> Choice | None:
     """The choice measured before on this machine for this model, or None."""
-    entry = _records(path or record_path(spec.cache_dir)).get(record_key(spec, cpu or cpu_signature()))
+    entry = _records(path or record_path(spec.cache_dir)).get(record_key(spec, machine or machine_signature()))
     try:
         return Choice(**entry) if entry else None
     except TypeError:  # written by another version
         return None
 
 
-def choose(spec: EncoderSpec, texts: Callable[[], list[str]], cpu: dict | None = None,
+def choose(spec: EncoderSpec, texts: Callable[[], list[str]], machine: dict | None = None,
            clock: Callable[[], float] = time.perf_counter, slice_size: int = 32, path: Path | None = None) -> Choice:
-    """The recorded choice, else measure each candidate on `texts()` (the user's chunks), keep and return it."""
-    cpu = cpu or cpu_signature()
-    found = recorded(spec, cpu, path)
+    """The recorded choice, else measure each candidate on `texts()` (the user's chunks; topped up with
+    calibration.json's code chunks to SAMPLE), keep and return it. `slice_size`: the indexer's ENCODE_SLICE."""
+    machine = machine or machine_signature()
+    found = recorded(spec, machine, path)
     if found:
         return found
     own = texts()[:SAMPLE]
-    sample = own + calibration_texts()[:SAMPLE - len(own)]
+    extra = calibration_texts()
+    sample = own + (extra * (SAMPLE // len(extra) + 1))[:SAMPLE - len(own)]
     rates, failed = measure(spec, sample, clock, slice_size)
     fastest = max(rates.values(), default=0.0)
     backend = next((name for name in CANDIDATES if rates.get(name, 0) >= fastest * (1 - TIE)), DEFAULT)
     choice = Choice(backend, date.today().isoformat(), rates, failed, len(sample), len(own))
     if rates:  # none ran: nothing learnt about this machine, measured again next time
-        _write(path or record_path(spec.cache_dir), record_key(spec, cpu), choice)
+        _write(path or record_path(spec.cache_dir), record_key(spec, machine), choice)
     return choice
 
 
