@@ -82,7 +82,8 @@ def chunk_text(chunk: Chunk) -> str:
 class Embedder:
     """Loads the encoder once (thread-safe) and encodes to unit-length float32 vectors.
 
-    `backend` names an encoder in services.encoders (torch, onnx, onnx-int8, openvino, openvino-int8); `device` is auto, cpu,
+    `backend` names an encoder in services.encoders (torch, onnx, onnx-int8, openvino, openvino-int8), or is auto
+    (`for_index` gives the embedder of one index's backend, see fastest.py); `device` is auto, cpu,
     cuda or mps. A GPU runs the torch backend with larger batches. When the chosen backend cannot
     start (an export fails, a GPU does not answer) the next CPU backend takes over (openvino or openvino-int8 ->
     onnx-int8 -> torch) and `note` says why; `backend_used` and `device_used` say what runs."""
