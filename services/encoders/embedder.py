@@ -165,9 +165,11 @@ class Embedder:
         then read from the machine's record. Without `texts` (a query) nothing is measured. A GPU runs torch."""
         if self.backend != AUTO:
             return self
+        if texts is not None and choose_device(self.device)[0] != "cpu":
+            return self.with_backend(fastest.DEFAULT, "")  # a GPU runs torch, as for any backend named
         if built_with in backend_names():
             return self.with_backend(built_with, self._kept(built_with) if texts else None)
-        if texts is None or choose_device(self.device)[0] != "cpu":
+        if texts is None:
             return self.with_backend(self._recorded_choice())
         choice = fastest.choose(self.cpu_spec(), texts)
         return self.with_backend(choice.backend, choice.line())
