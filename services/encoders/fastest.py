@@ -44,6 +44,9 @@ class Choice:
 
     def line(self) -> str:
         """One line for health: which, when and why."""
+        if not self.rates:
+            return f"encoder {self.backend}: none of {', '.join(self.failed)} could start to be timed " \
+                   f"({'; '.join(self.failed.values())})"
         others = ", ".join([f"{name} {rate:.0f}" for name, rate in self.rates.items() if name != self.backend]
                            + [f"{name} could not start ({why})" for name, why in self.failed.items()])
         fastest = f"{self.rates.get(self.backend, 0):.0f} chunks/s" + (f" vs {others}" if others else "")
