@@ -15,7 +15,7 @@ from tests.helpers.stand_in_encoder import stand_in_settings
 pytestmark = pytest.mark.stand_in_encoder
 
 TEXTS = [f"def add_{n}(a, b):\n    return a + b * {n}\n" for n in range(40)]
-MACHINE = {"cpu": {"model": "Test CPU", "flags": ["avx2", "avx512_vnni"], "cores": 2},
+MACHINE: dict[str, dict] = {"cpu": {"model": "Test CPU", "flags": ["avx2", "avx512_vnni"], "cores": 2},
            "versions": {"openvino": "1", "onnxruntime": "1"}}
 
 
