@@ -87,7 +87,7 @@ def test_openai_api_key_is_the_fallback_for_the_llm_key(clean_env):
     ("KE_CANDIDATE_POOL_FACTOR", "-3", "KE_CANDIDATE_POOL_FACTOR must be an integer ≥ 1 (got '-3')"),
     ("KE_PATH_PRIOR_FACTOR", "-3", "KE_PATH_PRIOR_FACTOR must be a number ≥ 0 (got '-3')"),
     ("KE_EMBEDDING_BACKEND", "tensorflow",
-     "KE_EMBEDDING_BACKEND must be one of torch, onnx, onnx-int8, openvino, openvino-int8 (got 'tensorflow')"),
+     "KE_EMBEDDING_BACKEND must be one of auto, torch, onnx, onnx-int8, openvino, openvino-int8 (got 'tensorflow')"),
     ("KE_EMBEDDING_DEVICE", "tpu", "KE_EMBEDDING_DEVICE must be one of auto, cpu, cuda, mps (got 'tpu')"),
     ("KE_SKIP_MACHINE_MADE", "maybe", "KE_SKIP_MACHINE_MADE must be true or false (got 'maybe')"),
     ("KE_CROSS_ENCODER_MODEL", "", "KE_CROSS_ENCODER_MODEL must be non-empty text (got '')"),
@@ -154,7 +154,7 @@ def test_bugreport_weights_name_every_signal_of_the_strategy():
 def test_defaults_are_unchanged_by_the_split():
     settings, indexing = Settings(), IndexingSettings()
     assert (settings.embedding_backend, settings.embedding_device, settings.max_file_bytes) == \
-        ("openvino-int8", "auto", 1024 * 1024)
+        ("auto", "auto", 1024 * 1024)
     assert indexing.model_dump() == {name: getattr(settings, name) for name in IndexingSettings.model_fields}
     assert (settings.candidate_pool_min, settings.candidate_pool_factor, settings.narrow_pool_factor) == (50, 5, 2)
     assert (settings.path_prior_factor, settings.bugreport_k, settings.llm_timeout_seconds) == (0.8, 30.0, 20.0)
@@ -175,7 +175,7 @@ def cli(tmp_path, env: dict[str, str], *argv: str) -> subprocess.CompletedProces
     ({"KE_PATH_PRIOR_FACTOR": "-3"}, ["query", "{path}", "where is the parser"],
      "error: KE_PATH_PRIOR_FACTOR must be a number ≥ 0 (got '-3')"),
     ({"KE_EMBEDDING_BACKEND": "tensorflow"}, ["serve", "--port", "0"],
-     "error: KE_EMBEDDING_BACKEND must be one of torch, onnx, onnx-int8, openvino, openvino-int8 (got 'tensorflow')"),
+     "error: KE_EMBEDDING_BACKEND must be one of auto, torch, onnx, onnx-int8, openvino, openvino-int8 (got 'tensorflow')"),
     ({"KE_CANDIDATE_POOL_FACTOR": "-3"}, ["gui", "{path}"],
      "error: KE_CANDIDATE_POOL_FACTOR must be an integer ≥ 1 (got '-3')"),
     ({"KE_EMBEDDING_DEVICE": "tpu"}, ["mcp"],

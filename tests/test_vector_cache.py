@@ -36,6 +36,7 @@ from tests.helpers.stand_in_encoder import stand_in_settings
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.stand_in_encoder  # the cache, not the model, is tested here (the CLI embeds with it too)
 EXACT = stand_in_settings(embedding_backend="onnx")
+COUNTED = "openvino-int8"  # named where counting() counts: `auto` runs an embedder of its own per backend
 QUESTIONS = ["parse the config file", "sort items by key", "http request handler", "read a file line by line",
              "user account model", "compute the total"]
 CHANGED_FUNCTION = "def cache_reuse_marker(values):\n    \"\"\"Sum only the positive values.\"\"\"\n" \
@@ -179,7 +180,7 @@ def test_a_big_index_projects_the_cached_full_vectors_with_its_own_projection(ch
 def test_another_model_or_backend_never_gets_the_cached_vectors(checkouts, tmp_path):
     first, second = checkouts
     data = tmp_path / "data"
-    service = LocalEngine(stand_in_settings(), data_dir=data)  # openvino-int8, the default
+    service = LocalEngine(stand_in_settings(), data_dir=data)  # auto, the default: openvino-int8 or onnx-int8
     try:
         asyncio.run(service.index(first))
     finally:
@@ -200,7 +201,7 @@ def test_another_model_or_backend_never_gets_the_cached_vectors(checkouts, tmp_p
 
 def test_without_sharing_every_chunk_is_embedded(checkouts, tmp_path):
     first, second = checkouts
-    service = LocalEngine(stand_in_settings(share_vectors=False), data_dir=tmp_path / "data")
+    service = LocalEngine(stand_in_settings(share_vectors=False, embedding_backend=COUNTED), data_dir=tmp_path / "data")
     try:
         asyncio.run(service.index(first))
         embedded = counting(service)
@@ -217,7 +218,7 @@ def test_a_garbled_cache_is_not_used_and_indexing_goes_on(checkouts, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     (data / CACHE_FILE).write_bytes(b"not a database at all " * 500)
-    service = LocalEngine(stand_in_settings(), data_dir=data)
+    service = LocalEngine(stand_in_settings(embedding_backend=COUNTED), data_dir=data)
     try:
         embedded = counting(service)
         report = asyncio.run(service.index(first))

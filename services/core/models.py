@@ -166,7 +166,7 @@ class IndexHealth:
     chunks_embedded: int | None = None  # chunks with a vector, fewer than `chunks` while a run embeds; None: all
     backend: str = ""  # the encoder that runs (torch, onnx, onnx-int8)
     device: str = ""  # cpu, cuda, mps
-    encoder_note: str = ""  # why the configured backend or device is not the one running, if so
+    encoder_note: str = ""  # why this backend and device: auto's choice, or why the configured one does not run
     skipped_by_reason: dict[str, int] = field(default_factory=dict)  # category -> files
     # The index's one state (STATES; every face shows it with state_label and `message`):
     # "missing" (no index), "folder-missing" (the workspace folder is gone: nothing runs, nothing is deleted),

@@ -30,7 +30,8 @@ DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 # pytest 0.715 (none 0.691), xarray 0.700 (0.678), pylint 0.719 (0.673), Sphinx 0.706 (0.713: below `none`, and
 # 0.009 below `metadata`). benchmarks/README.md, "The right answer by default".
 DEFAULT_STRATEGY = "auto"
-Backend = Literal["torch", "onnx", "onnx-int8", "openvino", "openvino-int8"]  # services/encoders' backends
+# services/encoders' backends; auto: the fastest of the equal-quality CPU ones measured on this machine (fastest.py)
+Backend = Literal["auto", "torch", "onnx", "onnx-int8", "openvino", "openvino-int8"]
 BACKENDS = get_args(Backend)
 ENV_PREFIX = "KE_"
 # The KE_ variables read outside Settings: not settings, yet not misspelt ones (tests/test_settings.py checks
@@ -71,7 +72,7 @@ class IndexingSettings(Area):
     max_file_bytes: int = Field(1024 * 1024, ge=1)
     embed_batch_size: int = Field(32, ge=1)
     # services/encoders; see benchmarks/README.md
-    embedding_backend: Backend = "openvino-int8"
+    embedding_backend: Backend = "auto"  # an index keeps the backend it was built with
     embedding_device: Literal["auto", "cpu", "cuda", "mps"] = "auto"  # a GPU runs the torch backend
     early_keyword_min_chunks: int = Field(500, ge=0)  # a run embedding this many chunks gets keyword search first
     encoder_threads: int = Field(0, ge=0)  # indexing encoder's intra-op threads; 0 = one per core

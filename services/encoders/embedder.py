@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,7 +17,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 
-from services.encoders import Encoder, EncoderSpec, backend_names, choose_device, create_encoder  # noqa: E402
+from services.encoders import Encoder, EncoderSpec, backend_names, choose_device, create_encoder, fastest  # noqa: E402
 from services.encoders.base import content_digest  # noqa: E402
 from services.encoders.device import DEVICES, GPU_BATCH_SIZE, unused_gpu_note  # noqa: E402
 from services.core.errors import InvalidVectors, ModelLoadError  # noqa: E402
@@ -30,6 +31,7 @@ BUNDLED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 _LOADED: dict[tuple[str, int, str], object] = {}  # one copy of each model per process
 _LOADED_LOCK = threading.Lock()
 _WARNED: set[str] = set()  # loud notes already logged by this process
+AUTO = "auto"  # the backend setting that runs the fastest equal-quality CPU backend measured here (fastest.py)
 
 
 def bundled_model_path() -> Path | None:
@@ -80,7 +82,8 @@ def chunk_text(chunk: Chunk) -> str:
 class Embedder:
     """Loads the encoder once (thread-safe) and encodes to unit-length float32 vectors.
 
-    `backend` names an encoder in services.encoders (torch, onnx, onnx-int8, openvino, openvino-int8); `device` is auto, cpu,
+    `backend` names an encoder in services.encoders (torch, onnx, onnx-int8, openvino, openvino-int8), or is auto
+    (`for_index` gives the embedder of one index's backend, see fastest.py); `device` is auto, cpu,
     cuda or mps. A GPU runs the torch backend with larger batches. When the chosen backend cannot
     start (an export fails, a GPU does not answer) the next CPU backend takes over (openvino or openvino-int8 ->
     onnx-int8 -> torch) and `note` says why; `backend_used` and `device_used` say what runs."""
@@ -90,8 +93,9 @@ class Embedder:
                  cache_dir: Path | None = None, threads: int = 0) -> None:
         """`role` keeps separate model copies for indexing and querying: a query never waits
         for an indexing batch, and no tokenizer is shared between threads."""
-        if backend not in backend_names():
-            raise ModelLoadError(f"Unknown embedding backend {backend!r}; choose one of {', '.join(backend_names())}.")
+        if backend not in backend_names() + [AUTO]:
+            raise ModelLoadError(f"Unknown embedding backend {backend!r}; choose one of "
+                                 f"{', '.join(backend_names() + [AUTO])}.")
         if device not in DEVICES:
             raise ModelLoadError(f"Unknown device {device!r}; choose one of {', '.join(DEVICES)}.")
         self.model_name = model_name
@@ -105,6 +109,9 @@ class Embedder:
         self._loaded = None
         self._lock = threading.Lock()
         self.fault = ""  # the last time it produced vectors that are not finite, said (health shows it)
+        self.choice = ""  # why `auto` runs this backend (health shows it), on the embedder for_index returned
+        self._siblings: dict[str, Embedder] = {}  # auto's: the same encoder run by a chosen backend
+        self._owner = self  # the auto embedder a sibling was made from (faults are said there too)
 
     def load(self) -> Encoder:
         return self._model_and_lock()[0]
@@ -122,15 +129,62 @@ class Embedder:
 
     def _load(self):
         source = resolve_model(self.model_name)
-        key = (source, self.max_seq_length, self.role, self.backend, self.device, self.threads)
+        backend = self._recorded_choice() if self.backend == AUTO else self.backend
+        key = (source, self.max_seq_length, self.role, backend, self.device, self.threads)
         with _LOADED_LOCK:
             if key not in _LOADED:
-                _LOADED[key] = (self._start(source), threading.Lock())
+                _LOADED[key] = (self._start(source, backend), threading.Lock())
             return _LOADED[key]
 
-    def _start(self, source: str) -> Encoder:
+    def cpu_spec(self) -> EncoderSpec:
+        """What a CPU backend of this embedder is made from."""
+        return EncoderSpec(resolve_model(self.model_name), self.max_seq_length, self.batch_size, "cpu",
+                           self.cache_dir, self.threads)
+
+    def _recorded_choice(self) -> str:
+        """What `auto` runs where no index decides: the backend measured fastest here, else the default."""
+        found = fastest.recorded(self.cpu_spec())
+        return found.backend if found else fastest.DEFAULT
+
+    def with_backend(self, backend: str, choice: str | None = None) -> Embedder:
+        """This auto embedder's encoder run by `backend` (one per backend), `choice` saying why (None: as before)."""
+        with self._lock:
+            if backend not in self._siblings:
+                sibling = Embedder(self.model_name, self.max_seq_length, self.batch_size, self.role, backend,
+                                   self.device, self.cache_dir, self.threads)
+                sibling._owner = self
+                self._siblings[backend] = sibling
+            if choice is not None:
+                self._siblings[backend].choice = choice
+            return self._siblings[backend]
+
+    def for_index(self, built_with: str, texts: Callable[[], list[str]] | None = None) -> Embedder:
+        """The embedder of one index. Itself unless its backend is `auto`; then the backend the index was built
+        with (`built_with`: its vectors are never mixed with another's), else (a new index) the fastest of the
+        equal-quality CPU backends on this machine: measured on `texts()` (the user's chunks) the first time,
+        then read from the machine's record. Without `texts` (a query) nothing is measured. A GPU runs torch."""
+        if self.backend != AUTO:
+            return self
+        if texts is not None and choose_device(self.device)[0] != "cpu":
+            return self.with_backend(fastest.DEFAULT, "")  # a GPU runs torch, as for any backend named
+        if built_with in backend_names():
+            return self.with_backend(built_with, self._kept(built_with) if texts else None)
+        if texts is None:
+            return self.with_backend(self._recorded_choice())
+        choice = fastest.choose(self.cpu_spec(), texts)
+        return self.with_backend(choice.backend, choice.line())
+
+    def _kept(self, backend: str) -> str:
+        """Why an index built before runs `backend`: measured fastest here, or kept from when it was built."""
+        found = fastest.recorded(self.cpu_spec())
+        if found and found.backend == backend:
+            return found.line()
+        instead = found.backend if found else "the fastest measured here"
+        return f"encoder {backend}: the one this index was built with (auto keeps it; a full rebuild runs {instead})"
+
+    def _start(self, source: str, configured: str) -> Encoder:
         device, note = choose_device(self.device)
-        backend, batch = self.backend, self.batch_size
+        backend, batch = configured, self.batch_size
         if device != "cpu":
             backend, batch = "torch", max(batch, GPU_BATCH_SIZE)
         spec = EncoderSpec(source, self.max_seq_length, batch, device, self.cache_dir, self.threads)
@@ -139,7 +193,7 @@ class Embedder:
         except ModelLoadError:
             raise
         except Exception as error:  # an export that fails, a GPU that does not start, a missing runtime
-            fallback = FALLBACK.get(backend, "torch") if device == "cpu" else self.backend
+            fallback = FALLBACK.get(backend, "torch") if device == "cpu" else configured
             encoder = self._fallback(fallback, replace(spec, device="cpu", batch_size=self.batch_size))
             note = f"{backend} on {device} could not start ({_short(error)}); using {encoder.name} on the CPU"
             log.warning("%s", note)
@@ -177,7 +231,7 @@ class Embedder:
 
     @property
     def note(self) -> str:
-        return self.load().note
+        return "; ".join(filter(None, (self.load().note, self.choice)))
 
     def describe(self) -> str:
         """What runs, for progress lines: "torch on cuda, fp16, batch 512", "onnx-int8 on cpu"."""
@@ -215,7 +269,7 @@ class Embedder:
                        f"not finite (NaN or infinity) for {bad} of {len(vectors)} texts: its model files or their "
                        "export may be damaged")
             log.error("%s (%s)", message, self.model_name)
-            self.fault = message
+            self.fault = self._owner.fault = message
             raise InvalidVectors(message)
         return vectors
 

@@ -23,12 +23,14 @@ import platform
 import re
 import shutil
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
 
-from services.encoders.base import model_inputs, pooled
+from services.encoders.base import EncoderSpec, model_inputs, pooled
 
 log = logging.getLogger(__name__)
 FORMAT = 1  # bump when the export or a quantisation changes: every model is made again
@@ -94,6 +96,23 @@ def build(folder: Path, cache_dir: Path, max_seq_length: int, int8: str = "") ->
             (staging / "model.onnx").unlink(missing_ok=True)
 
     return cached(cache_dir / cache_key(folder, max_seq_length, int8), name, make)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What a CPU runtime opens: the made model's file, the pooling and the tokenizer of its model."""
+
+    path: Path
+    pooling: str
+    tokenize: Callable[[list[str]], dict[str, np.ndarray]]
+
+
+def prepared(spec: EncoderSpec, int8: str) -> Prepared:
+    """The model of `spec` made for a CPU runtime (`int8`: "", "dynamic" or "static"; made first when missing)."""
+    folder = model_folder(spec.source)
+    pooling = pooling_mode(folder)  # first: a model it cannot pool is refused before any export
+    tokenize = load_tokenizer(folder, spec.max_seq_length)
+    return Prepared(build(folder, spec.cache_dir or default_cache_dir(), spec.max_seq_length, int8), pooling, tokenize)
 
 
 def model_folder(source: str) -> Path:
@@ -217,13 +236,13 @@ def cpu_quant_config() -> dict:
     machine = platform.machine().lower()
     if machine in ("arm64", "aarch64"):
         return {"name": "arm64", "per_channel": True, "reduce_range": False, "ops": ["MatMul"]}
-    flags = _cpu_flags()
+    flags = cpu_flags()
     if "avx512_vnni" in flags or "avx_vnni" in flags:
         return {"name": "avx512_vnni", "per_channel": True, "reduce_range": False, "ops": ["MatMul"]}
     return {"name": "avx2", "per_channel": True, "reduce_range": True, "ops": ["MatMul"]}
 
 
-def _cpu_flags() -> set[str]:
+def cpu_flags() -> set[str]:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("flags"):

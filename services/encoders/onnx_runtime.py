@@ -12,9 +12,7 @@ import numpy as np
 from services.encoders.base import (
     EncoderSpec, content_digest, gathered, length_sorted, model_inputs, pooled, register,
 )
-from services.encoders.export import (
-    FORMAT, build, cpu_quant_config, default_cache_dir, load_tokenizer, model_folder, pooling_mode, repairs,
-)
+from services.encoders.export import FORMAT, cpu_quant_config, prepared, repairs
 
 
 class OnnxEncoder:
@@ -26,10 +24,8 @@ class OnnxEncoder:
         import onnxruntime
 
         self.spec = spec
-        folder = model_folder(spec.source)
-        self.pooling = pooling_mode(folder)
-        self.tokenize = load_tokenizer(folder, spec.max_seq_length)
-        self.path = build(folder, spec.cache_dir or default_cache_dir(), spec.max_seq_length, self.int8)
+        model = prepared(spec, self.int8)
+        self.path, self.pooling, self.tokenize = model.path, model.pooling, model.tokenize
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = spec.threads or os.cpu_count() or 1
         options.inter_op_num_threads = 1

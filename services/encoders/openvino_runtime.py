@@ -15,9 +15,7 @@ import numpy as np
 from services.encoders.base import (
     EncoderSpec, content_digest, gathered, length_sorted, model_inputs, pooled, register,
 )
-from services.encoders.export import (
-    FORMAT, build, default_cache_dir, load_tokenizer, model_folder, pooling_mode, repairs,
-)
+from services.encoders.export import FORMAT, prepared, repairs
 
 # OpenVINO's compiled models, beside the model they are made from (whose weights they read: OPTIMIZE_SIZE), by
 # device and settings: a cold start reads one (~0.2 s) instead of compiling (~0.8 s); the same compiled graph,
@@ -34,10 +32,8 @@ class OpenVinoEncoder:
         import openvino
 
         self.spec = spec
-        folder = model_folder(spec.source)
-        self.pooling = pooling_mode(folder)
-        self.tokenize = load_tokenizer(folder, spec.max_seq_length)
-        self.path = build(folder, spec.cache_dir or default_cache_dir(), spec.max_seq_length, self.int8)
+        model = prepared(spec, self.int8)
+        self.path, self.pooling, self.tokenize = model.path, model.pooling, model.tokenize
         # one stream per core, one thread each, fed batches in parallel: faster than one stream over every
         # core, and a core taken by another process slows one stream instead of stalling all
         self.streams = spec.threads or os.cpu_count() or 1

@@ -315,7 +315,12 @@ class LocalEngine:
 
     def _searcher(self, index: WorkspaceIndex) -> Searcher:
         """The query flow (services.retrieval.search) over this index, with the settings of now."""
-        return Searcher(index, self.settings, self.embedder.encode)
+        return Searcher(index, self.settings, functools.partial(self._encode_question, index))
+
+    def _encode_question(self, index: WorkspaceIndex, texts: list[str]):
+        """Questions encoded by the backend the index was built with (with `auto`, which may differ per index)."""
+        built_with = index.catalog().get_meta("backend", "torch") if index.exists() else ""
+        return self.embedder.for_index(built_with).encode(texts)
 
     def _validate(self, question: str, options: QueryOptions) -> None:
         if not isinstance(question, str) or not question.strip():

@@ -29,7 +29,8 @@ from services.storage import faults
 from services.storage.code_graph import GRAPH_VERSION
 from services.indexing.chunking.references import reference_counts
 from services.indexing.history import update_history
-from services.encoders.embedder import Embedder
+from services.encoders import fastest
+from services.encoders.embedder import Embedder, chunk_text
 from services.core.errors import IndexStoreError, IndexUnavailable, KnowledgeError, WorkspaceError
 from services.indexing import integrity
 from services.indexing.rate import RateMeter, eta
@@ -181,6 +182,7 @@ class Indexer:
 
     def _run(self, full: bool, quick: bool) -> IndexReport:
         self._check_root()
+        self._choose_encoder(full)
         self._prepare_model()  # a missing model fails here, before anything is touched
         self.vector_maker.open()
         if self.cancel.is_set():  # cancelled before it started: nothing touched
@@ -227,6 +229,31 @@ class Indexer:
             failed=count_by_reason(s for s in plan.skipped if s.category in FAILURE_REASONS),
             message="; ".join(([] if files else [nothing_to_index(len(plan.skipped))]) + self.repaired),
         )
+
+    def _choose_encoder(self, full: bool) -> None:
+        """With the `auto` backend: the one this index was built with; for a new index (or a full rebuild) the
+        fastest measured on this machine, on a sample of this workspace's chunks the first time."""
+        built_with = self.index.catalog().get_meta("backend", "torch") if self.index.exists() and not full else ""
+        embedder = self.embedder.for_index(built_with, self._sample_texts)
+        if embedder is not self.embedder:
+            self.embedder = embedder
+            self.vector_maker = VectorMaker(embedder, self.vector_maker.cache)
+
+    def _sample_texts(self) -> list[str]:
+        """Up to fastest.SAMPLE chunk texts of the workspace's first files, for timing the encoders."""
+        self._emit("preparing", 0, 0, message="measuring which encoder runs fastest on this machine (once, "
+                                              "on a sample of your chunks; each is exported and quantised first)")
+        scan = scan_workspace(self.index.root, self.settings.max_file_bytes, self.settings.skip_machine_made)
+        chunks: list[Chunk] = []
+        for source in scan.files:
+            if len(chunks) >= fastest.SAMPLE or self.cancel.is_set():
+                break
+            try:
+                text, digest = read_source(source, self.settings.skip_machine_made)
+                chunks += chunk_file(source.path, text, source.language, digest, self.settings)
+            except Exception:  # the run itself reports the files it cannot read or chunk
+                continue
+        return [chunk_text(c) for c in sorted(chunks, key=lambda c: len(c.content))[:fastest.SAMPLE]]
 
     def _prepare_model(self) -> None:
         """Load the embedding model: its own stage, since on first use it is exported and quantised."""

@@ -37,7 +37,7 @@ def test_ctrl_period_during_an_automatic_run_pauses_automatic_indexing_until_f5(
     root = workspace.resolve()
 
     # the encoder waits at its first batch until Ctrl+. is pressed, so the run is surely under way then
-    encoder = service.index_embedder
+    encoder = service.index_embedder.for_index(service.workspace_index(root).catalog().get_meta("backend"))  # what runs
     real_encode = encoder.encode_chunks
     entered, release, calls = threading.Event(), threading.Event(), []
 
