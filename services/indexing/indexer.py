@@ -37,7 +37,7 @@ from services.indexing.rate import RateMeter, eta
 from services.core.models import Chunk, IndexReport, ProgressEvent, SkippedFile, count_by_reason, nothing_to_index
 from services.storage.projection import Projection, sample_positions
 from services.storage.vector_cache import VectorCache
-from services.indexing.preparing import Prepared, file_graph, prepared, short_reason
+from services.indexing.preparing import Prepared, file_graph, prepare, prepared, short_reason
 from services.indexing.scanning import SourceFile, read_source, scan_paths, scan_workspace
 from services.indexing.vectors import VectorMaker
 from services.core.settings import Settings
@@ -233,11 +233,20 @@ class Indexer:
     def _choose_encoder(self, full: bool) -> None:
         """With the `auto` backend: the one this index was built with; for a new index (or a full rebuild) the
         fastest measured on this machine, on a sample of this workspace's chunks the first time."""
-        built_with = self.index.catalog().get_meta("backend", "torch") if self.index.exists() and not full else ""
+        built_with = self._built_with() if self.index.exists() and not full else ""
         embedder = self.embedder.for_index(built_with, self._sample_texts)
         if embedder is not self.embedder:
             self.embedder = embedder
             self.vector_maker = VectorMaker(embedder, self.vector_maker.cache)
+
+    def _built_with(self) -> str:
+        """The backend the index's catalogue records; "" when the catalogue cannot be read (the integrity
+        check that follows finds the damage, and the rebuild takes the machine's choice)."""
+        try:
+            return self.index.catalog().get_meta("backend", "torch")
+        except Exception:
+            log.debug("the catalogue of %s could not be read for its backend", self.index.root, exc_info=True)
+            return ""
 
     def _sample_texts(self) -> list[str]:
         """Up to fastest.SAMPLE chunk texts of the workspace's first files, for timing the encoders."""
@@ -248,11 +257,7 @@ class Indexer:
         for source in scan.files:
             if len(chunks) >= fastest.SAMPLE or self.cancel.is_set():
                 break
-            try:
-                text, digest = read_source(source, self.settings.skip_machine_made)
-                chunks += chunk_file(source.path, text, source.language, digest, self.settings)
-            except Exception:  # the run itself reports the files it cannot read or chunk
-                continue
+            chunks += prepare(source, self.settings, None).chunks or []  # the run reports what fails here
         return [chunk_text(c) for c in sorted(chunks, key=lambda c: len(c.content))[:fastest.SAMPLE]]
 
     def _prepare_model(self) -> None:
