@@ -191,8 +191,8 @@ class VectorCache:
                 held = held_by(self.path) if busy(error) else ""
                 log.warning("the shared vector cache %s could not %s (%s%s); embedding without it",
                             self.path, action, error, held, exc_info=True)
-                if self._db is None:  # it cannot even be opened (e.g. not a database): not again in this process
-                    self.problem = f"{type(error).__name__}: {error}"
+                if self._db is None and not busy(error):  # it cannot be opened (e.g. not a database): not again
+                    self.problem = f"{type(error).__name__}: {error}"  # in this process (busy: the next call tries)
                 return fallback
 
     def close(self) -> None:
