@@ -37,7 +37,7 @@ class NameAnswer:
         what = f"{count} definition{'s' if count != 1 else ''}"
         then = f"then {uses} chunk{'s' if uses != 1 else ''} that use it" if uses else "no other chunk uses it"
         kind = {names.NAME: "a name", names.DOTTED: "a dotted name"}[self.reading.kind]
-        return f"read as {kind} `{self.reading.name}`: {what}, {then} {NOTE_END}"
+        return f"read as {kind} `{self.reading.name}`: {what} first, {then} {NOTE_END}"
 
 
 def identifiers(name: str) -> list[str]:
