@@ -4,8 +4,8 @@ engine's facade, LocalEngine, validates, caches and runs it in a worker thread).
 embed -> search (vectors, plus BM25 for strategies that ask) -> rerank -> threshold -> expand ->
 assemble; an empty answer says what removed the candidates; every answer marks files changed on disk
 since they were indexed. `auto` on a name the index defines skips the vectors (name_answer.py): the
-encoder and the vector store are opened only when a question needs them. The steps themselves are in search_steps.py; strategies see the index only
-through IndexContext (a StrategyContext).
+encoder and the vector store are opened only when a question needs them. The steps themselves are in
+search_steps.py; strategies see the index only through IndexContext (a StrategyContext).
 """
 
 from __future__ import annotations
