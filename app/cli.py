@@ -375,11 +375,11 @@ def load_encoder_soon(args) -> None:
 
 
 def by_name(args) -> bool:
-    """Whether `query` may be answered without vectors: `auto` on a name (services/retrieval/name_answer.py).
-    Its encoder is then not loaded ahead (a name the index does not define loads it when asked)."""
+    """Whether `query` may be answered without vectors: `auto` on a name, as chunks (services/retrieval/
+    name_answer.py). Its encoder is then not loaded ahead (a name the index does not define loads it when asked)."""
     from services.retrieval.strategies.auto import by_name as reads_as_name
 
-    return args.strategy == "auto" and reads_as_name(args.question) is not None
+    return args.strategy == "auto" and not args.files and reads_as_name(args.question) is not None
 
 
 def local_engine(args):

@@ -97,6 +97,14 @@ async def test_everything_else_still_searches_by_vector(no_model, question, stra
 
 
 @pytest.mark.slow
+async def test_a_file_answer_to_a_name_still_reads_the_vector_ranking(no_model):
+    engine, workspace = no_model
+    options = QueryOptions(workspace=str(workspace), strategy="auto", use_cache=False)
+    with pytest.raises(ModelLoadError, match="no-such-model"):
+        await engine.find_files("FileNoteStore", options, 3)
+
+
+@pytest.mark.slow
 async def test_a_name_not_defined_says_so_and_answers_by_vector(indexed):
     data_dir, workspace = indexed
     engine = LocalEngine(data_dir=data_dir)

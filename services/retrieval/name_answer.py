@@ -5,7 +5,8 @@ encoder nor the vector store: the catalogue lists its definitions (names.find) a
 holding the name's identifiers whole, by BM25. A score is the chunk's BM25 over the best of the question (the best
 1.0, as the file ranking scales its signals), so min_relevance keeps the uses scoring at least that share of the
 best; the definitions lead whatever their score (names_first). The original ranking is the keyword order.
-A name the index does not define goes the usual way (vectors), as does every strategy chosen by name.
+A name the index does not define goes the usual way (vectors), as do every strategy chosen by name and a file
+answer (find_files: its file ranking reads the vector ranking).
 """
 
 from __future__ import annotations

@@ -77,10 +77,12 @@ class Searcher:
         self.settings = settings
         self.encode = encode
 
-    def query(self, question: str, options: QueryOptions, strategy: RerankStrategy) -> QueryResult:
-        """The whole flow; raises IndexMissingError when there is no usable index."""
+    def query(self, question: str, options: QueryOptions, strategy: RerankStrategy,
+              names_by_keyword: bool = True) -> QueryResult:
+        """The whole flow; raises IndexMissingError when there is no usable index. `names_by_keyword`: `auto`
+        answers a name the index defines without vectors."""
         self.index.require()
-        reading = by_name(question) if isinstance(strategy, AutoStrategy) else None
+        reading = by_name(question) if names_by_keyword and isinstance(strategy, AutoStrategy) else None
         named = self.name_query(question, options, reading) if reading is not None else None
         if named is not None:
             return named
