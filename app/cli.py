@@ -375,6 +375,14 @@ def load_encoder_soon(args) -> None:
     threading.Thread(target=load, daemon=True, name="ke-encoder-ahead").start()
 
 
+def by_name(args) -> bool:
+    """Whether `query` may be answered without vectors: `auto` on a name, as chunks (services/retrieval/
+    name_answer.py). Its encoder is then not loaded ahead (a name the index does not define loads it when asked)."""
+    from services.retrieval.strategies.auto import by_name as reads_as_name
+
+    return args.strategy == "auto" and not args.files and reads_as_name(args.question) is not None
+
+
 def local_engine(args):
     from services.engine.service import LocalEngine
 
@@ -421,7 +429,7 @@ def print_error(error: Exception) -> int:
 async def run_command(args) -> int:
     try:
         service = (args.command in WARM_COMMANDS and warm_engine(args)) or None
-        if service is None and args.command == "query":
+        if service is None and args.command == "query" and not by_name(args):
             load_encoder_soon(args)
         service = service or local_engine(args)
     except Exception as error:

@@ -304,8 +304,8 @@ class ResultsView(QWidget):
             reranked = "fell back to the vector ranking, so cosine similarity 0–1."
         scores = [r.score for r in result.results]
         here = f"this question {min(scores):.3f} to {max(scores):.3f}; " if scores else ""
-        reading = " ".join(note[:1].upper() + note[1:] + "." for note in (result.strategy_note, result.reading_note)
-                           if note)
+        notes = dict.fromkeys(note for note in (result.strategy_note, result.reading_note) if note)  # a name's: one
+        reading = " ".join(note[:1].upper() + note[1:] + "." for note in notes)
         parts = (reading, f"Reranked: {here}{reranked}" if reranked else "", "Vector: cosine similarity 0–1.",
                  "Bars: relative to the best in each list.")
         return "  ".join(part for part in parts if part)

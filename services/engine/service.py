@@ -269,9 +269,14 @@ class LocalEngine:
     async def query(self, question: str, options: QueryOptions) -> QueryResult:
         """Raises QueryError (bad input), WorkspaceError, IndexMissingError, ModelLoadError. A workspace
         whose folder is gone (moved, unmounted) is answered from its kept index."""
+        return await self._query(question, options, names_by_keyword=True)
+
+    async def _query(self, question: str, options: QueryOptions, names_by_keyword: bool) -> QueryResult:
+        """`query`; `names_by_keyword`: `auto` answers a name without vectors (not for a file answer, whose
+        file ranking reads the vector ranking)."""
         self._validate(question, options)
         index = self._readable_index(options.workspace)
-        key = (question.strip(), str(index.root), options)
+        key = (question.strip(), str(index.root), options, names_by_keyword)
         if options.use_cache:
             with self._lock:
                 cached = self._cache.get(key)
@@ -279,7 +284,8 @@ class LocalEngine:
                 return await self._run(self._query_pool, self._searcher(index).mark_stale,
                                        search_steps.mark_cached(cached))
         strategy = self._strategy(options.strategy, index.root)
-        result = await self._run(self._query_pool, self._searcher(index).query, question.strip(), options, strategy)
+        result = await self._run(self._query_pool, self._searcher(index).query, question.strip(), options, strategy,
+                                 names_by_keyword)
         note = self._reranking_notes.get(index.root)
         if note:
             result = replace(result, warning="; ".join(filter(None, (result.warning, note))))
@@ -345,7 +351,7 @@ class LocalEngine:
         started = time.perf_counter()
         before = options.before if before is None else before
         pooled = replace(options, top_k=max(options.top_k, POOL), expand_context=False, before=before)
-        result = await self.query(question, pooled)
+        result = await self._query(question, pooled, names_by_keyword=False)
         words = None
         if result.strategy == "auto" and auto.choose(question)[0] == auto.FOR_REPORTS:  # auto's report blend
             words = await self.query(question, replace(pooled, strategy=auto.FILES.second))

@@ -20,8 +20,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from rapidfuzz import fuzz, process
-from rapidfuzz.distance import LCSseq
 
 from services.core.errors import QueryError
 from services.core.models import GotoAnswer, GotoHit
@@ -131,6 +129,9 @@ class Names:
         """Indexes of the labels holding every character of `query` in order (rapidfuzz, in C)."""
         if not self.labels:
             return np.zeros(0, dtype=np.int64)
+        from rapidfuzz import process  # here, not at the top: a cold `query` imports this module (15 ms)
+        from rapidfuzz.distance import LCSseq
+
         common = process.cdist([query], self.lower, scorer=LCSseq.similarity, dtype=np.int32)[0]
         return np.flatnonzero(common == len(query))
 
@@ -146,6 +147,8 @@ class Names:
 
     def closest(self, query: str, limit: int = 3) -> list[str]:
         """Labels spelled nearly like `query` (a typo), best first, for the empty answer's message."""
+        from rapidfuzz import fuzz, process
+
         found = process.extract(query, self.lower, scorer=fuzz.ratio, limit=limit * 4, score_cutoff=75)
         return list(dict.fromkeys(self.labels[i] for _, _, i in found))[:limit]
 

@@ -3,8 +3,9 @@ engine's facade, LocalEngine, validates, caches and runs it in a worker thread).
 
 embed -> search (vectors, plus BM25 for strategies that ask) -> rerank -> threshold -> expand ->
 assemble; an empty answer says what removed the candidates; every answer marks files changed on disk
-since they were indexed. The steps themselves are in search_steps.py; strategies see the index only
-through IndexContext (a StrategyContext).
+since they were indexed. `auto` on a name the index defines skips the vectors (name_answer.py): the
+encoder and the vector store are opened only when a question needs them. The steps themselves are in
+search_steps.py; strategies see the index only through IndexContext (a StrategyContext).
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from services.core.errors import InvalidVectors
 from services.core.models import Candidate, Chunk, QueryOptions, QueryResult
 from services.core.settings import Settings
 from services.storage.labels import default_labels_file
-from services.retrieval import names
+from services.retrieval import name_answer, names
 from services.retrieval import search_steps as steps
 from services.retrieval.query_adapter import ADAPTER_FILE
+from services.retrieval.strategies.auto import AutoStrategy, by_name
 from services.retrieval.strategies.base import SIMILARITY, RerankRequest, RerankStrategy
 from services.storage.workspace_index import WorkspaceIndex
 
@@ -75,9 +77,15 @@ class Searcher:
         self.settings = settings
         self.encode = encode
 
-    def query(self, question: str, options: QueryOptions, strategy: RerankStrategy) -> QueryResult:
-        """The whole flow; raises IndexMissingError when there is no usable index."""
+    def query(self, question: str, options: QueryOptions, strategy: RerankStrategy,
+              names_by_keyword: bool = True) -> QueryResult:
+        """The whole flow; raises IndexMissingError when there is no usable index. `names_by_keyword`: `auto`
+        answers a name the index defines without vectors."""
         self.index.require()
+        reading = by_name(question) if names_by_keyword and isinstance(strategy, AutoStrategy) else None
+        named = self.name_query(question, options, reading) if reading is not None else None
+        if named is not None:
+            return named
         strategy, strategy_note = strategy.route(question)
         stages = steps.Stages()
         pool = max(strategy.pool_size(options.top_k), options.top_k)
@@ -133,7 +141,28 @@ class Searcher:
         floor = options.min_relevance * self.settings.prefetch_threshold_factor
         semantic = steps.semantic_candidates(hits, chunks, floor)
         keyword = steps.keyword_candidates(keyword_hits, chunks, semantic)
-        return semantic, keyword, index.catalog().counts()[1] + len(index.pending)
+        return semantic, keyword, self.searched()
+
+    def searched(self) -> int:
+        """The chunks a question searches: those committed, and those a run is embedding."""
+        return self.index.catalog().counts()[1] + len(self.index.pending)
+
+    def name_query(self, question: str, options: QueryOptions, reading: names.Reading) -> QueryResult | None:
+        """`auto` on a name: its definitions, then the chunks that use it by keyword, no vectors
+        (name_answer.py); None when the index does not define it (within the filters)."""
+        stages = steps.Stages()
+        found = name_answer.answer(self.index, reading, options, self.filtered_ids(options))
+        if found is None:
+            return None
+        stages.mark("search")
+        top = found.ranked[:options.top_k]
+        contexts = self.contexts(top + found.original, options)
+        stages.mark("expand")
+        result = steps.assemble(question, options, steps.to_results(top, contexts),
+                                steps.to_results(found.original, contexts), self.searched(), len(found.ranked),
+                                True, None, stages, found.pool)
+        note = found.note(top)
+        return self.mark_stale(replace(result, reading=reading.kind, reading_note=note, strategy_note=note))
 
     def name_channel(self, question: str, vector, semantic: list[Candidate], allowed: set[str] | None
                      ) -> tuple[names.Reading, list[names.Definition], list[Candidate]]:

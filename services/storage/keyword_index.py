@@ -190,7 +190,10 @@ class KeywordIndex:
 
     def search(self, query: str, k: int, allowed: set[str] | None = None) -> list[tuple[str, float]]:
         """Top-k (id, BM25 score) with score > 0; `allowed` restricts to those ids (filters inside)."""
-        tokens = query_tokens(query)
+        return self.search_tokens(query_tokens(query), k, allowed)
+
+    def search_tokens(self, tokens: list[str], k: int, allowed: set[str] | None = None) -> list[tuple[str, float]]:
+        """As `search`, for tokens as the table stores them (`query_tokens` of a question, or whole identifiers)."""
         if not tokens or k <= 0 or allowed == set():
             return []
         return self._top(k, allowed, lambda source, limit: source.ranked(tokens, limit))

@@ -1,7 +1,10 @@
 """`auto`: reads the question and answers it with the strategy measured best for its kind (issue 41).
 
-A name, a dotted name or a path (`Poly.degree`, `_pytest.nodes`, `src/x.py:12`) -> `metadata`: the name
-channel puts the definition, the module's or the path's file first (services/retrieval/names.py). A traceback or
+A name or a dotted name the index defines (`saferepr`, `Poly.degree`, `_pytest.nodes`; `by_name`) -> its
+definitions, then the chunks that use it by keyword, without vectors (services/retrieval/name_answer.py: no encoder,
+no vector store, an answer in a blink from a cold start). A path (`src/x.py:12`), or a name the index does not
+define -> `metadata`: the name channel puts the definition, the module's or the path's file first
+(services/retrieval/names.py). A traceback or
 a pasted bug report -> `bug-report` (file answers: the traceback's frames, innermost first, and `bug-report`'s
 file ranking fused by rank with `metadata`'s, `Blend`). A
 question in words -> `metadata`: the vector ranking unless it asks for implementations or a protocol (CoSQA:
@@ -56,6 +59,13 @@ def choose(question: str) -> tuple[str, str]:
     return FOR_WORDS, f"a question in words: ranking by {FOR_WORDS}, measured best for those"
 
 
+def by_name(question: str) -> names.Reading | None:
+    """The reading of a question auto answers by name, without vectors, when the index defines it: a bare or
+    dotted name (not a path, not words that may spell a name); None for any other question. Cheap: no index."""
+    reading = names.read(question)
+    return reading if reading.kind in (names.NAME, names.DOTTED) and " " not in reading.name else None
+
+
 def files_note(note: str) -> str:
     """`choose`'s note for a report, as said of its file answer."""
     return f"{note}; files: its file ranking fused by rank with {FILES.second}'s ({FILES.share:.0%})"
@@ -74,13 +84,14 @@ def _first(reading: names.Reading) -> str:
 class AutoStrategy(BaseStrategy):
     name = "auto"
     label = "Auto"
-    description = ("Reads the question and picks: a name, dotted name or path goes to its definition or file "
-                   f"({FOR_NAMES}); a traceback or bug report is ranked by {FOR_REPORTS} (file answers: the "
+    description = ("Reads the question and picks: a name or dotted name the index defines lists its definitions, "
+                   "then the chunks that use it by keyword match (no vectors); a path, or a name not defined, goes "
+                   f"to its file or definition ({FOR_NAMES}); a traceback or bug report is ranked by {FOR_REPORTS} (file answers: the "
                    f"traceback's innermost frames first, fused by rank with {FOR_WORDS}'s file ranking); a question "
                    f"in words is ranked by {FOR_WORDS}.")
     scale = SIMILARITY
-    legend = (f"the scores of the strategy it picked (its note says which): {FOR_NAMES}'s cosine similarity with its "
-              f"boosts; for a report, {FOR_REPORTS}'s fused ranks scaled 0–1 within the question.")
+    legend = ("the scores of what it picked (its note says which): for a name, keyword (BM25) scores over the "
+              f"best, 0–1; else {FOR_NAMES}'s cosine similarity with its boosts; for a report, {FOR_REPORTS}'s fused ranks scaled 0–1 within the question.")
     order = -1  # first in every list: the default
 
     def __init__(self, settings) -> None:

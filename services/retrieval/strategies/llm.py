@@ -14,8 +14,6 @@ from __future__ import annotations
 import json
 import re
 
-import httpx
-
 from services.core.errors import StrategyUnavailable
 from services.core.models import Availability, Candidate, Signal
 from services.retrieval.strategies._ranking import explained, tie_key
@@ -140,6 +138,8 @@ class LLMStrategy(BaseStrategy):
 
     def ask(self, prompt: str) -> str:
         """One chat completion; the answer's text. Raises StrategyUnavailable on any failure."""
+        import httpx  # here, not at the top: the strategy list is read on every cold start (httpx: ~0.1 s)
+
         s = self.settings
         url = s.llm_base_url.rstrip("/") + "/chat/completions"
         headers = {"Authorization": f"Bearer {s.llm_api_key}"} if s.llm_api_key else {}
