@@ -40,6 +40,7 @@ OUTPUTS: dict[str, Any] = {
 SEARCH_FIELDS = {
     "question": True, "strategy": True, "reranked": True, "fallback_reason": True,
     "reading": True, "reading_note": True, "warning": True, "question_note": True, "strategy_note": True,
+    "original_ranking": True,
     "results": {"__all__": {
         "rank": True, "score": True, "original_rank": True, "original_score": True, "stale": True,
         "chunk": {"path": True, "start_line": True, "end_line": True, "symbol": True, "qualified_name": True,

@@ -290,8 +290,8 @@ class ResultsView(QWidget):
             self.right.title.setText(f"Not reranked · {result.fallback_reason}")
         else:
             self.right.title.setText(f"Reranked · {label} (order unchanged)")
-        self.left.title.setText("Vector ranking" if result is None
-                                else f"Vector ranking · {searched_text(result)}")
+        side = "Keyword ranking" if result is not None and result.original_ranking == "keyword" else "Vector ranking"
+        self.left.title.setText(side if result is None else f"{side} · {searched_text(result)}")
         self.legend.setText(self._legend_text(result, info))
         self.chunk_selected.emit(None)
 
@@ -306,7 +306,9 @@ class ResultsView(QWidget):
         here = f"this question {min(scores):.3f} to {max(scores):.3f}; " if scores else ""
         notes = dict.fromkeys(note for note in (result.strategy_note, result.reading_note) if note)  # a name's: one
         reading = " ".join(note[:1].upper() + note[1:] + "." for note in notes)
-        parts = (reading, f"Reranked: {here}{reranked}" if reranked else "", "Vector: cosine similarity 0–1.",
+        original = ("Keyword: BM25 over the best, 0–1." if result.original_ranking == "keyword"
+                    else "Vector: cosine similarity 0–1.")
+        parts = (reading, f"Reranked: {here}{reranked}" if reranked else "", original,
                  "Bars: relative to the best in each list.")
         return "  ".join(part for part in parts if part)
 

@@ -262,6 +262,7 @@ class QueryResult:
     warning: str = ""  # what makes this answer untrustworthy, e.g. a vector store that lost its vectors
     question_note: str = ""  # a long question: its length against the limit, and how it was reduced
     strategy_note: str = ""  # `auto`: what it read and which strategy answered, e.g. "a traceback of 12 frames: …"
+    original_ranking: str = "vector"  # what `original` ranks by: "vector", or "keyword" (a name `auto` answered by keyword)
 
 
 @dataclass(frozen=True)

@@ -162,7 +162,8 @@ class Searcher:
                                 steps.to_results(found.original, contexts), self.searched(), len(found.ranked),
                                 True, None, stages, found.pool)
         note = found.note(top)
-        return self.mark_stale(replace(result, reading=reading.kind, reading_note=note, strategy_note=note))
+        return self.mark_stale(replace(result, reading=reading.kind, reading_note=note, strategy_note=note,
+                                       original_ranking="keyword"))
 
     def name_channel(self, question: str, vector, semantic: list[Candidate], allowed: set[str] | None
                      ) -> tuple[names.Reading, list[names.Definition], list[Candidate]]:

@@ -264,3 +264,17 @@ def test_a_strategy_that_falls_back_still_explains_its_results(qtbot, window):
     rows = window.results.why.rows()
     assert [name for name, _, _ in rows] == ["cosine similarity"]
     assert "cosine similarity 0–1" in window.results.legend.text()
+
+
+@pytest.mark.slow
+def test_a_name_answered_by_keyword_says_so_above_and_below_the_original_side(qtbot, window):
+    """`auto` answers a defined name from the keyword table (issue 44): the left pane is the keyword ranking,
+    and the legend reads its scores as BM25, not cosines."""
+    ask(qtbot, window, "validate_title", "auto")
+    assert window.last_result.original_ranking == "keyword"
+    assert window.results.left.title.text().startswith("Keyword ranking · ")
+    legend = window.results.legend.text()
+    assert "Keyword: BM25 over the best, 0–1." in legend and "cosine similarity 0–1" not in legend.split("Reranked")[0]
+    ask(qtbot, window, "save a note to disk", "auto")  # words: the vector ranking again
+    assert window.results.left.title.text().startswith("Vector ranking · ")
+    assert "Vector: cosine similarity 0–1." in window.results.legend.text()
