@@ -156,3 +156,30 @@ def test_worker_processes_chunk_as_the_process_does_and_stop_on_a_cancel(tmp_pat
         seen += 1
         cancel.set()
     assert seen == 1
+
+
+def chunk_in_a_daemon(root: str, answer) -> None:
+    """In a daemonic process, as the window's engine process is: prepare every file of `root`."""
+    sources = scan_workspace(Path(root)).files
+    items = list(prepared(sources, stand_in_settings(), [None] * len(sources), threading.Event()))
+    answer.send(sum(len(p.chunks or []) for p in items))
+
+
+def test_a_daemonic_engine_process_chunks_in_itself_and_loses_no_file(tmp_path):
+    """The window's engine runs in a daemonic process, which may not start worker processes: it chunks in
+    itself instead of failing the run."""
+    import multiprocessing
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    write_all(root, new=False)
+    receive, send = multiprocessing.Pipe(duplex=False)
+    process = multiprocessing.get_context("spawn").Process(target=chunk_in_a_daemon, args=(str(root), send),
+                                                           daemon=True)
+    process.start()
+    try:
+        assert receive.poll(300), "no answer from the daemonic process"
+        assert receive.recv() == 8 * FILES
+    finally:
+        process.join(60)
+        process.kill()

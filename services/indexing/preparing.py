@@ -65,7 +65,8 @@ def prepared(sources: list[SourceFile], settings: Settings, old_hashes: list[str
     """Each source prepared, in order; stops early on a cancel. Many files go to worker processes; if a worker
     dies (a parser's crash), the files it had not finished are prepared here."""
     workers = min(os.cpu_count() or 1, MAX_WORKERS)
-    if len(sources) < PARALLEL_FILES or workers < 2:
+    # a daemonic process (the window's engine process) may not start processes of its own
+    if len(sources) < PARALLEL_FILES or workers < 2 or multiprocessing.current_process().daemon:
         yield from _in_process(sources, settings, old_hashes, cancel)
         return
     done = 0
@@ -76,9 +77,9 @@ def prepared(sources: list[SourceFile], settings: Settings, old_hashes: list[str
                 return
             done += 1
             yield item
-    except BrokenProcessPool:
-        log.warning("a chunking worker died after %d of %d files; the rest are chunked in this process",
-                    done, len(sources))
+    except (BrokenProcessPool, OSError, RuntimeError, AssertionError) as error:  # a worker died, or none started
+        log.warning("chunking in worker processes stopped after %d of %d files (%s); the rest are chunked in "
+                    "this process", done, len(sources), short_reason(error))
         yield from _in_process(sources[done:], settings, old_hashes[done:], cancel)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
