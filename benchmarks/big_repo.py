@@ -46,7 +46,7 @@ FIRST_QUESTION = "solve a system of linear equations"
 COLD_QUESTIONS = {"name": "solveset", "dotted name": "sympy.solvers.solveset", "words": FIRST_QUESTION}
 # the catalogue's tables, grouped by what they are for (sqlite's dbstat names tables and their indexes)
 CATALOGUE_PARTS = {"chunk keywords": ("chunk_words",), "file keywords and names": ("file_words", "file_names"),
-                   "code graph": ("graph", "refs"), "texts": ("texts",), "chunk rows and indexes": ("chunks",)}
+                   "code graph": ("ref",), "texts": ("texts",), "chunk rows and indexes": ("chunks",)}
 
 
 def folder_mb(folder: Path) -> float:

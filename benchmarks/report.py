@@ -40,6 +40,17 @@ def table(rows: list[dict]) -> list[str]:
     return lines
 
 
+def tables(rows: list[dict]) -> list[str]:
+    """One table, or, when every row names its `table`, one per name under it as a heading."""
+    if not rows or not all("table" in row for row in rows):
+        return table(rows)
+    lines: list[str] = []
+    for name in dict.fromkeys(row["table"] for row in rows):
+        group = [{k: v for k, v in row.items() if k != "table" and v is not None} for row in rows if row["table"] == name]
+        lines += ["", f"**{name}**", ""] + table(group)
+    return lines[1:]
+
+
 def caption(run: dict) -> str:
     machine = run["machine"]
     load = "/".join(f"{x:g}" for x in machine["loadavg_1_5_15"])
@@ -61,7 +72,7 @@ def render(name: str, folder: Path = RESULTS) -> str:
     lines = [caption(run), ""]
     if run.get("note"):
         lines[0] = lines[0][:-2] + f"; {run['note']}._"
-    lines += table(run["table"])
+    lines += tables(run["table"])
     return "\n".join(lines) + "\n"
 
 

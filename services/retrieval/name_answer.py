@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from services.core.models import Candidate, QueryOptions
+from services.core.models import Candidate, QueryOptions, Signal
 from services.core.text import code_tokens
 from services.retrieval import names
 from services.retrieval import search_steps as steps
@@ -71,6 +71,9 @@ def answer(index: WorkspaceIndex, reading: names.Reading, options: QueryOptions,
 
 
 def scaled(chunk, rank: int | None, score: float, best: float) -> Candidate:
-    """A keyword hit as a candidate: its BM25 over the best as both its score and its original score."""
+    """A keyword hit as a candidate: its BM25 over the best as both its score and its original score, with the
+    row that says so (the why view's)."""
     share = min(1.0, score / best) if best > 0 else 0.0
-    return Candidate(chunk, share, share, rank, score, rank)
+    why = Signal("keyword match (BM25)", round(score, 4), share, "add",
+                 f"BM25 {score:.2f} over the question's best {best:.2f}: the name's identifiers in this chunk")
+    return Candidate(chunk, share, share, rank, score, rank, signals=(why,))
