@@ -94,3 +94,25 @@ async def test_an_index_keeps_its_backend_and_a_new_one_runs_the_fastest(spec, t
         assert "chosen on this machine" in health.encoder_note
     finally:
         engine.close()
+
+
+def test_two_first_indexes_at_once_measure_once_and_say_the_same(spec, tmp_path):
+    """Two engines building their first index together (the window's and a CLI's): one measures, under the
+    record's lock, and the other reads its record, so both say the same line."""
+    import threading
+
+    record, asked, choices = tmp_path / "record.json", [], []
+    readings = clock(0.0, 2.0, 0.0, 1.0)  # one measurement's worth: a second one would exhaust it
+
+    def texts() -> list[str]:
+        asked.append(threading.current_thread().name)
+        return TEXTS
+
+    threads = [threading.Thread(target=lambda: choices.append(fastest.choose(spec, texts, MACHINE, readings,
+                                                                             path=record))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    assert len(asked) == 1 and len(choices) == 2 and choices[0] == choices[1]
+    assert choices[0].backend == "onnx-int8"

@@ -18,6 +18,8 @@ from datetime import date
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from filelock import FileLock
+
 from services.encoders.base import EncoderSpec, create_encoder
 from services.encoders.export import cache_key, calibration_texts, cpu_flags, default_cache_dir, model_folder
 
@@ -93,6 +95,14 @@ def choose(spec: EncoderSpec, texts: Callable[[], list[str]], machine: dict | No
     found = recorded(spec, machine, path)
     if found:
         return found
+    path = path or record_path(spec.cache_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{path}.lock"):  # two first indexes at once (two processes, or threads): one measures
+        return recorded(spec, machine, path) or _measured(spec, texts, machine, clock, slice_size, path)
+
+
+def _measured(spec: EncoderSpec, texts: Callable[[], list[str]], machine: dict, clock: Callable[[], float],
+              slice_size: int, path: Path) -> Choice:
     own = texts()[:SAMPLE]
     extra = calibration_texts()
     sample = own + (extra * (SAMPLE // len(extra) + 1))[:SAMPLE - len(own)]
@@ -101,7 +111,7 @@ def choose(spec: EncoderSpec, texts: Callable[[], list[str]], machine: dict | No
     backend = next((name for name in CANDIDATES if rates.get(name, 0) >= fastest * (1 - TIE)), DEFAULT)
     choice = Choice(backend, date.today().isoformat(), rates, failed, len(sample), len(own))
     if rates:  # none ran: nothing learnt about this machine, measured again next time
-        _write(path or record_path(spec.cache_dir), record_key(spec, machine), choice)
+        _write(path, record_key(spec, machine), choice)
     return choice
 
 
