@@ -325,7 +325,7 @@ class LocalEngine:
 
     def _encode_question(self, index: WorkspaceIndex, texts: list[str]):
         """Questions encoded by the backend the index was built with (with `auto`, which may differ per index)."""
-        built_with = index.catalog().get_meta("backend", "torch") if index.exists() else ""
+        built_with = index.catalog().backend() if index.exists() else ""
         return self.embedder.for_index(built_with).encode(texts)
 
     def _validate(self, question: str, options: QueryOptions) -> None:

@@ -133,7 +133,7 @@ def _index_health(index: WorkspaceIndex, settings: Settings, last_error: str) ->
         dimension=int(catalog.get_meta("dimension", "0") or 0), vectors=catalog.get_meta("projection"),
         created_at=catalog.get_meta("created_at"), updated_at=catalog.get_meta("updated_at"),
         size_bytes=index.size_bytes(), last_error=last_error,
-        backend=catalog.get_meta("backend", "torch"), device=catalog.get_meta("device", "cpu"),
+        backend=catalog.backend(), device=catalog.get_meta("device", "cpu"),
         encoder_note=catalog.get_meta("encoder_note"), run_chunks_done=run_done, run_chunks_total=run_total,
         **_history(index),
         last_run_vectors=int(catalog.get_meta("last_run_vectors", "0") or 0),

@@ -243,7 +243,7 @@ class Indexer:
         """The backend the index's catalogue records; "" when the catalogue cannot be read (the integrity
         check that follows finds the damage, and the rebuild takes the machine's choice)."""
         try:
-            return self.index.catalog().get_meta("backend", "torch")
+            return self.index.catalog().backend()
         except Exception:
             log.debug("the catalogue of %s could not be read for its backend", self.index.root, exc_info=True)
             return ""
@@ -345,7 +345,7 @@ class Indexer:
         old_format = catalog.get_meta("index_format", "1")
         if old_format != INDEX_FORMAT:
             return f"the index format changed ({FORMAT_CHANGES.get(old_format, 'a newer version wrote it')})"
-        old_backend = catalog.get_meta("backend", "torch")  # indexes before backends were torch's
+        old_backend = catalog.backend()
         if old_model and old_backend != self.embedder.backend_used:
             return (f"embedding backend changed from {old_backend} to {self.embedder.backend_used} "
                     "(their vectors differ slightly, so they are not mixed)")

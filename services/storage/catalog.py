@@ -175,6 +175,10 @@ class Catalog:
         row = self._query("SELECT value FROM meta WHERE key = ?", (key,))
         return row[0][0] if row else default
 
+    def backend(self) -> str:
+        """The encoder backend that made this index's vectors (indexes from before backends were torch's)."""
+        return self.get_meta("backend", "torch")
+
     def set_meta(self, **values: str) -> None:
         with self._lock:
             self._db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
