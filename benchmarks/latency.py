@@ -391,6 +391,30 @@ def cold_run(workspace: Path, data_dir: Path, question: str) -> tuple[float, dic
     return wall, json.loads(done.stdout).get("timings_ms", {})
 
 
+def mcp_first_answer(workspace: Path, data_dir: Path, question: str) -> tuple[float, float]:
+    """Seconds from starting `knowledge-explorer mcp` (stdio, a real MCP client session) to its first `search`
+    answer, and from its start to the handshake's end (what the client waits for before it may ask)."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "app.cli", "mcp", "--data-dir", str(data_dir)],
+                                   env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+
+    async def ask() -> tuple[float, float]:
+        started = time.perf_counter()
+        with open(os.devnull, "w") as errlog:
+            async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=300) as client:
+                ready = time.perf_counter() - started
+                answer = await client.call_tool("search", {"question": question, "workspace": str(workspace)})
+                wall = time.perf_counter() - started
+        if answer.is_error or '"results": []' in answer.content[0].text:
+            raise SystemExit(f"MCP's search gave no answer: {answer.content[0].text[:300]}")
+        return wall, ready
+
+    return anyio.run(ask)
+
+
 def cold(args) -> int:
     asked = dict(zip(args.question, args.question)) if args.question else COLD_QUESTIONS
     rows = []

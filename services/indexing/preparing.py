@@ -7,12 +7,9 @@ the work moves. Workers are spawned, never forked: the parent holds encoder thre
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
 import threading
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from itertools import repeat
 
@@ -64,6 +61,10 @@ def prepared(sources: list[SourceFile], settings: Settings, old_hashes: list[str
              cancel: threading.Event) -> Iterator[Prepared]:
     """Each source prepared, in order; stops early on a cancel. Many files go to worker processes; if a worker
     dies (a parser's crash), the files it had not finished are prepared here."""
+    import multiprocessing  # here: a cold question never starts workers (~10-30 ms of imports)
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     workers = min(os.cpu_count() or 1, MAX_WORKERS)
     # a daemonic process (the window's engine process) may not start processes of its own
     if len(sources) < PARALLEL_FILES or workers < 2 or multiprocessing.current_process().daemon:
