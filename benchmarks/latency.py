@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -412,7 +413,8 @@ def mcp_first_answer(workspace: Path, data_dir: Path, question: str) -> tuple[fl
             raise SystemExit(f"MCP's search gave no answer: {answer.content[0].text[:300]}")
         return wall, ready
 
-    return anyio.run(ask)
+    with ThreadPoolExecutor(1) as thread:  # its own event loop, whether or not the caller runs one
+        return thread.submit(anyio.run, ask).result()
 
 
 def cold(args) -> int:

@@ -95,3 +95,25 @@ async def test_cancel_while_embedding_keeps_only_committed_files(early, workspac
 
     resumed = await early.index(workspace)  # the rest is embedded on the next run
     assert resumed.files_indexed > 0 and not resumed.cancelled
+
+
+async def test_a_run_hands_the_encoder_a_batch_for_each_of_its_lanes(data_dir, workspace, monkeypatch):
+    """The indexer's encoder calls carry the encoder's own call size (a batch per OpenVINO stream; a GPU's
+    whole batch, hundreds, instead of the 32 every encoder got), the last of each window fewer."""
+    sizes: list[int] = []
+    original = Embedder.encode_chunks
+
+    def counted(self, chunks):
+        sizes.append(len(chunks))
+        return original(self, chunks)
+
+    monkeypatch.setattr(Embedder, "encode_chunks", counted)
+    service = LocalEngine(Settings(embedding_backend="openvino-int8", embed_batch_size=4), data_dir=data_dir)
+    try:
+        report = await service.index(workspace)
+        lanes = service.index_embedder.load().streams
+        assert service.index_embedder.call_size == 4 * lanes
+        assert sum(sizes) == report.chunks_embedded and max(sizes) == 4 * lanes
+        assert sizes.count(4 * lanes) >= len(sizes) // 2  # whole calls, but for each window's last
+    finally:
+        service.close()

@@ -185,6 +185,7 @@ class HealthPanel(QWidget):
         layout.addLayout(form)
         self.files_title = QLabel("Stale and skipped files")
         self.files_title.setObjectName("sectionTitle")
+        self.files_title.setWordWrap(True)  # "(12 stale, 340 skipped)" must not widen the panel past its pane
         layout.addWidget(self.files_title)
         layout.addWidget(self.files, 1)
         layout.addStretch(0)  # takes the space when the file list is hidden

@@ -65,6 +65,7 @@ class RankingModel(QAbstractTableModel):
         self._cells: dict[tuple[int, int, int], object] = {}  # Qt asks for each cell's roles on every paint
         self._bars: dict[str, list[float | None]] = {}  # column title -> bar length per row
         self.legend = ""  # what the reranked scores mean (the strategy's legend), for tooltips
+        self.first = "Vector"  # what ranked first: "Keyword" when a name was answered by BM25, not vectors
         self.columns = (["#", "Δ"] if side == RERANKED else ["#"]) + [
             "Symbol", "Kind", "Location", "Vector", "Reranked"]
         self._mono = mono_font()
@@ -79,6 +80,7 @@ class RankingModel(QAbstractTableModel):
         else:
             self._rows, others = list(result.results), list(result.original)
         self._other = {r.chunk.id: r for r in others}
+        self.first = "Keyword" if result is not None and result.original_ranking == "keyword" else "Vector"
         self._row_of = {r.chunk.id: i for i, r in enumerate(self._rows)}
         self._cells = {}
         scores = [self.scores(r) for r in self._rows]
@@ -123,17 +125,22 @@ class RankingModel(QAbstractTableModel):
             return None
         title = self.columns[section]
         if role == Qt.ItemDataRole.DisplayRole:
-            return title
+            return self.first if title == "Vector" else title
         if role == Qt.ItemDataRole.TextAlignmentRole:
             return self._alignment(title)
         if role == Qt.ItemDataRole.ToolTipRole:
+            first = self.first.lower()
             return {
                 "#": "Rank in this list",
-                "Δ": "Movement from the vector ranking (▲ up, ▼ down, = same, new = not in the vector top list)",
-                "Vector": "Cosine similarity from the vector search",
+                "Δ": f"Movement from the {first} ranking (▲ up, ▼ down, = same, new = not in the {first} top list)",
+                "Vector": self._first_meaning(),
                 "Reranked": "Score after reranking (— when the chunk is not in the reranked list)",
             }.get(title)
         return None
+
+    def _first_meaning(self) -> str:
+        return ("BM25 keyword score, relative to the best (the name was answered without vectors)"
+                if self.first == "Keyword" else "Cosine similarity from the vector search")
 
     def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
         key = (index.row(), index.column(), int(role))
@@ -208,7 +215,7 @@ class RankingModel(QAbstractTableModel):
         """Why the row is where it is (the cells already show symbol and path)."""
         reranked = self.item_in_reranked(item)
         if reranked is None:
-            return f"Vector rank #{self.rank_of(item)}; not in the reranked list"
+            return f"{self.first} rank #{self.rank_of(item)}; not in the reranked list"
         lines = [rank_text(reranked)]
         if reranked.signals:
             lines.append("Why: " + why_summary(reranked))
@@ -221,7 +228,8 @@ class RankingModel(QAbstractTableModel):
     def _score_tooltip(self, item: ResultChunk, title: str) -> str:
         vector, reranked = self.scores(item)
         if title == "Vector":
-            return f"Cosine similarity {format_score(vector)} (bar: relative to the best in this list)"
+            meaning = "BM25 keyword score" if self.first == "Keyword" else "Cosine similarity"
+            return f"{meaning} {format_score(vector)} (bar: relative to the best in this list)"
         return f"Reranked score {format_score(reranked)} (bar: relative to the best in this list)" + (
             f"\n{self.legend}" if self.legend else "")
 

@@ -43,6 +43,10 @@ class Encoder(Protocol):
     @property
     def dimension(self) -> int: ...
 
+    @property
+    def call_size(self) -> int:
+        """Texts per encode() call that give each of its parallel lanes a whole batch (the indexer's slice)."""
+
     def describe(self) -> str:
         """What runs, for progress lines: "torch on cuda, fp16, batch 512", "onnx-int8 on cpu"."""
 

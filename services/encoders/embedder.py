@@ -130,7 +130,7 @@ class Embedder:
     def _load(self):
         source = resolve_model(self.model_name)
         backend = self._recorded_choice() if self.backend == AUTO else self.backend
-        key = (source, self.max_seq_length, self.role, backend, self.device, self.threads)
+        key = (source, self.max_seq_length, self.role, backend, self.device, self.threads, self.batch_size)
         with _LOADED_LOCK:
             if key not in _LOADED:
                 _LOADED[key] = (self._start(source, backend), threading.Lock())
@@ -240,6 +240,11 @@ class Embedder:
     @property
     def dimension(self) -> int:
         return self.load().dimension
+
+    @property
+    def call_size(self) -> int:
+        """Texts per encode() call that keep the encoder busy (a GPU's batch is hundreds, a CPU's 32 per core)."""
+        return self.load().call_size
 
     def vector_space(self) -> str:
         """What identifies this encoder's vectors, for the shared vector cache (services/storage/vector_cache.py):

@@ -88,9 +88,9 @@ def recorded(spec: EncoderSpec, machine: dict | None = None, path: Path | None =
 
 
 def choose(spec: EncoderSpec, texts: Callable[[], list[str]], machine: dict | None = None,
-           clock: Callable[[], float] = time.perf_counter, slice_size: int = 32, path: Path | None = None) -> Choice:
+           clock: Callable[[], float] = time.perf_counter, path: Path | None = None) -> Choice:
     """The recorded choice, else measure each candidate on `texts()` (the user's chunks; topped up with
-    calibration.json's code chunks to SAMPLE), keep and return it. `slice_size`: the indexer's ENCODE_SLICE."""
+    calibration.json's code chunks to SAMPLE), keep and return it."""
     machine = machine or machine_signature()
     found = recorded(spec, machine, path)
     if found:
@@ -98,15 +98,15 @@ def choose(spec: EncoderSpec, texts: Callable[[], list[str]], machine: dict | No
     path = path or record_path(spec.cache_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(f"{path}.lock"):  # two first indexes at once (two processes, or threads): one measures
-        return recorded(spec, machine, path) or _measured(spec, texts, machine, clock, slice_size, path)
+        return recorded(spec, machine, path) or _measured(spec, texts, machine, clock, path)
 
 
 def _measured(spec: EncoderSpec, texts: Callable[[], list[str]], machine: dict, clock: Callable[[], float],
-              slice_size: int, path: Path) -> Choice:
+              path: Path) -> Choice:
     own = texts()[:SAMPLE]
     extra = calibration_texts()
     sample = own + (extra * (SAMPLE // len(extra) + 1))[:SAMPLE - len(own)]
-    rates, failed = measure(spec, sample, clock, slice_size)
+    rates, failed = measure(spec, sample, clock)
     fastest = max(rates.values(), default=0.0)
     backend = next((name for name in CANDIDATES if rates.get(name, 0) >= fastest * (1 - TIE)), DEFAULT)
     choice = Choice(backend, date.today().isoformat(), rates, failed, len(sample), len(own))
@@ -115,8 +115,7 @@ def _measured(spec: EncoderSpec, texts: Callable[[], list[str]], machine: dict, 
     return choice
 
 
-def measure(spec: EncoderSpec, texts: list[str], clock: Callable[[], float],
-            slice_size: int) -> tuple[dict[str, float], dict[str, str]]:
+def measure(spec: EncoderSpec, texts: list[str], clock: Callable[[], float]) -> tuple[dict[str, float], dict[str, str]]:
     """Chunks/s of each candidate that starts (warmed up once, then the texts in the indexer's slices, shortest
     first, as it encodes), and why each other one could not start."""
     ordered = sorted(texts, key=len)
@@ -124,13 +123,13 @@ def measure(spec: EncoderSpec, texts: list[str], clock: Callable[[], float],
     for name in CANDIDATES:
         try:
             encoder = create_encoder(name, spec)  # makes its model first when this machine has none
-            encoder.encode(ordered[:slice_size])
+            encoder.encode(ordered[:encoder.call_size])
         except Exception as error:  # an export that fails, a runtime missing: the FALLBACK idea
             failed[name] = f"{type(error).__name__}: {str(error).strip()[:120]}"
             continue
         started = clock()
-        for start in range(0, len(ordered), slice_size):
-            encoder.encode(ordered[start:start + slice_size])
+        for start in range(0, len(ordered), encoder.call_size):
+            encoder.encode(ordered[start:start + encoder.call_size])
         rates[name] = round(len(ordered) / max(clock() - started, 1e-9), 1)
     return rates, failed
 

@@ -29,6 +29,7 @@ class OnnxEncoder:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = spec.threads or os.cpu_count() or 1
         options.inter_op_num_threads = 1
+        self.call_size = spec.batch_size  # one session: its batches run one after another
         self.session = onnxruntime.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
         quant = cpu_quant_config() if self.int8 else None

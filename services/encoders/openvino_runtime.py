@@ -37,6 +37,7 @@ class OpenVinoEncoder:
         # one stream per core, one thread each, fed batches in parallel: faster than one stream over every
         # core, and a core taken by another process slows one stream instead of stalling all
         self.streams = spec.threads or os.cpu_count() or 1
+        self.call_size = spec.batch_size * self.streams
         self.compiled = openvino.Core().compile_model(str(self.path), "CPU", {
             "PERFORMANCE_HINT": "THROUGHPUT", "NUM_STREAMS": self.streams, "INFERENCE_NUM_THREADS": self.streams,
             "CACHE_DIR": str(self.path.parent / COMPILED), "CACHE_MODE": "OPTIMIZE_SIZE"})
@@ -54,7 +55,7 @@ class OpenVinoEncoder:
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Length-sorted batches (less padding), split so that every stream gets one when there are few
-        texts (the indexer hands over 32 at a time), run in parallel while the next batch is tokenised."""
+        texts, run in parallel while the next batch is tokenised."""
         parts = length_sorted(texts, max(1, min(self.spec.batch_size, -(-len(texts) // self.streams))))
         vectors: list[np.ndarray | None] = [None] * len(parts)
         masks: dict[int, np.ndarray] = {}

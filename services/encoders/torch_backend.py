@@ -94,6 +94,11 @@ class TorchEncoder:
                    or self.model.get_sentence_embedding_dimension)
         return int(get_dim())
 
+    @property
+    def call_size(self) -> int:
+        """On CUDA two batches, so that tokenizing the second overlaps the GPU running the first."""
+        return self.batch_size * (2 if self.pipelined else 1)
+
     def describe(self) -> str:
         return f"torch on {self.device}, {self.precision}, batch {self.batch_size}"
 

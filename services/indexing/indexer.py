@@ -44,7 +44,6 @@ from services.core.settings import Settings
 from services.storage.workspace_index import WorkspaceIndex
 
 WINDOW_CHUNKS = 1024  # files are committed a window at a time; a window is encoded shortest first
-ENCODE_SLICE = 32  # chunks encoded between two cancel checks (one encoder batch: Ctrl-C waits for one at most)
 FIRST_WINDOW_CHUNKS = 32
 # Chroma's first write after a bulk load waits on work the load left (1.06 s at 38k chunks, measured): a
 # run that stored this many vectors pays it at its end, not the user's next edit (benchmarks/experiments/README.md).
@@ -408,11 +407,12 @@ class Indexer:
         vectors = np.zeros((len(sample), self.embedder.dimension), dtype=np.float32)
         self._emit("embedding", 0, len(pending), 0, len(chunks),
                    message=f"fitting a {wanted}-dimension projection on {len(sample):,} chunks")
-        for start in range(0, len(sample), ENCODE_SLICE):
+        size = self.embedder.call_size
+        for start in range(0, len(sample), size):
             if self.cancel.is_set():
                 return
-            part = sample[start:start + ENCODE_SLICE]
-            vectors[start:start + ENCODE_SLICE], cached = self.vector_maker.make(part, check=self.everything)
+            part = sample[start:start + size]
+            vectors[start:start + size], cached = self.vector_maker.make(part, check=self.everything)
             self.presampled_cached |= {sample[start + i].id for i in cached}
         projection = Projection.fit(vectors, wanted)
         self.index.store().drop()  # nothing is indexed yet: a fresh collection takes the new dimension
@@ -726,10 +726,11 @@ class Indexer:
             self.window_reused += len(hits)
         self.window_embedded = len(done)
         fresh = sorted((i for i in fresh if i not in done), key=lambda i: len(chunks[i].content))
-        for start in range(0, len(fresh), ENCODE_SLICE):
+        size = self.embedder.call_size  # a cancel waits for one call: a batch for each of the encoder's lanes
+        for start in range(0, len(fresh), size):
             if self.cancel.is_set():
                 return done | set(fresh[:start])
-            part = fresh[start:start + ENCODE_SLICE]
+            part = fresh[start:start + size]
             try:
                 vectors[part] = self.index.project(self.vector_maker.encode([chunks[i] for i in part]))
             except Exception as error:

@@ -5,13 +5,15 @@ Widths are compared with the widgets' own font metrics, never with pixel counts.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from services.core.models import ProgressEvent
+from services.core.models import ProgressEvent, SkippedFile, StaleFile
 from tests.ui.test_layout import ask, indexed, shown  # noqa: F401 (indexed: the module's indexed sample)
 from ui.main_window import MainWindow
+from ui.theme import apply_theme
 from ui.viewmodels.ranking import elide_name
 
 RUN = ProgressEvent("embedding", 120, 166, 2100, 4300, 48.0, 151.0, "torch on cpu, fp32, batch 32",
@@ -109,3 +111,36 @@ def test_each_arrangement_keeps_its_own_splits_across_resizes(qtbot, window):
         qtbot.waitUntil(lambda: window.width() == width)
     qtbot.waitUntil(lambda: window.arrangement.currentWidget() is window.bottom and window.bottom.sizes() == chosen)
     assert window.code.width() > window.health_scroll.width()
+
+
+@pytest.fixture
+def themed(qapp):
+    """The app's own look (its fonts, style and stylesheet), as `knowledge-explorer` starts it; undone after."""
+    style, font, sheet = qapp.style().name(), qapp.font(), qapp.styleSheet()
+    apply_theme(qapp)
+    yield
+    qapp.setStyleSheet(sheet)
+    qapp.setFont(font)
+    qapp.setStyle(style)
+
+
+def test_the_health_panel_fits_its_pane_whatever_it_lists(qtbot, themed, window):
+    """The health panel is never cut at the right edge (it was at 1440×900 with 9 skipped files: the list's
+    title, in the app's bold font, set the panel's width): its long lines wrap, so the panel is no wider than
+    the pane that shows it, in both arrangements."""
+    window.resize(1440, 900)
+    qtbot.waitUntil(lambda: window.health is not None and window.health.indexed)
+    skipped = tuple(SkippedFile(f"doc/en/img/picture-with-a-long-name-{i}.png", "binary") for i in range(340))
+    stale = tuple(StaleFile(f"src/package/module_{i}.py", "modified") for i in range(12))
+    languages = {f"language{i}": 1000 + i for i in range(9)}
+    window.health_panel.set_health(replace(window.health, skipped=skipped, stale_files=stale, languages=languages,
+                                           workspace="/home/someone/projects/" + "a-long-folder-name/" * 6))
+    for width, height in ((1440, 900), (1024, 700)):
+        window.resize(width, height)
+        qtbot.waitUntil(lambda: window.width() == width)
+        viewport, panel = window.health_scroll.viewport(), window.health_panel
+        qtbot.waitUntil(lambda: panel.width() >= panel.minimumSizeHint().width())  # laid out at its new size
+        assert panel.width() <= viewport.width(), (width, panel.width(), viewport.width())
+        for control in (window.health_panel.badge, window.health_panel.cancel_button, window.health_panel.files_title):
+            right = control.mapTo(viewport, control.rect().topRight()).x()
+            assert right <= viewport.width(), (width, control.objectName() or control.text(), right, viewport.width())

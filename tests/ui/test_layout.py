@@ -275,6 +275,14 @@ def test_a_name_answered_by_keyword_says_so_above_and_below_the_original_side(qt
     assert window.results.left.title.text().startswith("Keyword ranking · ")
     legend = window.results.legend.text()
     assert "Keyword: BM25 over the best, 0–1." in legend and "cosine similarity 0–1" not in legend.split("Reranked")[0]
+    assert score_headers(window) == ["Keyword", "Keyword"]  # the score column of both panes
     ask(qtbot, window, "save a note to disk", "auto")  # words: the vector ranking again
     assert window.results.left.title.text().startswith("Vector ranking · ")
     assert "Vector: cosine similarity 0–1." in window.results.legend.text()
+    assert score_headers(window) == ["Vector", "Vector"]
+
+
+def score_headers(window) -> list[str]:
+    """The header of the first ranking's score column, as each pane's table shows it."""
+    models = (window.results.original_model, window.results.reranked_model)
+    return [m.headerData(m.column_of("Vector"), Qt.Orientation.Horizontal) for m in models]
