@@ -50,6 +50,9 @@ CATALOGUE_PARTS = {"chunk keywords": ("chunk_words",), "file keywords and names"
 
 
 def folder_mb(folder: Path) -> float:
+    """MB of a folder's files, or of one file."""
+    if folder.is_file():
+        return folder.stat().st_size / 1e6
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
 
 
@@ -273,7 +276,7 @@ async def main() -> None:
         rows.append({"table": "index parts", "backend": backend, "part": name, "MB": round(mb, 2),
                      "x source": round(mb / source_mb, 3)})
     shared = {"vector cache (per data dir, outside workspaces/)": folder_mb(data_dir / "vector-cache.sqlite")
-              if (data_dir / "vector-cache.sqlite").exists() else 0.0,
+              if (data_dir / "vector-cache.sqlite").exists() else 0.0,  # a file: it was counted as an empty folder
               "encoder exports (per machine)": machine_encoders_mb()}
     for name, mb in shared.items():
         print(f"  {name}: {mb:.1f} MB")
