@@ -140,7 +140,7 @@ class ColumnFitter(QObject):
         return short, full
 
 
-FIXED_COLUMNS = (("#", 3), ("Δ", 4), ("Kind", 9), ("Vector", 7), ("Reranked", 9))  # title, width in digits
+FIXED_COLUMNS = (("#", 3), ("Δ", 4), ("Kind", 9), ("Vector", 8), ("Reranked", 9))  # title, width in digits (Vector reads Keyword too)
 
 
 def make_table(model: RankingModel) -> QTableView:
