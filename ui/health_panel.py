@@ -99,7 +99,8 @@ def encoder_text(health: IndexHealth) -> str:
     if not health.backend:
         return "—"
     text = f"{health.backend} on {health.device}"
-    return f"{text} — {health.encoder_note}" if health.encoder_note else text
+    note = health.encoder_note.removeprefix(f"encoder {health.backend}: ")  # the row already names it
+    return f"{text} — {note}" if note else text
 
 
 class HealthPanel(QWidget):

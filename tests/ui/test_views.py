@@ -7,10 +7,10 @@ from dataclasses import replace
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
-from services.core.models import ProgressEvent, StrategyInfo
+from services.core.models import IndexHealth, ProgressEvent, StrategyInfo
 from tests.ui.factories import SKIPPED, STALE, sample_health, sample_result
 from ui.code_view import CodeView
-from ui.health_panel import HealthPanel, badge_for
+from ui.health_panel import HealthPanel, badge_for, encoder_text
 from ui.viewmodels.progress import progress_percent, progress_text
 from ui.query_bar import QueryBar, StrategyNameRole, strategy_model
 from ui.ranking_model import DOWN_COLOR, NEW_COLOR, ORIGINAL, RERANKED, UP_COLOR, RankingModel
@@ -215,3 +215,14 @@ def test_languages_line_stays_short_with_the_full_list_in_the_tooltip(qtbot):
     panel.set_health(sample_health(languages=languages))
     assert panel.values["Languages"].text() == "python 28, java 20, swift 18, kotlin 9, +2 more"
     assert panel.values["Languages"].toolTip().endswith("rust 9, go 8")
+
+
+def test_the_encoder_row_names_its_backend_once():
+    """The health panel's Encoder row read "openvino-int8 on cpu — encoder openvino-int8: chosen …"."""
+    chosen = IndexHealth(workspace="w", indexed=True, backend="openvino-int8", device="cpu",
+                         encoder_note="encoder openvino-int8: chosen on this machine 2026-11-27, 32 chunks/s vs "
+                                      "onnx-int8 14 on 256 chunks (121 of yours)")
+    assert encoder_text(chosen) == ("openvino-int8 on cpu — chosen on this machine 2026-11-27, 32 chunks/s vs "
+                                    "onnx-int8 14 on 256 chunks (121 of yours)")
+    idle_gpu = replace(chosen, backend="torch", encoder_note="GPU NOT USED: torch sees no CUDA device")
+    assert encoder_text(idle_gpu) == "torch on cpu — GPU NOT USED: torch sees no CUDA device"
