@@ -112,7 +112,8 @@ async def test_a_folder_renamed_away_edited_and_renamed_back_keeps_every_chunk(w
 
 async def test_cancelling_a_catch_up_run_stops_it_within_a_batch(workspace, data_dir):
     done, planned = await interrupted_first_index(workspace, data_dir)
-    service = LocalEngine(stand_in_settings(), data_dir=data_dir, kind="gui")
+    # small batches: the rest of the sample is several encoder calls, and a cancel lands between two of them
+    service = LocalEngine(stand_in_settings(embed_batch_size=4), data_dir=data_dir, kind="gui")
     try:
         events = []
         await service.watch(workspace, on_event=events.append)  # opening catches up: the run resumes

@@ -70,7 +70,9 @@ async def test_tuned_learns_from_the_history_of_40000_commits(big):
     service, repo, _ = big
     options = QueryOptions(workspace=str(repo), strategy="tuned", top_k=5, use_cache=False)
     first = await service.query(QUESTION, options)  # answered at once by the vector ranking: it trains in the background
-    assert first.results and "being trained on the git history" in first.fallback_reason
+    said = first.fallback_reason or first.results[0].signals[0].note
+    # (or trained already, when another test of this module asked `tuned` first: pytest-randomly orders them)
+    assert first.results and ("being trained on the git history" in said or "held-out newer commits" in said), said
     assert query_adapter.wait_for_training(600)
     result = await service.query(QUESTION, options)
     said = result.fallback_reason or result.results[0].signals[0].note
