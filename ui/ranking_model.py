@@ -138,9 +138,13 @@ class RankingModel(QAbstractTableModel):
             }.get(title)
         return None
 
+    def _first_score(self) -> str:
+        """What the first ranking's scores are."""
+        return "BM25 keyword score" if self.first == "Keyword" else "Cosine similarity"
+
     def _first_meaning(self) -> str:
-        return ("BM25 keyword score, relative to the best (the name was answered without vectors)"
-                if self.first == "Keyword" else "Cosine similarity from the vector search")
+        return (f"{self._first_score()}, relative to the best (the name was answered without vectors)"
+                if self.first == "Keyword" else f"{self._first_score()} from the vector search")
 
     def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
         key = (index.row(), index.column(), int(role))
@@ -228,8 +232,7 @@ class RankingModel(QAbstractTableModel):
     def _score_tooltip(self, item: ResultChunk, title: str) -> str:
         vector, reranked = self.scores(item)
         if title == "Vector":
-            meaning = "BM25 keyword score" if self.first == "Keyword" else "Cosine similarity"
-            return f"{meaning} {format_score(vector)} (bar: relative to the best in this list)"
+            return f"{self._first_score()} {format_score(vector)} (bar: relative to the best in this list)"
         return f"Reranked score {format_score(reranked)} (bar: relative to the best in this list)" + (
             f"\n{self.legend}" if self.legend else "")
 
