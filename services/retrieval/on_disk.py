@@ -11,7 +11,7 @@ import os
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from services.core import files
 from services.core.models import GotoHit, GraphAnswer, GraphFile, GraphLink
@@ -99,11 +99,10 @@ def _moves(catalog, root: Path, paths: set[str], limit: int) -> dict[str, tuple[
     return out
 
 
-def _moved(item: Located, state: str, lines: dict[int, int] | None) -> Located:
+def _moved(item: Any, state: str, lines: dict[int, int] | None) -> Any:  # a GotoHit or a GraphLink
     if not state:
         return item
-    first = item.start_line if isinstance(item, GotoHit) else item.line
-    delta = (lines or {}).get(first, first) - first
     if isinstance(item, GotoHit):
+        delta = (lines or {}).get(item.start_line, item.start_line) - item.start_line
         return replace(item, start_line=item.start_line + delta, end_line=item.end_line + delta, stale=state)
-    return replace(item, line=item.line + delta, stale=state)
+    return replace(item, line=(lines or {}).get(item.line, item.line), stale=state)
