@@ -129,7 +129,7 @@ async def find_uses(engine: Engine, where: Where, name: str, workspace: str) -> 
 
 
 MAX_OPEN_LINES = 2000
-MAX_OPEN_BYTES = 2 * 1024 * 1024
+MAX_OPEN_BYTES = 2 * 1024 * 1024  # a file opened by a face (REST `file`, MCP `open_file`): larger ones are refused
 
 
 async def open_file(engine: Engine, where: Where, path: str, workspace: str, start_line: int = 1,
@@ -142,17 +142,25 @@ def file_lines(target: Path, path: str, start_line: int, end_line: int | None) -
     """Lines start_line..end_line of a workspace file (clamped to the file), as open_file returns them."""
     if start_line < 1 or (end_line is not None and end_line < start_line):
         raise QueryError(f"Lines {start_line} to {end_line} are not a range of lines (1-based, start <= end).")
-    if not target.is_file():
-        raise WorkspaceError(f"No file {path!r} in the workspace.")
-    if target.stat().st_size > MAX_OPEN_BYTES:
-        raise WorkspaceError(f"The file {path!r} is too large to open ({target.stat().st_size:,} bytes).")
-    try:
-        lines = files.read_text(target).splitlines()
-    except (OSError, UnicodeDecodeError) as error:
-        raise WorkspaceError(f"Cannot read {path!r}: {error}") from None
+    lines = workspace_text(target, path).splitlines()
     last = min(len(lines), end_line or len(lines), start_line + MAX_OPEN_LINES - 1)
     return {"path": path, "start_line": start_line, "end_line": max(last, start_line - 1), "total_lines": len(lines),
             "text": "\n".join(lines[start_line - 1:last])}
+
+
+def workspace_text(target: Path, path: str) -> str:
+    """A workspace file's text as a face sends it: at most MAX_OPEN_BYTES, each line cut at
+    files.MAX_LINE_CHARS; WorkspaceError (one line) when it is not there, too large or unreadable."""
+    if not target.is_file():
+        raise WorkspaceError(f"No file {path!r} in the workspace.")
+    try:
+        text = files.read_text(target, limit=MAX_OPEN_BYTES)
+    except files.FileTooLarge as error:
+        raise WorkspaceError(f"The file {path!r} is too large to open ({error.size:,} bytes, over the "
+                             f"{files.format_size(MAX_OPEN_BYTES)} limit).") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise WorkspaceError(f"Cannot read {path!r}: {error}") from None
+    return "".join(files.cut_line(line) for line in text.splitlines(keepends=True))
 
 
 async def index_status(engine: Engine, where: Where, workspace: str) -> IndexHealth:

@@ -67,13 +67,15 @@ SEARCH_MANY_FIELDS = {
 GOTO_FIELDS = {
     "query": True, "target": True, "matched": True, "line": True, "message": True,
     "hits": {"__all__": {"path": True, "start_line": True, "end_line": True, "symbol": True, "qualified_name": True,
-                         "kind": True, "language": True, "score": True}},
+                         "kind": True, "language": True, "score": True, "stale": True}},
 }
 GRAPH_FIELDS = {
     "query": True, "direction": True, "total": True, "message": True,
-    "targets": {"__all__": {"path": True, "start_line": True, "end_line": True, "qualified_name": True, "kind": True}},
+    "targets": {"__all__": {"path": True, "start_line": True, "end_line": True, "qualified_name": True, "kind": True,
+                            "stale": True}},
     "files": {"__all__": {"path": True, "links": {"__all__": {"line": True, "name": True, "how": True,
-                                                              "qualified_name": True, "kind": True, "lines": True}}}},
+                                                              "qualified_name": True, "kind": True, "lines": True,
+                                                              "stale": True}}}},
 }
 STRATEGY_FIELDS = {"name": True, "available": True, "reason": True, "description": True}
 # MCP tool -> (output type, fields); list_strategies wraps its list as {"strategies": [...]}.
@@ -180,7 +182,7 @@ def query_text(result) -> str:
         was = f"was {r.original_rank}" if r.original_rank else "new"
         original = f"{r.original_score:.3f}" if r.original_score is not None else "  -  "
         lines.append(f"{r.rank:>3}. {r.score:7.3f} (orig {original}, {was:>6})  "
-                     f"{chunk_text(r.chunk)}" + (f"  [{r.stale}]" if r.stale else ""))
+                     f"{chunk_text(r.chunk)}" + stale_mark(r.stale))
     timings = ", ".join(f"{k} {v:.1f} ms" for k, v in result.timings_ms.items())
     lines.append(f"({timings}{'; cache hit' if result.cache_hit else ''})")
     return "\n".join(lines)
@@ -194,7 +196,7 @@ def multi_query_text(result) -> str:
     for h in result.results:
         r = h.result
         lines.append(f"{h.rank:>3}. [{shown(h.name):<{width}}] {h.evidence:5.2f} (#{r.rank} there, {r.score:.3f})  "
-                     f"{chunk_text(r.chunk)}" + (f"  [{r.stale}]" if r.stale else ""))
+                     f"{chunk_text(r.chunk)}" + stale_mark(r.stale))
     lines.extend(f"(not reranked in {hit_name(result, w)}: {why})" for w, why in result.fallback_reasons.items())
     lines.extend(f"warning, {hit_name(result, w)}: {why}" for w, why in result.warnings.items())
     lines.append(f"(total {result.timings_ms.get('total', 0.0):.1f} ms)")
@@ -294,16 +296,22 @@ def goto_text(answer) -> str:
     for rank, hit in enumerate(answer.hits, 1):
         where = f"{shown(hit.path)}:{hit.start_line}" + (f"-{hit.end_line}" if hit.end_line > hit.start_line else "")
         name = "" if hit.kind == "file" else f"{hit.kind} {shown(hit.qualified_name or hit.symbol)}  "
-        lines.append(f"{rank:>3}. {name}{where}  ({hit.language})")
+        lines.append(f"{rank:>3}. {name}{where}  ({hit.language})" + stale_mark(hit.stale))
     more = answer.matched - len(answer.hits)
     if more > 0:
         lines.append(f"({more:,} more match{'es' if more > 1 else ''}; --limit shows more)")
     return "\n".join(lines)
 
 
+def stale_mark(stale: str) -> str:
+    """"  [modified]" after a location whose file changed since it was indexed (as a query result's)."""
+    return f"  [{stale}]" if stale else ""
+
+
 def graph_text(answer) -> str:
     """The definitions asked about, then per file one line per use (refs) or definition used (uses)."""
-    lines = [f"{hit.kind} {shown(hit.qualified_name)} ({shown(hit.path)}:{hit.start_line})" for hit in answer.targets]
+    lines = [f"{hit.kind} {shown(hit.qualified_name)} ({shown(hit.path)}:{hit.start_line})" + stale_mark(hit.stale)
+             for hit in answer.targets]
     if answer.message:
         lines.append(shown(answer.message))
     for group in answer.files:
@@ -311,7 +319,8 @@ def graph_text(answer) -> str:
         for link in group.links:
             if answer.direction == "uses":
                 at = ", ".join(map(str, link.lines))
-                lines.append(f"  {link.line:>6}  {link.kind} {shown(link.qualified_name)}  ({link.how}, line {at})")
+                lines.append(f"  {link.line:>6}  {link.kind} {shown(link.qualified_name)}  ({link.how}, line {at})"
+                             + stale_mark(link.stale))
             else:
                 lines.append(f"  {link.line:>6}  {link.how:<9} in {shown(link.qualified_name) or '(file)'}")
     if answer.total:

@@ -55,7 +55,6 @@ from services.core.models import (
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1024 * 1024
-MAX_FILE_BYTES = 2 * 1024 * 1024
 
 
 def error_response(error: KnowledgeError, status: int | None = None) -> JSONResponse:
@@ -535,7 +534,7 @@ def navigation_routes(router: APIRouter, parts: Parts) -> None:
     @router.get("/v1/workspaces/{workspace_id}/file", response_model=None, summary="A file of the workspace as text")
     async def read_file(workspace_id: str, path: str) -> dict[str, Any]:
         target = confined(workspace(workspace_id), path)
-        return {"path": path, "text": await asyncio.to_thread(read_text, target)}
+        return {"path": path, "text": await asyncio.to_thread(operations.workspace_text, target, path)}
 
 
 
@@ -601,17 +600,6 @@ async def unless_disconnected(request: Request, work: asyncio.Future, poll_secon
             with contextlib.suppress(asyncio.CancelledError):
                 await work
             raise ClientGone()
-
-
-def read_text(path: Path) -> str:
-    if not path.is_file():
-        raise WorkspaceError("No such file in the workspace.")
-    if path.stat().st_size > MAX_FILE_BYTES:
-        raise WorkspaceError("The file is too large to send.")
-    try:
-        return files.read_text(path)
-    except (OSError, UnicodeDecodeError) as error:
-        raise WorkspaceError(f"Cannot read the file: {error}") from None
 
 
 async def search_and_rerank(service, root: Path, request: SearchRerankRequest, strategy: str) -> SearchRerankResponse:

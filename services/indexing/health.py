@@ -33,15 +33,15 @@ def stale_files(index: WorkspaceIndex, settings: Settings) -> list[StaleFile]:
         if record is None:
             if source.path not in skipped:
                 stale.append(StaleFile(source.path, "new"))
-        elif (record.size, record.mtime_ns) != (source.size, source.mtime_ns) and _hash(source) != record.file_hash:
+        elif (record.size, record.mtime_ns) != (source.size, source.mtime_ns) and _hash(source, settings.max_file_bytes) != record.file_hash:
             stale.append(StaleFile(source.path, "modified"))
     stale.extend(StaleFile(path, "deleted") for path in sorted(set(known) - seen))
     return sorted(stale, key=lambda s: s.path)
 
 
-def _hash(source) -> str:
+def _hash(source, limit: int) -> str:
     try:
-        return file_hash(files.read_bytes(source.abs_path))
+        return file_hash(files.read_bytes(source.abs_path, limit))
     except OSError:
         return ""
 

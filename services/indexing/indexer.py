@@ -377,7 +377,7 @@ class Indexer:
                 return
             source = SourceFile(record.path, self.index.root, record.size, record.mtime_ns, record.language)
             try:
-                text, digest = read_source(source, self.settings.skip_machine_made)
+                text, digest = read_source(source, self.settings.skip_machine_made, self.settings.max_file_bytes)
             except Exception:  # unreadable or gone: the run's scan decides what happens to it
                 continue
             if digest == record.file_hash:

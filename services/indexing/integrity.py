@@ -52,11 +52,11 @@ class Integrity:
     def problems(self) -> list[str]:
         found = []
         if self.catalog_unreadable:
-            found.append(f"the manifest cannot be read ({self.catalog_unreadable})")
+            found.append(_cannot_read("the manifest", self.catalog_unreadable))
         if self.store_missing:
             found.append("the vector store is missing")
         if self.store_unreadable:
-            found.append(f"the vector store cannot be read ({self.store_unreadable})")
+            found.append(_cannot_read("the vector store", self.store_unreadable))
         if self.missing_vectors:
             found.append(f"{'at least ' if self.sampled else ''}{self.missing_vectors} chunks without vectors")
         if self.keywords:
@@ -155,3 +155,10 @@ def _keyword_problem(index: WorkspaceIndex, verify: bool) -> str:
         if faults.transient(error) and not faults.names_damage(error):
             return unavailable_text("the manifest's keyword index", error, index.folder / CATALOG_FILE)
         return f"the keyword index cannot be read ({one_line(error)})"
+
+
+def _cannot_read(part: str, detail: str) -> str:
+    """"the vector store cannot be read (why)", said once: a detail that is already such a line (an error of the
+    store's own) is kept as it is, without its advice (the message gives the one advice)."""
+    detail = detail.split(". Run `knowledge-explorer index`")[0]
+    return detail if detail.startswith(part) else f"{part} cannot be read ({detail})"

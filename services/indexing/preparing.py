@@ -41,7 +41,7 @@ class Prepared:
 def prepare(source: SourceFile, settings: Settings, old_hash: str | None) -> Prepared:
     """Read `source`, and chunk and graph it unless its bytes hash to `old_hash`."""
     try:
-        text, digest = read_source(source, settings.skip_machine_made)
+        text, digest = read_source(source, settings.skip_machine_made, settings.max_file_bytes)
     except SkipFileError as skip:
         return Prepared(source, skip=skip.reason)
     except Exception as error:  # e.g. a file that vanished or changed type under us

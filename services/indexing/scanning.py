@@ -20,7 +20,7 @@ import pathspec
 from services.core import files
 from services.core.models import SkippedFile
 
-MIB = 1024 * 1024
+MIB = files.MIB
 BINARY_SNIFF_BYTES = 8192
 PROJECT_IGNORE_FILE = ".knowledgeignore"
 IGNORE_FILES = frozenset({".gitignore", PROJECT_IGNORE_FILE})
@@ -149,22 +149,21 @@ def machine_made(name: str, text: str) -> bool:
     return len(text) > MACHINE_LINE and max(map(len, text.split("\n"))) > MACHINE_LINE
 
 
+def too_large(size: int, limit: int) -> str:
+    return f"too large ({files.format_size(size)} > {files.format_size(limit)})"
+
+
 def file_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def format_size(size: int) -> str:
-    if size >= MIB:
-        return f"{size / MIB:.1f} MiB"
-    if size >= 1024:
-        return f"{size / 1024:.1f} KiB"
-    return f"{size} bytes"
-
-
-def read_source(file: SourceFile, skip_machine_made: bool = True) -> tuple[str, str]:
-    """Return (text, sha256 of the bytes); raise SkipFileError when the file cannot be used."""
+def read_source(file: SourceFile, skip_machine_made: bool = True, max_bytes: int = MIB) -> tuple[str, str]:
+    """Return (text, sha256 of the bytes); raise SkipFileError when the file cannot be used (one grown past
+    `max_bytes` since the scan is "too large", and never read whole)."""
     try:
-        data = files.read_bytes(file.abs_path)
+        data = files.read_bytes(file.abs_path, max_bytes)
+    except files.FileTooLarge as exc:
+        raise SkipFileError(too_large(exc.size, max_bytes)) from exc
     except files.NotRegularFile as exc:
         raise SkipFileError(exc.reason) from exc
     except OSError as exc:
@@ -355,14 +354,13 @@ def _add_file(root: Path, path: str, name: str, rel: str, is_link: bool, limits:
             result.skipped.append(SkippedFile(rel, "binary file"))
             return
         if info.st_size > limits.max_bytes:
-            reason = f"too large ({format_size(info.st_size)} > {format_size(limits.max_bytes)})"
-            result.skipped.append(SkippedFile(rel, reason))
+            result.skipped.append(SkippedFile(rel, too_large(info.st_size, limits.max_bytes)))
             return
         record = limits.known.get(rel)
         if record is not None and (record.size, record.mtime_ns) == (info.st_size, info.st_mtime_ns):
             result.files.append(SourceFile(rel, root, info.st_size, info.st_mtime_ns, record.language))
             return  # indexed as it is: sniffed when it was
-        head = files.read_bytes(path, BINARY_SNIFF_BYTES)
+        head = files.read_head(path, BINARY_SNIFF_BYTES)
     except files.NotRegularFile as exc:  # swapped since the stat
         result.skipped.append(SkippedFile(rel, exc.reason))
         return

@@ -10,8 +10,6 @@ candidate stays (a method called on an object of unknown type). A target is a na
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
 import time
 from collections import defaultdict
@@ -22,6 +20,7 @@ from pathlib import Path
 from services.core import files
 from services.core.models import Chunk, GotoHit, GraphAnswer, GraphFile, GraphLink
 from services.storage.code_graph import KINDS, Use, decode
+from services.retrieval import on_disk
 from services.retrieval.goto import check_query
 
 MAX_LINKS = 2000  # rows an answer lists; `total` still counts them all
@@ -52,7 +51,7 @@ class Target:
                        self.language, 1.0, self.qualified_name or self.symbol)
 
 
-def references(catalog, query: str, root: Path | None = None) -> GraphAnswer:
+def references(catalog, query: str, root: Path | None = None, limit: int = files.MAX_FILE_BYTES) -> GraphAnswer:
     """Every use of the target's name that may mean it, grouped by file, each with its enclosing chunk;
     then, with the workspace `root`, the name's other mentions as a word (comments, docstrings, strings:
     `how` "text"), as an editor lists usages in comments and strings after the code's."""
@@ -67,7 +66,7 @@ def references(catalog, query: str, root: Path | None = None) -> GraphAnswer:
     if not targets and not rows:
         return _answer(query, "references", [], [], started, f"No symbol named {shown(query, targets)!r} in the index.")
     if root is not None:
-        rows = _as_on_disk(catalog, root.resolve(), rows)
+        rows = _as_on_disk(catalog, root.resolve(), rows, limit)
     kept: list[tuple[str, Use]] = []
     coded: set[tuple[str, int]] = set()  # every line using the name in code, whichever definition it means
     for path, uses in rows:
@@ -77,7 +76,7 @@ def references(catalog, query: str, root: Path | None = None) -> GraphAnswer:
             kept += [(path, use) for use in uses]
     places = [(path, use.line, KINDS.get(use.kind, "name")) for path, use in kept]
     if root is not None:
-        places += _mentions(catalog, root.resolve(), symbol, coded)
+        places += _mentions(catalog, root.resolve(), symbol, coded, limit)
     links = _enclosed(catalog, symbol, places)
     message = "" if links else f"No uses of {shown(query, targets)!r} found in the index."
     if not targets and links:
@@ -205,7 +204,8 @@ def _in_module(path: str, module: str) -> bool:
     return name == module or name.endswith("." + module)
 
 
-def _mentions(catalog, root: Path, symbol: str, coded: set[tuple[str, int]]) -> list[tuple[str, int, str]]:
+def _mentions(catalog, root: Path, symbol: str, coded: set[tuple[str, int]],
+              limit: int) -> list[tuple[str, int, str]]:
     """(path, line, "text") of the lines of indexed files, read as they are on disk, that hold the name
     as a word (as `grep -w` finds it) and are neither a use the graph holds (`coded`, any meaning of the
     name) nor a definition of it. Files are those whose keywords hold the name, MAX_MENTION_FILES at most."""
@@ -213,14 +213,15 @@ def _mentions(catalog, root: Path, symbol: str, coded: set[tuple[str, int]]) -> 
     defines = re.compile(rf"\b(?:def|class|function|func|fn|interface|struct|enum|trait|type)\s+{re.escape(symbol)}\b")
     found = []
     for path in catalog.paths_holding(symbol.lower())[:MAX_MENTION_FILES]:
-        text = _read_text(root, path)
+        text = on_disk.read_text(root, path, limit)
         for number, line in enumerate(text.splitlines(), 1):
             if (path, number) not in coded and word.search(line) and not defines.search(line):
                 found.append((path, number, "text"))
     return found
 
 
-def _as_on_disk(catalog, root: Path, rows: list[tuple[str, list[Use]]]) -> list[tuple[str, list[Use]]]:
+def _as_on_disk(catalog, root: Path, rows: list[tuple[str, list[Use]]],
+                limit: int) -> list[tuple[str, list[Use]]]:
     """The index's uses, per file, at the lines the file on disk has now: in a file changed since it was
     indexed (size or mtime, then its hash, differ from the catalogue's), each use moves to the line that now
     holds its indexed line's text (the nearest), and is dropped when none does, so the file's mentions read
@@ -230,48 +231,13 @@ def _as_on_disk(catalog, root: Path, rows: list[tuple[str, list[Use]]]) -> list[
     out = []
     for path, uses in rows:
         if path not in moved:
-            moved[path] = _moved_lines(catalog, root, path, records.get(path))
+            moved[path] = on_disk.moved_lines(catalog, root, path, records.get(path), limit)
         lines = moved[path]
         if lines is None:
             out.append((path, uses))
         else:
             out.append((path, [replace(u, line=lines[u.line]) for u in uses if u.line in lines]))
     return out
-
-
-def _moved_lines(catalog, root: Path, path: str, record) -> dict[int, int] | None:
-    """{indexed line: its line now} for a file changed since it was indexed (lines whose text is gone are
-    absent); None when it is unchanged or cannot be read."""
-    file = root / path
-    try:
-        info = os.stat(file)
-        if record is None or (info.st_size, info.st_mtime_ns) == (record.size, record.mtime_ns):
-            return None
-        data = files.read_bytes(file)
-    except OSError:
-        return None
-    if hashlib.sha256(data).hexdigest() == record.file_hash:
-        return None  # touched, not changed
-    now: dict[str, list[int]] = defaultdict(list)
-    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-        now[line.strip()].append(number)
-    then: dict[int, str] = {}
-    for chunk in catalog.chunks(path=path):
-        if chunk.contiguous:
-            then.update((chunk.start_line + i, line.strip()) for i, line in enumerate(chunk.content.split("\n")))
-    return {old: min(now[text], key=lambda new: abs(new - old)) for old, text in then.items() if now.get(text)}
-
-
-def _read_text(root: Path, path: str) -> str:
-    """A workspace file's text as it is now ("" when it is gone, unreadable, or not inside the (resolved)
-    root)."""
-    try:
-        file = (root / path).resolve()
-        if not file.is_relative_to(root):
-            return ""
-        return files.read_text(file, errors="replace")
-    except OSError:  # gone, unreadable or not a regular file (a FIFO would block the reader for ever)
-        return ""
 
 
 def _enclosed(catalog, symbol: str, places: list[tuple[str, int, str]]) -> list[GraphLink]:

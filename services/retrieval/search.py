@@ -238,7 +238,7 @@ class Searcher:
         out = {}
         for c in items:
             if c.chunk.path not in files:
-                files[c.chunk.path] = read_lines(self.index.root / c.chunk.path)
+                files[c.chunk.path] = read_lines(self.index.root / c.chunk.path, self.settings.max_file_bytes)
             out[c.chunk.id] = steps.expand(c.chunk, files[c.chunk.path], options.context_lines)
         return out
 
@@ -250,21 +250,28 @@ class Searcher:
         paths = [r.chunk.path for r in result.results + result.original]
         states = steps.file_states(self.index.root, paths, self.index.catalog().files(paths))
         underway = {c.path for c in list(self.index.pending.values())}  # chunked by the run under way: fresh
-        return steps.mark_stale(result, {path: "" if path in underway else state for path, state in states.items()})
+        states = {path: "" if path in underway else state for path, state in states.items()}
+        result = steps.mark_stale(result, states)
+        grown = steps.over_limit(self.index.root, [p for p, s in sorted(states.items()) if s == "modified"],
+                                 self.settings.max_file_bytes)
+        return replace(result, warning="; ".join(filter(None, [result.warning, *grown]))) if grown else result
 
 
 _LINES: LRUCache = LRUCache(maxsize=256)  # (path, mtime, size) -> lines: results keep hitting the same files
 _LINES_LOCK = threading.Lock()
 
 
-def read_lines(path: Path) -> list[str] | None:
+def read_lines(path: Path, limit: int = files.MAX_FILE_BYTES) -> list[str] | None:
+    """The file's lines as shown (each cut at files.MAX_LINE_CHARS); None when it cannot be read, or is over
+    `limit` now (grown since it was indexed: the chunk's own text is shown, and the answer says why)."""
     try:
         stat = path.stat()
         key = (str(path), stat.st_mtime_ns, stat.st_size)
         with _LINES_LOCK:
             if key in _LINES:
                 return _LINES[key]
-        lines = files.read_text(path, encoding="utf-8-sig").splitlines(keepends=True)
+        text = files.read_text(path, encoding="utf-8-sig", limit=limit)
+        lines = [files.cut_line(line) for line in text.splitlines(keepends=True)]
     except (OSError, UnicodeDecodeError):
         return None
     with _LINES_LOCK:

@@ -22,6 +22,7 @@ Threshold rule (scores from different strategies live on different scales):
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import time
@@ -30,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from services.core import files
 from services.core.errors import StrategyUnavailable
 from services.core.messages import MAX_QUESTION_CHARS
 from services.core.models import Candidate, Chunk, QueryOptions, QueryResult, ResultChunk, Signal
@@ -218,6 +220,18 @@ def file_states(root: Path, paths, records: dict) -> dict[str, str]:
         same = record is None or (info.st_size, info.st_mtime_ns) == (record.size, record.mtime_ns)
         states[path] = "" if same else "modified"  # no record: not indexed yet (a run is on it), not modified
     return states
+
+
+def over_limit(root: Path, paths: list[str], limit: int) -> list[str]:
+    """For each file now over the read limit (grown since it was indexed): "d.py is 20.0 MiB now, over the
+    1.0 MiB limit: reindex to drop it" (it is never read whole)."""
+    notes = []
+    for path in paths:
+        with contextlib.suppress(OSError):
+            size = os.stat(root / path).st_size
+            if size > limit:
+                notes.append(str(files.FileTooLarge(path, size, limit)))
+    return notes
 
 
 def mark_stale(result: QueryResult, states: dict[str, str]) -> QueryResult:

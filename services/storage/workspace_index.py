@@ -45,9 +45,17 @@ def workspace_root(workspace: str | Path) -> Path:
 
 
 def workspace_key(root: Path) -> str:
-    digest = hashlib.sha1(str(root).encode()).hexdigest()[:12]
-    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in root.name)[:40] or "root"
-    return f"{safe}-{digest}"
+    """The index folder's name and (as `collection_name`) the vector collection's: ASCII letters, digits, `_`
+    and `-` only, whatever the folder is called (Chroma refuses `ke_école_…`), so the folder's readable name
+    is shown from its path, never from this key."""
+    digest = hashlib.sha1(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    safe = "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "-_" else "_" for ch in root.name)[:40]
+    return f"{safe or 'root'}-{digest}"
+
+
+def collection_name(key: str) -> str:
+    """Chroma's rules: 3-512 characters of [a-zA-Z0-9._-], starting and ending with a letter or digit."""
+    return "ke_" + key.replace("-", "_")[:50]
 
 
 class WorkspaceIndex:
@@ -112,7 +120,7 @@ class WorkspaceIndex:
                 client = make_client(None if self.chroma_url else self.chroma_path, self.chroma_url)
             except Exception as error:  # a garbled chroma.sqlite3 fails here
                 raise unreadable(error) from error
-            self._store = VectorStore(client, "ke_" + self.key.replace("-", "_")[:50],
+            self._store = VectorStore(client, collection_name(self.key),
                                       lambda vids: self.catalog().ids_for_vectors(vids), self._unlocked)
         return self._store
 
