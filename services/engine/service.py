@@ -263,7 +263,15 @@ class LocalEngine:
         error = self._errors.get(index.root, "") or index.vanished() or ErrorNote(index.folder).read()
         health = index_health(index, self.settings, error)
         faults = [e.fault for e in (self.index_embedder, self.embedder) if e.fault]  # the encoders' state now
-        return replace(health, encoder_note="; ".join(dict.fromkeys(filter(None, (health.encoder_note, *faults)))))
+        return replace(health, encoder_note="; ".join(dict.fromkeys(filter(None, (health.encoder_note, *faults)))),
+                       repaired=self._repairs(index))
+
+    def _repairs(self, index: WorkspaceIndex) -> tuple[str, ...]:
+        """What was repaired in the workspace's stores that are not the index proper, one line each (its
+        labels file is checked, and repaired, first)."""
+        labels_file = self._labels_file(index.root)
+        labels.read_records(labels_file)
+        return tuple(filter(None, (labels.repair_note(labels_file),)))
 
     # --- querying ---
     async def query(self, question: str, options: QueryOptions) -> QueryResult:

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from services.core.labelled import LabelledQuery, load_queries
+from services.core.labelled import LabelledQuery, readable_queries
 from services.retrieval.strategies.base import StrategyContext
 
 ADAPTER_FILE = "adapter.npz"
@@ -248,7 +248,7 @@ def _from_labels(context: StrategyContext) -> tuple[Adapter | None, int, bool]:
     if not stamp:
         return None, 0, False
     chunks = context.chunks()
-    texts, positives = label_positives(load_queries(labels), chunks)
+    texts, positives = label_positives(readable_queries(labels), chunks)
     if len(texts) < MIN_QUERIES:
         return None, len(texts), False
     _train_later((context.key, "labels", stamp), _fit_labels, context, chunks, texts, positives, stamp, path)
