@@ -60,6 +60,32 @@ def test_labels_written_by_many_processes_and_threads_at_once_are_all_kept(tmp_p
     assert not list(file.parent.glob(".labels-*.tmp"))  # no staging file left behind
 
 
+RECORDER = """
+import sys
+from services.transport.roots import record_owner_folder
+data, name = sys.argv[1], sys.argv[2]
+print("ready", flush=True)
+sys.stdin.read()
+for n in range(10):
+    record_owner_folder(data, f"{data}/../projects/{name}-{n}")
+"""
+
+
+def test_folders_the_owner_opened_recorded_by_many_clis_at_once_are_all_kept(tmp_path):
+    """Each CLI read, added and replaced `owner-workspaces.json` with no lock across processes: the last
+    one won, and the server then refused a folder its owner had opened."""
+    from services.transport.roots import owner_folders
+
+    data = tmp_path / "data"
+    clis = [subprocess.Popen([sys.executable, "-c", RECORDER, str(data), f"cli{n}"], cwd=ROOT, env=env(),
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for n in range(8)]
+    assert [process.stdout.readline() for process in clis] == ["ready\n"] * 8
+    for process in clis:
+        process.stdin.close()
+    assert all(process.wait(timeout=300) == 0 for process in clis)
+    assert len(owner_folders(data)) == 80
+
+
 @pytest.fixture
 def server(tmp_path):
     with one_file_server(tmp_path, "a.py", "def add(a, b):\n    return a + b\n", stand_in_settings()) as (
