@@ -7,6 +7,7 @@ process holding SQLite's lock."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import subprocess
@@ -98,13 +99,16 @@ def test_a_busy_history_is_not_damage_and_is_left_as_it_is(indexed_repository):
 
 
 def test_a_damaged_history_answers_every_rest_request_and_is_repaired(indexed_repository, tmp_path):
-    """REST `health`, `files` and `tuned` queries answered 500 on a damaged history."""
+    """REST `health`, `files` and `tuned` queries answered 500 on a damaged history, MCP "Error executing tool"."""
     workspace, data = indexed_repository
     history_file(data).write_bytes(GARBAGE)
     with contextlib.closing(iter(served_on(data, tmp_path))) as server:
         url = next(server)
         with httpx.Client(base_url=url, timeout=300) as http:
             key = register(http, workspace)
+            tool = asyncio.run(mcp_call(url, "search", {"question": "add numbers", "workspace": str(workspace),
+                                                        "strategy": "tuned"}))
+            assert not tool.is_error and "a.py" in tool.content[0].text, tool.content[0].text  # was "Error executing tool"
             answers = [http.post(f"/v1/workspaces/{key}/query", json={"question": "add numbers", "strategy": "tuned"}),
                        http.post(f"/v1/workspaces/{key}/files", json={"question": "add numbers"}),
                        http.get(f"/v1/workspaces/{key}/health")]
@@ -115,6 +119,13 @@ def test_a_damaged_history_answers_every_rest_request_and_is_repaired(indexed_re
                 "history.sqlite.damaged; the next index run reads it again from git"]
             assert index_and_wait(http, key)["state"] == "done"
             assert http.get(f"/v1/workspaces/{key}/health").json()["history_commits"] == 1
+
+
+async def mcp_call(url: str, name: str, arguments: dict):
+    from mcp import Client
+
+    async with Client(url + "/mcp", read_timeout_seconds=120) as mcp:
+        return await mcp.call_tool(name, arguments)
 
 
 def served_on(data: Path, root: Path):
