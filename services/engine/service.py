@@ -274,7 +274,10 @@ class LocalEngine:
         """What was repaired in the workspace's stores that are not the index proper, one line each (its
         labels file is checked, and repaired, first)."""
         labels_file = self._labels_file(index.root)
-        labels.read_records(labels_file)
+        try:
+            labels.read_records(labels_file)
+        except (IndexUnavailable, OSError):  # cannot be read now (no file handle left): nothing to say of it
+            pass
         try:
             history = index.history_state().repair_note()
         except (sqlite3.Error, OSError):  # cannot be read now: health's history line says so

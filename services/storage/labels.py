@@ -69,11 +69,17 @@ def writing(queries_file: Path) -> Iterator[None]:
                                f"{faults.held_by(queries_file.with_name(queries_file.name + '.lock'))}; nothing "
                                "was changed: try again") from error
     except OSError as error:
-        if not faults.transient(error):
-            raise
-        text = " ".join(str(error).split())
-        raise IndexUnavailable(f"unavailable: the labels file {queries_file.name} cannot be written now ({text}); "
-                               "nothing was changed: try again once that is fixed (disk space, permissions)") from error
+        raise unavailable(queries_file, error, "written") from error
+
+
+def unavailable(queries_file: Path, error: OSError, verb: str) -> OSError | IndexUnavailable:
+    """A fault that passes (a full disk, no file handle left, a permission) as IndexUnavailable; another
+    error as it is."""
+    if not faults.transient(error):
+        return error
+    text = " ".join(str(error).split())
+    return IndexUnavailable(f"unavailable: the labels file {queries_file.name} cannot be {verb} now ({text}); nothing "
+                            "was changed: try again once that is fixed (disk space, open-file limit, permissions)")
 
 
 def _set_aside(queries_file: Path, bad: list[tuple[int, str, bytes]]) -> None:
@@ -101,7 +107,10 @@ def read_records(queries_file: str | Path) -> list[dict]:
     """The labels file's records, repairing it first when a line is damaged. A repair that cannot be written
     now (a full disk) is skipped: the good lines are answered all the same, the file is left as it is."""
     queries_file = Path(queries_file)
-    records, bad = scan_records(queries_file)
+    try:
+        records, bad = scan_records(queries_file)
+    except OSError as error:
+        raise unavailable(queries_file, error, "read") from error
     if not bad:
         return records
     try:
