@@ -127,31 +127,20 @@ class WorkspaceIndex:
         """What the stored history holds, or why it holds nothing (its state is NOT_READ before a first read)."""
         if not (self.folder / HISTORY_FILE).exists():
             return HistoryState()
-        return self._read_history(lambda store: store.state())
+        return self.history_store().state()
 
     def history(self) -> CommitIndex | None:
         """A keyword index over the workspace's commits, None when it has none (not a repository, never
         read). Built once, rebuilt when an indexing run stored new commits."""
         if not (self.folder / HISTORY_FILE).exists():
             return None
-        return self._read_history(self._commit_index)
-
-    def _commit_index(self, store: HistoryStore) -> CommitIndex | None:
         with self._history_lock:
+            store = self.history_store()
             generation = store.generation()
             if self._history is None or self._history[0] != generation:
                 commits = store.commits()
                 self._history = (generation, CommitIndex(commits) if commits else None)
             return self._history[1]
-
-    def _read_history(self, read):
-        """`read(store)`; a store that fails mid-use (its file damaged since it was opened) is opened again,
-        and so checked: set aside only on proof, a passing fault raised as it is."""
-        try:
-            return read(self.history_store())
-        except sqlite3.DatabaseError:
-            self._close_history()
-            return read(self.history_store())
 
     @property
     def projection_path(self) -> Path:
