@@ -227,6 +227,11 @@ def files_text(answer) -> str:
 
 
 def health_text(health) -> str:
+    """The health lines, then one line for each repair made in the workspace's stores (in every state)."""
+    return _health_text(health) + "".join(f"\n  repaired: {shown(line)}" for line in health.repaired)
+
+
+def _health_text(health) -> str:
     from services.core.models import state_label, vectors_reused_text
 
     first = f"{health.workspace}: {state_label(health)}" + (f" ({health.message})" if health.message else "")

@@ -122,7 +122,7 @@ class HealthPanel(QWidget):
         form.setHorizontalSpacing(10)
         form.setVerticalSpacing(4)
         for key in ("Files", "Chunks", "Languages", "Model", "Encoder", "Vectors", "History", "Size", "Updated",
-                    "Created", "Last error"):
+                    "Created", "Repaired", "Last error"):
             label = QLabel("—")
             label.setWordWrap(True)
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -241,6 +241,7 @@ class HealthPanel(QWidget):
         self.values["Size"].setText(human_size(h.size_bytes) if h.indexed else "—")
         self.values["Updated"].setText(human_time(h.updated_at))
         self.values["Created"].setText(human_time(h.created_at))
+        self.values["Repaired"].setText("\n".join(h.repaired) or "nothing")  # damage found and repaired in its stores
         self.values["Last error"].setText(h.last_error or "none")
         self.values["Last error"].setProperty("error", bool(h.last_error))
         self._fill_files(h)

@@ -75,6 +75,50 @@ def parse_query(record: dict, where: str = "") -> LabelledQuery:
                          None if before is None else int(before))
 
 
+def _record(raw: bytes) -> dict:
+    """One line as a labelled query's record; ValueError saying why it is not one."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg})") from None
+    if not isinstance(record, dict):
+        raise ValueError("not a JSON object")
+    try:
+        parse_query(record)
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise ValueError(f"not a labelled query ({str(exc).lstrip(': ') or type(exc).__name__})") from None
+    return record
+
+
+def scan_records(path: Path) -> tuple[list[dict], list[tuple[int, str, bytes]]]:
+    """(the file's query records, its lines that are not one: (line number, why, the line's bytes)); no
+    file reads as empty."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return [], []
+    records, bad = [], []
+    # one record a "\n": splitlines() would also split a question or path at U+0085, U+2028 or a form feed,
+    # which json.dumps(ensure_ascii=False) leaves as they are
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        if raw.strip():
+            try:
+                records.append(_record(raw))
+            except ValueError as why:
+                bad.append((number, str(why), raw))
+    return records, bad
+
+
+def readable_queries(path: str | Path) -> list[LabelledQuery]:
+    """The queries of a file's good lines, a damaged line passed over (the labels store sets such lines
+    aside: services/storage/labels.py)."""
+    return [parse_query(record, str(path)) for record in scan_records(Path(path))[0]]
+
+
 def load_queries(path: str | Path) -> list[LabelledQuery]:
     """Read a JSONL query set; `relevant` is optional (CoSQA's queries file has none)."""
     return [parse_query(record, f"{path}:{number}") for number, record in read_jsonl(Path(path))]

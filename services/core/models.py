@@ -191,6 +191,9 @@ class IndexHealth:
     # The data dir's shared vector cache: "off (share_vectors)", "on", or what the last run that embedded found
     # and repaired in it ("on; the last run dropped 32 vectors that failed their check and embedded them again")
     vector_cache: str = ""
+    # What was found damaged and repaired in the workspace's other stores, one line each: "labels: 2 damaged
+    # lines set aside in …/x.jsonl.rejected", "history: …"
+    repaired: tuple[str, ...] = ()
 
 
 STATES = ("missing", "folder-missing", "empty", "indexing", "resuming", "cancelling", "interrupted", "stale",

@@ -11,6 +11,7 @@ import asyncio
 import functools
 import logging
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -55,7 +56,10 @@ log = logging.getLogger(__name__)
 def _history(index: WorkspaceIndex) -> tuple[CommitIndex | None, str]:
     """The workspace's commit index (None without history) and what it holds ("2 commits") or why it
     holds nothing ("not a git repository")."""
-    commits = index.history()
+    try:
+        commits = index.history()
+    except (sqlite3.Error, OSError) as error:  # a lock, a full disk (proven damage is repaired as it opens)
+        return None, f"the history cannot be read now ({' '.join(str(error).split())})"
     if commits is None or not commits.commits:
         return None, index.history_state().reason or "no commits"
     count = len(commits.commits)
@@ -263,7 +267,22 @@ class LocalEngine:
         error = self._errors.get(index.root, "") or index.vanished() or ErrorNote(index.folder).read()
         health = index_health(index, self.settings, error)
         faults = [e.fault for e in (self.index_embedder, self.embedder) if e.fault]  # the encoders' state now
-        return replace(health, encoder_note="; ".join(dict.fromkeys(filter(None, (health.encoder_note, *faults)))))
+        return replace(health, encoder_note="; ".join(dict.fromkeys(filter(None, (health.encoder_note, *faults)))),
+                       repaired=self._repairs(index))
+
+    def _repairs(self, index: WorkspaceIndex) -> tuple[str, ...]:
+        """What was repaired in the workspace's stores that are not the index proper, one line each (its
+        labels file is checked, and repaired, first)."""
+        labels_file = self._labels_file(index.root)
+        try:
+            labels.read_records(labels_file)
+        except (IndexUnavailable, OSError):  # cannot be read now (no file handle left): nothing to say of it
+            pass
+        try:
+            history = index.history_state().repair_note()
+        except (sqlite3.Error, OSError):  # cannot be read now: health's history line says so
+            history = ""
+        return tuple(filter(None, (labels.repair_note(labels_file), history)))
 
     # --- querying ---
     async def query(self, question: str, options: QueryOptions) -> QueryResult:

@@ -169,7 +169,10 @@ def _run_message(index: WorkspaceIndex, state: str, done: int, total: int) -> st
 
 
 def _history(index: WorkspaceIndex) -> dict:
-    history = index.history_state()
+    try:
+        history = index.history_state()
+    except (sqlite3.Error, OSError) as error:  # proven damage is repaired as it opens: this one passes
+        return dict(history=f"cannot be read now ({' '.join(str(error).split())}): nothing was changed")
     return dict(history=history.describe(), history_state=history.state, history_commits=history.commits,
                 history_until=history.until)
 

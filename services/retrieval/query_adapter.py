@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import sqlite3
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
@@ -37,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from services.core.labelled import LabelledQuery, load_queries
+from services.core.labelled import LabelledQuery, readable_queries
 from services.retrieval.strategies.base import StrategyContext
 
 ADAPTER_FILE = "adapter.npz"
@@ -248,7 +249,7 @@ def _from_labels(context: StrategyContext) -> tuple[Adapter | None, int, bool]:
     if not stamp:
         return None, 0, False
     chunks = context.chunks()
-    texts, positives = label_positives(load_queries(labels), chunks)
+    texts, positives = label_positives(readable_queries(labels), chunks)
     if len(texts) < MIN_QUERIES:
         return None, len(texts), False
     _train_later((context.key, "labels", stamp), _fit_labels, context, chunks, texts, positives, stamp, path)
@@ -314,7 +315,11 @@ def from_history(context: StrategyContext) -> tuple[Adapter | None, bool]:
     trained now): None when there is no history or too few usable commits, or while it trains. Reuses one
     trained for the same state and an earlier cut-off within HISTORY_REUSE_DAYS (only commits before that
     cut-off taught it)."""
-    history = context.history() if hasattr(context, "history") else None
+    try:
+        history = context.history() if hasattr(context, "history") else None
+    except (sqlite3.Error, OSError) as error:  # cannot be read now (a lock): `tuned` goes on without it
+        log.warning("the history cannot be read now: %s", error)
+        return None, False
     if history is None or not history.commits:
         return None, False
     before = getattr(context, "before", None)

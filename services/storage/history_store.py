@@ -14,7 +14,9 @@ Reading git is services/indexing/history.py's job; this module only stores and s
 
 from __future__ import annotations
 
+import logging
 import math
+import os
 import sqlite3
 import threading
 import zlib
@@ -26,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from services.core.text import STOP_WORDS, code_tokens
-from services.storage.faults import LOCK_WAIT
+from services.storage.faults import LOCK_WAIT, proven_problem
 
 HISTORY_FILE = "history.sqlite"
 SCHEMA = """
@@ -37,6 +39,7 @@ CREATE TABLE IF NOT EXISTS commits (seq INTEGER PRIMARY KEY, sha TEXT NOT NULL, 
 # What a history's state means, for health: full and shallow have commits; the others say why there are none.
 FULL, SHALLOW, EMPTY, NOT_A_REPOSITORY, NO_GIT, FAILED, NOT_READ = (
     "full", "shallow", "empty", "none", "no-git", "error", "")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,15 @@ class HistoryState:
     head: str = ""
     commits: int = 0
     newest: int = 0  # unix time of the newest commit, 0 without commits
+    repaired: str = ""  # the damage a check found in the store's file, which was set aside and read again
+
+    def repair_note(self) -> str:
+        """"history: history.sqlite is not an SQLite database (…): set aside as history.sqlite.damaged; rebuilt
+        from git" ("…; the next index run reads it again from git" until one has), or ""."""
+        if not self.repaired:
+            return ""
+        then = "the next index run reads it again from git" if self.state == NOT_READ else "rebuilt from git"
+        return f"history: {self.repaired}; {then}"
 
     @property
     def until(self) -> str:
@@ -133,8 +145,13 @@ class HistoryStore:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=LOCK_WAIT)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(SCHEMA)
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(SCHEMA)
+            self._db.execute("SELECT COUNT(*) FROM meta").fetchone()
+        except BaseException:
+            self._db.close()
+            raise
         self._lock = threading.RLock()
 
     def close(self) -> None:
@@ -144,7 +161,7 @@ class HistoryStore:
     def state(self) -> HistoryState:
         meta = self._meta()
         return HistoryState(meta.get("state", NOT_READ), meta.get("reason", ""), meta.get("head", ""),
-                            int(meta.get("commits", 0)), int(meta.get("newest", 0)))
+                            int(meta.get("commits", 0)), int(meta.get("newest", 0)), meta.get("repaired", ""))
 
     def generation(self) -> int:
         """Changes whenever the stored commits do (for caches built on them)."""
@@ -193,6 +210,29 @@ class HistoryStore:
     def _query(self, sql: str, params=()) -> list[tuple]:
         with self._lock:
             return self._db.execute(sql, params).fetchall()
+
+
+def open_checked(path: Path) -> HistoryStore:
+    """The store at `path`, checked as it opens. A file proven damaged (faults.proven_problem: not SQLite,
+    failing its structure check) is set aside as `history.sqlite.damaged` and started again, empty, noting
+    what was found: it is derived data, read again from git by the next index run. A fault that passes (a
+    lock, a full disk) is raised as it is, and nothing is set aside on it."""
+    try:
+        return HistoryStore(path)
+    except sqlite3.DatabaseError:
+        problem = proven_problem([path])
+        if not problem:
+            raise
+    aside = path.with_name(path.name + ".damaged")
+    for suffix in ("", "-wal", "-shm"):
+        if path.with_name(path.name + suffix).exists():
+            os.replace(path.with_name(path.name + suffix), aside.with_name(aside.name + suffix))
+    log.warning("%s: %s; set aside as %s", path, problem, aside.name)
+    store = HistoryStore(path)
+    with store._lock, store._db:
+        store._set_meta(state=NOT_READ, reason="its file was damaged: the next index run reads it again from git",
+                        repaired=f"{problem}: set aside as {aside.name}")
+    return store
 
 
 def message_tokens(text: str) -> list[str]:

@@ -3,7 +3,7 @@
 ChromaDB's persistent client is not safe for two processes, so only the process holding
 `owner.lock` may open the indexes of a data dir. `owner.json` beside it says who holds it
 ({pid, since, kind, url}), so a second instance can tell the user whom it is waiting for. The OS
-drops the lock when its process dies; a JSON left by a dead pid is ignored and overwritten.
+drops the lock when its process dies; a JSON left by a dead pid, or garbled, is ignored and overwritten.
 """
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ def read_owner(data_dir: str | Path) -> Owner | None:
     try:
         data = json.loads((Path(data_dir) / OWNER_FILE).read_text())
         owner = Owner(int(data["pid"]), str(data["since"]), str(data["kind"]), data.get("url") or None)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, OverflowError):  # garbled: no owner named
         return None
-    return owner if pid_alive(owner.pid) else None
+    return owner if 0 < owner.pid < 2**31 and pid_alive(owner.pid) else None
 
 
 class OwnerLock:

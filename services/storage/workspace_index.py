@@ -14,7 +14,7 @@ import numpy as np
 from services.storage.catalog import FORMAT_CHANGES, INDEX_FORMAT, Catalog
 from services.core.errors import IndexMissingError, IndexStoreError, WorkspaceError
 from services.storage.faults import ProvenDamage, require_unlocked
-from services.storage.history_store import HISTORY_FILE, CommitIndex, HistoryState, HistoryStore
+from services.storage.history_store import HISTORY_FILE, CommitIndex, HistoryState, HistoryStore, open_checked
 from services.storage.keyword_index import KeywordIndex
 from services.core.models import Chunk
 from services.storage.projection import Projection
@@ -125,9 +125,10 @@ class WorkspaceIndex:
         return self._store
 
     def history_store(self) -> HistoryStore:
-        """The workspace's stored git history (services/storage/history_store.py)."""
+        """The workspace's stored git history (services/storage/history_store.py), checked as it opens: one
+        proven damaged is set aside and started again (history_store.open_checked)."""
         if self._history_store is None:
-            self._history_store = HistoryStore(self.folder / HISTORY_FILE)
+            self._history_store = open_checked(self.folder / HISTORY_FILE)
         return self._history_store
 
     def history_state(self) -> HistoryState:

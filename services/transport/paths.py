@@ -5,6 +5,7 @@ are refused as such."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path, PurePosixPath
 
 from services.core.errors import PathEscape
@@ -38,13 +39,18 @@ def check_glob(glob: str) -> None:
                              "pattern such as 'src/*.py'.")
 
 
+# what names a place outside the workspace though Posix reads it as relative: `~/x`, `file:///x`, `C:\\x`
+ELSEWHERE = re.compile(r"~|[A-Za-z][A-Za-z0-9+.-]*://|[A-Za-z]:([/\\]|$)")
+
+
 def check_relative_path(relative: str) -> PurePosixPath:
     """A workspace-relative path as text (a file to read, a labelled result): well formed (check_path_text),
-    not empty, not absolute, no `..`; PathEscape otherwise."""
+    not empty, not absolute, no `..`, not a home (`~`), URL or drive path; PathEscape otherwise."""
     check_path_text(relative)
     parts = PurePosixPath(relative.replace("\\", "/"))
-    if not relative or parts.is_absolute() or ".." in parts.parts:
-        raise PathEscape(f"The path {relative!r} is not a relative path inside the workspace.")
+    if not relative or parts.is_absolute() or ".." in parts.parts or ELSEWHERE.match(relative):
+        raise PathEscape(f"The path {relative!r} is not a relative path inside the workspace: give it as "
+                         "the workspace shows it, e.g. 'src/app.py'.")
     return parts
 
 

@@ -14,13 +14,15 @@ import tempfile
 import threading
 from pathlib import Path
 
+from filelock import FileLock
+
 OWNER_FILE = "owner-workspaces.json"
 
 # Never served, nor anything inside them (the temp folder excepted: on macOS it lies under /private/var).
 POSIX_SYSTEM_FOLDERS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/root",
                         "/run", "/sbin", "/snap", "/sys", "/usr", "/var", "/System", "/Library", "/private")
 
-_owner_file_lock = threading.Lock()
+LOCK_WAIT = 10.0  # seconds a record waits for another writer (then it is skipped: best effort)
 
 
 def system_folders() -> list[Path]:
@@ -65,15 +67,16 @@ def record_owner_folder(data_dir: Path, folder: str | Path) -> None:
     """Note that the owner opened `folder` itself (the CLI or window, through the server that owns the
     data dir): the server may then register it. Best effort: a data dir that cannot be written is skipped."""
     resolved = str(Path(folder).expanduser().resolve())
-    with _owner_file_lock:
-        known = owner_folders(data_dir)
-        if resolved in known:
-            return
-        file = Path(data_dir) / OWNER_FILE
-        try:
-            file.parent.mkdir(parents=True, exist_ok=True)
-            staging = file.with_name(f"{file.name}.{os.getpid()}.tmp")
+    if resolved in owner_folders(data_dir):
+        return
+    file = Path(data_dir) / OWNER_FILE
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        # CLIs record at once: read, add and replace under one lock (threads and processes), or one is lost
+        with FileLock(f"{file}.lock", timeout=LOCK_WAIT, thread_local=False):
+            known = owner_folders(data_dir)
+            staging = file.with_name(f"{file.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             staging.write_text(json.dumps(sorted(known | {resolved}), indent=1))
             staging.replace(file)
-        except OSError:
-            pass
+    except OSError:  # (filelock's Timeout is one)
+        pass

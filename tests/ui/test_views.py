@@ -176,6 +176,17 @@ def test_health_panel_lists_facts_stale_and_skipped_files_with_reasons(qtbot):
     assert ("dump.sql", "skipped: too large (2.3 MiB > 1 MiB)") in rows
 
 
+def test_health_panel_names_what_was_repaired(qtbot):
+    panel = HealthPanel()
+    qtbot.addWidget(panel)
+    panel.set_health(sample_health())
+    assert panel.values["Repaired"].text() == "nothing"
+    repaired = ("labels: 2 damaged lines set aside in /d/labels/ws-1.jsonl.rejected",
+                "history: history.sqlite is not an SQLite database: set aside as history.sqlite.damaged; rebuilt from git")
+    panel.set_health(sample_health(repaired=repaired))
+    assert panel.values["Repaired"].text() == "\n".join(repaired)
+
+
 def test_progress_shows_counts_and_eta(qtbot):
     panel = HealthPanel()
     qtbot.addWidget(panel)
