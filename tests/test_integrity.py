@@ -253,7 +253,8 @@ def test_a_garbled_hnsw_graph_is_damage_not_a_crash(tmp_path, name, damage):
     service = LocalEngine(stand_in_settings(), data_dir=data)
     try:
         report = asyncio.run(service.index(root))
-        assert "the vector store cannot be read" in report.rebuilt_reason
+        reason = report.rebuilt_reason  # the store's own line, said once (issue 50: it was said twice, nested)
+        assert "the vector store's search index cannot be read (" in reason and reason.count("cannot be read") == 1
         assert asyncio.run(service.health(root)).state == "ready"
         assert asyncio.run(service.query("compute thing 7", QueryOptions(str(root)))).results
     finally:
