@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, cast
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (
-    QBoxLayout, QFileDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QStackedWidget, QTabWidget,
+    QBoxLayout, QDockWidget, QFileDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QStackedWidget, QTabWidget,
     QToolBar, QToolButton, QVBoxLayout, QWidget,
 )
 
@@ -153,10 +153,11 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ layout
     def _build_layout(self) -> None:
-        """Reading code is the main thing. Beside (a window from BESIDE_FROM wide, or the user's choice): the
-        code pane has the whole height between the rankings' column (rankings, why rows, Used by / Uses) and
-        the health panel. Below (narrower): the rankings have the whole width, the code pane the row under
-        them with the lists and the health panel. Every split is the user's to drag and is kept."""
+        """Comparing and reading first. Beside (a window from BESIDE_FROM wide, or the user's choice): the
+        code pane has the whole height beside the rankings' column (rankings, why rows, Used by / Uses).
+        Below (narrower): the rankings have the whole width, the code pane the row under them with the
+        lists. The health panel is a dock (Ctrl+Shift+H), hidden until asked for, so the rankings have the
+        room to show whole names. Every split is the user's to drag and is kept."""
         self.health_scroll = QScrollArea()
         self.health_scroll.setObjectName("healthScroll")
         self.health_scroll.setWidget(self.health_panel)
@@ -166,10 +167,10 @@ class MainWindow(QMainWindow):
         self.health_scroll.setMinimumWidth(max(240, self.health_panel.minimumSizeHint().width() + scrollbar
                                                + 2 * self.health_scroll.frameWidth()))  # never scrolled sideways
         self.splitter = splitter(Qt.Orientation.Vertical)  # beside: rankings over the lists
-        self.bottom = splitter(Qt.Orientation.Horizontal)  # beside: that column, code, health
+        self.bottom = splitter(Qt.Orientation.Horizontal)  # beside: that column, code
         self.bottom.addWidget(self.splitter)
         self.below = splitter(Qt.Orientation.Vertical)  # below: rankings over the row
-        self.below_row = splitter(Qt.Orientation.Horizontal)  # below: code, lists, health
+        self.below_row = splitter(Qt.Orientation.Horizontal)  # below: code, lists
         self.below.addWidget(self.below_row)
         self.arrangement = QStackedWidget()
         self.arrangement.addWidget(self.bottom)
@@ -195,7 +196,12 @@ class MainWindow(QMainWindow):
         if self.compare_view is not None:
             self.tabs.addTab(self.compare_view, "Compare strategies")
         self.setCentralWidget(self.tabs)
-        self.messages.float_over(self.centralWidget(), avoid=[self.health_scroll])
+        self.health_dock = QDockWidget("Index health", self)
+        self.health_dock.setObjectName("healthDock")  # its place is kept with the window's state
+        self.health_dock.setWidget(self.health_scroll)
+        self.health_dock.setAllowedAreas(Qt.DockWidgetArea.LeftDockWidgetArea | Qt.DockWidgetArea.RightDockWidgetArea)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.health_dock)
+        self.messages.float_over(self.centralWidget())
         self._set_minimum_sizes()
 
     def beside(self) -> bool:
@@ -222,24 +228,23 @@ class MainWindow(QMainWindow):
             self.splitter.insertWidget(0, self.results)
             self.splitter.insertWidget(1, self.graph)
             self.bottom.insertWidget(1, self.code)
-            self.bottom.insertWidget(2, self.health_scroll)
+            explain.show()  # a page of the lists' tabs, hidden while another page was shown
             stretch(self.splitter, 3, 1)
-            stretch(self.bottom, 0, 1, 0)
+            stretch(self.bottom, 1, 1)
         else:
             self.below.insertWidget(0, self.results)
             self.below_row.insertWidget(0, self.code)
             self.below_row.insertWidget(1, self.graph)
-            self.below_row.insertWidget(2, self.health_scroll)
             tabs.insertTab(0, explain, "Why")  # beside the code: the rankings keep their rows, the code its room
             tabs.setCurrentIndex(0)
             stretch(self.below, 2, 3)
-            stretch(self.below_row, 1, 0, 0)
+            stretch(self.below_row, 1, 0)
         self.arrangement.setCurrentWidget(self.bottom if beside else self.below)
         QTimer.singleShot(0, self._restore_splits)  # once the arrangement is laid out at its new size
 
     def _restore_splits(self) -> None:
         for name, split, first in self.layouts():
-            if self._in(split, self.arrangement.currentWidget()):
+            if self._laid_out(split, first):
                 kept = self.kept_splits.get(name)
                 if kept is None or not split.restoreState(kept):  # never dragged: as it first comes at this size
                     split.setSizes(first)
@@ -248,13 +253,19 @@ class MainWindow(QMainWindow):
     def _in(split: QSplitter, arrangement) -> bool:
         return split is arrangement or arrangement.isAncestorOf(split)
 
+    def _laid_out(self, split: QSplitter, first: list[int]) -> bool:
+        """Whether `split` is part of the arrangement on screen, with its panes (the rankings' split loses
+        the why rows to the lists' tabs when the code is below)."""
+        return self._in(split, self.arrangement.currentWidget()) and split.count() == len(first)
+
     def layouts(self) -> tuple[tuple[str, QSplitter, list[int]], ...]:
         """Each kept split: its settings key, the splitter, its first sizes."""
         width, height = max(self.width(), 720), max(self.height(), 500)
-        return (("layout/beside-column", self.splitter, [height * 62 // 100, height * 38 // 100]),
-                ("layout/beside", self.bottom, [width * 38 // 100, width * 62 // 100 - 280, 280]),
-                ("layout/below", self.below, [height * 40 // 100, height * 60 // 100]),
-                ("layout/below-row", self.below_row, [width - 580, 300, 280]))
+        return (("layout/beside-column", self.splitter, [height * 70 // 100, height * 30 // 100]),
+                ("layout/beside", self.bottom, [width * 52 // 100, width * 48 // 100]),
+                ("layout/below", self.below, [height * 45 // 100, height * 55 // 100]),
+                ("layout/below-row", self.below_row, [width - 360, 360]),
+                ("layout/rankings-why", self.results.vertical, [height * 45 // 100, height * 25 // 100]))
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
         super().resizeEvent(event)
@@ -262,9 +273,10 @@ class MainWindow(QMainWindow):
             self.place_code()
 
     def _set_minimum_sizes(self) -> None:
-        """At the minimum window size each ranking still shows five rows and the code a few lines."""
+        """At the minimum window size each ranking still shows five rows (three stacked on two lines) and
+        the code a few lines."""
         table = self.results.reranked_table
-        rows = table.verticalHeader().defaultSectionSize() * 5
+        rows = max(table.column_fitter.one_line * 5, table.column_fitter.two_lines * 3)
         chrome = (table.horizontalHeader().sizeHint().height() + self.results.right.title.sizeHint().height()
                   + table.horizontalScrollBar().sizeHint().height())  # shown when the window is narrow
         self.results.splitter.setMinimumHeight(rows + chrome + 2 * table.frameWidth() + 6)  # the why view comes on top
@@ -394,7 +406,9 @@ class MainWindow(QMainWindow):
         self.query_bar.query.leave_down.connect(lambda: self.results.focus_ranking(self.results.reranked_table))
         self.results.show_requested.connect(lambda: self.show_tab(self.explore))
         self.code.went_to.connect(self._went_to)
-        self.health_panel.show_action.toggled.connect(self.health_scroll.setVisible)
+        self.health_panel.show_action.toggled.connect(self.health_dock.setVisible)
+        self.health_dock.visibilityChanged.connect(  # its close button
+            lambda _visible: self.health_panel.show_action.setChecked(not self.health_dock.isHidden()))
         self.results.chunk_selected.connect(lambda item: self.show_code(item, "result"))
         self.results.chunk_selected.connect(self._warn_if_deleted)
         self.graph.open_requested.connect(self.open_graph_row)
@@ -457,7 +471,9 @@ class MainWindow(QMainWindow):
             saved = self.settings.value(name)
             if isinstance(saved, QByteArray):
                 self.kept_splits[name] = saved  # applied when its arrangement is laid out (_restore_splits)
-        self.health_panel.show_action.setChecked(self.settings.value("healthVisible", "true") in (True, "true"))
+        shown = self.settings.value("healthVisible", "false") in (True, "true")
+        self.health_panel.show_action.setChecked(shown)
+        self.health_dock.setVisible(shown)
         self.code.whole_file.setChecked(self.settings.value("code/wholeFile", "true") in (True, "true"))
         place = str(self.settings.value("layout/code", AUTO_PLACE))
         self.place_actions[place if place in self.place_actions else AUTO_PLACE].setChecked(True)
@@ -468,8 +484,8 @@ class MainWindow(QMainWindow):
     def save_settings(self) -> None:
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("windowState", self.saveState())
-        for name, splitter, _sizes in self.layouts():
-            if self._in(splitter, self.arrangement.currentWidget()):
+        for name, splitter, sizes in self.layouts():
+            if self._laid_out(splitter, sizes):
                 self.kept_splits[name] = splitter.saveState()
             if name in self.kept_splits:  # the hidden arrangement's as the user left it, if ever
                 self.settings.setValue(name, self.kept_splits[name])

@@ -66,15 +66,19 @@ def fit_location(text: str, fits) -> str:
 def elide_name(name: str, fits) -> str:
     """A qualified name that `fits` (a width test), cut in the middle so its first part (the class) stays
     and as much of its end (the member) as there is room for: "FixtureManager.…factories", never
-    "…anager.parsefactories"; a name without dots, or whose first part alone is too wide, is cut in its
-    middle ("Fixture…factories")."""
+    "…anager.parsefactories"; a name without dots, or whose first part leaves room for too little of the
+    member (under TAIL_CHARS characters), is cut in its middle ("InMemoryNote…findById")."""
     if fits(name):
         return name
     head, dot, _ = name.partition(".")
     keep = f"{head}{dot}…" if dot else ""
-    if keep and fits(keep + name[-1]):
+    member = name.rsplit(".", 1)[-1]
+    if keep and fits(keep + name[-min(TAIL_CHARS, len(member)):]):
         return keep + longest_tail(name[len(head) + 1:], lambda tail: fits(keep + tail))
     return middle(name, fits)
+
+
+TAIL_CHARS = 5  # the least of a member's name worth keeping after its class
 
 
 def longest_tail(text: str, fits) -> str:
