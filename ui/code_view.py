@@ -275,12 +275,14 @@ def identifier_at(line: str, column: int) -> str:
     return ""
 
 
-def file_slice(path: Path, text: str, first_line: int) -> str | None:
-    """The whole file when `text` is exactly its lines from `first_line` on (else None)."""
+def file_slice(path: Path, text: str, first_line: int, anyway: bool = False) -> str | None:
+    """The whole file when `text` is exactly its lines from `first_line` on, or `anyway` (else None)."""
     try:
         whole = files.read_text(path)
     except (OSError, UnicodeDecodeError):
         return None
+    if anyway:
+        return whole
     lines = whole.split("\n")
     shown = text.split("\n")
     if lines[first_line - 1:first_line - 1 + len(shown)] != shown:
@@ -298,6 +300,7 @@ class CodeView(QWidget):
         super().__init__(parent)
         self.workspace = ""
         self.item: ResultChunk | None = None
+        self.whole_text: str | None = None  # the file as it was read, when the whole file is shown
         # a long name or path never widens the window: it ends in "…" (a path loses its folders first), whole
         # in the tooltip
         self.title = ElidedLabel("No chunk selected", fixed=False)
@@ -373,7 +376,9 @@ class CodeView(QWidget):
                       end_line=shown.chunk.end_line, content="", symbol=name, qualified_name=name, kind="name")
         return ResultChunk(named, 1, 0.0, None, None, "", 0)
 
-    def show_chunk(self, item: ResultChunk | None) -> None:
+    def show_chunk(self, item: ResultChunk | None, from_disk: bool = False) -> None:
+        """Show `item`, scrolled to its lines; `from_disk`: the whole file as it is on disk now, even when it
+        no longer matches the item's text (a save since the item was read)."""
         self.item = item
         if item is None:
             self.title.setText("No chunk selected")
@@ -381,6 +386,7 @@ class CodeView(QWidget):
             self.open_button.setEnabled(False)
             self.highlighter.prepare("", TextLexer())
             self.editor.show_code("", 1, None)
+            self.whole_text = None
             return
         chunk = item.chunk
         name = chunk.qualified_name or chunk.symbol or chunk.path.rsplit("/", 1)[-1]
@@ -393,12 +399,46 @@ class CodeView(QWidget):
         else:
             text, first = chunk.content, chunk.start_line
         text = text.rstrip("\n")
-        whole = file_slice(Path(self.workspace) / chunk.path, text, first) if self.workspace else None
-        if whole is not None and self.whole_file.isChecked():
-            text, first = whole.rstrip("\n"), 1
+        whole = file_slice(Path(self.workspace) / chunk.path, text, first, from_disk) if self.workspace else None
+        self.whole_text = whole if whole is not None and self.whole_file.isChecked() else None
+        if self.whole_text is not None:
+            text, first = self.whole_text.rstrip("\n"), 1
         self.highlighter.prepare(text, lexer_for(chunk.path, chunk.language), whole, first - 1)
         self.editor.show_code(text, first, (chunk.start_line, chunk.end_line))
         self.editor.scroll_to_line(chunk.start_line)
+
+    def place(self) -> tuple[int, int, int]:
+        """Where the reader is: the caret's line and column, and the first line in view (line numbers of the
+        file)."""
+        cursor = self.editor.textCursor()
+        first = self.editor.first_line
+        return first + cursor.blockNumber(), cursor.positionInBlock(), first + self.editor.verticalScrollBar().value()
+
+    def go_to_place(self, place: tuple[int, int, int]) -> None:
+        """The caret and the view back at `place` (as `place()` gave it), as near as the text now allows."""
+        line, column, top = place
+        document, first = self.editor.document(), self.editor.first_line
+        block = document.findBlockByNumber(min(max(line - first, 0), document.blockCount() - 1))
+        cursor = QTextCursor(block)
+        cursor.setPosition(block.position() + min(column, max(block.length() - 1, 0)))
+        self.editor.setTextCursor(cursor)
+        self.editor.verticalScrollBar().setValue(top - first)
+
+    def changed_on_disk(self) -> bool:
+        """Whether the file shown was saved since it was shown (its lines on disk are not the ones shown)."""
+        path = Path(self.workspace) / self.item.chunk.path if self.item is not None and self.workspace else None
+        if path is None or not path.is_file():
+            return False
+        if self.whole_text is not None:
+            return file_slice(path, "", 1, anyway=True) != self.whole_text
+        return file_slice(path, self.editor.toPlainText(), self.editor.first_line) is None
+
+    def show_again(self, fresh: ResultChunk | None = None) -> None:
+        """The file shown changed on disk: show it as it is now, at the same place (caret and view); `fresh`:
+        the shown chunk as a refreshed answer has it (its new lines), else the one shown."""
+        place = self.place()
+        self.show_chunk(fresh or self.item, from_disk=True)
+        self.go_to_place(place)
 
     def _whole_file_toggled(self, _on: bool) -> None:
         self.show_chunk(self.item)

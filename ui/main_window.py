@@ -41,7 +41,7 @@ from ui.viewmodels.labels import LabelsViewModel
 from ui.viewmodels.preferences import Preferences, recent_workspaces
 from ui.why_view import ElidedLabel
 from ui.viewmodels.progress import RunProgress, progress_text
-from ui.viewmodels.results import empty_result_text, is_empty, one_line, summary_text, timings_text
+from ui.viewmodels.results import empty_result_text, is_empty, one_line, same_chunk_row, summary_text, timings_text
 from ui.viewmodels.strategies import fallback_strategies
 from ui.viewmodels.workspace import INDEX, REBUILD, Offer, WorkspaceViewModel, health_offer
 from ui.viewmodels.workspace_set import WorkspaceSetViewModel
@@ -98,6 +98,7 @@ class MainWindow(QMainWindow):
         self.files_request = None  # (question, options, max files) of the question on screen
         self.questions: dict[str, str] = {}  # the question box's text per workspace, while the window is open
         self.answers: dict[str, QueryResult] = {}  # the last answer per workspace, while the window is open
+        self.reading = False  # while the same question's new answer is shown: the code pane stays put
         self.runner = AsyncRunner(self)
         self.run_progress = RunProgress()  # the run's bar and title percentage, never going backwards
         self._lexer_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ke-lexers")
@@ -409,7 +410,7 @@ class MainWindow(QMainWindow):
         self.health_panel.show_action.toggled.connect(self.health_dock.setVisible)
         self.health_dock.visibilityChanged.connect(  # its close button
             lambda _visible: self.health_panel.show_action.setChecked(not self.health_dock.isHidden()))
-        self.results.chunk_selected.connect(lambda item: self.show_code(item, "result"))
+        self.results.chunk_selected.connect(self._result_selected)
         self.results.chunk_selected.connect(self._warn_if_deleted)
         self.graph.open_requested.connect(self.open_graph_row)
         for table in (self.results.original_table, self.results.reranked_table):
@@ -843,17 +844,25 @@ class MainWindow(QMainWindow):
 
     def show_result(self, result: QueryResult) -> None:
         """Show an answer; the same question answered again (a refresh after an edit or a recount, another
-        strategy) keeps the selected chunk selected, a new question selects the top result."""
+        strategy) updates the rankings in place with the selected chunk still selected, and leaves the code
+        pane where the reader is (a file saved meanwhile is shown again at the same place); a new question
+        selects the top result and shows it."""
         shown, selected = self.session.last_result, self.results.selected_chunk()
         self.session.last_result = result
         if self.workspace:
             self.answers[self.workspace] = result
         if self.messages.level == ERROR:
             self.messages.hide()
-        self.results.set_result(result)
         same_question = shown is not None and shown.question == result.question
-        if not (same_question and selected is not None and self.results.select_chunk(selected.chunk)):
-            self._select_first()
+        self.reading = same_question and self.code.item is not None
+        try:
+            self.results.set_result(result)
+            if not (same_question and selected is not None and self.results.select_chunk(selected.chunk)):
+                self._select_first()
+        finally:
+            self.reading = False
+        if same_question and self.code.changed_on_disk():
+            self.code.show_again(self._in_answer(self.code.item, result))
         filters = self.query_bar.filters_text()
         self.status_results.setText(summary_text(result, filters))
         self.timings_label.setText(timings_text(result))
@@ -868,6 +877,15 @@ class MainWindow(QMainWindow):
                                        action_text=clear, action=self.query_bar.clear_filters if clear else None)
         elif result.question_note:  # a long question: its length against the limit, and how it was read
             self.messages.show_message(result.question_note[:1].upper() + result.question_note[1:] + ".", INFO)
+
+    @staticmethod
+    def _in_answer(item: ResultChunk | None, result: QueryResult) -> ResultChunk | None:
+        """`item`'s chunk as `result` has it (its lines after an edit), or None."""
+        if item is None:
+            return None
+        rows = [*result.results, *result.original]
+        row = same_chunk_row(item.chunk, rows)
+        return rows[row] if row is not None else None
 
     def _select_first(self) -> None:
         """Select the top result without taking the keyboard focus (it stays where the user is)."""
@@ -926,6 +944,11 @@ class MainWindow(QMainWindow):
         """A "Used by" / "Uses" row: the code pane goes there, the lists stay (as an editor's usages view)."""
         self.show_tab(self.explore)
         self.show_code(item, follow=False)
+
+    def _result_selected(self, item: ResultChunk | None) -> None:
+        """A row selected shows its code, unless the rankings are being refreshed under the reader."""
+        if not self.reading:
+            self.show_code(item, "result")
 
     def show_code(self, item: ResultChunk | None, kind: str = "jump", remember: bool = True,
                   follow: bool = True) -> None:

@@ -170,7 +170,7 @@ class ColumnFitter(QObject):
         score = max(header.horizontalAdvance(t) for t in (own, "Keyword")) + 24  # the header's margins
         self.stacked_sizes = {**self.narrow, "#": digit * 3 + 12, own: max(score, digit * 5 + 16)}
         self.one_line = table.fontMetrics().height() + 8
-        self.two_lines = table.fontMetrics().lineSpacing() * 2 + 10
+        self.two_lines = table.fontMetrics().lineSpacing() * 2 + 8
         self.fitting = False
         table.viewport().installEventFilter(self)
         model.modelReset.connect(lambda: self.fit(table.viewport().width()))
