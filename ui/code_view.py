@@ -12,13 +12,13 @@ from pygments.lexers.special import TextLexer
 from pygments.styles import get_style_by_name
 from pygments.token import Token
 from pygments.util import ClassNotFound
-from PySide6.QtCore import QRect, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QRect, QSize, Qt, Signal
 from PySide6.QtGui import (
-    QColor, QFont, QPainter, QSyntaxHighlighter, QTextCharFormat,
-    QTextCursor, QTextFormat,
+    QAction, QColor, QFont, QPainter, QSyntaxHighlighter, QTextCharFormat,
+    QTextCursor, QTextDocument, QTextFormat,
 )
 from PySide6.QtWidgets import (
-    QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSizePolicy, QTextEdit, QVBoxLayout, QWidget,
+    QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QSizePolicy, QTextEdit, QVBoxLayout, QWidget,
 )
 
 from services.core import files
@@ -169,11 +169,16 @@ class _Gutter(QWidget):
 
 
 class CodeEditor(QPlainTextEdit):
-    """Read-only code editor with a line-number gutter starting at an arbitrary first line."""
+    """Read-only code editor with a line-number gutter starting at an arbitrary first line, and a keyboard
+    caret (the arrows move it, Shift selects), as an editor's read-only view."""
+
+    definition_clicked = Signal()  # Ctrl+click: the name under the mouse (the caret is put there first)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setReadOnly(True)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByKeyboard
+                                     | Qt.TextInteractionFlag.TextSelectableByMouse)
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.setFont(mono_font())
         self.first_line = 1
@@ -182,6 +187,12 @@ class CodeEditor(QPlainTextEdit):
         self.blockCountChanged.connect(self._update_margins)
         self.updateRequest.connect(self._update_gutter)
         self._update_margins()
+
+    def mouseReleaseEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().mouseReleaseEvent(event)
+        if event.button() == Qt.MouseButton.LeftButton and event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            self.setTextCursor(self.cursorForPosition(event.position().toPoint()))
+            self.definition_clicked.emit()
 
     def gutter_width(self) -> int:
         last = self.first_line + max(self.blockCount(), 1) - 1
@@ -290,11 +301,96 @@ def file_slice(path: Path, text: str, first_line: int, anyway: bool = False) -> 
     return whole
 
 
+class FindBar(QWidget):
+    """Ctrl+F in the code pane: a text box, the match count, previous / next (Shift+Enter / Enter, Shift+F3 /
+    F3); Escape closes it and gives the keyboard back to the code, its caret on the match."""
+
+    def __init__(self, editor: CodeEditor) -> None:
+        super().__init__()
+        self.editor = editor
+        self.text = QLineEdit()
+        self.text.setPlaceholderText("Find in file")
+        self.text.setClearButtonEnabled(True)
+        self.text.textChanged.connect(lambda _text: self.find_match(from_start=True))
+        self.text.installEventFilter(self)
+        self.count = QLabel("")
+        self.count.setObjectName("findCount")
+        self.previous_button = QPushButton("↑")
+        self.previous_button.setToolTip("Previous match (Shift+Enter, Shift+F3)")
+        self.previous_button.clicked.connect(lambda: self.find_match(backward=True))
+        self.next_button = QPushButton("↓")
+        self.next_button.setToolTip("Next match (Enter, F3)")
+        self.next_button.clicked.connect(lambda: self.find_match())
+        close = QPushButton("✕")
+        close.setToolTip("Close (Escape)")
+        close.clicked.connect(self.close_bar)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 0, 8, 0)
+        layout.addWidget(self.text, 1)
+        layout.addWidget(self.count)
+        for button in (self.previous_button, self.next_button, close):
+            button.setFixedWidth(button.fontMetrics().horizontalAdvance("↓") + 24)
+            layout.addWidget(button)
+        self.hide()
+
+    def open_bar(self) -> None:
+        """Show the bar with the selected text (or the box's last text), all of it selected."""
+        selected = self.editor.textCursor().selectedText()
+        if selected and "\u2029" not in selected:
+            self.text.setText(selected)
+        self.show()
+        self.text.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.text.selectAll()
+
+    def close_bar(self) -> None:
+        self.hide()
+        self.editor.setFocus(Qt.FocusReason.ShortcutFocusReason)
+
+    def find_match(self, backward: bool = False, from_start: bool = False) -> bool:
+        """Select the next (or previous) match after the caret, wrapping round the file; False when none."""
+        needle = self.text.text()
+        if not needle:
+            self.count.setText("")
+            return False
+        flags = QTextDocument.FindFlag.FindBackward if backward else QTextDocument.FindFlag(0)
+        if from_start:  # the text changed: the first match from where the caret's selection starts
+            cursor = self.editor.textCursor()
+            cursor.setPosition(cursor.selectionStart())
+            self.editor.setTextCursor(cursor)
+        found = self.editor.find(needle, flags)
+        if not found:  # round the end of the file
+            cursor = self.editor.textCursor()
+            cursor.movePosition(QTextCursor.MoveOperation.End if backward else QTextCursor.MoveOperation.Start)
+            self.editor.setTextCursor(cursor)
+            found = self.editor.find(needle, flags)
+        total = self.editor.toPlainText().lower().count(needle.lower())
+        if found:
+            before = self.editor.toPlainText()[:self.editor.textCursor().selectionStart()].lower().count(needle.lower())
+            self.count.setText(f"{before + 1} of {total}")
+        else:
+            self.count.setText("no match")
+        return found
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt API)
+        if watched is self.text and event.type() == QEvent.Type.KeyPress:
+            key, shift = event.key(), bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
+            if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_F3):
+                self.find_match(backward=shift)
+                return True
+            if key == Qt.Key.Key_Escape:
+                self.close_bar()
+                return True
+        return False
+
+
 class CodeView(QWidget):
-    """Header (symbol, path) + "Open in editor" + the code editor; Back / Forward over what it showed."""
+    """Header (symbol, path) + "Open in editor" + the code editor; Back / Forward over what it showed, each
+    place with where the reader was in it; the editor's keys: F12 / Ctrl+click go to the definition of the
+    name at the caret (the window asks the engine), Ctrl+F finds in the file."""
 
     open_failed = Signal(str)
     went_to = Signal(object)  # Back / Forward: the window shows this ResultChunk again (its tab forward)
+    definition_requested = Signal(str)  # F12 / Ctrl+click: the name at the caret
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -312,8 +408,9 @@ class CodeView(QWidget):
         self.jetbrains_launcher = "idea"
         self.custom_command = ""  # for the custom preset: a template with {path} and {line}
         self.open_button = QPushButton("Open in editor")
-        self.open_button.setToolTip("Open the file at the chunk's first line in your editor (Ctrl+E, Enter "
-                                    "or double-click on a result; choose the editor in Settings ▸ Editor)")
+        self.open_button.setToolTip("Open the file in your editor at the caret's line, the chunk's first until "
+                                    "you move it (Ctrl+E, Enter or double-click on a result; choose the editor "
+                                    "in Settings ▸ Editor)")
         self.open_button.setEnabled(False)
         self.open_button.clicked.connect(self.open_in_editor)
         self.whole_file = QPushButton("Whole file")
@@ -336,13 +433,16 @@ class CodeView(QWidget):
         layout.setContentsMargins(0, 4, 0, 0)
         layout.setSpacing(4)
         header.setContentsMargins(8, 0, 8, 0)
+        self.find_bar = FindBar(self.editor)
         layout.addLayout(header)
+        layout.addWidget(self.find_bar)
         layout.addWidget(self.editor, 1)
         self.navigation: Navigation[ResultChunk] = Navigation()  # the places Back / Forward walk
-        self.back_action = window_action(self, "Back", "Alt+Left", lambda: self._walk(self.navigation.back()),
+        self.back_action = window_action(self, "Back", "Alt+Left", lambda: self._walk(self.navigation.back),
                                          "Back to where the code pane was")
         self.forward_action = window_action(self, "Forward", "Alt+Right",
-                                            lambda: self._walk(self.navigation.forward()), "Forward again")
+                                            lambda: self._walk(self.navigation.forward), "Forward again")
+        self._build_editor_actions()
         self.update_navigation()
 
     def update_navigation(self) -> None:
@@ -350,11 +450,57 @@ class CodeView(QWidget):
         self.back_action.setEnabled(self.navigation.can_go_back())
         self.forward_action.setEnabled(self.navigation.can_go_forward())
 
-    def _walk(self, item: ResultChunk | None) -> None:
+    def _build_editor_actions(self) -> None:
+        """The code pane's own keys (while it has the keyboard), also in its context menu."""
+        def key(text: str, shortcuts, slot, tip: str = "") -> QAction:
+            action = window_action(self, text, shortcuts, slot, tip)
+            action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            self.addAction(action)
+            return action
+
+        self.definition_action = key("Go to definition", "F12", self.request_definition,
+                                     "Go to the definition of the name at the caret (also Ctrl+click)")
+        self.find_action = key("Find in file…", "Ctrl+F", self.find_bar.open_bar, "Find in the file shown")
+        self.find_next_action = key("Find next", "F3", lambda: self.find_bar.find_match())
+        self.find_previous_action = key("Find previous", "Shift+F3", lambda: self.find_bar.find_match(backward=True))
+        self.editor_here_action = key("Open in editor at this line", "Ctrl+Shift+E", self.open_in_editor,
+                                      "Open the file in your editor at the caret's line")
+        self.editor.definition_clicked.connect(self.request_definition)
+        self.editor.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.editor.customContextMenuRequested.connect(self._context_menu)
+
+    def _context_menu(self, pos) -> None:
+        menu = self.editor.createStandardContextMenu()
+        standard = menu.actions()  # Copy, Select All
+        ours = [self.definition_action, self.find_action, self.editor_here_action]
+        if standard:
+            menu.insertActions(standard[0], ours)
+            menu.insertSeparator(standard[0])
+        else:
+            menu.addActions(ours)
+        menu.exec(self.editor.viewport().mapToGlobal(pos))
+
+    def request_definition(self) -> None:
+        name = self.name_under_cursor()
+        if name:
+            self.definition_requested.emit(name)
+
+    def leave_place(self) -> None:
+        """The pane is about to show another place: remember where the reader was in this one."""
+        if self.navigation.current is not None and self.item is not None:
+            self.navigation.current.where = self.place()
+
+    def _walk(self, step) -> None:
+        """Back / Forward: the place again, at the caret and view the reader left it with."""
+        self.leave_place()
+        item = step()
         if item is None:
             return
         self.update_navigation()
         self.went_to.emit(item)
+        where = self.navigation.current.where if self.navigation.current is not None else None
+        if where is not None and self.item is item:
+            self.go_to_place(where)
         self.editor.setFocus(Qt.FocusReason.ShortcutFocusReason)
 
     def set_workspace(self, workspace: str) -> None:
@@ -452,15 +598,19 @@ class CodeView(QWidget):
             return ""
         return str(Path(self.workspace) / self.item.chunk.path)
 
+    def caret_line(self) -> int:
+        return self.editor.first_line + self.editor.textCursor().blockNumber()
+
     def open_in_editor(self) -> bool:
-        """Open the chunk's file at its first line; a failure is reported through open_failed."""
+        """Open the shown file at the caret's line (the chunk's first line until the reader moves it); a
+        failure is reported through open_failed."""
         if self.item is None or not self.workspace:
             return False
         if not Path(self.file_path()).exists():
             self.open_failed.emit(f"{self.item.chunk.path} was deleted since it was indexed.")
             return False
         try:
-            open_at_line(self.editor_preset, self.file_path(), self.item.chunk.start_line,
+            open_at_line(self.editor_preset, self.file_path(), self.caret_line(),
                          self.jetbrains_launcher, self.custom_command)
         except EditorError as exc:
             self.open_failed.emit(str(exc))

@@ -121,6 +121,7 @@ class MainWindow(QMainWindow):
         self.strategy_actions: list[QAction] = []  # "Use strategy: …", offered by the palette
         self.palette = CommandPalette(self, lambda: self.strategy_actions)
         self.finder = GotoDialog(self, GotoViewModel(service), lambda: self.workspace, self.open_definition)
+        self.definitions = GotoViewModel(service)  # F12 in the code pane: go to symbol's answer, exact names first
         self.finder.building = lambda: bool(self.health_panel.running) and not (self.health and self.health.indexed)
         self.editor_settings = EditorSettings(self.settings, self.code_views, self)  # Settings ▸ Editor
         self._build_actions()
@@ -420,6 +421,7 @@ class MainWindow(QMainWindow):
         self.results.more_hits_requested.connect(self.more_hits_in_file)
         for view in self.code_views():
             view.open_failed.connect(lambda text: self.messages.show_message(text, WARNING, timeout_ms=8000))
+            view.definition_requested.connect(self.go_to_definition)
         self.files_view.open_requested.connect(self.open_selected)  # Enter or double-click on a file
         self.workspace_set.open_requested.connect(self.open_selected)
         self.health_panel.reindex_requested.connect(self.request_index)
@@ -940,6 +942,23 @@ class MainWindow(QMainWindow):
         if in_editor:
             self.code.open_in_editor()
 
+    def go_to_definition(self, name: str) -> asyncio.Task | None:
+        """F12 / Ctrl+click in a code pane: the definition of `name` (`Class.method` or a bare name) as the
+        engine's go to symbol finds it (the one name resolver), shown in the Explore code pane, a place Back
+        returns from; none found is said in one line."""
+        if not self.workspace:
+            return None
+        record("go to definition: %s", name)
+        return self.runner.run(self.definitions.definition(name, self.workspace), key="definition",
+                               context="Go to definition", on_result=lambda item: self._show_definition(name, item))
+
+    def _show_definition(self, name: str, item: ResultChunk | None) -> None:
+        if item is None:
+            self.messages.show_message(f"No definition of {name} in the index.", INFO, timeout_ms=6000)
+            return
+        self.open_definition(item, False)
+        self.code.editor.setFocus(Qt.FocusReason.OtherFocusReason)
+
     def open_graph_row(self, item: ResultChunk) -> None:
         """A "Used by" / "Uses" row: the code pane goes there, the lists stay (as an editor's usages view)."""
         self.show_tab(self.explore)
@@ -955,6 +974,8 @@ class MainWindow(QMainWindow):
         """Every jump of the code pane comes here: it shows `item`, "Used by" / "Uses" follow it (unless the
         jump came from those lists), and it is a place Back returns to."""
         if self.code.item is not item:
+            if remember:
+                self.code.leave_place()
             self.code.show_chunk(item)
         if follow:
             self.graph.show_for(item)

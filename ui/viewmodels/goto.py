@@ -44,9 +44,30 @@ class GotoViewModel:
         self.answer = answer
         return answer
 
+    async def definition(self, name: str, workspace: str) -> ResultChunk | None:
+        """Go to definition: `name`'s definition (`Class.method`, or a bare name) among go to symbol's
+        matches, as the code pane shows it; None when no match has that very name (a fuzzy match would be
+        another definition)."""
+        answer = await self.engine.goto_symbols(name, workspace, LIMIT)
+        hit = definition_of(name, answer.hits)
+        return None if hit is None else await asyncio.to_thread(code_item, workspace, hit)
+
     async def preview(self, hit: GotoHit) -> ResultChunk:
         """The hit as the code pane shows a result: its lines marked, with the lines around them."""
         return await asyncio.to_thread(code_item, self.workspace, hit)
+
+
+def definition_of(name: str, hits: list[GotoHit]) -> GotoHit | None:
+    """The first hit (the finder's best first) defining `name` itself: the same qualified name, else a
+    member or function of that name (`getini` finds `Config.getini`)."""
+    last = name.rsplit(".", 1)[-1]
+    for matches in (lambda h: h.qualified_name == name,
+                    lambda h: "." in name and h.qualified_name.endswith("." + name),
+                    lambda h: "." not in name and h.symbol == last):
+        hit = next((h for h in hits if h.kind != "file" and matches(h)), None)
+        if hit is not None:
+            return hit
+    return None
 
 
 def count_text(matched: int, shown: int) -> str:
