@@ -391,6 +391,7 @@ class CodeView(QWidget):
     open_failed = Signal(str)
     went_to = Signal(object)  # Back / Forward: the window shows this ResultChunk again (its tab forward)
     definition_requested = Signal(str)  # F12 / Ctrl+click: the name at the caret
+    outline_requested = Signal()  # Ctrl+F12: the outline of the file shown
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -463,6 +464,8 @@ class CodeView(QWidget):
         self.find_action = key("Find in file…", "Ctrl+F", self.find_bar.open_bar, "Find in the file shown")
         self.find_next_action = key("Find next", "F3", lambda: self.find_bar.find_match())
         self.find_previous_action = key("Find previous", "Shift+F3", lambda: self.find_bar.find_match(backward=True))
+        self.outline_action = key("Outline of the file…", "Ctrl+F12", self.outline_requested.emit,
+                                  "The file's classes, functions and sections as the index has them")
         self.editor_here_action = key("Open in editor at this line", "Ctrl+Shift+E", self.open_in_editor,
                                       "Open the file in your editor at the caret's line")
         self.editor.definition_clicked.connect(self.request_definition)
@@ -472,7 +475,7 @@ class CodeView(QWidget):
     def _context_menu(self, pos) -> None:
         menu = self.editor.createStandardContextMenu()
         standard = menu.actions()  # Copy, Select All
-        ours = [self.definition_action, self.find_action, self.editor_here_action]
+        ours = [self.definition_action, self.find_action, self.outline_action, self.editor_here_action]
         if standard:
             menu.insertActions(standard[0], ours)
             menu.insertSeparator(standard[0])

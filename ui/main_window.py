@@ -33,6 +33,7 @@ from ui.editor_settings import EditorSettings
 from ui.files_view import FilesView
 from ui.health_panel import HealthPanel
 from ui.message_bar import ERROR, INFO, WARNING, MessageBar
+from ui.outline import OutlinePopup
 from ui.palette import CommandPalette
 from ui.query_bar import QueryBar
 from ui.results_view import ResultsView
@@ -122,6 +123,7 @@ class MainWindow(QMainWindow):
         self.palette = CommandPalette(self, lambda: self.strategy_actions)
         self.finder = GotoDialog(self, GotoViewModel(service), lambda: self.workspace, self.open_definition)
         self.definitions = GotoViewModel(service)  # F12 in the code pane: go to symbol's answer, exact names first
+        self.outline = OutlinePopup(self)
         self.finder.building = lambda: bool(self.health_panel.running) and not (self.health and self.health.indexed)
         self.editor_settings = EditorSettings(self.settings, self.code_views, self)  # Settings ▸ Editor
         self._build_actions()
@@ -422,6 +424,8 @@ class MainWindow(QMainWindow):
         for view in self.code_views():
             view.open_failed.connect(lambda text: self.messages.show_message(text, WARNING, timeout_ms=8000))
             view.definition_requested.connect(self.go_to_definition)
+        self.code.outline_requested.connect(self.show_outline)
+        self.outline.chosen.connect(self.open_definition_here)
         self.files_view.open_requested.connect(self.open_selected)  # Enter or double-click on a file
         self.workspace_set.open_requested.connect(self.open_selected)
         self.health_panel.reindex_requested.connect(self.request_index)
@@ -957,6 +961,20 @@ class MainWindow(QMainWindow):
             self.messages.show_message(f"No definition of {name} in the index.", INFO, timeout_ms=6000)
             return
         self.open_definition(item, False)
+        self.code.editor.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    def show_outline(self) -> asyncio.Task | None:
+        """Ctrl+F12: the chunks the index has for the file in the code pane, in file order."""
+        item = self.code.item
+        if item is None or not self.workspace:
+            return None
+        path = item.chunk.path
+        return self.runner.run(self.session.outline(path), key="outline", context="Outline",
+                               on_result=lambda items: self.outline.show_outline(path, items, self.code))
+
+    def open_definition_here(self, item: ResultChunk) -> None:
+        """An outline row: the code pane goes there (a place Back returns from)."""
+        self.show_code(item)
         self.code.editor.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def open_graph_row(self, item: ResultChunk) -> None:

@@ -102,3 +102,24 @@ def test_open_in_editor_opens_at_the_carets_line(qtbot, window, tmp_path, monkey
     window.code.open_button.click()
     qtbot.waitUntil(record.exists, timeout=15_000)
     assert record.read_text().splitlines()[0] == f"+{line}"
+
+
+def test_ctrl_f12_lists_the_files_chunks_and_goes_to_one(qtbot, window, indexed):  # noqa: F811
+    service, _ = indexed
+    open_symbol(qtbot, window, "SearchEngine.score")
+    code, outline = window.code, window.outline
+    code.editor.setFocus()
+    qtbot.waitUntil(code.editor.hasFocus)
+    qtbot.keyClick(code.editor, Qt.Key.Key_F12, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(outline.isVisible, timeout=30_000)
+    catalog = service.workspace_index(window.workspace).catalog()
+    chunks = sorted(catalog.chunks(path="notes/search.py"), key=lambda c: c.start_line)
+    rows = outline.rows()  # every chunk the index has for the file, in file order, each at its line
+    assert len(rows) == len(chunks) and [int(row.split()[0]) for row in rows] == [c.start_line for c in chunks]
+    assert "SearchEngine.search · method" in " ".join(rows)
+    qtbot.keyClicks(outline.filter, "search")
+    qtbot.keyClick(outline.filter, Qt.Key.Key_Down)
+    qtbot.keyClick(outline.filter, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not outline.isVisible() and code.item.chunk.qualified_name != "SearchEngine.score")
+    assert code.item.chunk.path == "notes/search.py"
+    assert caret_line(code.editor) == code.item.chunk.start_line and code.back_action.isEnabled()
