@@ -27,7 +27,7 @@ from ui.actions import window_action
 from ui.editor import AUTO, EditorError, open_at_line
 from ui.theme import mono_font
 from ui.viewmodels.navigation import Navigation
-from ui.viewmodels.ranking import fit_location
+from ui.viewmodels.ranking import fit_location, lines_text
 from ui.why_view import ElidedLabel
 
 PYGMENTS_STYLE = "default"
@@ -541,7 +541,7 @@ class CodeView(QWidget):
         name = chunk.qualified_name or chunk.symbol or chunk.path.rsplit("/", 1)[-1]
         self.title.setText(f"{name}  ·  {chunk.kind}")
         language = f"   ({chunk.language})" if chunk.language else ""
-        self.subtitle.setText(f"{chunk.path}:{chunk.start_line}-{chunk.end_line}{language}")
+        self.subtitle.setText(f"{chunk.path}:{lines_text(chunk.start_line, chunk.end_line)}{language}")
         self.open_button.setEnabled(bool(self.workspace))
         if item.context:
             text, first = item.context, item.context_start_line or chunk.start_line

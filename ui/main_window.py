@@ -9,10 +9,10 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDesktopServices, QGuiApplication
+from PySide6.QtCore import QByteArray, QPoint, QSettings, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QContextMenuEvent, QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (
-    QBoxLayout, QDockWidget, QFileDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QStackedWidget, QTabWidget,
+    QAbstractItemView, QApplication, QBoxLayout, QPlainTextEdit, QDockWidget, QFileDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QStackedWidget, QTabWidget,
     QToolBar, QToolButton, QVBoxLayout, QWidget,
 )
 
@@ -45,7 +45,7 @@ from ui.viewmodels.progress import RunProgress, progress_text
 from ui.viewmodels.results import empty_result_text, is_empty, one_line, same_chunk_row, summary_text, timings_text
 from ui.viewmodels.strategies import fallback_strategies
 from ui.viewmodels.workspace import INDEX, REBUILD, Offer, WorkspaceViewModel, health_offer
-from ui.viewmodels.workspace_set import WorkspaceSetViewModel
+from ui.viewmodels.workspace_set import WorkspaceSetViewModel, counted
 from ui.workspace_set import WorkspaceSetView
 
 if TYPE_CHECKING:  # the window talks to an engine process; the engine itself is not loaded here
@@ -100,6 +100,7 @@ class MainWindow(QMainWindow):
         self.questions: dict[str, str] = {}  # the question box's text per workspace, while the window is open
         self.answers: dict[str, QueryResult] = {}  # the last answer per workspace, while the window is open
         self.reading = False  # while the same question's new answer is shown: the code pane stays put
+        self.crash_notice = ""  # the last run's crash, said until a workspace is open
         self.runner = AsyncRunner(self)
         self.run_progress = RunProgress()  # the run's bar and title percentage, never going backwards
         self._lexer_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ke-lexers")
@@ -306,6 +307,8 @@ class MainWindow(QMainWindow):
                               lambda: self.show_tab(self.files_view))
         self.workspace_set_action = a("Several workspaces tab: also search in other workspaces", "Ctrl+Shift+W",
                                       lambda: self.show_tab(self.workspace_set))
+        self.menu_action = a("Context menu", "Shift+F10", self.open_context_menu,
+                             "The context menu of what has the keyboard (a result, the code)")
         self.compare_action = a("Compare strategies tab", "Ctrl+Shift+C", lambda: self.show_tab(self.compare_view))
         self.compare_action.setEnabled(self.compare_view is not None)
 
@@ -344,7 +347,7 @@ class MainWindow(QMainWindow):
             health.reindex_action, health.rebuild_action, health.cancel_action, self.explore_action,
             self.files_action, self.workspace_set_action, self.compare_action, palette_action,
             self.finder.file_action, self.finder.symbol_action, graph.used_by_action, graph.uses_action,
-            code.back_action, code.forward_action])
+            code.back_action, code.forward_action, self.menu_action])
         menus = self.menuBar()
         for title, actions in (
                 ("&File", [self.open_action, self.quit_action]),
@@ -528,6 +531,9 @@ class MainWindow(QMainWindow):
             self.questions[self.workspace] = self.query_bar.query.text()
             self.preferences.save_question(self.workspace, self.query_bar.query.text())
         self._clear_state()
+        if self.crash_notice:
+            self.messages.show_message(self.crash_notice, WARNING)
+            self.crash_notice = ""
         path = self.session.open(path)
         # each workspace keeps its own question and strategy, and shows its last answer until it is asked again
         self.query_bar.query.setText(self.questions.get(path, self.preferences.question(path)))
@@ -566,6 +572,7 @@ class MainWindow(QMainWindow):
         self.files_view.set_answer(None)
         self.code.show_chunk(None)
         self.code.navigation.clear()
+        self.code.update_navigation()  # nowhere to go back to in the new workspace
         self.status_results.setText("")
         self.timings_label.setText("")
         self.cache_label.hide()
@@ -803,7 +810,7 @@ class MainWindow(QMainWindow):
         workspaces = [self.workspace, *also]
         if self.workspace_set_model.is_current(question, options, workspaces):
             return None
-        self.workspace_set.title.setText(f"Searching {len(workspaces)} workspaces for “{question}”…")
+        self.workspace_set.title.setText(f"Searching {counted(len(workspaces), 'workspace')} for “{question}”…")
         return self.runner.run(self.workspace_set_model.ask(question, options, workspaces), key="workspace-set",
                                context="Several workspaces", on_result=self._show_workspace_set)
 
@@ -932,6 +939,24 @@ class MainWindow(QMainWindow):
         if self.tabs is not None and widget is not None:
             self.tabs.setCurrentWidget(widget)
 
+    def open_context_menu(self) -> None:
+        """Shift+F10: the context menu of the widget with the keyboard, at its current row or caret."""
+        widget = QApplication.focusWidget()
+        if widget is None:
+            return
+        target, pos = widget, QPoint(4, 4)
+        if isinstance(widget, QAbstractItemView):
+            target = widget.viewport()
+            if widget.currentIndex().isValid():
+                pos = widget.visualRect(widget.currentIndex()).center()
+        elif isinstance(widget, QPlainTextEdit):
+            target, pos = widget.viewport(), widget.cursorRect().center()
+        if widget.contextMenuPolicy() == Qt.ContextMenuPolicy.CustomContextMenu:
+            widget.customContextMenuRequested.emit(pos)
+        else:
+            QApplication.sendEvent(target, QContextMenuEvent(QContextMenuEvent.Reason.Keyboard, pos,
+                                                             target.mapToGlobal(pos)))
+
     def open_row(self, table, row: int) -> None:
         """Enter or double-click on a result: open it in the editor."""
         item = table.model().item(row)
@@ -1057,9 +1082,11 @@ class MainWindow(QMainWindow):
                                on_result=lambda text: self.messages.show_message(text, INFO))
 
     def report_last_crash(self, log_path, report) -> None:
-        """At start, after a run that did not end cleanly: say so, and where to look."""
-        self.messages.show_message(f"The app stopped unexpectedly last time; the log is at {log_path} (the last "
-                                   f"actions and the traceback: {report}).", WARNING)
+        """At start, after a run that did not end cleanly: say so, and where to look (said again once the
+        first workspace is open: opening one clears the banner)."""
+        self.crash_notice = (f"The app stopped unexpectedly last time; the log is at {log_path} (the last "
+                             f"actions and the traceback: {report}).")
+        self.messages.show_message(self.crash_notice, WARNING)
 
     def _show_failure(self, context: str, message: str) -> None:
         self.messages.show_message(f"{context} failed: {message}" if context else message, ERROR)

@@ -7,7 +7,7 @@ from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import QFrame, QLabel, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 
 from services.core.models import ResultChunk
-from ui.viewmodels.ranking import symbol_text
+from ui.viewmodels.ranking import location_text, symbol_text
 
 ItemRole = Qt.ItemDataRole.UserRole + 1
 
@@ -47,7 +47,7 @@ class OutlinePopup(QFrame):
         for item in sorted(items, key=lambda i: (i.chunk.start_line, i.chunk.end_line)):
             row = QListWidgetItem(outline_text(item))
             row.setData(ItemRole, item)
-            row.setToolTip(f"{item.chunk.path}:{item.chunk.start_line}-{item.chunk.end_line}")
+            row.setToolTip(location_text(item))
             self.list.addItem(row)
         self.title.setText(f"Outline of {path}: {len(items)} chunks" if items else f"{path} has no chunks in the index")
         corner = over.mapTo(self.window(), over.rect().topLeft())

@@ -46,7 +46,10 @@ def symbol_text(item: ResultChunk) -> str:
         return name
     file = chunk.path.rsplit("/", 1)[-1]
     heading = heading_of(chunk) if chunk.kind == "text" else ""
-    return f"§ {heading} · {file}" if heading else f"{file} lines {chunk.start_line}–{chunk.end_line}"
+    if heading:
+        return f"§ {heading} · {file}"
+    return f"{file} line {chunk.start_line}" if chunk.end_line <= chunk.start_line \
+        else f"{file} lines {chunk.start_line}–{chunk.end_line}"
 
 
 def fit_location(text: str, fits) -> str:
@@ -100,10 +103,15 @@ def middle(text: str, fits) -> str:
     return text[:1] + "…"
 
 
+def lines_text(start: int, end: int) -> str:
+    """A chunk's lines as an editor writes them: "12-15", and "12" for one line (never "12-12")."""
+    return str(start) if end <= start else f"{start}-{end}"
+
+
 def location_text(item: ResultChunk) -> str:
     chunk = item.chunk
     stale = f" ({item.stale})" if item.stale else ""  # the file changed on disk since it was indexed
-    return f"{chunk.path}:{chunk.start_line}-{chunk.end_line}{stale}"
+    return f"{chunk.path}:{lines_text(chunk.start_line, chunk.end_line)}{stale}"
 
 
 def format_score(score: float | None) -> str:
