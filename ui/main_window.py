@@ -419,6 +419,7 @@ class MainWindow(QMainWindow):
         self.results.chunk_selected.connect(self._result_selected)
         self.results.chunk_selected.connect(self._warn_if_deleted)
         self.graph.open_requested.connect(self.open_graph_row)
+        self.graph.editor_requested.connect(self.open_graph_row_in_editor)
         for table in (self.results.original_table, self.results.reranked_table):
             table.activated.connect(lambda index, t=table: self.open_row(t, index.row()))
         self.results.label_requested.connect(self.label_result)
@@ -1011,6 +1012,11 @@ class MainWindow(QMainWindow):
         """A row selected shows its code, unless the rankings are being refreshed under the reader."""
         if not self.reading:
             self.show_code(item, "result")
+
+    def open_graph_row_in_editor(self, item: ResultChunk) -> None:
+        """A "Used by" / "Uses" row's Open in editor: shown in the code pane, opened in the editor at its line."""
+        self.open_graph_row(item)
+        self.code.open_in_editor()
 
     def show_code(self, item: ResultChunk | None, kind: str = "jump", remember: bool = True,
                   follow: bool = True) -> None:
