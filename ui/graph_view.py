@@ -33,6 +33,8 @@ class GraphPanel(QWidget):
         self.runner = AsyncRunner(self)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
+        self.tabs.setUsesScrollButtons(False)  # a long name is cut ("Used by Session.fr…"), whole in its tooltip
+        self.tabs.setElideMode(Qt.TextElideMode.ElideRight)
         self.lists: dict[str, QTreeWidget] = {}
         for direction in (USED_BY, USES):
             tree = QTreeWidget()
@@ -106,6 +108,7 @@ class GraphPanel(QWidget):
                 tree.addTopLevelItem(empty)
             tree.expandAll()
             self.tabs.setTabText(self.tabs.indexOf(tree), self.model.title(direction))
+            self.tabs.setTabToolTip(self.tabs.indexOf(tree), self.model.title(direction))
 
     def _open(self, row: QTreeWidgetItem, _column: int = 0) -> None:
         link = row.data(0, LinkRole)

@@ -172,6 +172,7 @@ class ColumnFitter(QObject):
         self.one_line = table.fontMetrics().height() + 8
         self.two_lines = table.fontMetrics().lineSpacing() * 2 + 8
         self.fitting = False
+        self.partner: ColumnFitter | None = None  # the other ranking's: both stack their rows, or neither
         table.viewport().installEventFilter(self)
         model.modelReset.connect(lambda: self.fit(table.viewport().width()))
 
@@ -189,17 +190,32 @@ class ColumnFitter(QObject):
         finally:
             self.fitting = False
 
+    def one_line_plan(self, width: int) -> tuple[set[str], dict[str, int], int] | None:
+        """The columns to hide, their sizes and the room left for Symbol and Location when rows of one
+        line show every name (or NAME_CHARS of it) at `width`; None when the rows must be stacked."""
+        columns = [t for t in self.wide if t in self.model.columns]
+        short, _full = self.location_needs()
+        name = min(self.symbol_needs(), self.table.fontMetrics().averageCharWidth() * self.NAME_CHARS + 16)
+        for hidden, sizes in (({"Kind"}, self.wide), ({"Kind"}, self.narrow)):
+            left = width - sum(sizes[t] for t in columns if t not in hidden)
+            if left >= name + short:
+                return hidden, sizes, left
+        return None
+
     def _fit(self, width: int) -> None:
+        """Rows of one line where both rankings can have them, else both stacked (the two read alike)."""
         columns = [t for t in self.wide if t in self.model.columns]
         short, full = self.location_needs()
         name = min(self.symbol_needs(), self.table.fontMetrics().averageCharWidth() * self.NAME_CHARS + 16)
         own = "Reranked" if self.model.side == RERANKED else "Vector"
-        stacked = {title for title in ("Kind", "Location", "Δ", "Vector", "Reranked") if title != own}
-        for hidden, sizes in (({"Kind"}, self.wide), ({"Kind"}, self.narrow), (stacked, self.stacked_sizes)):
-            left = width - sum(sizes[t] for t in columns if t not in hidden)
-            if left >= name + short:
-                break
-        self.table.stacked = "Location" in hidden
+        plan = self.one_line_plan(width)
+        partner = self.partner
+        if partner is not None and partner.one_line_plan(partner.table.viewport().width()) is None:
+            plan = None
+        hidden, sizes, left = plan or ({t for t in ("Kind", "Location", "Δ", "Vector", "Reranked") if t != own},
+                                       self.stacked_sizes, 0)
+        was = self.table.stacked
+        self.table.stacked = plan is None
         rows = self.two_lines if self.table.stacked else self.one_line
         if self.table.verticalHeader().defaultSectionSize() != rows:
             self.table.verticalHeader().setDefaultSectionSize(rows)
@@ -209,11 +225,17 @@ class ColumnFitter(QObject):
             self.table.setColumnWidth(column, sizes[title])
         location_column = self.model.column_of("Location")
         self.table.setColumnHidden(location_column, self.table.stacked)
+        if partner is not None and was != self.table.stacked:
+            partner.refit()
+        self.table.viewport().update()
         if self.table.stacked:
             return
         spare = left - short - self.symbol_needs()  # what the longest name leaves beside "file:line"
         location = short + max(0, min(full - short, spare))
         self.table.setColumnWidth(location_column, max(60, min(location, left - name)))
+
+    def refit(self) -> None:
+        self.fit(self.table.viewport().width())
     def symbol_needs(self) -> int:
         """Pixels for the longest name in Symbol."""
         metrics = self.table.fontMetrics()
@@ -330,6 +352,8 @@ class ResultsView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.vertical)
+        self.left.table.column_fitter.partner = self.right.table.column_fitter
+        self.right.table.column_fitter.partner = self.left.table.column_fitter
         self._syncing = False
         self.result: QueryResult | None = None
         self.strategy_labels: dict[str, str] = {}
