@@ -567,6 +567,8 @@ class MainWindow(QMainWindow):
         self.runner.cancel("query")
         self.messages.hide()
         self.health_scroll.verticalScrollBar().setValue(0)  # each workspace's panel opens at its top
+        if not self.health_panel.running:
+            self.health_panel.progress_label.setText("")  # the last run's outcome was the other workspace's
         self.results.set_result(None)
         self.runner.cancel("files")
         self.files_request = None

@@ -103,3 +103,27 @@ def test_a_pasted_question_offers_no_completion(qtbot, window):
     query.clear()
     qtbot.keyClicks(query, "__in")  # typed: completed as before
     qtbot.waitUntil(popup.isVisible)
+
+
+def test_how_long_ago_moves_on_while_the_window_is_open(qtbot):
+    from datetime import datetime, timedelta, timezone
+
+    from tests.ui.factories import sample_health
+    from ui.health_panel import HealthPanel
+
+    panel = HealthPanel()
+    qtbot.addWidget(panel)
+    moment = (datetime.now(timezone.utc) - timedelta(seconds=86)).isoformat()
+    panel.set_health(sample_health(updated_at=moment))
+    assert "(just now)" in panel.values["Updated"].text()
+    panel.clock.setInterval(100)  # its 30 s, sooner
+    qtbot.waitUntil(lambda: "(2 min ago)" in panel.values["Updated"].text(), timeout=15_000)
+
+
+def test_a_new_workspace_shows_no_run_of_the_last_one(qtbot, window, indexed, tmp_path):  # noqa: F811
+    _, workspace = indexed
+    qtbot.waitUntil(window.start_index(False).done, timeout=120_000)
+    assert window.health_panel.progress_label.text()  # the run's outcome, for this workspace
+    other = shutil.copytree(workspace / "notes", tmp_path / "other")
+    qtbot.waitUntil(window.open_workspace(str(other)).done, timeout=60_000)
+    assert window.health_panel.progress_label.text() == ""
