@@ -12,7 +12,7 @@ from pygments.lexers.special import TextLexer
 from pygments.styles import get_style_by_name
 from pygments.token import Token
 from pygments.util import ClassNotFound
-from PySide6.QtCore import QEvent, QRect, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QAction, QColor, QFont, QPainter, QSyntaxHighlighter, QTextCharFormat,
     QTextCursor, QTextDocument, QTextFormat,
@@ -173,12 +173,19 @@ class CodeEditor(QPlainTextEdit):
     caret (the arrows move it, Shift selects), as an editor's read-only view."""
 
     definition_clicked = Signal()  # Ctrl+click: the name under the mouse (the caret is put there first)
+    hovered = Signal(str, QPoint)  # the mouse rests on a name: it, and where (global) to say what it is
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setReadOnly(True)
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByKeyboard
                                      | Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.viewport().setMouseTracking(True)
+        self.rest = QTimer(self)  # the mouse rests this long on a name before it is explained
+        self.rest.setSingleShot(True)
+        self.rest.setInterval(600)
+        self.rest.timeout.connect(self._rested)
+        self.resting_at = QPoint()
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.setFont(mono_font())
         self.first_line = 1
@@ -187,6 +194,22 @@ class CodeEditor(QPlainTextEdit):
         self.blockCountChanged.connect(self._update_margins)
         self.updateRequest.connect(self._update_gutter)
         self._update_margins()
+
+    def mouseMoveEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().mouseMoveEvent(event)
+        if not event.buttons():
+            self.resting_at = event.position().toPoint()
+            self.rest.start()
+
+    def leaveEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().leaveEvent(event)
+        self.rest.stop()
+
+    def _rested(self) -> None:
+        cursor = self.cursorForPosition(self.resting_at)
+        name = identifier_at(cursor.block().text(), cursor.positionInBlock())
+        if name:
+            self.hovered.emit(name, self.viewport().mapToGlobal(self.resting_at))
 
     def mouseReleaseEvent(self, event) -> None:  # noqa: N802 (Qt API)
         super().mouseReleaseEvent(event)
@@ -391,6 +414,7 @@ class CodeView(QWidget):
     open_failed = Signal(str)
     went_to = Signal(object)  # Back / Forward: the window shows this ResultChunk again (its tab forward)
     definition_requested = Signal(str)  # F12 / Ctrl+click: the name at the caret
+    hover_requested = Signal(str, QPoint)  # the mouse rests on a name: its signature and docstring, there
     outline_requested = Signal()  # Ctrl+F12: the outline of the file shown
 
     def __init__(self, parent=None) -> None:
@@ -469,6 +493,7 @@ class CodeView(QWidget):
         self.editor_here_action = key("Open in editor at this line", "Ctrl+Shift+E", self.open_in_editor,
                                       "Open the file in your editor at the caret's line")
         self.editor.definition_clicked.connect(self.request_definition)
+        self.editor.hovered.connect(self.hover_requested.emit)
         self.editor.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.editor.customContextMenuRequested.connect(self._context_menu)
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, cast
 from PySide6.QtCore import QByteArray, QPoint, QSettings, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QContextMenuEvent, QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (
-    QAbstractItemView, QApplication, QBoxLayout, QPlainTextEdit, QDockWidget, QFileDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QStackedWidget, QTabWidget,
+    QAbstractItemView, QApplication, QBoxLayout, QPlainTextEdit, QToolTip, QDockWidget, QFileDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QStackedWidget, QTabWidget,
     QToolBar, QToolButton, QVBoxLayout, QWidget,
 )
 
@@ -26,7 +26,7 @@ from ui.async_runner import AsyncRunner
 from ui.code_view import CodeView, preload_lexers
 from ui.goto_dialog import GotoDialog
 from ui.graph_view import GraphPanel
-from ui.viewmodels.goto import GotoViewModel
+from ui.viewmodels.goto import GotoViewModel, hover_text
 from ui.viewmodels.graph import GraphViewModel
 from ui.compare import CompareView
 from ui.editor_settings import EditorSettings
@@ -428,6 +428,7 @@ class MainWindow(QMainWindow):
         for view in self.code_views():
             view.open_failed.connect(lambda text: self.messages.show_message(text, WARNING, timeout_ms=8000))
             view.definition_requested.connect(self.go_to_definition)
+            view.hover_requested.connect(self.explain_name)
         self.code.outline_requested.connect(self.show_outline)
         self.outline.chosen.connect(self.open_definition_here)
         self.files_view.open_requested.connect(self.open_selected)  # Enter or double-click on a file
@@ -983,6 +984,19 @@ class MainWindow(QMainWindow):
         record("go to definition: %s", name)
         return self.runner.run(self.definitions.definition(name, self.workspace), key="definition",
                                context="Go to definition", on_result=lambda item: self._show_definition(name, item))
+
+    def explain_name(self, name: str, where: QPoint) -> asyncio.Task | None:
+        """The mouse rests on a name in a code pane: its signature and docstring in a tooltip there (its
+        definition as go to definition finds it; nothing for a name with none)."""
+        if not self.workspace:
+            return None
+        return self.runner.run(self.definitions.definition(name, self.workspace), key="hover", context="",
+                               on_result=lambda item: self._show_hover(item, where),
+                               on_error=lambda _error: None)  # a hover that finds nothing says nothing
+
+    def _show_hover(self, item: ResultChunk | None, where: QPoint) -> None:
+        if item is not None:
+            QToolTip.showText(where, hover_text(item))
 
     def _show_definition(self, name: str, item: ResultChunk | None) -> None:
         if item is None:

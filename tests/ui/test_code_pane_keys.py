@@ -123,3 +123,20 @@ def test_ctrl_f12_lists_the_files_chunks_and_goes_to_one(qtbot, window, indexed)
     qtbot.waitUntil(lambda: not outline.isVisible() and code.item.chunk.qualified_name != "SearchEngine.score")
     assert code.item.chunk.path == "notes/search.py"
     assert caret_line(code.editor) == code.item.chunk.start_line and code.back_action.isEnabled()
+
+
+def test_the_mouse_resting_on_a_name_shows_its_signature_and_docstring(qtbot, window):
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QToolTip
+
+    from ui.viewmodels.goto import hover_text
+
+    open_symbol(qtbot, window, "SearchEngine.__init__")
+    editor = window.code.editor
+    caret_on(editor, "store: NoteStore", offset=9)
+    where = editor.cursorRect(editor.textCursor()).center()
+    QTest.mouseMove(editor.viewport(), where)
+    qtbot.waitUntil(lambda: QToolTip.isVisible() and "class NoteStore" in QToolTip.text(), timeout=15_000)
+    assert "notes/store.py:" in QToolTip.text()
+    chunk = window.code.item.chunk
+    assert hover_text(window.code.item).startswith(chunk.content.split("\n")[0].strip()[:10])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import textwrap
 from pathlib import Path
 
 from services.core import files
@@ -68,6 +69,32 @@ def definition_of(name: str, hits: list[GotoHit]) -> GotoHit | None:
         if hit is not None:
             return hit
     return None
+
+
+def hover_text(item: ResultChunk) -> str:
+    """What a name is, as an editor's hover says it: its definition's first line(s) up to the body (the
+    decorators left out) and the first lines of its docstring, with where it is."""
+    lines = item.chunk.content.split("\n")
+    while lines and lines[0].lstrip().startswith("@"):
+        lines.pop(0)
+    signature: list[str] = []
+    for line in lines[:12]:
+        signature.append(line.rstrip())
+        if line.rstrip().endswith((":", "{", ";")) or line.strip().startswith(("class ", "def ")) and "(" not in line:
+            break
+    rest = [line.strip() for line in lines[len(signature):]]
+    doc: list[str] = []
+    if rest and rest[0][:3] in ('"""', "'''"):
+        quote, first = rest[0][:3], rest[0][3:]
+        for line in [first, *rest[1:8]]:
+            end = line.find(quote)
+            doc.append(line[:end] if end >= 0 else line)
+            if end >= 0:
+                break
+    text = textwrap.dedent("\n".join(signature)).strip()
+    docstring = "\n".join(line for line in doc if line).strip()
+    return f"{text}\n\n{docstring}\n\n{item.chunk.path}:{item.chunk.start_line}" if docstring \
+        else f"{text}\n\n{item.chunk.path}:{item.chunk.start_line}"
 
 
 def count_text(matched: int, shown: int) -> str:
