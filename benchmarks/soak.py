@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import psutil  # noqa: E402
 import qasync  # noqa: E402
-from PySide6.QtCore import QSettings, Qt, QTimer  # noqa: E402
+from PySide6.QtCore import QPoint, QRegularExpression, QSettings, Qt, QTimer  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
@@ -167,6 +167,31 @@ class Driver:
             await asyncio.sleep(0.03)
         self.done("scrolling")
 
+    async def read(self) -> None:
+        """The code pane as an editor (issue 52): F12 on a capitalised name in view, Ctrl+F and Enter, Ctrl+F12
+        and Enter on the outline's first chunk."""
+        self.beat.step = "read"
+        w, code = self.window, self.window.code
+        editor = code.editor
+        editor.setFocus()
+        top = editor.cursorForPosition(QPoint(0, 0))
+        found = editor.document().find(QRegularExpression(r"\b[A-Z][A-Za-z0-9_]{3,}\b"), top)
+        defined = True
+        if not found.isNull():
+            found.setPosition(found.selectionStart())
+            editor.setTextCursor(found)
+            self.key(editor, Qt.Key.Key_F12)
+            defined = await until(lambda: not w.runner.is_running("definition"), 30)
+        self.key(code.editor, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+        QTest.keyClicks(code.find_bar.text, "self")
+        self.key(code.find_bar.text, Qt.Key.Key_Return)
+        self.key(code.find_bar.text, Qt.Key.Key_Escape)
+        self.key(code.editor, Qt.Key.Key_F12, Qt.KeyboardModifier.ControlModifier)
+        outlined = await until(lambda: not w.runner.is_running("outline"), 30)
+        if w.outline.isVisible():
+            self.key(w.outline.filter, Qt.Key.Key_Return)
+        self.done("read", defined and outlined)
+
     async def resize(self, size: tuple[int, int]) -> None:
         self.beat.step = "resize"
         self.window.resize(*size)
@@ -220,6 +245,7 @@ async def soak(window: MainWindow, workspace: Path, minutes: float, screenshot: 
         await driver.graph()
         await driver.go_to(Qt.Key.Key_P, FILES[cycle % len(FILES)])
         await driver.scroll()
+        await driver.read()
         await driver.walk()
         if cycle % 4 == 3:
             await driver.resize((1024, 700) if cycle % 8 == 3 else (1440, 900))

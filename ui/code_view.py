@@ -12,13 +12,13 @@ from pygments.lexers.special import TextLexer
 from pygments.styles import get_style_by_name
 from pygments.token import Token
 from pygments.util import ClassNotFound
-from PySide6.QtCore import QRect, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
-    QColor, QFont, QPainter, QSyntaxHighlighter, QTextCharFormat,
-    QTextCursor, QTextFormat,
+    QAction, QColor, QFont, QPainter, QSyntaxHighlighter, QTextCharFormat,
+    QTextCursor, QTextDocument, QTextFormat,
 )
 from PySide6.QtWidgets import (
-    QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSizePolicy, QTextEdit, QVBoxLayout, QWidget,
+    QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QSizePolicy, QTextEdit, QVBoxLayout, QWidget,
 )
 
 from services.core import files
@@ -27,7 +27,7 @@ from ui.actions import window_action
 from ui.editor import AUTO, EditorError, open_at_line
 from ui.theme import mono_font
 from ui.viewmodels.navigation import Navigation
-from ui.viewmodels.ranking import fit_location
+from ui.viewmodels.ranking import fit_location, lines_text
 from ui.why_view import ElidedLabel
 
 PYGMENTS_STYLE = "default"
@@ -169,11 +169,23 @@ class _Gutter(QWidget):
 
 
 class CodeEditor(QPlainTextEdit):
-    """Read-only code editor with a line-number gutter starting at an arbitrary first line."""
+    """Read-only code editor with a line-number gutter starting at an arbitrary first line, and a keyboard
+    caret (the arrows move it, Shift selects), as an editor's read-only view."""
+
+    definition_clicked = Signal()  # Ctrl+click: the name under the mouse (the caret is put there first)
+    hovered = Signal(str, QPoint)  # the mouse rests on a name: it, and where (global) to say what it is
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setReadOnly(True)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByKeyboard
+                                     | Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.viewport().setMouseTracking(True)
+        self.rest = QTimer(self)  # the mouse rests this long on a name before it is explained
+        self.rest.setSingleShot(True)
+        self.rest.setInterval(600)
+        self.rest.timeout.connect(self._rested)
+        self.resting_at = QPoint()
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.setFont(mono_font())
         self.first_line = 1
@@ -182,6 +194,28 @@ class CodeEditor(QPlainTextEdit):
         self.blockCountChanged.connect(self._update_margins)
         self.updateRequest.connect(self._update_gutter)
         self._update_margins()
+
+    def mouseMoveEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().mouseMoveEvent(event)
+        if not event.buttons():
+            self.resting_at = event.position().toPoint()
+            self.rest.start()
+
+    def leaveEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().leaveEvent(event)
+        self.rest.stop()
+
+    def _rested(self) -> None:
+        cursor = self.cursorForPosition(self.resting_at)
+        name = identifier_at(cursor.block().text(), cursor.positionInBlock())
+        if name:
+            self.hovered.emit(name, self.viewport().mapToGlobal(self.resting_at))
+
+    def mouseReleaseEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().mouseReleaseEvent(event)
+        if event.button() == Qt.MouseButton.LeftButton and event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            self.setTextCursor(self.cursorForPosition(event.position().toPoint()))
+            self.definition_clicked.emit()
 
     def gutter_width(self) -> int:
         last = self.first_line + max(self.blockCount(), 1) - 1
@@ -275,12 +309,14 @@ def identifier_at(line: str, column: int) -> str:
     return ""
 
 
-def file_slice(path: Path, text: str, first_line: int) -> str | None:
-    """The whole file when `text` is exactly its lines from `first_line` on (else None)."""
+def file_slice(path: Path, text: str, first_line: int, anyway: bool = False) -> str | None:
+    """The whole file when `text` is exactly its lines from `first_line` on, or `anyway` (else None)."""
     try:
         whole = files.read_text(path)
     except (OSError, UnicodeDecodeError):
         return None
+    if anyway:
+        return whole
     lines = whole.split("\n")
     shown = text.split("\n")
     if lines[first_line - 1:first_line - 1 + len(shown)] != shown:
@@ -288,16 +324,104 @@ def file_slice(path: Path, text: str, first_line: int) -> str | None:
     return whole
 
 
+class FindBar(QWidget):
+    """Ctrl+F in the code pane: a text box, the match count, previous / next (Shift+Enter / Enter, Shift+F3 /
+    F3); Escape closes it and gives the keyboard back to the code, its caret on the match."""
+
+    def __init__(self, editor: CodeEditor) -> None:
+        super().__init__()
+        self.editor = editor
+        self.text = QLineEdit()
+        self.text.setPlaceholderText("Find in file")
+        self.text.setClearButtonEnabled(True)
+        self.text.textChanged.connect(lambda _text: self.find_match(from_start=True))
+        self.text.installEventFilter(self)
+        self.count = QLabel("")
+        self.count.setObjectName("findCount")
+        self.previous_button = QPushButton("↑")
+        self.previous_button.setToolTip("Previous match (Shift+Enter, Shift+F3)")
+        self.previous_button.clicked.connect(lambda: self.find_match(backward=True))
+        self.next_button = QPushButton("↓")
+        self.next_button.setToolTip("Next match (Enter, F3)")
+        self.next_button.clicked.connect(lambda: self.find_match())
+        close = QPushButton("✕")
+        close.setToolTip("Close (Escape)")
+        close.clicked.connect(self.close_bar)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 0, 8, 0)
+        layout.addWidget(self.text, 1)
+        layout.addWidget(self.count)
+        for button in (self.previous_button, self.next_button, close):
+            button.setFixedWidth(button.fontMetrics().horizontalAdvance("↓") + 24)
+            layout.addWidget(button)
+        self.hide()
+
+    def open_bar(self) -> None:
+        """Show the bar with the selected text (or the box's last text), all of it selected."""
+        selected = self.editor.textCursor().selectedText()
+        if selected and "\u2029" not in selected:
+            self.text.setText(selected)
+        self.show()
+        self.text.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.text.selectAll()
+
+    def close_bar(self) -> None:
+        self.hide()
+        self.editor.setFocus(Qt.FocusReason.ShortcutFocusReason)
+
+    def find_match(self, backward: bool = False, from_start: bool = False) -> bool:
+        """Select the next (or previous) match after the caret, wrapping round the file; False when none."""
+        needle = self.text.text()
+        if not needle:
+            self.count.setText("")
+            return False
+        flags = QTextDocument.FindFlag.FindBackward if backward else QTextDocument.FindFlag(0)
+        if from_start:  # the text changed: the first match from where the caret's selection starts
+            cursor = self.editor.textCursor()
+            cursor.setPosition(cursor.selectionStart())
+            self.editor.setTextCursor(cursor)
+        found = self.editor.find(needle, flags)
+        if not found:  # round the end of the file
+            cursor = self.editor.textCursor()
+            cursor.movePosition(QTextCursor.MoveOperation.End if backward else QTextCursor.MoveOperation.Start)
+            self.editor.setTextCursor(cursor)
+            found = self.editor.find(needle, flags)
+        total = self.editor.toPlainText().lower().count(needle.lower())
+        if found:
+            before = self.editor.toPlainText()[:self.editor.textCursor().selectionStart()].lower().count(needle.lower())
+            self.count.setText(f"{before + 1} of {total}")
+        else:
+            self.count.setText("no match")
+        return found
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt API)
+        if watched is self.text and event.type() == QEvent.Type.KeyPress:
+            key, shift = event.key(), bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
+            if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_F3):
+                self.find_match(backward=shift)
+                return True
+            if key == Qt.Key.Key_Escape:
+                self.close_bar()
+                return True
+        return False
+
+
 class CodeView(QWidget):
-    """Header (symbol, path) + "Open in editor" + the code editor; Back / Forward over what it showed."""
+    """Header (symbol, path) + "Open in editor" + the code editor; Back / Forward over what it showed, each
+    place with where the reader was in it; the editor's keys: F12 / Ctrl+click go to the definition of the
+    name at the caret (the window asks the engine), Ctrl+F finds in the file."""
 
     open_failed = Signal(str)
     went_to = Signal(object)  # Back / Forward: the window shows this ResultChunk again (its tab forward)
+    definition_requested = Signal(str)  # F12 / Ctrl+click: the name at the caret
+    hover_requested = Signal(str, QPoint)  # the mouse rests on a name: its signature and docstring, there
+    outline_requested = Signal()  # Ctrl+F12: the outline of the file shown
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.workspace = ""
         self.item: ResultChunk | None = None
+        self.whole_text: str | None = None  # the file as it was read, when the whole file is shown
         # a long name or path never widens the window: it ends in "…" (a path loses its folders first), whole
         # in the tooltip
         self.title = ElidedLabel("No chunk selected", fixed=False)
@@ -309,8 +433,9 @@ class CodeView(QWidget):
         self.jetbrains_launcher = "idea"
         self.custom_command = ""  # for the custom preset: a template with {path} and {line}
         self.open_button = QPushButton("Open in editor")
-        self.open_button.setToolTip("Open the file at the chunk's first line in your editor (Ctrl+E, Enter "
-                                    "or double-click on a result; choose the editor in Settings ▸ Editor)")
+        self.open_button.setToolTip("Open the file in your editor at the caret's line, the chunk's first until "
+                                    "you move it (Ctrl+E, Enter or double-click on a result; choose the editor "
+                                    "in Settings ▸ Editor)")
         self.open_button.setEnabled(False)
         self.open_button.clicked.connect(self.open_in_editor)
         self.whole_file = QPushButton("Whole file")
@@ -333,13 +458,16 @@ class CodeView(QWidget):
         layout.setContentsMargins(0, 4, 0, 0)
         layout.setSpacing(4)
         header.setContentsMargins(8, 0, 8, 0)
+        self.find_bar = FindBar(self.editor)
         layout.addLayout(header)
+        layout.addWidget(self.find_bar)
         layout.addWidget(self.editor, 1)
         self.navigation: Navigation[ResultChunk] = Navigation()  # the places Back / Forward walk
-        self.back_action = window_action(self, "Back", "Alt+Left", lambda: self._walk(self.navigation.back()),
+        self.back_action = window_action(self, "Back", "Alt+Left", lambda: self._walk(self.navigation.back),
                                          "Back to where the code pane was")
         self.forward_action = window_action(self, "Forward", "Alt+Right",
-                                            lambda: self._walk(self.navigation.forward()), "Forward again")
+                                            lambda: self._walk(self.navigation.forward), "Forward again")
+        self._build_editor_actions()
         self.update_navigation()
 
     def update_navigation(self) -> None:
@@ -347,11 +475,60 @@ class CodeView(QWidget):
         self.back_action.setEnabled(self.navigation.can_go_back())
         self.forward_action.setEnabled(self.navigation.can_go_forward())
 
-    def _walk(self, item: ResultChunk | None) -> None:
+    def _build_editor_actions(self) -> None:
+        """The code pane's own keys (while it has the keyboard), also in its context menu."""
+        def key(text: str, shortcuts, slot, tip: str = "") -> QAction:
+            action = window_action(self, text, shortcuts, slot, tip)
+            action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            self.addAction(action)
+            return action
+
+        self.definition_action = key("Go to definition", "F12", self.request_definition,
+                                     "Go to the definition of the name at the caret (also Ctrl+click)")
+        self.find_action = key("Find in file…", "Ctrl+F", self.find_bar.open_bar, "Find in the file shown")
+        self.find_next_action = key("Find next", "F3", lambda: self.find_bar.find_match())
+        self.find_previous_action = key("Find previous", "Shift+F3", lambda: self.find_bar.find_match(backward=True))
+        self.outline_action = key("Outline of the file…", "Ctrl+F12", self.outline_requested.emit,
+                                  "The file's classes, functions and sections as the index has them")
+        self.editor_here_action = key("Open in editor at this line", "Ctrl+Shift+E", self.open_in_editor,
+                                      "Open the file in your editor at the caret's line")
+        self.editor.definition_clicked.connect(self.request_definition)
+        self.editor.hovered.connect(self.hover_requested.emit)
+        self.editor.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.editor.customContextMenuRequested.connect(self._context_menu)
+
+    def _context_menu(self, pos) -> None:
+        menu = self.editor.createStandardContextMenu()
+        standard = menu.actions()  # Copy, Select All
+        ours = [self.definition_action, self.find_action, self.outline_action, self.editor_here_action]
+        if standard:
+            menu.insertActions(standard[0], ours)
+            menu.insertSeparator(standard[0])
+        else:
+            menu.addActions(ours)
+        menu.exec(self.editor.viewport().mapToGlobal(pos))
+
+    def request_definition(self) -> None:
+        name = self.name_under_cursor()
+        if name:
+            self.definition_requested.emit(name)
+
+    def leave_place(self) -> None:
+        """The pane is about to show another place: remember where the reader was in this one."""
+        if self.navigation.current is not None and self.item is not None:
+            self.navigation.current.where = self.place()
+
+    def _walk(self, step) -> None:
+        """Back / Forward: the place again, at the caret and view the reader left it with."""
+        self.leave_place()
+        item = step()
         if item is None:
             return
         self.update_navigation()
         self.went_to.emit(item)
+        where = self.navigation.current.where if self.navigation.current is not None else None
+        if where is not None and self.item is item:
+            self.go_to_place(where)
         self.editor.setFocus(Qt.FocusReason.ShortcutFocusReason)
 
     def set_workspace(self, workspace: str) -> None:
@@ -373,7 +550,9 @@ class CodeView(QWidget):
                       end_line=shown.chunk.end_line, content="", symbol=name, qualified_name=name, kind="name")
         return ResultChunk(named, 1, 0.0, None, None, "", 0)
 
-    def show_chunk(self, item: ResultChunk | None) -> None:
+    def show_chunk(self, item: ResultChunk | None, from_disk: bool = False) -> None:
+        """Show `item`, scrolled to its lines; `from_disk`: the whole file as it is on disk now, even when it
+        no longer matches the item's text (a save since the item was read)."""
         self.item = item
         if item is None:
             self.title.setText("No chunk selected")
@@ -381,24 +560,59 @@ class CodeView(QWidget):
             self.open_button.setEnabled(False)
             self.highlighter.prepare("", TextLexer())
             self.editor.show_code("", 1, None)
+            self.whole_text = None
             return
         chunk = item.chunk
         name = chunk.qualified_name or chunk.symbol or chunk.path.rsplit("/", 1)[-1]
         self.title.setText(f"{name}  ·  {chunk.kind}")
         language = f"   ({chunk.language})" if chunk.language else ""
-        self.subtitle.setText(f"{chunk.path}:{chunk.start_line}-{chunk.end_line}{language}")
+        self.subtitle.setText(f"{chunk.path}:{lines_text(chunk.start_line, chunk.end_line)}{language}")
         self.open_button.setEnabled(bool(self.workspace))
         if item.context:
             text, first = item.context, item.context_start_line or chunk.start_line
         else:
             text, first = chunk.content, chunk.start_line
         text = text.rstrip("\n")
-        whole = file_slice(Path(self.workspace) / chunk.path, text, first) if self.workspace else None
-        if whole is not None and self.whole_file.isChecked():
-            text, first = whole.rstrip("\n"), 1
+        whole = file_slice(Path(self.workspace) / chunk.path, text, first, from_disk) if self.workspace else None
+        self.whole_text = whole if whole is not None and self.whole_file.isChecked() else None
+        if self.whole_text is not None:
+            text, first = self.whole_text.rstrip("\n"), 1
         self.highlighter.prepare(text, lexer_for(chunk.path, chunk.language), whole, first - 1)
         self.editor.show_code(text, first, (chunk.start_line, chunk.end_line))
         self.editor.scroll_to_line(chunk.start_line)
+
+    def place(self) -> tuple[int, int, int]:
+        """Where the reader is: the caret's line and column, and the first line in view (line numbers of the
+        file)."""
+        cursor = self.editor.textCursor()
+        first = self.editor.first_line
+        return first + cursor.blockNumber(), cursor.positionInBlock(), first + self.editor.verticalScrollBar().value()
+
+    def go_to_place(self, place: tuple[int, int, int]) -> None:
+        """The caret and the view back at `place` (as `place()` gave it), as near as the text now allows."""
+        line, column, top = place
+        document, first = self.editor.document(), self.editor.first_line
+        block = document.findBlockByNumber(min(max(line - first, 0), document.blockCount() - 1))
+        cursor = QTextCursor(block)
+        cursor.setPosition(block.position() + min(column, max(block.length() - 1, 0)))
+        self.editor.setTextCursor(cursor)
+        self.editor.verticalScrollBar().setValue(top - first)
+
+    def changed_on_disk(self) -> bool:
+        """Whether the file shown was saved since it was shown (its lines on disk are not the ones shown)."""
+        path = Path(self.workspace) / self.item.chunk.path if self.item is not None and self.workspace else None
+        if path is None or not path.is_file():
+            return False
+        if self.whole_text is not None:
+            return file_slice(path, "", 1, anyway=True) != self.whole_text
+        return file_slice(path, self.editor.toPlainText(), self.editor.first_line) is None
+
+    def show_again(self, fresh: ResultChunk | None = None) -> None:
+        """The file shown changed on disk: show it as it is now, at the same place (caret and view); `fresh`:
+        the shown chunk as a refreshed answer has it (its new lines), else the one shown."""
+        place = self.place()
+        self.show_chunk(fresh or self.item, from_disk=True)
+        self.go_to_place(place)
 
     def _whole_file_toggled(self, _on: bool) -> None:
         self.show_chunk(self.item)
@@ -412,15 +626,19 @@ class CodeView(QWidget):
             return ""
         return str(Path(self.workspace) / self.item.chunk.path)
 
+    def caret_line(self) -> int:
+        return self.editor.first_line + self.editor.textCursor().blockNumber()
+
     def open_in_editor(self) -> bool:
-        """Open the chunk's file at its first line; a failure is reported through open_failed."""
+        """Open the shown file at the caret's line (the chunk's first line until the reader moves it); a
+        failure is reported through open_failed."""
         if self.item is None or not self.workspace:
             return False
         if not Path(self.file_path()).exists():
             self.open_failed.emit(f"{self.item.chunk.path} was deleted since it was indexed.")
             return False
         try:
-            open_at_line(self.editor_preset, self.file_path(), self.item.chunk.start_line,
+            open_at_line(self.editor_preset, self.file_path(), self.caret_line(),
                          self.jetbrains_launcher, self.custom_command)
         except EditorError as exc:
             self.open_failed.emit(str(exc))

@@ -32,7 +32,7 @@ from services.core.models import QueryResult, ResultChunk
 from ui.async_runner import AsyncRunner, describe_error
 from ui.viewmodels.compare import CompareViewModel, grade_of
 from ui.viewmodels.preferences import Preferences
-from ui.viewmodels.ranking import movement, symbol_text, why_summary
+from ui.viewmodels.ranking import location_text, movement, symbol_text, why_summary
 
 log = logging.getLogger(__name__)
 
@@ -435,7 +435,7 @@ class CompareView(QWidget):
         cell = QTableWidgetItem(ranked_cell_text(item, reranked))
         was = "new (keyword match)" if item.original_rank is None else f"vector rank {item.original_rank}"
         why = why_summary(item) if reranked and item.signals else ""
-        cell.setToolTip(f"{item.chunk.path}:{item.chunk.start_line}-{item.chunk.end_line}\n"
+        cell.setToolTip(f"{location_text(item)}\n"
                         f"score {item.score:.3f}, {was}" + (f"\nwhy: {why}" if why else ""))
         cell.setData(ResultRole, item)
         return cell

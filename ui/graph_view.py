@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QTabWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtGui import QAction, QGuiApplication
+from PySide6.QtWidgets import QMenu, QTabWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from services.core.models import ResultChunk
 from ui.actions import window_action
 from ui.async_runner import AsyncRunner
-from ui.viewmodels.graph import USED_BY, USES, GraphViewModel, link_item
+from ui.viewmodels.graph import CODE, SECTIONS, USED_BY, USES, GraphViewModel, link_item
 
 LinkRole = Qt.ItemDataRole.UserRole + 1
 
@@ -22,6 +23,7 @@ class GraphPanel(QWidget):
     None to list for what was shown; `open_requested(ResultChunk)` asks to show a row's code."""
 
     open_requested = Signal(object)
+    editor_requested = Signal(object)  # a row's ResultChunk, to open in the editor at its line
 
     def __init__(self, model: GraphViewModel, workspace: Callable[[], str],
                  subject: Callable[[], ResultChunk | None]) -> None:
@@ -31,6 +33,8 @@ class GraphPanel(QWidget):
         self.runner = AsyncRunner(self)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
+        self.tabs.setUsesScrollButtons(False)  # a long name is cut ("Used by Session.fr…"), whole in its tooltip
+        self.tabs.setElideMode(Qt.TextElideMode.ElideRight)
         self.lists: dict[str, QTreeWidget] = {}
         for direction in (USED_BY, USES):
             tree = QTreeWidget()
@@ -38,6 +42,8 @@ class GraphPanel(QWidget):
             tree.setRootIsDecorated(True)
             tree.itemClicked.connect(self._open)
             tree.itemActivated.connect(self._open)
+            tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+            tree.customContextMenuRequested.connect(lambda pos, t=tree: self._row_menu(t, pos))
             self.lists[direction] = tree
             self.tabs.addTab(tree, self.model.title(direction))
         layout = QVBoxLayout(self)
@@ -79,7 +85,16 @@ class GraphPanel(QWidget):
         for direction, tree in self.lists.items():
             tree.clear()
             groups = self.model.groups(direction)
+            section = CODE
             for group in groups:
+                if group.section != section:  # tests, then documentation, headed apart from the code
+                    section = group.section
+                    title = QTreeWidgetItem([SECTIONS[section]])
+                    title.setFlags(Qt.ItemFlag.NoItemFlags)
+                    font = title.font(0)
+                    font.setBold(True)
+                    title.setFont(0, font)
+                    tree.addTopLevelItem(title)
                 heading = QTreeWidgetItem([group.heading])
                 heading.setFlags(Qt.ItemFlag.ItemIsEnabled)
                 for text, link in group.rows:
@@ -93,8 +108,30 @@ class GraphPanel(QWidget):
                 tree.addTopLevelItem(empty)
             tree.expandAll()
             self.tabs.setTabText(self.tabs.indexOf(tree), self.model.title(direction))
+            self.tabs.setTabToolTip(self.tabs.indexOf(tree), self.model.title(direction))
 
     def _open(self, row: QTreeWidgetItem, _column: int = 0) -> None:
         link = row.data(0, LinkRole)
         if link is not None:
             self.open_requested.emit(link_item(self.workspace(), link, ""))
+
+    def row_actions(self, tree: QTreeWidget, row: QTreeWidgetItem) -> list[QAction]:
+        """A row's menu: Open (the code pane), Open in editor, Copy path:line."""
+        link = row.data(0, LinkRole)
+        entries = [("Open", lambda: self._open(row)),
+                   ("Open in editor", lambda: self.editor_requested.emit(link_item(self.workspace(), link, ""))),
+                   ("Copy path:line", lambda: QGuiApplication.clipboard().setText(f"{link.path}:{link.line}"))]
+        actions = []
+        for text, slot in entries:
+            action = QAction(text, tree)
+            action.triggered.connect(lambda _=False, s=slot: s())
+            actions.append(action)
+        return actions
+
+    def _row_menu(self, tree: QTreeWidget, pos) -> None:
+        row = tree.itemAt(pos) or tree.currentItem()
+        if row is None or row.data(0, LinkRole) is None:
+            return
+        menu = QMenu(tree)
+        menu.addActions(self.row_actions(tree, row))
+        menu.exec(tree.viewport().mapToGlobal(pos))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox, QFormLayout, QHBoxLayout, QLabel, QProgressBar, QPushButton, QTreeWidget, QTreeWidgetItem,
     QVBoxLayout, QWidget,
@@ -110,6 +110,10 @@ class HealthPanel(QWidget):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.health: IndexHealth | None = None
+        self.clock = QTimer(self)  # "just now", "5 min ago" move on while the window is open
+        self.clock.setInterval(30_000)
+        self.clock.timeout.connect(self.refresh_times)
+        self.clock.start()
         self.badge = QLabel()
         self.badge.setObjectName("healthBadge")
         self.badge.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -239,8 +243,7 @@ class HealthPanel(QWidget):
         self.values["Vectors"].setText(reused_text(h))
         self.values["History"].setText(h.history or "—")
         self.values["Size"].setText(human_size(h.size_bytes) if h.indexed else "—")
-        self.values["Updated"].setText(human_time(h.updated_at))
-        self.values["Created"].setText(human_time(h.created_at))
+        self.refresh_times()
         self.values["Repaired"].setText("\n".join(h.repaired) or "nothing")  # damage found and repaired in its stores
         self.values["Last error"].setText(h.last_error or "none")
         self.values["Last error"].setProperty("error", bool(h.last_error))
@@ -253,6 +256,13 @@ class HealthPanel(QWidget):
         self.reindex_button.setEnabled(usable and not self.is_indexing())
         self.rebuild_button.setEnabled(usable and not self.is_indexing())
         self.reindex_button.setText("Index now" if health is not None and not health.indexed else "Reindex")
+
+    def refresh_times(self) -> None:
+        """"Updated" and "Created" with how long ago as of now (the clock timer calls it: "just now" moves on)."""
+        h = self.health
+        if h is not None:
+            self.values["Updated"].setText(human_time(h.updated_at))
+            self.values["Created"].setText(human_time(h.created_at))
 
     def _fill_files(self, h: IndexHealth) -> None:
         self.files.clear()

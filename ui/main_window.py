@@ -9,10 +9,10 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDesktopServices, QGuiApplication
+from PySide6.QtCore import QByteArray, QPoint, QSettings, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QContextMenuEvent, QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (
-    QBoxLayout, QFileDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QStackedWidget, QTabWidget,
+    QAbstractItemView, QApplication, QBoxLayout, QPlainTextEdit, QToolTip, QDockWidget, QFileDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QStackedWidget, QTabWidget,
     QToolBar, QToolButton, QVBoxLayout, QWidget,
 )
 
@@ -26,13 +26,14 @@ from ui.async_runner import AsyncRunner
 from ui.code_view import CodeView, preload_lexers
 from ui.goto_dialog import GotoDialog
 from ui.graph_view import GraphPanel
-from ui.viewmodels.goto import GotoViewModel
+from ui.viewmodels.goto import GotoViewModel, hover_text
 from ui.viewmodels.graph import GraphViewModel
 from ui.compare import CompareView
 from ui.editor_settings import EditorSettings
 from ui.files_view import FilesView
 from ui.health_panel import HealthPanel
 from ui.message_bar import ERROR, INFO, WARNING, MessageBar
+from ui.outline import OutlinePopup
 from ui.palette import CommandPalette
 from ui.query_bar import QueryBar
 from ui.results_view import ResultsView
@@ -41,10 +42,10 @@ from ui.viewmodels.labels import LabelsViewModel
 from ui.viewmodels.preferences import Preferences, recent_workspaces
 from ui.why_view import ElidedLabel
 from ui.viewmodels.progress import RunProgress, progress_text
-from ui.viewmodels.results import empty_result_text, is_empty, one_line, summary_text, timings_text
+from ui.viewmodels.results import empty_result_text, is_empty, one_line, same_chunk_row, summary_text, timings_text
 from ui.viewmodels.strategies import fallback_strategies
 from ui.viewmodels.workspace import INDEX, REBUILD, Offer, WorkspaceViewModel, health_offer
-from ui.viewmodels.workspace_set import WorkspaceSetViewModel
+from ui.viewmodels.workspace_set import WorkspaceSetViewModel, counted
 from ui.workspace_set import WorkspaceSetView
 
 if TYPE_CHECKING:  # the window talks to an engine process; the engine itself is not loaded here
@@ -98,6 +99,8 @@ class MainWindow(QMainWindow):
         self.files_request = None  # (question, options, max files) of the question on screen
         self.questions: dict[str, str] = {}  # the question box's text per workspace, while the window is open
         self.answers: dict[str, QueryResult] = {}  # the last answer per workspace, while the window is open
+        self.reading = False  # while the same question's new answer is shown: the code pane stays put
+        self.crash_notice = ""  # the last run's crash, said until a workspace is open
         self.runner = AsyncRunner(self)
         self.run_progress = RunProgress()  # the run's bar and title percentage, never going backwards
         self._lexer_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ke-lexers")
@@ -120,6 +123,8 @@ class MainWindow(QMainWindow):
         self.strategy_actions: list[QAction] = []  # "Use strategy: …", offered by the palette
         self.palette = CommandPalette(self, lambda: self.strategy_actions)
         self.finder = GotoDialog(self, GotoViewModel(service), lambda: self.workspace, self.open_definition)
+        self.definitions = GotoViewModel(service)  # F12 in the code pane: go to symbol's answer, exact names first
+        self.outline = OutlinePopup(self)
         self.finder.building = lambda: bool(self.health_panel.running) and not (self.health and self.health.indexed)
         self.editor_settings = EditorSettings(self.settings, self.code_views, self)  # Settings ▸ Editor
         self._build_actions()
@@ -153,10 +158,11 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ layout
     def _build_layout(self) -> None:
-        """Reading code is the main thing. Beside (a window from BESIDE_FROM wide, or the user's choice): the
-        code pane has the whole height between the rankings' column (rankings, why rows, Used by / Uses) and
-        the health panel. Below (narrower): the rankings have the whole width, the code pane the row under
-        them with the lists and the health panel. Every split is the user's to drag and is kept."""
+        """Comparing and reading first. Beside (a window from BESIDE_FROM wide, or the user's choice): the
+        code pane has the whole height beside the rankings' column (rankings, why rows, Used by / Uses).
+        Below (narrower): the rankings have the whole width, the code pane the row under them with the
+        lists. The health panel is a dock (Ctrl+Shift+H), hidden until asked for, so the rankings have the
+        room to show whole names. Every split is the user's to drag and is kept."""
         self.health_scroll = QScrollArea()
         self.health_scroll.setObjectName("healthScroll")
         self.health_scroll.setWidget(self.health_panel)
@@ -166,10 +172,10 @@ class MainWindow(QMainWindow):
         self.health_scroll.setMinimumWidth(max(240, self.health_panel.minimumSizeHint().width() + scrollbar
                                                + 2 * self.health_scroll.frameWidth()))  # never scrolled sideways
         self.splitter = splitter(Qt.Orientation.Vertical)  # beside: rankings over the lists
-        self.bottom = splitter(Qt.Orientation.Horizontal)  # beside: that column, code, health
+        self.bottom = splitter(Qt.Orientation.Horizontal)  # beside: that column, code
         self.bottom.addWidget(self.splitter)
         self.below = splitter(Qt.Orientation.Vertical)  # below: rankings over the row
-        self.below_row = splitter(Qt.Orientation.Horizontal)  # below: code, lists, health
+        self.below_row = splitter(Qt.Orientation.Horizontal)  # below: code, lists
         self.below.addWidget(self.below_row)
         self.arrangement = QStackedWidget()
         self.arrangement.addWidget(self.bottom)
@@ -195,7 +201,12 @@ class MainWindow(QMainWindow):
         if self.compare_view is not None:
             self.tabs.addTab(self.compare_view, "Compare strategies")
         self.setCentralWidget(self.tabs)
-        self.messages.float_over(self.centralWidget(), avoid=[self.health_scroll])
+        self.health_dock = QDockWidget("Index health", self)
+        self.health_dock.setObjectName("healthDock")  # its place is kept with the window's state
+        self.health_dock.setWidget(self.health_scroll)
+        self.health_dock.setAllowedAreas(Qt.DockWidgetArea.LeftDockWidgetArea | Qt.DockWidgetArea.RightDockWidgetArea)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.health_dock)
+        self.messages.float_over(self.centralWidget())
         self._set_minimum_sizes()
 
     def beside(self) -> bool:
@@ -222,24 +233,23 @@ class MainWindow(QMainWindow):
             self.splitter.insertWidget(0, self.results)
             self.splitter.insertWidget(1, self.graph)
             self.bottom.insertWidget(1, self.code)
-            self.bottom.insertWidget(2, self.health_scroll)
+            explain.show()  # a page of the lists' tabs, hidden while another page was shown
             stretch(self.splitter, 3, 1)
-            stretch(self.bottom, 0, 1, 0)
+            stretch(self.bottom, 1, 1)
         else:
             self.below.insertWidget(0, self.results)
             self.below_row.insertWidget(0, self.code)
             self.below_row.insertWidget(1, self.graph)
-            self.below_row.insertWidget(2, self.health_scroll)
             tabs.insertTab(0, explain, "Why")  # beside the code: the rankings keep their rows, the code its room
             tabs.setCurrentIndex(0)
             stretch(self.below, 2, 3)
-            stretch(self.below_row, 1, 0, 0)
+            stretch(self.below_row, 1, 0)
         self.arrangement.setCurrentWidget(self.bottom if beside else self.below)
         QTimer.singleShot(0, self._restore_splits)  # once the arrangement is laid out at its new size
 
     def _restore_splits(self) -> None:
         for name, split, first in self.layouts():
-            if self._in(split, self.arrangement.currentWidget()):
+            if self._laid_out(split, first):
                 kept = self.kept_splits.get(name)
                 if kept is None or not split.restoreState(kept):  # never dragged: as it first comes at this size
                     split.setSizes(first)
@@ -248,13 +258,19 @@ class MainWindow(QMainWindow):
     def _in(split: QSplitter, arrangement) -> bool:
         return split is arrangement or arrangement.isAncestorOf(split)
 
+    def _laid_out(self, split: QSplitter, first: list[int]) -> bool:
+        """Whether `split` is part of the arrangement on screen, with its panes (the rankings' split loses
+        the why rows to the lists' tabs when the code is below)."""
+        return self._in(split, self.arrangement.currentWidget()) and split.count() == len(first)
+
     def layouts(self) -> tuple[tuple[str, QSplitter, list[int]], ...]:
         """Each kept split: its settings key, the splitter, its first sizes."""
         width, height = max(self.width(), 720), max(self.height(), 500)
-        return (("layout/beside-column", self.splitter, [height * 62 // 100, height * 38 // 100]),
-                ("layout/beside", self.bottom, [width * 38 // 100, width * 62 // 100 - 280, 280]),
-                ("layout/below", self.below, [height * 40 // 100, height * 60 // 100]),
-                ("layout/below-row", self.below_row, [width - 580, 300, 280]))
+        return (("layout/beside-column", self.splitter, [height * 70 // 100, height * 30 // 100]),
+                ("layout/beside", self.bottom, [width * 52 // 100, width * 48 // 100]),
+                ("layout/below", self.below, [height * 45 // 100, height * 55 // 100]),
+                ("layout/below-row", self.below_row, [width - 360, 360]),
+                ("layout/rankings-why", self.results.vertical, [height * 45 // 100, height * 25 // 100]))
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
         super().resizeEvent(event)
@@ -262,9 +278,10 @@ class MainWindow(QMainWindow):
             self.place_code()
 
     def _set_minimum_sizes(self) -> None:
-        """At the minimum window size each ranking still shows five rows and the code a few lines."""
+        """At the minimum window size each ranking still shows five rows (three stacked on two lines) and
+        the code a few lines."""
         table = self.results.reranked_table
-        rows = table.verticalHeader().defaultSectionSize() * 5
+        rows = max(table.column_fitter.one_line * 5, table.column_fitter.two_lines * 3)
         chrome = (table.horizontalHeader().sizeHint().height() + self.results.right.title.sizeHint().height()
                   + table.horizontalScrollBar().sizeHint().height())  # shown when the window is narrow
         self.results.splitter.setMinimumHeight(rows + chrome + 2 * table.frameWidth() + 6)  # the why view comes on top
@@ -290,6 +307,8 @@ class MainWindow(QMainWindow):
                               lambda: self.show_tab(self.files_view))
         self.workspace_set_action = a("Several workspaces tab: also search in other workspaces", "Ctrl+Shift+W",
                                       lambda: self.show_tab(self.workspace_set))
+        self.menu_action = a("Context menu", "Shift+F10", self.open_context_menu,
+                             "The context menu of what has the keyboard (a result, the code)")
         self.compare_action = a("Compare strategies tab", "Ctrl+Shift+C", lambda: self.show_tab(self.compare_view))
         self.compare_action.setEnabled(self.compare_view is not None)
 
@@ -328,7 +347,7 @@ class MainWindow(QMainWindow):
             health.reindex_action, health.rebuild_action, health.cancel_action, self.explore_action,
             self.files_action, self.workspace_set_action, self.compare_action, palette_action,
             self.finder.file_action, self.finder.symbol_action, graph.used_by_action, graph.uses_action,
-            code.back_action, code.forward_action])
+            code.back_action, code.forward_action, self.menu_action])
         menus = self.menuBar()
         for title, actions in (
                 ("&File", [self.open_action, self.quit_action]),
@@ -394,10 +413,13 @@ class MainWindow(QMainWindow):
         self.query_bar.query.leave_down.connect(lambda: self.results.focus_ranking(self.results.reranked_table))
         self.results.show_requested.connect(lambda: self.show_tab(self.explore))
         self.code.went_to.connect(self._went_to)
-        self.health_panel.show_action.toggled.connect(self.health_scroll.setVisible)
-        self.results.chunk_selected.connect(lambda item: self.show_code(item, "result"))
+        self.health_panel.show_action.toggled.connect(self.health_dock.setVisible)
+        self.health_dock.visibilityChanged.connect(  # its close button
+            lambda _visible: self.health_panel.show_action.setChecked(not self.health_dock.isHidden()))
+        self.results.chunk_selected.connect(self._result_selected)
         self.results.chunk_selected.connect(self._warn_if_deleted)
         self.graph.open_requested.connect(self.open_graph_row)
+        self.graph.editor_requested.connect(self.open_graph_row_in_editor)
         for table in (self.results.original_table, self.results.reranked_table):
             table.activated.connect(lambda index, t=table: self.open_row(t, index.row()))
         self.results.label_requested.connect(self.label_result)
@@ -405,6 +427,10 @@ class MainWindow(QMainWindow):
         self.results.more_hits_requested.connect(self.more_hits_in_file)
         for view in self.code_views():
             view.open_failed.connect(lambda text: self.messages.show_message(text, WARNING, timeout_ms=8000))
+            view.definition_requested.connect(self.go_to_definition)
+            view.hover_requested.connect(self.explain_name)
+        self.code.outline_requested.connect(self.show_outline)
+        self.outline.chosen.connect(self.open_definition_here)
         self.files_view.open_requested.connect(self.open_selected)  # Enter or double-click on a file
         self.workspace_set.open_requested.connect(self.open_selected)
         self.health_panel.reindex_requested.connect(self.request_index)
@@ -457,7 +483,9 @@ class MainWindow(QMainWindow):
             saved = self.settings.value(name)
             if isinstance(saved, QByteArray):
                 self.kept_splits[name] = saved  # applied when its arrangement is laid out (_restore_splits)
-        self.health_panel.show_action.setChecked(self.settings.value("healthVisible", "true") in (True, "true"))
+        shown = self.settings.value("healthVisible", "false") in (True, "true")
+        self.health_panel.show_action.setChecked(shown)
+        self.health_dock.setVisible(shown)
         self.code.whole_file.setChecked(self.settings.value("code/wholeFile", "true") in (True, "true"))
         place = str(self.settings.value("layout/code", AUTO_PLACE))
         self.place_actions[place if place in self.place_actions else AUTO_PLACE].setChecked(True)
@@ -468,8 +496,8 @@ class MainWindow(QMainWindow):
     def save_settings(self) -> None:
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("windowState", self.saveState())
-        for name, splitter, _sizes in self.layouts():
-            if self._in(splitter, self.arrangement.currentWidget()):
+        for name, splitter, sizes in self.layouts():
+            if self._laid_out(splitter, sizes):
                 self.kept_splits[name] = splitter.saveState()
             if name in self.kept_splits:  # the hidden arrangement's as the user left it, if ever
                 self.settings.setValue(name, self.kept_splits[name])
@@ -505,6 +533,9 @@ class MainWindow(QMainWindow):
             self.questions[self.workspace] = self.query_bar.query.text()
             self.preferences.save_question(self.workspace, self.query_bar.query.text())
         self._clear_state()
+        if self.crash_notice:
+            self.messages.show_message(self.crash_notice, WARNING)
+            self.crash_notice = ""
         path = self.session.open(path)
         # each workspace keeps its own question and strategy, and shows its last answer until it is asked again
         self.query_bar.query.setText(self.questions.get(path, self.preferences.question(path)))
@@ -537,12 +568,15 @@ class MainWindow(QMainWindow):
         self.runner.cancel("query")
         self.messages.hide()
         self.health_scroll.verticalScrollBar().setValue(0)  # each workspace's panel opens at its top
+        if not self.health_panel.running:
+            self.health_panel.progress_label.setText("")  # the last run's outcome was the other workspace's
         self.results.set_result(None)
         self.runner.cancel("files")
         self.files_request = None
         self.files_view.set_answer(None)
         self.code.show_chunk(None)
         self.code.navigation.clear()
+        self.code.update_navigation()  # nowhere to go back to in the new workspace
         self.status_results.setText("")
         self.timings_label.setText("")
         self.cache_label.hide()
@@ -780,7 +814,7 @@ class MainWindow(QMainWindow):
         workspaces = [self.workspace, *also]
         if self.workspace_set_model.is_current(question, options, workspaces):
             return None
-        self.workspace_set.title.setText(f"Searching {len(workspaces)} workspaces for “{question}”…")
+        self.workspace_set.title.setText(f"Searching {counted(len(workspaces), 'workspace')} for “{question}”…")
         return self.runner.run(self.workspace_set_model.ask(question, options, workspaces), key="workspace-set",
                                context="Several workspaces", on_result=self._show_workspace_set)
 
@@ -827,17 +861,25 @@ class MainWindow(QMainWindow):
 
     def show_result(self, result: QueryResult) -> None:
         """Show an answer; the same question answered again (a refresh after an edit or a recount, another
-        strategy) keeps the selected chunk selected, a new question selects the top result."""
+        strategy) updates the rankings in place with the selected chunk still selected, and leaves the code
+        pane where the reader is (a file saved meanwhile is shown again at the same place); a new question
+        selects the top result and shows it."""
         shown, selected = self.session.last_result, self.results.selected_chunk()
         self.session.last_result = result
         if self.workspace:
             self.answers[self.workspace] = result
         if self.messages.level == ERROR:
             self.messages.hide()
-        self.results.set_result(result)
         same_question = shown is not None and shown.question == result.question
-        if not (same_question and selected is not None and self.results.select_chunk(selected.chunk)):
-            self._select_first()
+        self.reading = same_question and self.code.item is not None
+        try:
+            self.results.set_result(result)
+            if not (same_question and selected is not None and self.results.select_chunk(selected.chunk)):
+                self._select_first()
+        finally:
+            self.reading = False
+        if same_question and self.code.changed_on_disk():
+            self.code.show_again(self._in_answer(self.code.item, result))
         filters = self.query_bar.filters_text()
         self.status_results.setText(summary_text(result, filters))
         self.timings_label.setText(timings_text(result))
@@ -852,6 +894,15 @@ class MainWindow(QMainWindow):
                                        action_text=clear, action=self.query_bar.clear_filters if clear else None)
         elif result.question_note:  # a long question: its length against the limit, and how it was read
             self.messages.show_message(result.question_note[:1].upper() + result.question_note[1:] + ".", INFO)
+
+    @staticmethod
+    def _in_answer(item: ResultChunk | None, result: QueryResult) -> ResultChunk | None:
+        """`item`'s chunk as `result` has it (its lines after an edit), or None."""
+        if item is None:
+            return None
+        rows = [*result.results, *result.original]
+        row = same_chunk_row(item.chunk, rows)
+        return rows[row] if row is not None else None
 
     def _select_first(self) -> None:
         """Select the top result without taking the keyboard focus (it stays where the user is)."""
@@ -892,6 +943,24 @@ class MainWindow(QMainWindow):
         if self.tabs is not None and widget is not None:
             self.tabs.setCurrentWidget(widget)
 
+    def open_context_menu(self) -> None:
+        """Shift+F10: the context menu of the widget with the keyboard, at its current row or caret."""
+        widget = QApplication.focusWidget()
+        if widget is None:
+            return
+        target, pos = widget, QPoint(4, 4)
+        if isinstance(widget, QAbstractItemView):
+            target = widget.viewport()
+            if widget.currentIndex().isValid():
+                pos = widget.visualRect(widget.currentIndex()).center()
+        elif isinstance(widget, QPlainTextEdit):
+            target, pos = widget.viewport(), widget.cursorRect().center()
+        if widget.contextMenuPolicy() == Qt.ContextMenuPolicy.CustomContextMenu:
+            widget.customContextMenuRequested.emit(pos)
+        else:
+            QApplication.sendEvent(target, QContextMenuEvent(QContextMenuEvent.Reason.Keyboard, pos,
+                                                             target.mapToGlobal(pos)))
+
     def open_row(self, table, row: int) -> None:
         """Enter or double-click on a result: open it in the editor."""
         item = table.model().item(row)
@@ -906,16 +975,72 @@ class MainWindow(QMainWindow):
         if in_editor:
             self.code.open_in_editor()
 
+    def go_to_definition(self, name: str) -> asyncio.Task | None:
+        """F12 / Ctrl+click in a code pane: the definition of `name` (`Class.method` or a bare name) as the
+        engine's go to symbol finds it (the one name resolver), shown in the Explore code pane, a place Back
+        returns from; none found is said in one line."""
+        if not self.workspace:
+            return None
+        record("go to definition: %s", name)
+        return self.runner.run(self.definitions.definition(name, self.workspace), key="definition",
+                               context="Go to definition", on_result=lambda item: self._show_definition(name, item))
+
+    def explain_name(self, name: str, where: QPoint) -> asyncio.Task | None:
+        """The mouse rests on a name in a code pane: its signature and docstring in a tooltip there (its
+        definition as go to definition finds it; nothing for a name with none)."""
+        if not self.workspace:
+            return None
+        return self.runner.run(self.definitions.definition(name, self.workspace), key="hover", context="",
+                               on_result=lambda item: self._show_hover(item, where),
+                               on_error=lambda _error: None)  # a hover that finds nothing says nothing
+
+    def _show_hover(self, item: ResultChunk | None, where: QPoint) -> None:
+        if item is not None:
+            QToolTip.showText(where, hover_text(item))
+
+    def _show_definition(self, name: str, item: ResultChunk | None) -> None:
+        if item is None:
+            self.messages.show_message(f"No definition of {name} in the index.", INFO, timeout_ms=6000)
+            return
+        self.open_definition(item, False)
+        self.code.editor.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    def show_outline(self) -> asyncio.Task | None:
+        """Ctrl+F12: the chunks the index has for the file in the code pane, in file order."""
+        item = self.code.item
+        if item is None or not self.workspace:
+            return None
+        path = item.chunk.path
+        return self.runner.run(self.session.outline(path), key="outline", context="Outline",
+                               on_result=lambda items: self.outline.show_outline(path, items, self.code))
+
+    def open_definition_here(self, item: ResultChunk) -> None:
+        """An outline row: the code pane goes there (a place Back returns from)."""
+        self.show_code(item)
+        self.code.editor.setFocus(Qt.FocusReason.OtherFocusReason)
+
     def open_graph_row(self, item: ResultChunk) -> None:
         """A "Used by" / "Uses" row: the code pane goes there, the lists stay (as an editor's usages view)."""
         self.show_tab(self.explore)
         self.show_code(item, follow=False)
+
+    def _result_selected(self, item: ResultChunk | None) -> None:
+        """A row selected shows its code, unless the rankings are being refreshed under the reader."""
+        if not self.reading:
+            self.show_code(item, "result")
+
+    def open_graph_row_in_editor(self, item: ResultChunk) -> None:
+        """A "Used by" / "Uses" row's Open in editor: shown in the code pane, opened in the editor at its line."""
+        self.open_graph_row(item)
+        self.code.open_in_editor()
 
     def show_code(self, item: ResultChunk | None, kind: str = "jump", remember: bool = True,
                   follow: bool = True) -> None:
         """Every jump of the code pane comes here: it shows `item`, "Used by" / "Uses" follow it (unless the
         jump came from those lists), and it is a place Back returns to."""
         if self.code.item is not item:
+            if remember:
+                self.code.leave_place()
             self.code.show_chunk(item)
         if follow:
             self.graph.show_for(item)
@@ -979,9 +1104,11 @@ class MainWindow(QMainWindow):
                                on_result=lambda text: self.messages.show_message(text, INFO))
 
     def report_last_crash(self, log_path, report) -> None:
-        """At start, after a run that did not end cleanly: say so, and where to look."""
-        self.messages.show_message(f"The app stopped unexpectedly last time; the log is at {log_path} (the last "
-                                   f"actions and the traceback: {report}).", WARNING)
+        """At start, after a run that did not end cleanly: say so, and where to look (said again once the
+        first workspace is open: opening one clears the banner)."""
+        self.crash_notice = (f"The app stopped unexpectedly last time; the log is at {log_path} (the last "
+                             f"actions and the traceback: {report}).")
+        self.messages.show_message(self.crash_notice, WARNING)
 
     def _show_failure(self, context: str, message: str) -> None:
         self.messages.show_message(f"{context} failed: {message}" if context else message, ERROR)

@@ -69,6 +69,10 @@ class CommandPalette(QFrame):
             item = QListWidgetItem(f"{label}    {shortcut}" if shortcut else label)
             item.setData(ActionRole, action)
             self.list.addItem(item)
+        if not self.list.count() and words:  # never a blank list
+            item = QListWidgetItem(f"No command matches “{text.strip()}”")
+            item.setFlags(Qt.ItemFlag.NoItemFlags)
+            self.list.addItem(item)
         self.list.setCurrentRow(0)
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt API)
@@ -91,5 +95,7 @@ class CommandPalette(QFrame):
 
     def _run(self, item: QListWidgetItem) -> None:
         action = item.data(ActionRole)
+        if action is None:  # the "no command matches" line
+            return
         self.hide()
         action.trigger()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import cast
 
-from PySide6.QtCore import QStringListModel, Qt, Signal
+from PySide6.QtCore import QStringListModel, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QComboBox, QCompleter, QHBoxLayout, QLabel, QLineEdit, QMenu, QPushButton, QSpinBox, QToolButton,
@@ -68,7 +68,9 @@ class HistoryEdit(QLineEdit):
         self.history: list[str] = []
         self.position = -1  # -1: the text being typed; 0: the newest question; ...
         self._draft = ""
+        self._length = 0  # the text's length before the last edit
         self.textEdited.connect(self._typed)
+        self.textChanged.connect(lambda text: setattr(self, "_length", len(text)))
 
     def set_history(self, questions: list[str]) -> None:
         self.history = list(questions)
@@ -101,8 +103,14 @@ class HistoryEdit(QLineEdit):
         self.position = max(-1, min(self.position + direction, len(self.history) - 1))
         self.setText(self._draft if self.position == -1 else self.history[self.position])
 
-    def _typed(self, _text: str) -> None:
+    def _typed(self, text: str) -> None:
+        """An edit by the user; one that adds more than a character at once (a paste) offers no completion:
+        the popup would cover the rankings for a word the user did not type."""
         self.position = -1
+        pasted, self._length = len(text) - self._length > 1, len(text)
+        popup = self.completer().popup() if self.completer() else None
+        if pasted and popup is not None:
+            QTimer.singleShot(0, popup.hide)  # after the completer's own reaction to the same edit
 
 
 class QueryBar(QWidget):

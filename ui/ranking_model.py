@@ -216,11 +216,12 @@ class RankingModel(QAbstractTableModel):
         return None
 
     def _tooltip(self, item: ResultChunk) -> str:
-        """Why the row is where it is (the cells already show symbol and path)."""
+        """The chunk (its whole name, kind and place), then why the row is where it is."""
+        named = f"{symbol_text(item)} · {item.chunk.kind} · {location_text(item)}"
         reranked = self.item_in_reranked(item)
         if reranked is None:
-            return f"{self.first} rank #{self.rank_of(item)}; not in the reranked list"
-        lines = [rank_text(reranked)]
+            return f"{named}\n{self.first} rank #{self.rank_of(item)}; not in the reranked list"
+        lines = [named, rank_text(reranked)]
         if reranked.signals:
             lines.append("Why: " + why_summary(reranked))
         if item.chunk.docstring:

@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import cast
 
 from PySide6.QtCore import QEvent, QItemSelectionModel, QObject, QRect, Qt, Signal
-from PySide6.QtGui import QAction, QColor, QGuiApplication
+from PySide6.QtGui import QAction, QBrush, QColor, QGuiApplication
 from PySide6.QtWidgets import (
-    QAbstractItemView, QHeaderView, QLabel, QMenu, QSplitter, QStyledItemDelegate, QTableView, QVBoxLayout,
-    QWidget,
+    QAbstractItemView, QApplication, QHeaderView, QLabel, QMenu, QSplitter, QStyle, QStyledItemDelegate,
+    QStyleOptionViewItem, QTableView, QVBoxLayout, QWidget,
 )
 
 from services.core.models import QueryResult, ResultChunk, StrategyInfo
 from ui.actions import window_action
-from ui.ranking_model import NEW_COLOR, ORIGINAL, RERANKED, SCORE_COLUMNS, RankingModel, ScoreBarRole
+from ui.ranking_model import MUTED_COLOR, NEW_COLOR, ORIGINAL, RERANKED, SCORE_COLUMNS, RankingModel, ScoreBarRole
 from ui.viewmodels.ranking import elide_name, fit_location, location_text
 from ui.viewmodels.results import same_chunk_row, searched_text
 from ui.why_view import ElidedLabel, WhyView
@@ -32,9 +32,18 @@ class ElideDelegate(QStyledItemDelegate):
 
 
 class FittingDelegate(QStyledItemDelegate):
-    """A cell's text made to fit its width by `fit(text, fits)` (the shortening each column wants)."""
+    """A cell's text made to fit its width by `fit(text, fits)` (the shortening each column wants). In a
+    table whose rows are stacked (two lines: ColumnFitter), the cell shows `below`'s cell of the same row
+    on its second line, quieter (the Location under the name, the movement under the rank, the other
+    list's score under this list's)."""
 
     elide: Qt.TextElideMode | None = None  # what Qt does with a text still too long (None: the view's mode)
+    below: str | None = None  # the column shown on the second line when the rows are stacked
+
+    def __init__(self, parent=None, below: str | None = None) -> None:
+        super().__init__(parent)
+        if below is not None:
+            self.below = below
 
     def initStyleOption(self, option, index) -> None:  # noqa: N802 (Qt API)
         super().initStyleOption(option, index)
@@ -47,12 +56,74 @@ class FittingDelegate(QStyledItemDelegate):
     def fit(self, text: str, fits) -> str:
         return text
 
+    def fit_below(self, text: str, fits) -> str:
+        return text
+
+    def stacked(self) -> bool:
+        return bool(getattr(self.parent(), "stacked", False))
+
+    def lines(self, option, index) -> list[str]:
+        """The text each line of the cell shows, as painted (fitted to the cell's width)."""
+        shown = QStyleOptionViewItem(option)
+        self.initStyleOption(shown, index)
+        if not self.stacked():
+            return [shown.text]
+        room = option.rect.width() - 12
+        fits = lambda t: shown.fontMetrics.horizontalAdvance(t) <= room  # noqa: E731
+        if self.below is None:
+            return [shown.text, ""]
+        return [shown.text, self.fit_below(str(self.below_index(index).data() or ""), fits)]
+
+    def below_index(self, index):
+        return index.siblingAtColumn(index.model().column_of(self.below))
+
+    def paint(self, painter, option, index) -> None:
+        if not self.stacked():
+            super().paint(painter, option, index)
+            return
+        first, second = self.lines(option, index)
+        shown = QStyleOptionViewItem(option)
+        self.initStyleOption(shown, index)
+        shown.text = ""
+        style = shown.widget.style() if shown.widget else QApplication.style()
+        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, shown, painter, shown.widget)
+        selected = bool(option.state & QStyle.StateFlag.State_Selected)
+        palette = option.palette
+        text_colour = palette.highlightedText().color() if selected else palette.text().color()
+        top, bottom = self.halves(option.rect)
+        align = Qt.AlignmentFlag(int(index.data(Qt.ItemDataRole.TextAlignmentRole) or Qt.AlignmentFlag.AlignLeft))
+        align = (align & ~Qt.AlignmentFlag.AlignVertical_Mask) | Qt.AlignmentFlag.AlignVCenter
+        painter.save()
+        painter.setFont(shown.font)
+        first_colour = index.data(Qt.ItemDataRole.ForegroundRole)
+        painter.setPen(text_colour if selected or first_colour is None else QBrush(first_colour).color())
+        painter.drawText(top.adjusted(6, 0, -6, 0), align, first)
+        if second:
+            below = self.below_index(index) if self.below else None
+            colour = below.data(Qt.ItemDataRole.ForegroundRole) if below is not None else None
+            painter.setFont(below.data(Qt.ItemDataRole.FontRole) or shown.font if below is not None else shown.font)
+            painter.setPen(text_colour if selected else QBrush(colour).color() if colour is not None else MUTED_COLOR)
+            painter.drawText(bottom.adjusted(6, 0, -6, 0), align, second)
+        painter.restore()
+
+    @staticmethod
+    def halves(rect: QRect) -> tuple[QRect, QRect]:
+        half = rect.height() // 2
+        return QRect(rect.left(), rect.top() + 2, rect.width(), half - 2), \
+            QRect(rect.left(), rect.top() + half, rect.width(), rect.height() - half - 2)
+
 
 class NameDelegate(FittingDelegate):
-    """Qualified names cut in the middle, so the class stays ("FixtureManager.…factories")."""
+    """Qualified names cut in the middle, so the class stays ("FixtureManager.…factories"); stacked, the
+    location under the name."""
+
+    below = None
 
     def fit(self, text: str, fits) -> str:
         return elide_name(text, fits)
+
+    def fit_below(self, text: str, fits) -> str:
+        return fit_location(text, fits)
 
 
 class LocationDelegate(FittingDelegate):
@@ -64,14 +135,16 @@ class LocationDelegate(FittingDelegate):
         return fit_location(text, fits)
 
 
-class ScoreBarDelegate(QStyledItemDelegate):
+class ScoreBarDelegate(FittingDelegate):
     """A score as a bar relative to the best score in the same list (scores of different strategies
-    live on different scales; bars are comparable), with the raw value as text."""
+    live on different scales; bars are comparable), with the raw value as text; stacked, the other list's
+    score under it."""
 
     def paint(self, painter, option, index) -> None:
         fraction = index.data(ScoreBarRole)
         if fraction is not None:
-            rect = option.rect.adjusted(2, 4, -2, -4)
+            rect = self.halves(option.rect)[0] if self.stacked() else option.rect.adjusted(0, 4, 0, -4)
+            rect = rect.adjusted(2, 0, -2, 0)
             colour = QColor(NEW_COLOR)
             colour.setAlpha(60)
             painter.fillRect(QRect(rect.left(), rect.top(), int(rect.width() * fraction), rect.height()), colour)
@@ -79,47 +152,90 @@ class ScoreBarDelegate(QStyledItemDelegate):
 
 
 class ColumnFitter(QObject):
-    """Keeps Symbol and Location readable in a narrow table: Kind goes first, then the other list's
-    score column (its value stays in the tooltips), then # and Δ narrow."""
+    """Keeps every ranking row readable: the whole name (or at least NAME_CHARS of it), its file and line,
+    both scores and the movement. A wide table has one line per row, Kind the first column to go and #
+    and Δ the next to narrow; a table too narrow for that stacks each row on two lines (the rank over its
+    movement, the name over its location, this list's score over the other's) and keeps only those columns."""
 
-    MIN_TEXT = 140  # pixels Symbol needs to show a name
+    NAME_CHARS = 26  # characters of a name a one-line row must have room for, else rows are stacked
 
-    def __init__(self, table: QTableView, model: RankingModel) -> None:
+    def __init__(self, table: "RankingTable", model: RankingModel) -> None:
         super().__init__(table)
         self.table, self.model = table, model
         digit = table.fontMetrics().horizontalAdvance("0")
         self.wide = {title: digit * width + 16 for title, width in FIXED_COLUMNS}
         self.narrow = {**self.wide, "#": digit * 2 + 10, "Δ": digit * 3 + 10}
+        header = table.horizontalHeader().fontMetrics()
+        own = "Reranked" if model.side == RERANKED else "Vector"
+        score = max(header.horizontalAdvance(t) for t in (own, "Keyword")) + 24  # the header's margins
+        self.stacked_sizes = {**self.narrow, "#": digit * 3 + 12, own: max(score, digit * 5 + 16)}
+        self.one_line = table.fontMetrics().height() + 8
+        self.two_lines = table.fontMetrics().lineSpacing() * 2 + 8
+        self.fitting = False
+        self.partner: ColumnFitter | None = None  # the other ranking's: both stack their rows, or neither
         table.viewport().installEventFilter(self)
         model.modelReset.connect(lambda: self.fit(table.viewport().width()))
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt API)
-        if event.type() == QEvent.Type.Resize:
+        if event.type() == QEvent.Type.Resize and event.size().width() != event.oldSize().width():
             self.fit(event.size().width())
         return False
 
     def fit(self, width: int) -> None:
+        if self.fitting:  # the columns' own changes resize the viewport (a scroll bar comes or goes)
+            return
+        self.fitting = True
+        try:
+            self._fit(width)
+        finally:
+            self.fitting = False
+
+    def one_line_plan(self, width: int) -> tuple[set[str], dict[str, int], int] | None:
+        """The columns to hide, their sizes and the room left for Symbol and Location when rows of one
+        line show every name (or NAME_CHARS of it) at `width`; None when the rows must be stacked."""
         columns = [t for t in self.wide if t in self.model.columns]
-        other_score = "Reranked" if self.model.side == ORIGINAL else "Vector"
-        steps = [(set(), self.wide), ({"Kind"}, self.wide), ({"Kind", other_score}, self.wide),
-                 ({"Kind", other_score}, self.narrow)]
-        short, full = self.location_needs()
-        for hidden, sizes in steps:
+        short, _full = self.location_needs()
+        name = min(self.symbol_needs(), self.table.fontMetrics().averageCharWidth() * self.NAME_CHARS + 16)
+        for hidden, sizes in (({"Kind"}, self.wide), ({"Kind"}, self.narrow)):
             left = width - sum(sizes[t] for t in columns if t not in hidden)
-            if left >= self.MIN_TEXT + short:
-                break
+            if left >= name + short:
+                return hidden, sizes, left
+        return None
+
+    def _fit(self, width: int) -> None:
+        """Rows of one line where both rankings can have them, else both stacked (the two read alike)."""
+        columns = [t for t in self.wide if t in self.model.columns]
+        short, full = self.location_needs()
+        name = min(self.symbol_needs(), self.table.fontMetrics().averageCharWidth() * self.NAME_CHARS + 16)
+        own = "Reranked" if self.model.side == RERANKED else "Vector"
+        plan = self.one_line_plan(width)
+        partner = self.partner
+        if partner is not None and partner.one_line_plan(partner.table.viewport().width()) is None:
+            plan = None
+        hidden, sizes, left = plan or ({t for t in ("Kind", "Location", "Δ", "Vector", "Reranked") if t != own},
+                                       self.stacked_sizes, 0)
+        was = self.table.stacked
+        self.table.stacked = plan is None
+        rows = self.two_lines if self.table.stacked else self.one_line
+        if self.table.verticalHeader().defaultSectionSize() != rows:
+            self.table.verticalHeader().setDefaultSectionSize(rows)
         for title in columns:
             column = self.model.column_of(title)
             self.table.setColumnHidden(column, title in hidden)
             self.table.setColumnWidth(column, sizes[title])
+        location_column = self.model.column_of("Location")
+        self.table.setColumnHidden(location_column, self.table.stacked)
+        if partner is not None and was != self.table.stacked:
+            partner.refit()
+        self.table.viewport().update()
+        if self.table.stacked:
+            return
         spare = left - short - self.symbol_needs()  # what the longest name leaves beside "file:line"
         location = short + max(0, min(full - short, spare))
-        location = min(location, left - self.MIN_TEXT)
-        if location < short:  # not even "file:line" fits: Symbol gives up to 40 px of its minimum for it
-            location = min(short, left - self.MIN_TEXT + 40)
-        location = max(60, location)
-        self.table.setColumnWidth(self.model.column_of("Location"), location)
+        self.table.setColumnWidth(location_column, max(60, min(location, left - name)))
 
+    def refit(self) -> None:
+        self.fit(self.table.viewport().width())
     def symbol_needs(self) -> int:
         """Pixels for the longest name in Symbol."""
         metrics = self.table.fontMetrics()
@@ -143,8 +259,15 @@ class ColumnFitter(QObject):
 FIXED_COLUMNS = (("#", 3), ("Δ", 4), ("Kind", 9), ("Vector", 8), ("Reranked", 9))  # title, width in digits (Vector reads Keyword too)
 
 
-def make_table(model: RankingModel) -> QTableView:
-    table = QTableView()
+class RankingTable(QTableView):
+    """A ranking's table: its ColumnFitter, and whether its rows are stacked on two lines now."""
+
+    stacked = False
+    column_fitter: ColumnFitter
+
+
+def make_table(model: RankingModel) -> RankingTable:
+    table = RankingTable()
     table.setModel(model)
     table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
     table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -168,9 +291,12 @@ def make_table(model: RankingModel) -> QTableView:
     header.setSectionResizeMode(model.column_of("Symbol"), QHeaderView.ResizeMode.Stretch)
     header.setSectionResizeMode(model.column_of("Location"), QHeaderView.ResizeMode.Fixed)  # ColumnFitter sizes it
     table.setItemDelegateForColumn(model.column_of("Location"), LocationDelegate(table))
-    table.setItemDelegateForColumn(model.column_of("Symbol"), NameDelegate(table))
+    table.setItemDelegateForColumn(model.column_of("Symbol"), NameDelegate(table, below="Location"))
+    table.setItemDelegateForColumn(model.column_of("#"), FittingDelegate(table, below="Δ" if "Δ" in model.columns
+                                                                        else None))
     for title in SCORE_COLUMNS:
-        table.setItemDelegateForColumn(model.column_of(title), ScoreBarDelegate(table))
+        other = next(t for t in SCORE_COLUMNS if t != title)
+        table.setItemDelegateForColumn(model.column_of(title), ScoreBarDelegate(table, below=other))
     header.setMinimumSectionSize(digit * 2 + 8)
     table.column_fitter = ColumnFitter(table, model)
     return table
@@ -226,6 +352,8 @@ class ResultsView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.vertical)
+        self.left.table.column_fitter.partner = self.right.table.column_fitter
+        self.right.table.column_fitter.partner = self.left.table.column_fitter
         self._syncing = False
         self.result: QueryResult | None = None
         self.strategy_labels: dict[str, str] = {}
@@ -257,11 +385,11 @@ class ResultsView(QWidget):
             table.selectRow(0)
 
     @property
-    def original_table(self) -> QTableView:
+    def original_table(self) -> RankingTable:
         return self.left.table
 
     @property
-    def reranked_table(self) -> QTableView:
+    def reranked_table(self) -> RankingTable:
         return self.right.table
 
     def set_strategies(self, infos: list[StrategyInfo]) -> None:
@@ -416,3 +544,33 @@ class ResultsView(QWidget):
 def ranking_model(table: QTableView) -> RankingModel:
     """The rankings' model of one of the two tables."""
     return cast(RankingModel, table.model())
+
+
+def row_lines(table: QTableView, row: int) -> list[str]:
+    """A ranking row as it is painted, each visible cell's lines joined per line ("1  FixtureManager.…  0.598",
+    then the second line of a stacked row): what a user reads."""
+    model = ranking_model(table)
+    cells = []
+    for column in range(model.columnCount()):
+        if table.isColumnHidden(column):
+            continue
+        index = model.index(row, column)
+        option = QStyleOptionViewItem()
+        option.rect = table.visualRect(index)
+        option.fontMetrics = table.fontMetrics()
+        option.font = table.font()
+        delegate = table.itemDelegateForColumn(column)
+        lines = delegate.lines(option, index) if isinstance(delegate, FittingDelegate) else [str(index.data() or "")]
+        cells.append(lines)
+    return ["  ".join(cell[n] for cell in cells if n < len(cell)).strip() for n in range(max(map(len, cells)))]
+
+
+def shown_name(table: QTableView, row: int) -> str:
+    """The Symbol cell's name as painted (cut to its width)."""
+    model = ranking_model(table)
+    index = model.index(row, model.column_of("Symbol"))
+    option = QStyleOptionViewItem()
+    option.rect = table.visualRect(index)
+    option.fontMetrics = table.fontMetrics()
+    option.font = table.font()
+    return cast(FittingDelegate, table.itemDelegateForColumn(index.column())).lines(option, index)[0]

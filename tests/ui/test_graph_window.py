@@ -63,7 +63,7 @@ def test_used_by_and_uses_of_the_selected_result_open_the_code_at_the_line(qtbot
     qtbot.keyClick(window, Qt.Key.Key_F7, Qt.KeyboardModifier.AltModifier)
     used_by = window.graph.lists[USED_BY]
     assert window.graph.tabs.currentWidget() is used_by and used_by.hasFocus()
-    assert window.graph.tabs.tabText(0) == "Used by (5)"
+    assert window.graph.tabs.tabText(0) == "Used by tokenize_query (5)"  # names what it lists
     assert rows(used_by) == [("notes/__init__.py · 2", ["    4  import in __init__",
                                                         "    7  mentioned in __init__"]),  # in `__all__`
                              ("notes/search.py · 3", ["   38  call in SearchEngine.search",
@@ -85,3 +85,34 @@ def test_used_by_and_uses_of_the_selected_result_open_the_code_at_the_line(qtbot
     assert any("class Note" in text for text in shown["notes/models.py · 1"])
     qtbot.keyClick(uses, Qt.Key.Key_Return)  # the first row is current: Enter opens it
     qtbot.waitUntil(lambda: window.code.item is not None and window.code.item.chunk.start_line == 16)
+
+
+def test_used_by_lists_code_first_tests_and_docs_apart_and_a_row_has_a_menu(qtbot, window):
+    """Issue 52, point 4: the documentation's mentions after the code, under their own heading; a row's
+    context menu opens it, opens it in the editor or copies its path:line."""
+    from PySide6.QtGui import QGuiApplication
+
+    from services.core.models import GraphAnswer, GraphFile, GraphLink
+    from ui.viewmodels.graph import file_rows
+
+    def link(path: str, line: int) -> GraphLink:
+        return GraphLink(path, line, "Session", "call", "main", "function", "x")
+
+    answer = GraphAnswer("Session", USED_BY, [], [GraphFile(p, [link(p, 3)]) for p in (
+        "CHANGELOG.rst", "doc/en/how-to/usage.rst", "testing/test_main.py", "src/_pytest/main.py",
+        "src/_pytest/conftest.py", "tests/conftest.py")], 6)
+    assert [(g.heading, g.section) for g in file_rows(answer)] == [
+        ("src/_pytest/main.py · 1", "code"), ("testing/test_main.py · 1", "tests"),
+        ("src/_pytest/conftest.py · 1", "tests"), ("tests/conftest.py · 1", "tests"),
+        ("CHANGELOG.rst · 1", "docs"), ("doc/en/how-to/usage.rst · 1", "docs")]
+
+    run_query(qtbot, window, "tokenize a query into keywords, keyword overlap score")
+    select(qtbot, window, "tokenize_query")
+    used_by = window.graph.lists[USED_BY]
+    row = used_by.topLevelItem(1).child(0)
+    texts = [a.text() for a in window.graph.row_actions(used_by, row)]
+    assert texts == ["Open", "Open in editor", "Copy path:line"]
+    window.graph.row_actions(used_by, row)[2].trigger()
+    assert QGuiApplication.clipboard().text() == "notes/search.py:38"
+    window.graph.row_actions(used_by, row)[0].trigger()
+    qtbot.waitUntil(lambda: window.code.item is not None and window.code.item.chunk.start_line == 38)

@@ -100,6 +100,7 @@ def exercise(code: CodeView, results: ResultsView, health: HealthPanel, size: in
     for width in (size, size // 2, size):
         code.resize(QSize(width, 600))
         results.resize(QSize(width, 500))  # ElidedLabel.resizeEvent, the column fitter's eventFilter
+        results.grab()  # narrow: rows stacked on two lines, painted by the delegates themselves
     health.set_health(sample_health())
     health.grab()
     if bar is not None:  # keyPressEvent, the completer's splitPath / pathFromIndex

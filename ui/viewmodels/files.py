@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from services.core.files import read_text
 from services.core.models import Chunk, FileAnswer, QueryOptions, RankedFile, ResultChunk
+from ui.viewmodels.ranking import lines_text
 from ui.viewmodels.results import one_line
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def movement_text(file: RankedFile) -> str:
 
 
 def chunks_text(file: RankedFile) -> str:
-    return ", ".join(f"{c.symbol or 'lines'} {c.start_line}-{c.end_line}" for c in file.chunks)
+    return ", ".join(f"{c.symbol or 'lines'} {lines_text(c.start_line, c.end_line)}" for c in file.chunks)
 
 
 def heading_text(answer: FileAnswer, file: RankedFile) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import textwrap
 from pathlib import Path
 
 from services.core import files
@@ -44,9 +45,56 @@ class GotoViewModel:
         self.answer = answer
         return answer
 
+    async def definition(self, name: str, workspace: str) -> ResultChunk | None:
+        """Go to definition: `name`'s definition (`Class.method`, or a bare name) among go to symbol's
+        matches, as the code pane shows it; None when no match has that very name (a fuzzy match would be
+        another definition)."""
+        answer = await self.engine.goto_symbols(name, workspace, LIMIT)
+        hit = definition_of(name, answer.hits)
+        return None if hit is None else await asyncio.to_thread(code_item, workspace, hit)
+
     async def preview(self, hit: GotoHit) -> ResultChunk:
         """The hit as the code pane shows a result: its lines marked, with the lines around them."""
         return await asyncio.to_thread(code_item, self.workspace, hit)
+
+
+def definition_of(name: str, hits: list[GotoHit]) -> GotoHit | None:
+    """The first hit (the finder's best first) defining `name` itself: the same qualified name, else a
+    member or function of that name (`getini` finds `Config.getini`)."""
+    last = name.rsplit(".", 1)[-1]
+    for matches in (lambda h: h.qualified_name == name,
+                    lambda h: "." in name and h.qualified_name.endswith("." + name),
+                    lambda h: "." not in name and h.symbol == last):
+        hit = next((h for h in hits if h.kind != "file" and matches(h)), None)
+        if hit is not None:
+            return hit
+    return None
+
+
+def hover_text(item: ResultChunk) -> str:
+    """What a name is, as an editor's hover says it: its definition's first line(s) up to the body (the
+    decorators left out) and the first lines of its docstring, with where it is."""
+    lines = item.chunk.content.split("\n")
+    while lines and lines[0].lstrip().startswith("@"):
+        lines.pop(0)
+    signature: list[str] = []
+    for line in lines[:12]:
+        signature.append(line.rstrip())
+        if line.rstrip().endswith((":", "{", ";")) or line.strip().startswith(("class ", "def ")) and "(" not in line:
+            break
+    rest = [line.strip() for line in lines[len(signature):]]
+    doc: list[str] = []
+    if rest and rest[0][:3] in ('"""', "'''"):
+        quote, first = rest[0][:3], rest[0][3:]
+        for line in [first, *rest[1:8]]:
+            end = line.find(quote)
+            doc.append(line[:end] if end >= 0 else line)
+            if end >= 0:
+                break
+    text = textwrap.dedent("\n".join(signature)).strip()
+    docstring = "\n".join(line for line in doc if line).strip()
+    return f"{text}\n\n{docstring}\n\n{item.chunk.path}:{item.chunk.start_line}" if docstring \
+        else f"{text}\n\n{item.chunk.path}:{item.chunk.start_line}"
 
 
 def count_text(matched: int, shown: int) -> str:

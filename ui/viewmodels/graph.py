@@ -15,12 +15,30 @@ TITLES = {USED_BY: "Used by", USES: "Uses"}
 NO_GRAPH = frozenset({"text", "markdown"})  # languages without a grammar have no references
 
 
+CODE, TESTS, DOCS = "code", "tests", "docs"
+SECTIONS = {TESTS: "Tests", DOCS: "Documentation"}  # headed apart, after the code
+DOC_SUFFIXES = (".md", ".rst", ".txt", ".adoc")
+
+
 @dataclass(frozen=True)
 class FileRows:
-    """A file's heading ("pkg/first.py · 2") and its rows, each with the link it opens."""
+    """A file's heading ("pkg/first.py · 2"), its rows, each with the link it opens, and its section."""
 
     heading: str
     rows: list[tuple[str, GraphLink]]
+    section: str = CODE
+
+
+def section_of(path: str) -> str:
+    """Documentation (.md, .rst, .txt, changelogs), tests (a test folder or file), else code."""
+    name = path.rsplit("/", 1)[-1].lower()
+    if name.endswith(DOC_SUFFIXES) or "/" not in path and name.upper().startswith(("CHANGELOG", "README")):
+        return DOCS
+    folders = path.lower().split("/")[:-1]
+    if any(f in ("test", "tests", "testing") for f in folders) or name.startswith("test_") \
+            or name.endswith(("_test.py", "_tests.py")) or name == "conftest.py":
+        return TESTS
+    return CODE
 
 
 class GraphViewModel:
@@ -64,8 +82,15 @@ class GraphViewModel:
         return answer.message or ("Nothing uses it." if direction == USED_BY else "It uses no indexed definition.")
 
     def title(self, direction: str) -> str:
+        """The tab's title names what it lists: "Used by Session (117)"."""
         answer = self.answers[direction]
-        return f"{TITLES[direction]} ({answer.total})" if answer is not None and answer.total else TITLES[direction]
+        name = self.subject_name()
+        title = f"{TITLES[direction]} {name}" if name and answer is not None else TITLES[direction]
+        return f"{title} ({answer.total})" if answer is not None and answer.total else title
+
+    def subject_name(self) -> str:
+        chunk = self.subject.chunk if self.subject is not None else None
+        return (chunk.qualified_name or chunk.symbol) if chunk is not None else ""
 
 
 def target_of(item: ResultChunk) -> str:
@@ -76,12 +101,14 @@ def target_of(item: ResultChunk) -> str:
 
 def file_rows(answer: GraphAnswer) -> list[FileRows]:
     """Per file: a heading and one row per link, "  42  call in Loader.load" (Used by) or
-    "   4  function normalise · line 6" (Uses)."""
+    "   4  function normalise · line 6" (Uses); the code's files first, then the tests', then the
+    documentation's (each in the engine's order)."""
     groups = []
     for group in answer.files:
         rows = [(row_text(answer.direction, link), link) for link in group.links]
-        groups.append(FileRows(f"{group.path} · {len(rows)}", rows))
-    return groups
+        groups.append(FileRows(f"{group.path} · {len(rows)}", rows, section_of(group.path)))
+    order = [CODE, TESTS, DOCS]
+    return sorted(groups, key=lambda g: order.index(g.section))
 
 
 def row_text(direction: str, link: GraphLink) -> str:

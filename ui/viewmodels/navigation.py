@@ -12,10 +12,11 @@ Item = TypeVar("Item")
 LIMIT = 100  # places kept behind
 
 
-@dataclass(frozen=True)
+@dataclass
 class Place(Generic[Item]):
     item: Item
     kind: str  # "result" (a row of the rankings) or "jump"
+    where: tuple | None = None  # where the reader was in it when leaving it (the code pane's caret and view)
 
 
 class Navigation(Generic[Item]):

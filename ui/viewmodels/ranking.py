@@ -46,7 +46,10 @@ def symbol_text(item: ResultChunk) -> str:
         return name
     file = chunk.path.rsplit("/", 1)[-1]
     heading = heading_of(chunk) if chunk.kind == "text" else ""
-    return f"§ {heading} · {file}" if heading else f"{file} lines {chunk.start_line}–{chunk.end_line}"
+    if heading:
+        return f"§ {heading} · {file}"
+    return f"{file} line {chunk.start_line}" if chunk.end_line <= chunk.start_line \
+        else f"{file} lines {chunk.start_line}–{chunk.end_line}"
 
 
 def fit_location(text: str, fits) -> str:
@@ -66,15 +69,19 @@ def fit_location(text: str, fits) -> str:
 def elide_name(name: str, fits) -> str:
     """A qualified name that `fits` (a width test), cut in the middle so its first part (the class) stays
     and as much of its end (the member) as there is room for: "FixtureManager.…factories", never
-    "…anager.parsefactories"; a name without dots, or whose first part alone is too wide, is cut in its
-    middle ("Fixture…factories")."""
+    "…anager.parsefactories"; a name without dots, or whose first part leaves room for too little of the
+    member (under TAIL_CHARS characters), is cut in its middle ("InMemoryNote…findById")."""
     if fits(name):
         return name
     head, dot, _ = name.partition(".")
     keep = f"{head}{dot}…" if dot else ""
-    if keep and fits(keep + name[-1]):
+    member = name.rsplit(".", 1)[-1]
+    if keep and fits(keep + name[-min(TAIL_CHARS, len(member)):]):
         return keep + longest_tail(name[len(head) + 1:], lambda tail: fits(keep + tail))
     return middle(name, fits)
+
+
+TAIL_CHARS = 5  # the least of a member's name worth keeping after its class
 
 
 def longest_tail(text: str, fits) -> str:
@@ -96,10 +103,15 @@ def middle(text: str, fits) -> str:
     return text[:1] + "…"
 
 
+def lines_text(start: int, end: int) -> str:
+    """A chunk's lines as an editor writes them: "12-15", and "12" for one line (never "12-12")."""
+    return str(start) if end <= start else f"{start}-{end}"
+
+
 def location_text(item: ResultChunk) -> str:
     chunk = item.chunk
     stale = f" ({item.stale})" if item.stale else ""  # the file changed on disk since it was indexed
-    return f"{chunk.path}:{chunk.start_line}-{chunk.end_line}{stale}"
+    return f"{chunk.path}:{lines_text(chunk.start_line, chunk.end_line)}{stale}"
 
 
 def format_score(score: float | None) -> str:

@@ -8,14 +8,15 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from services.core.models import (
     FOLDER_MISSING, PAUSED, PROGRESS, REFERENCES, REINDEX_FINISHED, REINDEX_STARTED, RESUMED, RUNNING_STATES, STALE,
-    WATCH_ERROR, IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, WatchEvent, run_progress_text,
-    vectors_reused_text,
+    WATCH_ERROR, IndexHealth, IndexReport, ProgressEvent, QueryOptions, QueryResult, ResultChunk, WatchEvent,
+    run_progress_text, vectors_reused_text,
 )
+from services.core.messages import MAX_TOP_K
 from ui.viewmodels.preferences import Preferences, remember_workspace
 
 if TYPE_CHECKING:  # any engine: in process, the engine process, or a remote one
@@ -274,6 +275,14 @@ class WorkspaceViewModel:
     def rerun_on_change(self, in_box: str) -> bool:
         """A new strategy or filter answers the question on screen again."""
         return self.last_result is not None and bool(in_box.strip())
+
+    async def outline(self, path: str) -> list[ResultChunk]:
+        """The chunks the index has for the file `path`, as the engine answers a question kept to that file
+        (its name; every chunk of it, up to MAX_TOP_K, whatever its relevance)."""
+        options = QueryOptions(self.workspace, top_k=MAX_TOP_K, strategy="none", min_relevance=0.0,
+                               path_glob=path, expand_context=False)
+        result = await self.engine.query(PurePosixPath(path).stem or path, options)
+        return [item for item in result.results if item.chunk.path == path]
 
     def question_carried(self, in_box: str) -> bool:
         """After an index update: the question on screen is still in the box (not a new one being typed)."""

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from services.core.models import MultiQueryResult, QueryOptions, WorkspaceHit
+from ui.viewmodels.ranking import lines_text
 
 if TYPE_CHECKING:
     from services.engine.protocol import Engine
@@ -34,14 +35,19 @@ def others(current: str, known: list[str]) -> list[str]:
     return [p for p in dict.fromkeys(known) if p and Path(p) != Path(current or ".")]
 
 
+def counted(n: int, noun: str) -> str:
+    """"1 workspace", "3 workspaces"."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def hit_row(hit: WorkspaceHit) -> tuple[str, str, str, str, str]:
     """#, workspace, evidence (the merged order's cosine; its rank and score there), location, symbol."""
     r = hit.result
     return (str(hit.rank), hit.name, f"{hit.evidence:.2f} (#{r.rank} there, {r.score:.3f})",
-            f"{r.chunk.path}:{r.chunk.start_line}-{r.chunk.end_line}", r.chunk.qualified_name or r.chunk.symbol)
+            f"{r.chunk.path}:{lines_text(r.chunk.start_line, r.chunk.end_line)}", r.chunk.qualified_name or r.chunk.symbol)
 
 
 def summary_text(result: MultiQueryResult) -> str:
     counts = ", ".join(f"{Path(w).name} {n}" for w, n in result.searched.items())
     return (f"{len(result.results)} results for “{result.question}” with {result.strategy} over "
-            f"{len(result.workspaces)} workspaces ({counts}), merged by evidence")
+            f"{counted(len(result.workspaces), 'workspace')} ({counts}), merged by evidence")

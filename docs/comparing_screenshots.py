@@ -1,0 +1,82 @@
+"""Pictures of the window as a place to compare rankings and read code (issue 52): the two rankings beside
+the code pane at 1280×800 and 1440×900, below it at 1024×700, every row's whole name readable.
+
+    python docs/comparing_screenshots.py --data-dir DIR --workspace /path/to/pytest [--out docs]
+
+The workspace must be indexed in DIR already (`knowledge-explorer --data-dir DIR index PATH`). A throwaway
+settings file keeps the user's own window state alone. Prints each ranking row as painted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from docs.screenshots import settle, wait_for  # noqa: E402
+
+QUESTION = "where are fixture definitions parsed from a plugin"
+SIZES = ((1024, 700), (1280, 800), (1440, 900))
+
+
+async def scenes(app, window, workspace: str, out: Path, question: str) -> None:
+    from ui.results_view import row_lines
+
+    await wait_for(lambda: window.strategies_loaded.done())
+    await window.open_workspace(workspace)
+    for width, height in SIZES:
+        window.resize(width, height)
+        before = window.last_result
+        window.query_bar.select_strategy("hybrid")
+        window.run_query(question)
+        await wait_for(lambda: window.last_result is not before)
+        window.results.select_first()
+        await settle(app, 1.0)
+        print(f"{width}×{height}:")
+        for table in (window.results.original_table, window.results.reranked_table):
+            print("   ", [" | ".join(row_lines(table, row)) for row in range(table.model().rowCount())])
+        name = out / f"comparing-{width}x{height}.png"
+        window.grab().save(str(name))
+        print(f"saved {name}")
+
+
+def main() -> int:
+    import qasync
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from services.engine.service import LocalEngine
+    from ui.main_window import MainWindow
+    from ui.theme import apply_theme
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--workspace", required=True)
+    parser.add_argument("--out", default=str(ROOT / "docs"))
+    parser.add_argument("--question", default=QUESTION)
+    args = parser.parse_args()
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    apply_theme(app)
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    scratch = tempfile.TemporaryDirectory(prefix="ke-docs-")
+    settings = QSettings(str(Path(scratch.name) / "settings.ini"), QSettings.Format.IniFormat)
+    service = LocalEngine(data_dir=args.data_dir)
+    window = MainWindow(service, settings)
+    window.show()
+    try:
+        with loop:
+            loop.run_until_complete(scenes(app, window, args.workspace, Path(args.out), args.question))
+    finally:
+        window.shutdown()
+        service.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
