@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.render import query_text
+from app.render import files_text, query_text
 from services.encoders.embedder import Embedder
 from services.engine.service import LocalEngine
 from services.core.models import QueryOptions
@@ -77,6 +77,8 @@ async def test_names_files_references_and_keywords_answer_while_vectors_are_made
             assert answer.results, strategy  # by keywords: no chunk has a vector yet
             assert answer.warning == f"vectors for 0 of 121 chunks (0 %): {NOTE}", strategy
             assert answer.chunks_with_vectors == 0 and NOTE in query_text(answer)  # the CLI's text
+        files = await service.find_files("save a note to the store", options(workspace, strategy="auto"))
+        assert files.files and files.warning == answer.warning and NOTE in files_text(files)
         named = await service.query("NoteStore", options(workspace, strategy="auto"))
         assert not named.warning  # a name is answered whole after step 1
 

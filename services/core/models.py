@@ -329,6 +329,7 @@ class FileAnswer:
     timings_ms: dict[str, float] = field(default_factory=dict)
     question_note: str = ""  # as QueryResult's
     strategy_note: str = ""  # as QueryResult's
+    warning: str = ""  # as QueryResult's: e.g. what the chunk ranking stood on while vectors were missing
 
 
 @dataclass(frozen=True)

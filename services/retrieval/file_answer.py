@@ -119,7 +119,8 @@ class FileRanker:
                                      r.score) for r in by_path.get(path, [])[:BEST_CHUNKS])
             files.append(RankedFile(path, rank, float(total[i]), original_rank.get(path), chunks, signals))
         return FileAnswer(result.question, result.strategy, files, original[:max_files], self.history, before,
-                          question_note=result.question_note, strategy_note=result.strategy_note)
+                          question_note=result.question_note, strategy_note=result.strategy_note,
+                          warning=result.warning)
 
     def features(self, result: QueryResult, before: int | None, weights: fr.Weights
                  ) -> tuple[dict[str, np.ndarray], _Why]:
