@@ -614,7 +614,6 @@ class Indexer:
 
     def _after_first(self, plan: Plan, changed: bool, quick: bool) -> None:
         """The end of step 1: skipped files, the history and the reference counts, before any vector."""
-        self.step1_seconds = time.monotonic() - (self.step1_started or self.started)
         catalog = self.index.catalog()
         catalog.set_skipped(sorted(plan.skipped + self.failed, key=lambda s: s.path), only=plan.targeted)
         self._update_history()
@@ -626,6 +625,7 @@ class Indexer:
             self._emit("finalizing", 0, 0, message="counting references")
             refresh_references(self.index)
         catalog.set_meta(updated_at=now_iso())
+        self.step1_seconds = time.monotonic() - (self.step1_started or self.started)
 
     def _embed_awaiting(self) -> int:
         """Step 2: embed the chunks awaiting vectors (this run's and any an earlier run left), the most
