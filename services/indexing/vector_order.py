@@ -23,6 +23,7 @@ GENERATED_PARTS = {"vendor", "vendored", "third_party", "thirdparty", "_vendor",
 GENERATED_NAME = re.compile(r"(_pb2(_grpc)?\.py|\.pb\.go|\.min\.js|\.generated\.\w+|_generated\.\w+|\.lock)$")
 EXAMPLE_PARTS = {"examples", "example", "samples", "sample", "demo", "demos", "tutorial", "tutorials", "benchmarks",
                  "bench"}
+DOC_PARTS = {"doc", "docs", "documentation", "changelog", "news"}
 TEST_PARTS = {"test", "tests", "testing", "spec", "specs", "__tests__", "testdata", "fixtures"}
 TEST_NAME = re.compile(r"(^test_.*|.*_test\.\w+|.*\.test\.\w+|.*\.spec\.\w+|^conftest\.py)$")
 
@@ -36,7 +37,8 @@ def kind(path: str) -> int:
         return GENERATED
     if folders & EXAMPLE_PARTS:
         return EXAMPLES
-    if pure.suffix.lower() not in CODE_SUFFIXES or any(part.startswith(".") for part in pure.parts[:-1]):
+    if (pure.suffix.lower() not in CODE_SUFFIXES or folders & DOC_PARTS
+            or any(part.startswith(".") for part in pure.parts[:-1])):
         return DOCS
     if folders & TEST_PARTS or TEST_NAME.match(name):
         return TESTS

@@ -129,7 +129,9 @@ class FileRanker:
         for r in result.original:
             why.vector.setdefault(r.chunk.path, []).append(r)
         feats = dict(why.features, chunks=self.index.fold(fr.chunk_evidence(evidence(result.results), weights.chunk_decay)))
-        if result.reranked:  # the vector ranking as a second opinion (without reranking it is the first)
+        # the vector ranking as a second opinion (without reranking it is the first); not while chunks await
+        # their vectors: it would favour the files that have theirs
+        if result.reranked and result.chunks_with_vectors is None:
             feats["vector"] = self.index.fold(fr.chunk_evidence(evidence(result.original), weights.chunk_decay))
         if self.catalog is not None and weights.graph and self.catalog.graph_ready():
             names = why.signals.names() if self.graph_names else []
