@@ -856,8 +856,8 @@ class Indexer:
         """(the whole run's share done, seconds left), each step weighed by its measured cost: step 1 at
         the speed its files went so far, step 2's chunks at the encoder's speed (of the last 30 s, else of
         the last run, else of the encoder's timing on this machine). In step 2 the share is step 1's weight
-        plus the rest times the share of vectors made: it never runs ahead of them. (None, None) before
-        anything is counted."""
+        plus the rest times the share of the index's chunks with vectors: it never runs ahead of them, and a
+        resumed run starts where the last one stopped. (None, None) before anything is counted."""
         rate = rate_now or self._rate_hint()
         if self.step1_seconds is None:
             if not self.step1_files or self.step1_started is None:
@@ -873,7 +873,8 @@ class Indexer:
             return None, None
         if self.step1_weight is None:  # fixed as step 2 begins: the bar then moves only with vectors made
             self.step1_weight = self.step1_seconds / (self.step1_seconds + self.total_chunks / rate)
-        made = min(self.made, self.total_chunks) / self.total_chunks
+        made = min(self.kept_chunks + self.made, self.kept_chunks + self.total_chunks)  # of the whole index:
+        made /= self.kept_chunks + self.total_chunks  # a resumed run starts where the last one stopped
         return self.step1_weight + (1 - self.step1_weight) * made, max(self.total_chunks - self.made, 0) / rate
 
     def _rate_hint(self) -> float:
