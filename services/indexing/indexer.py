@@ -873,8 +873,8 @@ class Indexer:
             return None, None
         if self.step1_weight is None:  # fixed as step 2 begins: the bar then moves only with vectors made
             self.step1_weight = self.step1_seconds / (self.step1_seconds + self.total_chunks / rate)
-        made = min(self.kept_chunks + self.made, self.kept_chunks + self.total_chunks)  # of the whole index:
-        made /= self.kept_chunks + self.total_chunks  # a resumed run starts where the last one stopped
+        whole = self.kept_chunks + self.total_chunks  # of the whole index: a resumed run starts where it stopped
+        made = min(self.kept_chunks + self.made, whole) / whole
         return self.step1_weight + (1 - self.step1_weight) * made, max(self.total_chunks - self.made, 0) / rate
 
     def _rate_hint(self) -> float:
