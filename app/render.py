@@ -49,7 +49,7 @@ SEARCH_FIELDS = {
 }
 FILES_FIELDS = {
     "question": True, "strategy": True, "history": True, "before": True, "original": True, "question_note": True,
-    "strategy_note": True,
+    "strategy_note": True, "warning": True,
     "files": {"__all__": {
         "path": True, "rank": True, "score": True, "original_rank": True,
         "chunks": {"__all__": {"start_line": True, "end_line": True, "symbol": True, "rank": True}},
@@ -214,6 +214,8 @@ def files_text(answer) -> str:
     """Per file: rank, score, movement against the `none` order, path, best chunks, then why."""
     cut = f", before {answer.before}" if answer.before is not None else ""
     lines = [f"{answer.question!r} with {answer.strategy}, as files (history: {answer.history}{cut})"]
+    if answer.warning:
+        lines.append(f"warning: {shown(answer.warning)}")
     if answer.strategy_note:
         lines.append(f"({shown(answer.strategy_note)})")
     for f in answer.files:

@@ -68,11 +68,20 @@ def inject_every_stage(monkeypatch) -> None:
 
 
 def indexed_paths(service, root) -> tuple[set[str], set[str], set[str]]:
-    """(files in the catalogue, chunk ids, vector ids)."""
+    """(files in the catalogue, ids of the chunks not awaiting vectors, vector ids)."""
     index = WorkspaceIndex(workspace_root(root), service.data_dir)
-    state = set(index.catalog().files()), index.catalog().chunk_ids(), index.store().all_ids()
+    catalog = index.catalog()
+    state = set(catalog.files()), catalog.chunk_ids() - catalog.awaiting_ids(), index.store().all_ids()
     index.close()
     return state
+
+
+def awaiting_paths(service, root) -> set[str]:
+    """The files whose chunks are committed and await their vectors."""
+    index = WorkspaceIndex(workspace_root(root), service.data_dir)
+    paths = set(index.catalog().awaiting_paths())
+    index.close()
+    return paths
 
 
 async def test_a_file_failing_each_stage_is_listed_and_the_rest_indexed(service, small_workspace, monkeypatch):
@@ -83,16 +92,19 @@ async def test_a_file_failing_each_stage_is_listed_and_the_rest_indexed(service,
         assert reasons[path].startswith(reason + ": injected failure"), reasons
     assert report.failed == {reason: 1 for reason in BAD.values()}
     files, chunk_ids, vector_ids = indexed_paths(service, small_workspace)
-    assert files == set(GOOD) and report.files_indexed == len(GOOD)
-    assert chunk_ids <= vector_ids
+    # those whose vectors failed are committed (names, keywords, references), their chunks awaiting vectors
+    vectorless = {"bad_embed.py", "bad_store.py"}
+    assert files == set(GOOD) | vectorless and report.files_indexed == len(GOOD) + 2
+    assert chunk_ids <= vector_ids and awaiting_paths(service, small_workspace) == vectorless
     health = await service.health(small_workspace)
     assert {s.path for s in health.skipped} == set(BAD) and health.state == "ready"
     assert health.skipped_by_reason == {reason: 1 for reason in BAD.values()}
 
     monkeypatch.undo()  # the faults are gone: the next run retries those files
     again = await service.index(small_workspace)
-    assert again.files_indexed == len(BAD) and again.failed == {} and again.skipped == ()
+    assert again.files_indexed == 2 and again.failed == {} and again.skipped == ()
     assert indexed_paths(service, small_workspace)[0] == set(GOOD) | set(BAD)
+    assert awaiting_paths(service, small_workspace) == set()
 
 
 async def test_store_failure_stops_cleanly_and_the_index_stays_consistent(service, small_workspace, monkeypatch):
@@ -108,12 +120,15 @@ async def test_store_failure_stops_cleanly_and_the_index_stays_consistent(servic
     with pytest.raises(IndexStoreError, match="the vector store failed .*No space left on device"):
         await service.index(small_workspace)
     files, chunk_ids, vector_ids = indexed_paths(service, small_workspace)
-    assert files == before[0] and chunk_ids == before[1] and chunk_ids <= vector_ids
+    # step 1 committed both files; no vector could be stored, so their chunks await them
+    assert files == before[0] | {"later.py"} and chunk_ids <= before[1] and chunk_ids <= vector_ids
+    assert awaiting_paths(service, small_workspace) == {"good.py", "later.py"}
     assert "No space left" in (await service.health(small_workspace)).last_error
 
     monkeypatch.undo()
     resumed = await service.index(small_workspace)
-    assert resumed.files_indexed == 2 and "later.py" in indexed_paths(service, small_workspace)[0]
+    assert resumed.files_indexed == 0 and resumed.chunks_embedded == 2  # only the vectors were left to make
+    assert awaiting_paths(service, small_workspace) == set()
 
 
 def test_cli_prints_one_line_and_no_traceback_when_the_store_fails(small_workspace, data_dir, monkeypatch, capsys):
@@ -195,8 +210,9 @@ async def test_chroma_server_dying_mid_run_stops_with_one_message(workspace, tmp
         files = index.catalog().files()
         for path, record in files.items():
             assert all(c.file_hash == record.file_hash for c in index.catalog().chunks(path=path))
+        awaiting, chunks = index.catalog().awaiting_count(), index.catalog().counts()[1]
         index.close()
-        assert 0 < len(files) < 20
+        assert len(files) == 24 and 0 < awaiting < chunks  # every file committed, some vectors stored
         assert "indexing stopped" in (await service.health(workspace)).last_error
     finally:
         service.close()
@@ -278,7 +294,7 @@ def test_ctrl_c_stops_index_within_a_batch_and_leaves_a_consistent_index(tmp_pat
     root, data = many_files(tmp_path / "ws"), tmp_path / "data"
     process = cli_process("index", str(root), "--data-dir", str(data))
     try:
-        while not committed_files(data):  # wait until the run is embedding and committing
+        while not vectored_chunks(data):  # wait until the run is storing vectors (step 2)
             assert process.poll() is None, process.communicate()
             time.sleep(0.05)
         process.send_signal(signal.SIGINT)
@@ -293,19 +309,22 @@ def test_ctrl_c_stops_index_within_a_batch_and_leaves_a_consistent_index(tmp_pat
     service = LocalEngine(stand_in_settings(), data_dir=data)
     try:
         health = asyncio.run(service.health(root))
-        assert health.state == "interrupted" and 0 < health.files < 300  # stopped: the rest is to do, nothing is damaged
-        assert health.chunks_embedded == health.chunks == 8 * health.files
+        # stopped: every file committed (step 1), the vectors left to make, nothing damaged
+        assert health.state == "interrupted" and health.files == 300 and health.chunks == 2400
+        assert 0 < health.chunks_embedded < health.chunks
         report = asyncio.run(service.index(root))
-        assert report.files_unchanged == health.files and report.chunks_total == 2400
+        assert report.files_unchanged == 300 and report.chunks_total == 2400
+        assert report.chunks_embedded == 2400 - health.chunks_embedded
     finally:
         service.close()
 
 
-def committed_files(data: Path) -> int:
+def vectored_chunks(data: Path) -> int:
+    """Chunks whose vectors a run stored and marked."""
     for manifest in data.glob("workspaces/*/manifest.sqlite"):
         try:
             with closing(sqlite3.connect(f"file:{manifest}?mode=ro", uri=True)) as db:
-                return db.execute("SELECT COUNT(*) FROM files").fetchone()[0]
+                return db.execute("SELECT (SELECT COUNT(*) FROM chunks) - (SELECT COUNT(*) FROM awaiting)").fetchone()[0]
         except sqlite3.Error:  # not created yet
             return 0
     return 0

@@ -23,8 +23,8 @@ pytestmark = pytest.mark.slow  # starts a process, a server or the model: not th
 
 
 async def interrupted_first_index(workspace, data_dir) -> tuple[int, int]:
-    """Index `workspace` for the first time and stop the run once a first window of files is committed
-    (the cancel event, as Ctrl+. or quitting the app sets it). (chunks committed, chunks planned)."""
+    """Index `workspace` for the first time and stop the run once a first window of vectors is stored
+    (the cancel event, as Ctrl+. or quitting the app sets it). (chunks with vectors, chunks in the index)."""
     service = LocalEngine(stand_in_settings(), data_dir=data_dir, kind="gui")
     cancel = threading.Event()
     planned = []
@@ -39,8 +39,9 @@ async def interrupted_first_index(workspace, data_dir) -> tuple[int, int]:
         report = await service.index(workspace, progress=progress, cancel=cancel)
     finally:
         service.close()
-    assert report.cancelled and 0 < report.chunks_total < planned[0]
-    return report.chunks_total, planned[0]
+    # every file is committed (step 1), only some of the vectors made (step 2)
+    assert report.cancelled and report.chunks_total == planned[0] and 0 < report.chunks_embedded < planned[0]
+    return report.chunks_embedded, planned[0]
 
 
 async def test_an_interrupted_first_index_reopened_says_so_and_resumes(workspace, data_dir):
@@ -65,7 +66,7 @@ async def test_an_interrupted_first_index_reopened_says_so_and_resumes(workspace
         embedding = [e for e in events if e.phase == "embedding" and e.chunks_total]
         assert (embedding[0].index_done, embedding[0].index_total) == (done, planned)
         assert (embedding[-1].index_done, embedding[-1].index_total) == (planned, planned)
-        assert report.files_added == report.files_indexed > 0  # files the index did not hold: new
+        assert report.files_indexed == 0  # step 1 is kept: no file is chunked or committed again
         assert during.state == "resuming" and during.message.startswith("resuming: ")
         assert "chunks done" in during.message and f"of {planned:,}" in during.message
         assert not report.rebuilt_reason and report.chunks_embedded == planned - done  # only what was left
@@ -122,7 +123,7 @@ async def test_cancelling_a_catch_up_run_stops_it_within_a_batch(workspace, data
         assert any(e.kind == REINDEX_STARTED for e in events)
         await service.unwatch(workspace)  # the window's Ctrl+. on an automatic run; returns once it stopped
         health = await service.health(workspace)
-        assert health.state == "interrupted" and health.chunks < planned
+        assert health.state == "interrupted" and health.chunks == planned and health.chunks_embedded < planned
         assert health.run_chunks_total == planned
     finally:
         service.close()

@@ -1,7 +1,7 @@
-"""Indexing overlapped (issue 44): files chunked in worker processes, and each window stored and committed by a
-writer thread while the next one is encoded. The per-file promise holds under the overlap: a run killed with
-SIGKILL while a window is half committed and the next is being encoded leaves every file fully old or fully new,
-and the next run finishes the job. Real parts: the CLI in a child process, the catalogue, Chroma, the
+"""Indexing overlapped (issue 44): files chunked in worker processes, and each window's vectors stored and marked
+by a writer thread while the next one is encoded. The per-file promise holds under the overlap: a run killed with
+SIGKILL while a window's write is held and the next is being encoded leaves every file fully old or fully new
+(here all new: step 1 committed them), and the next run makes only the vectors left. Real parts: the CLI in a child process, the catalogue, Chroma, the
 stand-in model."""
 
 from __future__ import annotations
@@ -63,16 +63,16 @@ HOLDER = textwrap.dedent("""
     import sys, threading
     from services.storage.catalog import Catalog
     from services.encoders.embedder import Embedder
-    held, commits, encoded = threading.Event(), [], [0]
-    commit, encode = Catalog.commit_file, Embedder.encode_chunks
+    held, windows, encoded = threading.Event(), [], [0]
+    stored, encode = Catalog.vectors_stored, Embedder.encode_chunks
 
-    def holding_commit(self, record, chunks, uses=None):
+    def holding_write(self, ids):
         if threading.current_thread().name.startswith("ke-store"):
-            commits.append(record.path)
-            if len(commits) == 40:  # inside the fourth window's write (files 29-60), 39 files committed
+            windows.append(len(ids))
+            if len(windows) == 4:  # inside the fourth window's write (files 29-60), 28 files' vectors marked
                 held.set()
                 threading.Event().wait()
-        return commit(self, record, chunks, uses)
+        return stored(self, ids)
 
     def watched_encode(self, chunks):
         if encoded[0] >= 480:  # the fifth window (the first four hold 60 files, 480 chunks)
@@ -82,7 +82,7 @@ HOLDER = textwrap.dedent("""
         encoded[0] += len(chunks)
         return encode(self, chunks)
 
-    Catalog.commit_file, Embedder.encode_chunks = holding_commit, watched_encode
+    Catalog.vectors_stored, Embedder.encode_chunks = holding_write, watched_encode
     from app.cli import main
     sys.exit(main(sys.argv[1:]))
 """)
@@ -106,31 +106,34 @@ def test_kill_9_during_an_overlapped_run_leaves_every_file_fully_old_or_fully_ne
         catalog = index.catalog()
         records = catalog.files()
         assert len(records) == FILES and catalog.keyword_problem() == ""
-        new = {path for path, record in records.items()
-               if record.file_hash == digest(version(int(path[1:-3]), new=True))}
-        old = {path for path, record in records.items()
-               if record.file_hash == digest(version(int(path[1:-3]), new=False))}
-        assert len(new) == 39 and len(old) == FILES - 39  # the commits before the held one, and no other
+        # step 1 committed every file, fully new; step 2 had marked the vectors of the first three windows
+        assert all(r.file_hash == digest(version(int(p[1:-3]), new=True)) for p, r in records.items())
         for path in records:
             symbols = {chunk.symbol for chunk in catalog.chunks(path=path)}
-            assert len(symbols) == 8 and all(s.endswith("_v2") == (path in new) for s in symbols), path
-        assert catalog.chunk_ids() <= index.store().all_ids()  # every committed chunk has its vector
+            assert len(symbols) == 8 and all(s.endswith("_v2") for s in symbols), path
+        assert catalog.awaiting_count() == 8 * (FILES - 28)
+        assert set(catalog.awaiting_paths()) == {p for p in records if p not in vector_order_first(28)}
+        assert catalog.chunk_ids() - catalog.awaiting_ids() <= index.store().all_ids()  # marked: stored
     finally:
         index.close()
 
-    # the next run, in a new process as after any crash, finishes the job and sweeps the orphans
+    # the next run, in a new process as after any crash, makes the vectors left and sweeps the orphans
     rerun = subprocess.run([sys.executable, "-m", "app.cli", "index", str(root), "--data-dir", str(data), "--model",
                             str(stand_in_model())], cwd=REPO, capture_output=True, text=True, timeout=600,
                            env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert rerun.returncode == 0, rerun.stderr
-    assert f"{FILES - 39} files indexed, 39 unchanged" in rerun.stdout
+    assert f"0 files indexed, {FILES} unchanged" in rerun.stdout  # step 1 is not done again
+    assert f"{8 * (FILES - 28)} chunks embedded" in rerun.stdout
     index = WorkspaceIndex(workspace_root(root), data)
     try:
-        records = index.catalog().files()
-        assert all(r.file_hash == digest(version(int(p[1:-3]), new=True)) for p, r in records.items())
-        assert index.store().all_ids() == index.catalog().chunk_ids() and len(records) == FILES
+        assert index.store().all_ids() == index.catalog().chunk_ids() and index.catalog().awaiting_count() == 0
     finally:
         index.close()
+
+
+def vector_order_first(files: int) -> set[str]:
+    """The first files step 2 embeds (all are source files without history: by path)."""
+    return set(sorted(f"m{i}.py" for i in range(FILES))[:files])
 
 
 def test_worker_processes_chunk_as_the_process_does_and_stop_on_a_cancel(tmp_path):

@@ -83,8 +83,11 @@ def test_index_runs_report_progress_by_server_sent_events_and_cancel(client, tmp
                 cancelled = client.delete(f"/v1/workspaces/{key}/index").status_code == 200
     assert cancelled and states[-1]["state"] == "cancelled" and states[-1]["report"]["cancelled"]
     assert len(states) > 2
+    shares = [s["progress"]["run_percent"] for s in states if s["progress"] and s["progress"]["step"] == 2]
+    assert shares and all(0 <= p < 100 for p in shares)  # the whole run's share, step 2 named, as the window shows
     health = client.get(f"/v1/workspaces/{key}/health").json()
-    assert health["chunks"] == states[-1]["report"]["chunks_total"] and health["stale_files"]
+    # every file committed (step 1), the chunks the cancel left without vectors awaiting them
+    assert health["chunks"] == states[-1]["report"]["chunks_total"] and health["chunks_embedded"] < health["chunks"]
 
 
 def snapshot(folder) -> dict:

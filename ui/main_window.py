@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -52,6 +53,7 @@ if TYPE_CHECKING:  # the window talks to an engine process; the engine itself is
     from services.engine.protocol import Engine
 
 log = logging.getLogger(__name__)
+RUN_HEALTH_SECONDS = 3.0  # how often the health panel's counts are read during a run
 
 ORGANIZATION = "KnowledgeExplorer"
 APPLICATION = "KnowledgeExplorer"
@@ -103,6 +105,7 @@ class MainWindow(QMainWindow):
         self.crash_notice = ""  # the last run's crash, said until a workspace is open
         self.runner = AsyncRunner(self)
         self.run_progress = RunProgress()  # the run's bar and title percentage, never going backwards
+        self._run_health = (0, 0.0)  # the step and time of the last health read during a run
         self._lexer_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ke-lexers")
         self.setWindowTitle("Knowledge Explorer")
 
@@ -750,6 +753,17 @@ class MainWindow(QMainWindow):
         percent = self.run_progress.percent(event)  # never backwards, in the title and on the bar alike
         self.health_panel.show_progress(event, self.run_progress.shown)
         self._show_run_status(progress_text(event, percent), percent)
+        self._health_during_run(event)
+
+    def _health_during_run(self, event: ProgressEvent) -> None:
+        """The panel's files, chunks and vectors as a run makes them (and, after step 1, the names for
+        Ctrl+T): read again when a step begins and every few seconds."""
+        now = time.monotonic()
+        if event.step == self._run_health[0] and now - self._run_health[1] < RUN_HEALTH_SECONDS:
+            return
+        self._run_health = (event.step, now)
+        self.runner.run(self._load_workspace(self.workspace), key="run-health", context="Reading index health",
+                        on_error=self._health_failed)
 
     def _show_run_status(self, text: str, percent: int | None) -> None:
         """A run's progress in the status bar (its text names the device once) and the window title, with

@@ -119,6 +119,11 @@ class ProgressEvent:
     # (kept from before, or by this run) and the chunks the index holds once the run is done (0: unknown)
     index_done: int = 0
     index_total: int = 0
+    # the whole run's share done (0-100), its two steps weighed by their measured cost: step 1 reads,
+    # chunks and commits the files (names, keywords, code graph, history), step 2 makes the vectors;
+    # None before anything is counted. `step`: 1 or 2 (0 before the scan)
+    run_percent: int | None = None
+    step: int = 0
 
 
 @dataclass(frozen=True)
@@ -327,6 +332,7 @@ class FileAnswer:
     timings_ms: dict[str, float] = field(default_factory=dict)
     question_note: str = ""  # as QueryResult's
     strategy_note: str = ""  # as QueryResult's
+    warning: str = ""  # as QueryResult's: e.g. what the chunk ranking stood on while vectors were missing
 
 
 @dataclass(frozen=True)

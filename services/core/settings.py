@@ -75,7 +75,6 @@ class IndexingSettings(Area):
     # services/encoders; see benchmarks/README.md
     embedding_backend: Backend = "auto"  # an index keeps the backend it was built with
     embedding_device: Literal["auto", "cpu", "cuda", "mps"] = "auto"  # a GPU runs the torch backend
-    early_keyword_min_chunks: int = Field(500, ge=0)  # a run embedding this many chunks gets keyword search first
     encoder_threads: int = Field(0, ge=0)  # indexing encoder's intra-op threads; 0 = one per core
     # A fresh index of at least reduce_from_chunks chunks stores vector_dimensions-dimension vectors,
     # projected with a PCA of projection_sample of its own chunks (services/storage/projection.py); 0 = never.

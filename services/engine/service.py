@@ -295,7 +295,8 @@ class LocalEngine:
         file ranking reads the vector ranking)."""
         self._validate(question, options)
         index = self._readable_index(options.workspace)
-        key = (question.strip(), str(index.root), options, names_by_keyword)
+        awaiting = index.catalog().awaiting_count() if index.exists() else 0  # (never creates a manifest)
+        key = (question.strip(), str(index.root), options, names_by_keyword, awaiting)  # an answer of its moment
         if options.use_cache:
             with self._lock:
                 cached = self._cache.get(key)

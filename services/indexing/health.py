@@ -18,17 +18,13 @@ log = logging.getLogger(__name__)
 
 
 def stale_files(index: WorkspaceIndex, settings: Settings) -> list[StaleFile]:
-    """Files changed since they were indexed; a file the run under way has chunked (keyword-searchable,
-    its vectors on the way) is not listed."""
+    """Files changed since they were indexed."""
     known = index.catalog().files()
     skipped = {s.path for s in index.catalog().skipped()}
     scan = scan_workspace(index.root, settings.max_file_bytes, settings.skip_machine_made, known=known)
     stale, seen = [], set()
-    underway = {c.path for c in list(index.pending.values())}
     for source in scan.files:
         seen.add(source.path)
-        if source.path in underway:
-            continue
         record = known.get(source.path)
         if record is None:
             if source.path not in skipped:
@@ -96,12 +92,12 @@ def _index_health(index: WorkspaceIndex, settings: Settings, last_error: str) ->
         return IndexHealth(workspace=str(index.root), indexed=True, needs_reindex=True, state="damaged",
                            message=found.message(), last_error=last_error, size_bytes=index.size_bytes())
     catalog = index.catalog()
-    files, committed = catalog.counts()
-    embedded = committed - found.missing_vectors if not found.unreadable else 0
-    chunks = committed + len(index.pending)  # chunked and keyword-searchable, vectors on the way
+    files, chunks = catalog.counts()
+    with_vectors = chunks - catalog.awaiting_count()  # the rest await the vectors a run makes
+    embedded = with_vectors - found.missing_vectors if not found.unreadable else 0
     gone = not index.root.is_dir()
     try:
-        stale = [] if gone else stale_files(index, settings)
+        stale = [] if gone or index.run is not None else stale_files(index, settings)  # (a run is catching up)
     except UnreadableRoot as error:  # nothing known about its files: none is stale, none deleted
         stale, last_error = [], last_error or f"{error}; its index is left as it is"
     skipped = catalog.skipped()
@@ -112,7 +108,7 @@ def _index_health(index: WorkspaceIndex, settings: Settings, last_error: str) ->
     state, message = _state(files, len(skipped), stale, needs_reindex)
     if state == "ready" and not catalog.graph_ready():  # an index from before the graph: search is whole
         message += "; find references needs one more index run (it adds the code graph, nothing is re-embedded)"
-    run_done, run_total = (committed, int(catalog.get_meta("run_chunks_total", "0") or 0)) if run else (0, 0)
+    run_done, run_total = (with_vectors, int(catalog.get_meta("run_chunks_total", "0") or 0)) if run else (0, 0)
     if gone:
         state, message = "folder-missing", folder_missing(index.root) + f"; its index of {files:,} files is kept"
     elif run in ("indexing", "resuming", "cancelling"):

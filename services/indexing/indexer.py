@@ -1,8 +1,14 @@
-"""Incremental indexing of one workspace: scan, chunk, embed only what changed, store, commit per file.
+"""Incremental indexing of one workspace: scan, chunk, commit, then embed, in two durable steps.
 
-Runs synchronously (the service calls it in a worker thread). Cancellation is checked between
-batches; every batch ends with its files committed, so a cancelled or crashed run leaves a
-consistent index and the next run resumes where it stopped.
+Step 1 commits every changed file with all that needs no encoder (chunks, names, paths, keywords, file
+words, the code graph; then the history and the reference counts), each new chunk listed in the catalogue
+as awaiting its vector: go to symbol / file, references, keyword and file answers then cover the whole
+workspace. Step 2 embeds the chunks awaiting vectors, the most useful files first (vector_order.py),
+stores them and marks them, window by window. A kill at any moment leaves each file fully old or fully
+new; chunks still awaiting vectors are what the next run (or the engine's automatic one) embeds first.
+
+Runs synchronously (the service calls it in a worker thread). Cancellation is checked between files in
+step 1 and between encoder calls in step 2.
 
 Faults are isolated per file: a file that cannot be read, chunked, embedded or stored is listed
 under `skipped` with the reason and the run goes on. A failure of the store or the model itself
@@ -40,6 +46,7 @@ from services.storage.vector_cache import VectorCache
 from services.indexing.preparing import Prepared, file_graph, prepare, prepared, short_reason
 from services.indexing.scanning import SourceFile, read_source, scan_paths, scan_workspace
 from services.indexing.vectors import VectorMaker
+from services.indexing.vector_order import vector_order
 from services.core.settings import Settings
 from services.storage.workspace_index import WorkspaceIndex
 
@@ -48,6 +55,8 @@ FIRST_WINDOW_CHUNKS = 32
 # Chroma's first write after a bulk load waits on work the load left (1.06 s at 38k chunks, measured): a
 # run that stored this many vectors pays it at its end, not the user's next edit (benchmarks/experiments/README.md).
 SETTLE_AFTER_VECTORS = 1000
+RATE_SAMPLE = 100  # vectors a run makes before its speed is kept for the next run's progress
+DEFAULT_RATE = 20.0  # chunks/s expected of an encoder never timed here (a slow CPU's; progress is never ahead)
 # Reasons that mean a file failed (as opposed to being skipped by policy, like "binary file").
 FAILURE_REASONS = ("unreadable", "could not be read", "could not be chunked", "could not be embedded",
                    "could not be stored")
@@ -137,6 +146,14 @@ class Indexer:
         self.files_removed = 0  # files this run took out of the index (with files_committed: what it changed)
         self.kept_chunks = 0  # chunks of the index this run keeps as they are (whole-job progress counts them done)
         self.new_paths: set[str] = set()  # pending files the index did not hold
+        self.known_paths: set[str] = set()  # the catalogue's files the plan looked at
+        self.order_before: int | None = None  # vector order: only commits before this time count (a benchmark's)
+        # the whole run's progress, each step weighed by its measured cost (run_share)
+        self.step1_started: float | None = None
+        self.step1_seconds: float | None = None  # how long step 1 took, once it is over
+        self.step1_weight: float | None = None  # step 1's share of the run's cost, fixed when step 2 begins
+        self.step1_files = self.files_chunked = self.chunks_chunked = 0
+        self.awaiting_before = 0  # chunks an earlier run left without vectors
         self.files_added = 0
         self.failed: list[SkippedFile] = []  # files whose embedding or storing failed
         self.references_deferred = False  # a quick run leaves the reference counts to refresh_references()
@@ -205,18 +222,16 @@ class Indexer:
         if not quick:
             self._sweep_orphans()
         plan = self._plan()
+        self.known_paths = set(plan.known)
         self._remove(plan.removed)
         pending = self._chunk(plan)
-        try:
-            self._keywords_first(pending, quick)
-            self._fit_projection(pending)
-            done = self._embed_and_commit(pending)
-        finally:
-            self.index.keywords.forget()  # the provisional table lists chunks that are committed now, or never
-            self.index.pending = {}  # from here on, only what the catalogue lists
+        done = self._commit_first(pending)
+        changed = bool(plan.removed) or done > 0 or bool(rebuilt_reason)
+        self._after_first(plan, changed, quick)
+        self._fit_projection()
+        self._embed_awaiting()
         plan.skipped = sorted(plan.skipped + self.failed, key=lambda s: s.path)
-        self._update_history()
-        self._finish(plan, bool(plan.removed) or done > 0 or bool(rebuilt_reason), quick)
+        self._finish(plan, quick)
         files, chunks = self.index.catalog().counts()
         self._note_repairs()
         self._drop_aside()
@@ -391,21 +406,23 @@ class Indexer:
         projection = self.index.projection()
         return projection.dimensions[1] if projection else self.embedder.dimension
 
-    def _fit_projection(self, pending: list[Pending]) -> None:
+    def _fit_projection(self) -> None:
         """A new index of many chunks stores fewer dimensions: fit a projection on a sample of its own
         chunks before the first vector is stored (services/storage/projection.py). The sample's vectors are kept
         for their windows. A cancel before the fit leaves no projection, and nothing stored."""
-        chunks = [c for p in pending for c in p.chunks]
         wanted = self.settings.vector_dimensions
-        if (not wanted or wanted >= self.embedder.dimension or len(chunks) < self.settings.reduce_from_chunks
-                or self.index.projection() or self.index.catalog().counts()[1]):
-            return
+        catalog = self.index.catalog()
+        total = catalog.counts()[1]
+        if (not wanted or wanted >= self.embedder.dimension or total < self.settings.reduce_from_chunks
+                or self.index.projection() or self.cancel.is_set() or catalog.awaiting_count() < total):
+            return  # (a chunk has its vector already: the index keeps the dimensions it has)
+        chunks = [c for part in catalog.chunk_batches() for c in part]
         sample = sorted((chunks[i] for i in sample_positions(len(chunks), self.settings.projection_sample)),
                         key=lambda c: len(c.content))  # similar lengths pad less
         if len(sample) < 2 * wanted:  # too few to find that many directions
             return
         vectors = np.zeros((len(sample), self.embedder.dimension), dtype=np.float32)
-        self._emit("embedding", 0, len(pending), 0, len(chunks),
+        self._emit("embedding", 0, 0, 0, len(chunks),
                    message=f"fitting a {wanted}-dimension projection on {len(sample):,} chunks")
         size = self.embedder.call_size
         for start in range(0, len(sample), size):
@@ -425,8 +442,12 @@ class Indexer:
         self.index.store().sweep(self.index.catalog().chunk_ids())
 
     def _plan(self) -> Plan:
+        self.step1_started = time.monotonic()
+        self.awaiting_before = self.index.catalog().awaiting_count()
         self._emit("scanning", 0, 0)
-        return self._plan_paths() or self._plan_all()
+        plan = self._plan_paths() or self._plan_all()
+        self.step1_files = len(plan.changed)
+        return plan
 
     def _plan_all(self) -> Plan:
         catalog = self.index.catalog()
@@ -511,6 +532,8 @@ class Indexer:
             found = self._judge(item, plan.known.get(item.source.path), plan)
             if found:
                 pending.append(found)
+                self.chunks_chunked += len(found.chunks)
+            self.files_chunked = number
             if number % 50 == 0:
                 self._emit("chunking", number, len(plan.changed))
         return pending
@@ -541,33 +564,91 @@ class Indexer:
             return None
         return Pending(record, item.chunks, item.uses)
 
-    def _keywords_first(self, pending: list[Pending], quick: bool) -> bool:
-        """Make keyword search answer over every chunked file at once, while embedding goes on: a
-        provisional in-memory keyword table over the new chunks, searched beside the catalogue's
-        (which leaves out the files being replaced). Queries find a new chunk in `index.pending` until
-        its file is committed; it has no vector score until then. The run forgets the table at its end.
-        A big run does it, and a watcher's run whatever its size: an edit is keyword-searchable before
-        its vectors are stored."""
-        if not pending or (not quick and sum(len(p.chunks) for p in pending) < self.settings.early_keyword_min_chunks):
-            return False
-        self._emit("chunking", len(pending), len(pending), message="keyword index first, then embedding")
-        self.index.pending = {c.id: c for p in pending for c in p.chunks}
-        self.index.keywords.stage(list(self.index.pending.values()))
-        return True
-
-    def _embed_and_commit(self, pending: list[Pending]) -> int:
-        """Embed window after window; each window is stored and committed by a writer thread while the
-        next one is encoded (one write in flight), so the encoder does not wait on the stores."""
-        self.total_chunks = sum(len(p.chunks) for p in pending)
+    def _commit_first(self, pending: list[Pending]) -> int:
+        """Step 1: commit every chunked file, each in one transaction, its chunks listed as awaiting vectors
+        unless a vector of the same content is stored already (copied under the new id). Returns the files
+        committed; a cancel stops between files (those not reached stay at their old version)."""
         self.files_total = len(pending)
-        self._record_run_total(pending)
+        self.step1_files = self.files_chunked + len(pending)  # what was left to commit once chunked
+        self.new_paths = {p.record.path for p in pending} - self.known_paths
+        for number, item in enumerate(pending, 1):
+            if self.cancel.is_set():
+                break
+            try:
+                awaiting = self._reuse_vectors(item)
+                stale = self.index.catalog().commit_file(item.record, item.chunks, item.uses, awaiting)
+                self.index.store().delete(stale)
+            except Exception as error:
+                if store_down(error):
+                    raise
+                log.warning("%s could not be stored", item.record.path, exc_info=True)
+                self.failed.append(SkippedFile(item.record.path, f"could not be stored: {short_reason(error)}"))
+                continue
+            self.files_committed += 1
+            self.files_added += item.record.path in self.new_paths
+            if number % 50 == 0 or number == len(pending):
+                self._emit("chunking", number, len(pending), message="names, files, keywords and references")
+        return self.files_committed
+
+    def _reuse_vectors(self, item: Pending) -> list[str]:
+        """The ids of a file's new chunks that need a vector made. A chunk whose id is unchanged keeps its
+        stored vector; one whose content the file had before (moved lines) gets that vector under its new id."""
+        if self.everything or item.record.path not in self.known_paths:
+            return [c.id for c in item.chunks]
+        catalog = self.index.catalog()
+        waiting = {c.id for c in catalog.awaiting_chunks(item.record.path)}
+        old = {(c.path, c.content_hash[:HASH_CHARS]): c.id for c in catalog.chunks(path=item.record.path)
+               if c.id not in waiting}
+        stored = self.index.store().embeddings(sorted(set(old.values())))
+        copied, awaiting = [], []
+        for chunk in item.chunks:
+            old_id = old.get((chunk.path, chunk.content_hash[:HASH_CHARS]))
+            if old_id not in stored:
+                awaiting.append(chunk.id)
+            elif old_id != chunk.id:
+                copied.append((chunk, stored[old_id]))
+        if copied:  # written before the commit: a crash between leaves orphans, swept by the next run
+            self.index.store().upsert([c for c, _ in copied], np.asarray([v for _, v in copied], dtype=np.float32))
+        self.reused += len(copied)
+        return awaiting
+
+    def _after_first(self, plan: Plan, changed: bool, quick: bool) -> None:
+        """The end of step 1: skipped files, the history and the reference counts, before any vector."""
+        catalog = self.index.catalog()
+        catalog.set_skipped(sorted(plan.skipped + self.failed, key=lambda s: s.path), only=plan.targeted)
+        self._update_history()
+        changed = changed or references_stale(catalog)
+        if changed and quick:
+            catalog.set_meta(references_stale="1")
+            self.references_deferred = True
+        elif changed and not self.cancel.is_set():
+            self._emit("finalizing", 0, 0, message="counting references")
+            refresh_references(self.index)
+        catalog.set_meta(updated_at=now_iso())
+        self.step1_seconds = time.monotonic() - (self.step1_started or self.started)
+
+    def _embed_awaiting(self) -> int:
+        """Step 2: embed the chunks awaiting vectors (this run's and any an earlier run left), the most
+        useful files first, window after window; each window is stored and marked by a writer thread while
+        the next one is encoded (one write in flight), so the encoder does not wait on the stores."""
+        catalog = self.index.catalog()
+        counts = catalog.awaiting_paths()
+        commits = self.index.history_store().commits() if counts and self.index.history_state().commits else []
+        order = vector_order(list(counts), commits, self.order_before)
+        self.total_chunks = sum(counts.values())
+        self.files_total = len(order)
+        self.files_committed = 0
+        self._record_run_total()
+        if not order:
+            return 0
         self.embed_started = time.monotonic()
         self._emit("embedding", 0, self.files_total, 0, self.total_chunks)
         writer = ThreadPoolExecutor(1, thread_name_prefix="ke-store")
         self.writer = writer
         try:
-            for batch in _batches(pending, WINDOW_CHUNKS):
-                if self.cancel.is_set() or not self._embed_batch(batch):
+            for paths in _windows(order, counts, WINDOW_CHUNKS):
+                batch = [Pending(FileRecord(path, "", 0, 0, ""), catalog.awaiting_chunks(path)) for path in paths]
+                if self.cancel.is_set() or not self._embed_batch([p for p in batch if p.chunks]):
                     break
                 self._emit("embedding", self.files_committed, self.files_total, self.made, self.total_chunks)
             self._written()
@@ -576,15 +657,13 @@ class Indexer:
             writer.shutdown(wait=True)  # a run stopping on an error still lets the last write end first
         return self.files_committed
 
-    def _record_run_total(self, pending: list[Pending]) -> None:
-        """The chunks the index will hold at the end of this run, for "1,200 of 7,206 chunks done"
-        (kept in the catalogue, so an interrupted run reopened still says it)."""
+    def _record_run_total(self) -> None:
+        """The chunks the index holds at the end of this run, for "1,200 of 7,206 chunks done" (kept in the
+        catalogue, so an interrupted run reopened still says it); those with vectors already count as done."""
         catalog = self.index.catalog()
-        known = catalog.files([p.record.path for p in pending])
-        self.new_paths = {p.record.path for p in pending} - set(known)
-        replaced = sum(len(catalog.chunks(path=p.record.path)) for p in pending if p.record.path in known)
-        self.kept_chunks = catalog.counts()[1] - replaced
-        catalog.set_meta(run_chunks_total=str(self.kept_chunks + self.total_chunks))
+        chunks = catalog.counts()[1]
+        self.kept_chunks = chunks - self.total_chunks
+        catalog.set_meta(run_chunks_total=str(chunks))
 
     def _embed_batch(self, batch: list[Pending]) -> bool:
         """Embed a window and hand it to the writer; when that fails, retry its files one by one to find
@@ -630,8 +709,6 @@ class Indexer:
                 self.index.store().count()
         except Exception as probe_error:
             raise self._stopped(StageError(error.stage, probe_error)) from probe_error
-        for chunk in item.chunks:
-            self.index.pending.pop(chunk.id, None)
         self.failed.append(SkippedFile(item.record.path, f"could not be {error.stage}: {short_reason(error.error)}"))
 
     def _stopped(self, error: StageError) -> IndexStoreError:
@@ -673,41 +750,24 @@ class Indexer:
             self._retry(batch, error)
 
     def _store_and_commit(self, complete: list, vectors: np.ndarray, counts: tuple[int, int]) -> None:
+        """Store a window's vectors, then mark its chunks as having them (one transaction)."""
         positions = [i for _, span in complete for i in span]
         chunks = [c for item, _ in complete for c in item.chunks]
+        if not chunks:
+            return
         try:
             self.index.store().upsert(chunks, vectors[positions])
-        except Exception as error:  # vectors written so far are orphans, swept by the next run
+        except Exception as error:  # those stored so far are written again by the next run
             raise StageError("stored", error) from error
-        for item, _ in complete:  # commit: from here on readers see the new version of each file
-            stale = self.index.catalog().commit_file(item.record, item.chunks, item.uses)
-            self.index.store().delete(stale)
-            for chunk in item.chunks:
-                self.index.pending.pop(chunk.id, None)
+        self.index.catalog().vectors_stored([c.id for c in chunks])
         self.files_committed += len(complete)
-        self.files_added += sum(item.record.path in self.new_paths for item, _ in complete)
-        self.embedded += counts[0]
-        self.reused += counts[1]
+        self.embedded += len(chunks)  # (of a window a cancel cut short, the files it finished)
+        self.reused += min(counts[1], len(chunks))
 
     def _vectors(self, batch: list[Pending], chunks: list[Chunk]) -> tuple[np.ndarray, set[int]]:
-        """Embed only chunks whose content is new; reuse stored vectors for the others.
-        Returns the vectors and the positions that have one."""
-        reusable = {} if self.everything else self._reusable_ids(batch)
-        try:
-            stored = self.index.store().embeddings(sorted(set(reusable.values())))
-        except Exception as error:
-            raise StageError("stored", error) from error
+        """The window's vectors, and the positions that have one (all but those a cancel left)."""
         vectors = np.zeros((len(chunks), self._dimension()), dtype=np.float32)
-        fresh, ready = [], set()
-        for position, chunk in enumerate(chunks):
-            old_id = reusable.get((chunk.path, chunk.content_hash[:HASH_CHARS]))
-            if old_id in stored:
-                vectors[position] = stored[old_id]
-                ready.add(position)
-            else:
-                fresh.append(position)
-        ready |= self._encode_into(vectors, chunks, fresh)
-        return vectors, ready
+        return vectors, self._encode_into(vectors, chunks, list(range(len(chunks))))
 
     def _encode_into(self, vectors: np.ndarray, chunks: list[Chunk], fresh: list[int]) -> set[int]:
         """Take what the shared cache holds, then encode the rest in length-sorted slices (less padding),
@@ -740,10 +800,6 @@ class Indexer:
                        self.total_chunks)
         return done | set(fresh)
 
-    def _reusable_ids(self, batch: list[Pending]) -> dict[tuple[str, str], str]:
-        catalog = self.index.catalog()
-        return {(c.path, c.content_hash[:HASH_CHARS]): c.id for item in batch for c in catalog.chunks(path=item.record.path)}
-
     def _update_history(self) -> None:
         """Store the commits new since the last run (services/indexing/history.py); a failure to read them is
         recorded as the history's state, never fails the run."""
@@ -755,19 +811,15 @@ class Indexer:
         except Exception:  # the store could not even be opened (e.g. disk full): the history stays as it was
             log.warning("the history of %s could not be stored", self.index.root, exc_info=True)
 
-    def _finish(self, plan: Plan, changed: bool, quick: bool = False) -> None:
+    def _finish(self, plan: Plan, quick: bool = False) -> None:
         catalog = self.index.catalog()
-        catalog.set_skipped(plan.skipped, only=plan.targeted)  # a watcher's run reports its paths' alone
+        if self.failed:  # files step 2 could not embed: listed with the rest (their chunks still await vectors)
+            catalog.set_skipped(plan.skipped, only=plan.targeted)
         if self.embedded:  # health tells how many vectors the last run that needed some found in the cache
             catalog.set_meta(last_run_vectors=str(self.embedded), last_run_reused=str(self.reused),
                              cache_repair=self.vector_maker.repair_note())
-        changed = changed or references_stale(catalog)
-        if changed and quick:
-            catalog.set_meta(references_stale="1")
-            self.references_deferred = True
-        elif changed:
-            self._emit("finalizing", 0, 0, message="counting references")
-            refresh_references(self.index)
+        if self.embedded >= RATE_SAMPLE and self.embed_started:  # the next run's progress weighs step 2 by it
+            catalog.set_meta(chunks_per_second=f"{self.embedded / (time.monotonic() - self.embed_started):.1f}")
         catalog.set_meta(updated_at=now_iso())
         if not self.cancel.is_set():  # it reached its end: nothing to resume
             catalog.set_meta(run_started="", run_chunks_total="")
@@ -786,10 +838,54 @@ class Indexer:
         if phase == "embedding" and not message:  # where the vectors are computed, for the status bar
             message = self._encoder_line()
         job = (self.kept_chunks + chunks_done, self.kept_chunks + chunks_total) if chunks_total else (0, 0)
-        event = ProgressEvent(phase, files_done, files_total, chunks_done, chunks_total, round(rate, 2), left, message,
-                              *job)
+        share, seconds_left = self.run_share(now)
+        if phase in ("done", "cancelled"):
+            share, seconds_left = (1.0 if phase == "done" else share), None
+        event = ProgressEvent(phase, files_done, files_total, chunks_done, chunks_total, round(rate, 2),
+                              left if seconds_left is None else round(seconds_left, 1), message, *job,
+                              run_percent=None if share is None else int(100 * share), step=self.step())
         self.last_event = event
         self.progress(event)
+
+    def step(self) -> int:
+        """1 while files are read, chunked and committed (names, keywords, graph, history); 2 while vectors
+        are made; 0 before the scan."""
+        return 0 if self.step1_started is None else (1 if self.step1_seconds is None else 2)
+
+    def run_share(self, rate_now: float) -> tuple[float | None, float | None]:
+        """(the whole run's share done, seconds left), each step weighed by its measured cost: step 1 at
+        the speed its files went so far, step 2's chunks at the encoder's speed (of the last 30 s, else of
+        the last run, else of the encoder's timing on this machine). In step 2 the share is step 1's weight
+        plus the rest times the share of the index's chunks with vectors: it never runs ahead of them, and a
+        resumed run starts where the last one stopped. (None, None) before anything is counted."""
+        rate = rate_now or self._rate_hint()
+        if self.step1_seconds is None:
+            if not self.step1_files or self.step1_started is None:
+                return None, None
+            done = (self.files_chunked + self.files_committed) / (2 * self.step1_files)
+            spent = time.monotonic() - self.step1_started
+            if done <= 0:
+                return 0.0, None
+            per_file = self.chunks_chunked / max(self.files_chunked, 1)
+            left = spent * (1 - done) / done + (self.awaiting_before + per_file * self.step1_files) / rate
+            return min(spent / (spent + left), 1.0), left
+        if not self.total_chunks:
+            return None, None
+        if self.step1_weight is None:  # fixed as step 2 begins: the bar then moves only with vectors made
+            self.step1_weight = self.step1_seconds / (self.step1_seconds + self.total_chunks / rate)
+        whole = self.kept_chunks + self.total_chunks  # of the whole index: a resumed run starts where it stopped
+        made = min(self.kept_chunks + self.made, whole) / whole
+        return self.step1_weight + (1 - self.step1_weight) * made, max(self.total_chunks - self.made, 0) / rate
+
+    def _rate_hint(self) -> float:
+        """Chunks per second the encoder is expected to make before this run measured it."""
+        try:
+            recorded = float(self.index.catalog().get_meta("chunks_per_second", "0") or 0)
+        except (ValueError, Exception):
+            recorded = 0.0
+        timed = re.search(r"(\d+) chunks/s", getattr(self.embedder, "note", "") or "")
+        return recorded or (float(timed.group(1)) if timed else 0.0) or DEFAULT_RATE
+
 
     def _encoder_line(self) -> str:
         """Where embedding runs, for progress: "torch on cuda, fp16, batch 512" (names the device)."""
@@ -825,15 +921,15 @@ def _unreadable_at(path: str, skipped: list[SkippedFile]) -> bool:
                                                       or s.path == ".") for s in skipped)
 
 
-def _batches(pending: list[Pending], size: int):
-    """Windows of files holding about `size` chunks. The first windows are smaller (32, 64, ...),
-    so the first files are searchable within seconds and an early cancel still keeps some."""
-    batch, count, wanted = [], 0, min(FIRST_WINDOW_CHUNKS, size)
-    for item in pending:
-        batch.append(item)
-        count += len(item.chunks)
+def _windows(order: list[str], counts: dict[str, int], size: int):
+    """Files in `order`, in windows holding about `size` chunks (`counts`: each file's). The first windows
+    are smaller (32, 64, ...), so the first vectors are searchable within seconds and an early cancel keeps some."""
+    window, count, wanted = [], 0, min(FIRST_WINDOW_CHUNKS, size)
+    for path in order:
+        window.append(path)
+        count += counts[path]
         if count >= wanted:
-            yield batch
-            batch, count, wanted = [], 0, min(wanted * 2, size)
-    if batch:
-        yield batch
+            yield window
+            window, count, wanted = [], 0, min(wanted * 2, size)
+    if window:
+        yield window

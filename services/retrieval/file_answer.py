@@ -119,7 +119,8 @@ class FileRanker:
                                      r.score) for r in by_path.get(path, [])[:BEST_CHUNKS])
             files.append(RankedFile(path, rank, float(total[i]), original_rank.get(path), chunks, signals))
         return FileAnswer(result.question, result.strategy, files, original[:max_files], self.history, before,
-                          question_note=result.question_note, strategy_note=result.strategy_note)
+                          question_note=result.question_note, strategy_note=result.strategy_note,
+                          warning=result.warning)
 
     def features(self, result: QueryResult, before: int | None, weights: fr.Weights
                  ) -> tuple[dict[str, np.ndarray], _Why]:
@@ -128,7 +129,9 @@ class FileRanker:
         for r in result.original:
             why.vector.setdefault(r.chunk.path, []).append(r)
         feats = dict(why.features, chunks=self.index.fold(fr.chunk_evidence(evidence(result.results), weights.chunk_decay)))
-        if result.reranked:  # the vector ranking as a second opinion (without reranking it is the first)
+        # the vector ranking as a second opinion (without reranking it is the first); not while chunks await
+        # their vectors: it would favour the files that have theirs
+        if result.reranked and result.chunks_with_vectors is None:
             feats["vector"] = self.index.fold(fr.chunk_evidence(evidence(result.original), weights.chunk_decay))
         if self.catalog is not None and weights.graph and self.catalog.graph_ready():
             names = why.signals.names() if self.graph_names else []

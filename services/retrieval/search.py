@@ -107,6 +107,9 @@ class Searcher:
         ranked, was_reranked, fallback = steps.rerank(strategy, request)
         kept = steps.above_threshold(ranked, strategy.scale if was_reranked else SIMILARITY,
                                      options.min_relevance, strategy.score_threshold, cosines)
+        missing = self.index.catalog().awaiting_count()  # chunks a run has not made vectors for yet
+        if missing:
+            kept = steps.fuse(kept, self.without_vectors(question, pool, allowed, definitions), 1 - missing / total)
         if strategy.reranks and reading.navigation:
             kept = steps.names_first(kept, definitions, ranked + pooled, reading)
         original = [c for c in semantic if c.original_score >= options.min_relevance][:options.top_k]
@@ -120,9 +123,10 @@ class Searcher:
         result = replace(result, reading=reading.kind, reading_note=steps.reading_note(reading, definitions),
                          question_note=steps.reduction_note(question, strategy.name, self.settings),
                          strategy_note=strategy_note)
-        if total > self.index.catalog().counts()[1]:  # a run is embedding: only committed chunks have vectors
-            result = replace(result, chunks_with_vectors=self.index.catalog().counts()[1])
-        if not semantic and not self.index.running:
+        if missing:
+            result = replace(result, chunks_with_vectors=total - missing,
+                             warning=steps.vectors_note(total - missing, total))
+        elif not semantic and not self.index.running:
             result = self.check_vectors(result)
         return self.mark_stale(result if top else self.explain_empty(result, vector, options, pool))
 
@@ -144,8 +148,21 @@ class Searcher:
         return semantic, keyword, self.searched()
 
     def searched(self) -> int:
-        """The chunks a question searches: those committed, and those a run is embedding."""
-        return self.index.catalog().counts()[1] + len(self.index.pending)
+        """The chunks a question searches: every committed one (by vector only those with theirs)."""
+        return self.index.catalog().counts()[1]
+
+    def without_vectors(self, question: str, pool: int, allowed: set[str] | None,
+                        definitions: list[names.Definition]) -> list[Candidate]:
+        """While a run makes vectors: the chunks without one that the question's names define, then those
+        its keywords find (BM25), for steps.fuse to rank beside the vector-ranked ones."""
+        awaiting = self.index.catalog().awaiting_ids()
+        if allowed is not None:
+            awaiting &= allowed
+        named = [d.chunk for d in definitions if d.chunk.id in awaiting]
+        hits = self.index.keywords.search(question, min(pool, KEYWORD_POOL), awaiting)
+        chunks = self.index.chunks([i for i, _ in hits])
+        found = list({c.id: c for c in named + [chunks[i] for i, _ in hits if i in chunks]}.values())
+        return [Candidate(c, 0.0, None, None) for c in found]
 
     def name_query(self, question: str, options: QueryOptions, reading: names.Reading) -> QueryResult | None:
         """`auto` on a name: its definitions, then the chunks that use it by keyword, no vectors
@@ -187,7 +204,7 @@ class Searcher:
     def check_vectors(self, result: QueryResult) -> QueryResult:
         """No vector candidate at all: when the store holds fewer vectors than the catalogue has chunks
         (a store emptied or lost), the answer says so instead of passing for an empty one."""
-        catalogued = self.index.catalog().counts()[1]
+        catalogued = len(self.index.catalog().vector_ids())
         stored = self.index.store().count()
         if stored >= catalogued:
             return result
@@ -249,8 +266,6 @@ class Searcher:
             return result
         paths = [r.chunk.path for r in result.results + result.original]
         states = steps.file_states(self.index.root, paths, self.index.catalog().files(paths))
-        underway = {c.path for c in list(self.index.pending.values())}  # chunked by the run under way: fresh
-        states = {path: "" if path in underway else state for path, state in states.items()}
         result = steps.mark_stale(result, states)
         grown = steps.over_limit(self.index.root, [p for p, s in sorted(states.items()) if s == "modified"],
                                  self.settings.max_file_bytes)

@@ -6,6 +6,11 @@ its new one; vectors whose ids the catalogue does not list are ignored and swept
 The keyword indexes (FTS5 tables: per chunk, services/storage/keyword_index.py; per file,
 services/storage/file_words.py) are written in the same transactions, so they always list exactly the
 catalogued chunks and files.
+
+An indexing run commits a file in two steps (services/indexing/indexer.py): first its chunks, names, keywords
+and references, each chunk listed in `awaiting` (its vector is not stored yet); then, once its vectors are
+stored, the chunks leave `awaiting`. A chunk awaiting its vector is a state, never damage: the vector store
+is expected to hold a vector for every chunk *not* awaiting one (vector_ids).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import json
 import sqlite3
 import threading
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +46,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     contiguous INTEGER NOT NULL DEFAULT 1);
 CREATE TABLE IF NOT EXISTS skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS texts (file INTEGER PRIMARY KEY, text BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS awaiting (vid TEXT PRIMARY KEY);
 """
 
 # 2: chunk text only here, none in Chroma (its documents were a second copy)
@@ -200,9 +207,11 @@ class Catalog:
                            (folder + "/", folder + "0"))  # "0" sorts just after "/"
         return {r[0]: FileRecord(*r) for r in rows}
 
-    def commit_file(self, record: FileRecord, chunks: list[Chunk], uses: dict[str, str] | None = None) -> list[str]:
+    def commit_file(self, record: FileRecord, chunks: list[Chunk], uses: dict[str, str] | None = None,
+                    awaiting: Iterable[str] = ()) -> list[str]:
         """Replace a file's chunks, and its references when `uses` is given ({name: encoded uses}, the code
-        graph's), in one transaction; return the ids it no longer has."""
+        graph's), in one transaction; return the ids it no longer has. `awaiting`: the ids of those chunks
+        whose vectors are not stored yet."""
         with self._lock, self._transaction():
             self._db.execute("INSERT INTO files VALUES (?,?,?,?,?) ON CONFLICT(path) DO UPDATE SET "
                              "file_hash = excluded.file_hash, size = excluded.size, mtime_ns = excluded.mtime_ns, "
@@ -213,7 +222,9 @@ class Catalog:
             old = set(self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS} WHERE c.file = ?", (number,)))
             words.remove(self._db, self._word_rows(number))
             self._remove_file_words(number, record.path)
+            self._db.execute("DELETE FROM awaiting WHERE vid IN (SELECT vid FROM chunks WHERE file = ?)", (number,))
             self._db.execute("DELETE FROM chunks WHERE file = ?", (number,))
+            self._db.executemany("INSERT OR IGNORE INTO awaiting VALUES (?)", [(vector_id(i),) for i in awaiting])
             text, spans = _layout(chunks)
             self._db.executemany(f"INSERT INTO chunks ({INSERT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                  [_chunk_row(c, number, span) for c, span in zip(chunks, spans)])
@@ -235,6 +246,7 @@ class Catalog:
             ids = self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS} WHERE c.file = ?", (number,))
             words.remove(self._db, self._word_rows(number))
             self._remove_file_words(number, path)
+            self._db.execute("DELETE FROM awaiting WHERE vid IN (SELECT vid FROM chunks WHERE file = ?)", (number,))
             self._db.execute("DELETE FROM chunks WHERE file = ?", (number,))
             self._db.execute("DELETE FROM texts WHERE file = ?", (number,))
             code_graph.remove(self._db, number)
@@ -253,7 +265,7 @@ class Catalog:
 
     def clear(self) -> None:
         with self._lock, self._transaction():
-            for table in ("files", "chunks", "texts", "skipped", "meta"):
+            for table in ("files", "chunks", "texts", "skipped", "meta", "awaiting"):
                 self._db.execute(f"DELETE FROM {table}")
             if self._current_layout():
                 words.remove_all(self._db)
@@ -372,8 +384,31 @@ class Catalog:
         return set(self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS}"))
 
     def vector_ids(self) -> list[str]:
-        """The vector id of every chunk (what the vector store should hold)."""
-        return [row[0] for row in self._query("SELECT vid FROM chunks")]
+        """The vector id of every chunk that is not awaiting its vector (what the vector store should hold)."""
+        return [row[0] for row in self._query("SELECT vid FROM chunks WHERE vid NOT IN (SELECT vid FROM awaiting)")]
+
+    # --- chunks awaiting their vectors (the second step of a run) ---
+    def awaiting_count(self) -> int:
+        """Chunks committed whose vectors are not stored yet."""
+        return self._query("SELECT COUNT(*) FROM awaiting")[0][0]
+
+    def awaiting_paths(self) -> dict[str, int]:
+        """{path: chunks awaiting their vectors} of every file that has some."""
+        return dict(self._query(f"SELECT f.path, COUNT(*) FROM {CHUNKS} JOIN awaiting a ON a.vid = c.vid "
+                                "GROUP BY f.path"))
+
+    def awaiting_chunks(self, path: str) -> list[Chunk]:
+        """A file's chunks whose vectors are not stored yet, by line."""
+        return self._read("WHERE f.path = ? AND c.vid IN (SELECT vid FROM awaiting) ORDER BY c.start_line", (path,))
+
+    def awaiting_ids(self) -> set[str]:
+        """The ids of every chunk awaiting its vector."""
+        return set(self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS} JOIN awaiting a ON a.vid = c.vid"))
+
+    def vectors_stored(self, ids: list[str]) -> None:
+        """These chunks' vectors are stored: they await nothing now (one transaction)."""
+        with self._lock, self._transaction():
+            self._db.executemany("DELETE FROM awaiting WHERE vid = ?", [(vector_id(i),) for i in ids])
 
     def paths_of_vectors(self, vids: list[str]) -> set[str]:
         """The files holding these vector ids' chunks."""

@@ -14,20 +14,17 @@ MoreLikeThis picks them: count in the question x IDF, best first, until they rea
 MAX_WORDS words (`telling`). A short question is bounded the same way: on a big index its commonest words
 reach too many rows (at a million chunks `line` alone reaches ~100,000), and they add least to the scores;
 a question whose words reach at most MAX_ROWS rows (every question, on an index under 10,000 chunks) is
-scored whole. While a run embeds many
-chunks, a provisional in-memory table over the chunks waiting for their vectors answers beside the
-catalogue's (`stage`, `forget`).
+scored whole. A run commits every file's chunks (and so their words) before it makes their vectors:
+keyword search covers the whole workspace while vectors are still being made.
 """
 
 from __future__ import annotations
 
 import math
 import sqlite3
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import Protocol
-
+from typing import Any
 
 from services.core.batching import batches, marks
 from services.core.models import Chunk
@@ -141,52 +138,11 @@ def row_count(db: sqlite3.Connection) -> int:
     return db.execute(f"SELECT COUNT(*) FROM {TABLE}_docsize").fetchone()[0]
 
 
-class Searchable(Protocol):
-    """What the catalogue (services/storage/catalog.py) and a provisional table both answer."""
-
-    def ranked(self, tokens: list[str], limit: int | None) -> list[tuple[int, float]]: ...
-
-    def weighted(self, weights: dict[str, float], limit: int) -> list[tuple[int, float]]: ...
-
-    def refs(self, rowids: list[int]) -> dict[int, tuple[str, str]]: ...
-
-
-class Provisional:
-    """An in-memory table over chunks that are not committed yet (a run's chunks waiting for vectors)."""
-
-    def __init__(self, chunks: list[Chunk]) -> None:
-        self.ids = [c.id for c in chunks]
-        self.paths = {c.path for c in chunks}
-        self._db = sqlite3.connect(":memory:", check_same_thread=False)
-        self._lock = threading.Lock()
-        create(self._db)
-        add(self._db, ((n, chunk_words(c)) for n, c in enumerate(chunks)))
-
-    def ranked(self, tokens: list[str], limit: int | None) -> list[tuple[int, float]]:
-        with self._lock:
-            return ranked(self._db, tokens, limit)
-
-    def weighted(self, weights: dict[str, float], limit: int) -> list[tuple[int, float]]:
-        with self._lock:
-            return weighted(self._db, weights, limit)
-
-    def refs(self, rowids: list[int]) -> dict[int, tuple[str, str]]:
-        return {r: (self.ids[r], "") for r in rowids}
-
-
 class KeywordIndex:
-    """Top-k BM25 search over the catalogue's chunks (and a run's staged ones)."""
+    """Top-k BM25 search over the catalogue's chunks (services/storage/catalog.py)."""
 
-    def __init__(self, catalog: Callable[[], Searchable]) -> None:
+    def __init__(self, catalog: Callable[[], Any]) -> None:
         self._catalog = catalog
-        self._provisional: Provisional | None = None
-
-    def stage(self, chunks: list[Chunk]) -> None:
-        """Make not-yet-committed chunks searchable (their files' committed chunks are left out) until forget()."""
-        self._provisional = Provisional(chunks) if chunks else None
-
-    def forget(self) -> None:
-        self._provisional = None
 
     def search(self, query: str, k: int, allowed: set[str] | None = None) -> list[tuple[str, float]]:
         """Top-k (id, BM25 score) with score > 0; `allowed` restricts to those ids (filters inside)."""
@@ -209,33 +165,18 @@ class KeywordIndex:
         return self._top(k, None, lambda source, limit: source.weighted(weights, limit))
 
     def _top(self, k: int, allowed: set[str] | None,
-             best_rows: Callable[[Searchable, int], list[tuple[int, float]]]) -> list[tuple[str, float]]:
-        """The k best hits over the catalogue and the staged table; `best_rows(source, limit)` gives a source's
-        best (row, score) pairs. A filter (or the staged files' committed chunks) may drop many: the limit
-        widens until k are kept or every match was seen."""
-        staged = self._provisional
-        hits = []
-        for source in (self._catalog(), staged):
-            if source is None:
-                continue
-            accept = self._acceptor(allowed, staged if source is not staged else None)
-            limit = k if accept is None else max(4 * k, MAP_BATCH)
-            while True:
-                rows = best_rows(source, limit)
-                found = _first(rows, k, source.refs, accept)
-                if len(found) == k or len(rows) < limit:
-                    break
-                limit *= 16
-            hits += found
-        return _best(hits, k)
-
-    @staticmethod
-    def _acceptor(allowed: set[str] | None, staged: Provisional | None) -> Callable[[str, str], bool] | None:
-        """Which (id, path) hits to keep: those allowed, and none from a file the staged table replaces."""
-        paths = staged.paths if staged is not None else None
-        if allowed is None and not paths:
-            return None
-        return lambda i, path: (allowed is None or i in allowed) and not (paths and path in paths)
+             best_rows: Callable[[Any, int], list[tuple[int, float]]]) -> list[tuple[str, float]]:
+        """The k best hits over the catalogue; `best_rows(catalog, limit)` gives its best (row, score) pairs.
+        A filter may drop many: the limit widens until k are kept or every match was seen."""
+        catalog = self._catalog()
+        accept = None if allowed is None else (lambda i, path: i in allowed)
+        limit = k if accept is None else max(4 * k, MAP_BATCH)
+        while True:
+            rows = best_rows(catalog, limit)
+            found = _first(rows, k, catalog.refs, accept)
+            if len(found) == k or len(rows) < limit:
+                return _best(found, k)
+            limit *= 16
 
 
 def _first(rows: list[tuple[int, float]], k: int, refs: Callable[[list[int]], dict[int, tuple[str, str]]],

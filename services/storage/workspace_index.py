@@ -67,16 +67,13 @@ class WorkspaceIndex:
         self.folder = data_dir / "workspaces" / self.key
         self.chroma_url = chroma_url
         self.keywords = KeywordIndex(self.catalog)
-        # Chunked but not yet embedded and committed, by id, while a run embeds (in this process):
-        # the keyword index already answers over them; the catalogue lists them once committed.
-        self.pending: dict[str, Chunk] = {}
         self._catalog: Catalog | None = None
         self._store: VectorStore | None = None
         self._projection: Projection | None = None
         self._history_store: HistoryStore | None = None
         self._history: tuple[int, CommitIndex | None] | None = None  # (store generation, index built on it)
         self._history_lock = threading.Lock()
-        self.running = False  # an indexing run is under way (its keyword index is provisional)
+        self.running = False  # an indexing run is under way
         self.run = None  # the Indexer of the run under way (its state, cancel event and last progress)
         self.integrity = None  # the last integrity check (services/indexing/integrity.py); None: check again
 
@@ -184,19 +181,15 @@ class WorkspaceIndex:
         return f"The index folder {self.folder} was deleted. Reindex to rebuild it." if was_open else ""
 
     def chunks(self, ids: list[str]) -> dict[str, Chunk]:
-        """Chunks by id: committed ones from the catalogue, then those still being embedded."""
-        found = {c.id: c for c in self.catalog().chunks(ids)}
-        pending = self.pending
-        found.update((i, pending[i]) for i in ids if i not in found and i in pending)
-        return found
+        """Chunks by id."""
+        return {c.id: c for c in self.catalog().chunks(ids)}
 
     def paths(self) -> list[str]:
-        """Every indexed path, and those of files still being embedded."""
-        return sorted(set(self.catalog().files()) | {c.path for c in list(self.pending.values())})
+        """Every indexed path."""
+        return sorted(self.catalog().files())
 
     def id_paths_languages(self) -> list[tuple[str, str, str]]:
-        pending = list(self.pending.values())
-        return self.catalog().id_paths_languages() + [(c.id, c.path, c.language) for c in pending]
+        return self.catalog().id_paths_languages()
 
     def require(self) -> None:
         """Raise a clear error when there is no index, or its folder vanished under a running app."""

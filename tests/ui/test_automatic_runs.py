@@ -58,7 +58,8 @@ def test_ctrl_period_during_an_automatic_run_pauses_automatic_indexing_until_f5(
     assert window.messages.action_button.text() == "Resume"
     assert service.scheduler.paused(root) and not service.scheduler.running(root)
     assert window.health_panel.running == "" and window.health_panel.badge.text() != "indexing…"
-    assert window.health.stale_files  # what the run did not reach is listed, not lost
+    # what the run did not reach is kept, not lost: committed (step 1), its vectors awaited
+    assert window.health.chunks_embedded < window.health.chunks
     encoded = len(calls)
 
     write_stages(workspace / "later", 100, 3)  # files keep changing: listed as stale, no run starts

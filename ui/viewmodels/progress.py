@@ -1,6 +1,6 @@
 """An index run's progress, one way for every place that shows it (the panel's bar and line, the status
-bar, the window title): always of the whole job, i.e. the index's chunks done of the chunks it holds once
-the run is done, never of what is left of a resumed run."""
+bar, the window title): the engine's share of the whole run (`run_percent`: step 1, names and files, and
+step 2, vectors, weighed by their measured cost), never of what is left of a resumed run."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from services.core.models import IndexHealth, ProgressEvent
 
 
 def progress_fraction(event: ProgressEvent) -> tuple[int, int]:
-    """(value, maximum) for a progress bar: the index's chunks when known, else this run's chunks or
-    files; (0, 0) while nothing is counted yet (a busy indicator)."""
+    """(value, maximum) for a progress bar: the run's share (of 100) when the engine counts it, else the
+    index's chunks, this run's chunks or files; (0, 0) while nothing is counted yet (a busy indicator)."""
+    if event.run_percent is not None:
+        return event.run_percent, 100
     if event.index_total:
         return min(event.index_done, event.index_total), event.index_total
     if event.chunks_total:
@@ -42,6 +44,9 @@ class RunProgress:
         self.shown = (0, 0)
 
 
+STEPS = {1: "Step 1 of 2, names and files: ", 2: "Step 2 of 2, vectors: "}
+
+
 def progress_percent(event: ProgressEvent) -> int | None:
     """The bar's percentage (None while it is a busy indicator), for the title."""
     value, maximum = progress_fraction(event)
@@ -53,10 +58,14 @@ def progress_text(event: ProgressEvent, percent: int | None = None) -> str:
     (`percent`: the bar's, when it is held from going backwards)."""
     if event.phase == "preparing" and event.message:
         return f"Preparing the model: {event.message.removeprefix('preparing the embedding model ')}"
-    parts = [event.phase.capitalize()]
-    if event.index_total:
-        parts.append(f"{min(event.index_done, event.index_total):,} of {event.index_total:,} chunks "
-                     f"({progress_percent(event) if percent is None else percent} %)")
+    parts = [STEPS.get(event.step, "") + event.phase.capitalize()]
+    shown = progress_percent(event) if percent is None else percent
+    if event.index_total and event.run_percent is not None:
+        parts.append(f"vectors for {min(event.index_done, event.index_total):,} of {event.index_total:,} chunks")
+    elif event.index_total:
+        parts.append(f"{min(event.index_done, event.index_total):,} of {event.index_total:,} chunks ({shown} %)")
+    if event.run_percent is not None and shown is not None:
+        parts.append(f"{shown} % of the run")
     if event.files_total:
         parts.append(f"files {event.files_done}/{event.files_total}")
     if event.chunks_total and not event.index_total:

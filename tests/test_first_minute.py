@@ -1,0 +1,207 @@
+"""Useful in the first minute (issue #51): an index run commits every file's names, paths, keywords, code graph
+and history first (step 1), then makes the vectors (step 2). During step 2 go to symbol / file, references
+and keyword answers cover the whole workspace; a question's answer says what it stands on in every face; a
+run killed with SIGKILL in step 2 keeps step 1, and the next run makes only the vectors left, source first.
+
+Real parts: LocalEngine, Chroma, the catalogue, a real REST server on 127.0.0.1 and an MCP client, a real
+`knowledge-explorer index` process, a real git repository. Step 2 is held with a gate on the encoder (the real
+encoder runs, only later): the only way to look at the index mid-run without timing luck."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.render import files_text, query_text
+from services.encoders.embedder import Embedder
+from services.engine.service import LocalEngine
+from services.core.models import QueryOptions
+from services.storage.workspace_index import WorkspaceIndex, workspace_root
+from tests.helpers.engine_server import app_in_thread
+from tests.helpers.stand_in_encoder import stand_in_model, stand_in_settings
+from tests.helpers.waiting import wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.stand_in_encoder]
+REPO = Path(__file__).resolve().parent.parent
+NOTE = "ranked by keywords and names where vectors are missing"
+
+
+@pytest.fixture
+def held_embedding(monkeypatch):
+    """Embedding waits at its first call until released."""
+    reached, release = threading.Event(), threading.Event()
+    original = Embedder.encode_chunks
+
+    def gated(self, chunks):
+        reached.set()
+        release.wait(300)
+        return original(self, chunks)
+
+    monkeypatch.setattr(Embedder, "encode_chunks", gated)
+    yield reached, release
+    release.set()
+
+
+def options(workspace, **kw) -> QueryOptions:
+    return QueryOptions(workspace=str(workspace), min_relevance=0.0, use_cache=False, **kw)
+
+
+async def test_names_files_references_and_keywords_answer_while_vectors_are_made(data_dir, workspace,
+                                                                                 held_embedding):
+    reached, release = held_embedding
+    service = LocalEngine(stand_in_settings(), data_dir=data_dir)
+    try:
+        run = asyncio.create_task(service.index(workspace))
+        await wait_for(reached.is_set, 300, "step 2 to start")
+
+        symbol = await service.goto_symbols("NoteStore", workspace)
+        assert symbol.hits and symbol.hits[0].path == "notes/store.py" and not symbol.message
+        file = await service.goto_files("store.py", workspace)
+        assert "notes/store.py" in [h.path for h in file.hits] and not file.message
+        used_by = await service.references("NoteStore", workspace)
+        assert used_by.total > 0 and used_by.files
+        health = await service.health(workspace)
+        assert health.files == 24 and health.chunks == 121 and health.chunks_embedded == 0
+
+        for strategy in ("auto", "none", "hybrid"):
+            answer = await service.query("save a note to the store", options(workspace, strategy=strategy))
+            assert answer.results, strategy  # by keywords: no chunk has a vector yet
+            assert answer.warning == f"vectors for 0 of 121 chunks (0 %): {NOTE}", strategy
+            assert answer.chunks_with_vectors == 0 and NOTE in query_text(answer)  # the CLI's text
+        files = await service.find_files("save a note to the store", options(workspace, strategy="auto"))
+        assert files.files and files.warning == answer.warning and NOTE in files_text(files)
+        named = await service.query("NoteStore", options(workspace, strategy="auto"))
+        assert not named.warning  # a name is answered whole after step 1
+
+        release.set()
+        report = await run
+        assert report.chunks_embedded == report.chunks_total == 121
+        after = await service.query("save a note to the store", options(workspace))
+        assert not after.warning and after.chunks_with_vectors is None
+        assert any(r.original_score is not None for r in after.results)
+    finally:
+        release.set()
+        service.close()
+
+
+async def test_every_face_says_what_an_answer_stands_on(tmp_path, workspace, held_embedding):
+    """REST and MCP on a real server while step 2 is held (the CLI's --json is the REST JSON: test_faces)."""
+    from mcp import Client
+
+    from app.server import build_app
+
+    reached, release = held_embedding
+    data = tmp_path / "data"
+    service = LocalEngine(stand_in_settings(), data_dir=data, kind="server")
+    app = build_app(service, data, warm=False, allowed_roots=[str(workspace.parent)])
+    try:
+        with app_in_thread(app) as url:
+            async with httpx.AsyncClient(base_url=url, timeout=300) as client:
+                key = (await client.post("/v1/workspaces", json={"path": str(workspace)})).json()["id"]
+                assert (await client.post(f"/v1/workspaces/{key}/index", json={})).status_code == 202
+                await wait_for(reached.is_set, 300, "step 2 to start")
+                rest = (await client.post(f"/v1/workspaces/{key}/query",
+                                          json={"question": "save a note to the store", "min_relevance": 0})).json()
+                assert rest["results"] and rest["chunks_with_vectors"] == 0
+                assert rest["warning"] == f"vectors for 0 of 121 chunks (0 %): {NOTE}"
+            async with Client(url + "/mcp", read_timeout_seconds=300) as mcp:
+                found = (await mcp.call_tool("search", {"question": "save a note to the store", "workspace": key,
+                                                        "top_k": 4})).structured_content
+                assert found["warning"] == rest["warning"]
+                symbol = (await mcp.call_tool("find_symbol", {"name": "NoteStore", "workspace": key})).structured_content
+                assert symbol["hits"] and symbol["hits"][0]["path"] == "notes/store.py"
+            release.set()
+    finally:
+        release.set()
+        service.close()
+
+
+def git_repository(root: Path) -> Path:
+    """A small real repository: source, tests and docs, the source changed most by its history."""
+    root.mkdir()
+    files = {f"docs/page{i}.md": f"# Page {i}\n\nHow to use part {i}.\n" for i in range(6)}
+    files |= {f"tests/test_part{i}.py": f"def test_part{i}():\n    assert part{i}() == {i}\n" for i in range(6)}
+    files |= {f"src/app/part{i}.py": "".join(f"def part{i}_{j}():\n    return {j}\n\n\n" for j in range(4))
+              for i in range(12)}
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git[:3] + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "."], check=True)
+    subprocess.run(git + ["commit", "-qm", "first"], check=True)
+    for n in range(3):  # part5 is the most changed file
+        with (root / "src/app/part5.py").open("a") as handle:
+            handle.write(f"# change {n}\n")
+        subprocess.run(git + ["commit", "-qam", f"fix part5 {n}"], check=True)
+    return root
+
+
+HOLDER = textwrap.dedent("""
+    import sys, threading
+    from services.storage.catalog import Catalog
+    mark, windows = Catalog.vectors_stored, []
+
+    def held_after_one(self, ids):  # the first window's vectors are stored and marked; the second's never are
+        windows.append(len(ids))
+        if len(windows) == 2:
+            print("step 2 held", flush=True)
+            threading.Event().wait()
+        return mark(self, ids)
+
+    Catalog.vectors_stored = held_after_one
+    from app.cli import main
+    sys.exit(main(sys.argv[1:]))
+""")
+
+
+def test_sigkill_in_step_2_keeps_step_1_and_the_next_run_makes_only_the_vectors_left(tmp_path):
+    root, data = git_repository(tmp_path / "repo"), tmp_path / "data"
+    env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1")
+    index = ["index", str(root), "--data-dir", str(data), "--model", str(stand_in_model()), "--backend", "torch"]
+    process = subprocess.Popen([sys.executable, "-c", HOLDER, *index], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert process.stdout.readline().strip() == "step 2 held"
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=60)
+    finally:
+        process.kill()
+
+    service = LocalEngine(stand_in_settings(embedding_backend="torch"), data_dir=data)
+    try:
+        health = asyncio.run(service.health(root))
+        assert health.state == "interrupted" and health.files == 24 and health.chunks == 61
+        assert health.history_commits == 4  # the history is step 1's too
+        assert 0 < health.chunks_embedded < health.chunks
+        assert asyncio.run(service.goto_symbols("part3_2", root)).hits[0].path == "src/app/part3.py"
+        stored = stored_paths(root, data)  # the first window's files (32 chunks): source first, most changed first
+        assert stored and all(path.startswith("src/app/") for path in stored)
+        assert "src/app/part5.py" in stored and "src/app/part9.py" not in stored
+    finally:
+        service.close()
+
+    rerun = subprocess.run([sys.executable, "-m", "app.cli", *index], cwd=REPO, env=env, capture_output=True,
+                           text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    left = 61 - health.chunks_embedded
+    assert f"0 files indexed, 24 unchanged, 0 removed; {left} chunks embedded, 61 in the index" in rerun.stdout
+    assert stored_paths(root, data) == {p for p in WorkspaceIndex(workspace_root(root), data).paths()}
+
+
+def stored_paths(root: Path, data: Path) -> set[str]:
+    """The files whose chunks all have their vectors stored."""
+    index = WorkspaceIndex(workspace_root(root), data)
+    try:
+        return set(index.catalog().files()) - set(index.catalog().awaiting_paths())
+    finally:
+        index.close()
