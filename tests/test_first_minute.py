@@ -24,8 +24,10 @@ import pytest
 from app.render import files_text, query_text
 from services.encoders.embedder import Embedder
 from services.engine.service import LocalEngine
+from services.core.errors import WorkspaceError
 from services.core.models import QueryOptions
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
+from tests.conftest import copy_sample
 from tests.helpers.engine_server import app_in_thread
 from tests.helpers.stand_in_encoder import stand_in_model, stand_in_settings
 from tests.helpers.waiting import wait_for
@@ -205,3 +207,24 @@ def stored_paths(root: Path, data: Path) -> set[str]:
         return set(index.catalog().files()) - set(index.catalog().awaiting_paths())
     finally:
         index.close()
+
+
+async def test_a_run_whose_folder_goes_away_stops_and_keeps_what_it_committed(data_dir, tmp_path, held_embedding):
+    """Issue 50: a folder moved away during a run stopped nothing (it ran on and ended "done")."""
+    reached, release = held_embedding
+    workspace = copy_sample(tmp_path / "workspace")
+    service = LocalEngine(stand_in_settings(), data_dir=data_dir)
+    try:
+        run = asyncio.create_task(service.index(workspace))
+        await wait_for(reached.is_set, 300, "step 2 to start")
+        workspace.rename(tmp_path / "moved")
+        release.set()
+        with pytest.raises(WorkspaceError, match="is missing \\(moved, renamed or deleted\\).*index run stopped"):
+            await run
+        (tmp_path / "moved").rename(workspace)
+        assert (await service.goto_symbols("NoteStore", workspace)).hits  # step 1 kept
+        report = await service.index(workspace)  # the next run makes the vectors left
+        assert report.files_indexed == 0 and report.chunks_embedded > 0
+        assert (await service.health(workspace)).state == "ready"
+    finally:
+        service.close()

@@ -38,6 +38,7 @@ from services.indexing.history import update_history
 from services.encoders import fastest
 from services.encoders.embedder import Embedder, chunk_text
 from services.core.errors import IndexStoreError, IndexUnavailable, KnowledgeError, WorkspaceError
+from services.indexing.health import folder_missing
 from services.indexing import integrity
 from services.indexing.rate import RateMeter, eta
 from services.core.models import Chunk, IndexReport, ProgressEvent, SkippedFile, count_by_reason, nothing_to_index
@@ -225,6 +226,7 @@ class Indexer:
         self.known_paths = set(plan.known)
         self._remove(plan.removed)
         pending = self._chunk(plan)
+        self._still_there()  # files read from a folder that went away are not "removed" nor "unreadable"
         done = self._commit_first(pending)
         changed = bool(plan.removed) or done > 0 or bool(rebuilt_reason)
         self._after_first(plan, changed, quick)
@@ -289,6 +291,13 @@ class Indexer:
         except OSError as error:
             raise WorkspaceError(f"the workspace folder {self.index.root} cannot be read "
                                  f"({(error.strerror or str(error)).lower()}); its index is left as it is.") from error
+
+    def _still_there(self) -> None:
+        """A run stops when its folder goes away under it (moved, renamed or deleted): what it committed
+        stays, chunks without vectors wait for the next run, and nothing is deleted."""
+        if not self.index.root.is_dir():
+            raise WorkspaceError(f"{folder_missing(self.index.root)}; the index run stopped and its index is kept "
+                                 "as it was committed")
 
     def _unreadable_reason(self, full: bool) -> str:
         """Check the index's parts against each other (in full); a reason to rebuild when one is gone or
@@ -647,11 +656,13 @@ class Indexer:
         self.writer = writer
         try:
             for paths in _windows(order, counts, WINDOW_CHUNKS):
+                self._still_there()
                 batch = [Pending(FileRecord(path, "", 0, 0, ""), catalog.awaiting_chunks(path)) for path in paths]
                 if self.cancel.is_set() or not self._embed_batch([p for p in batch if p.chunks]):
                     break
                 self._emit("embedding", self.files_committed, self.files_total, self.made, self.total_chunks)
             self._written()
+            self._still_there()
         finally:
             self.writer = None
             writer.shutdown(wait=True)  # a run stopping on an error still lets the last write end first
