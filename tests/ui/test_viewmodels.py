@@ -373,3 +373,13 @@ def test_a_run_s_percentage_never_goes_backwards_and_starts_afresh_with_the_next
     assert "(100 %)" in progress_text(events[-1], run.percent(events[-1]))
     run.end()
     assert run.percent(ProgressEvent("scanning", 1, 10, 0, 0, 0.0, None, "")) == 10  # the next run starts at 0
+
+
+def test_the_files_summary_says_what_the_answer_stands_on():
+    from services.core.models import FileAnswer
+    from ui.viewmodels.files import summary_text as files_summary
+
+    partial = FileAnswer("save a note", "auto", [], [], history="none",
+                         warning="vectors for 12 of 121 chunks (9 %): ranked by keywords and names where vectors are missing")
+    assert files_summary(partial).startswith("Warning: vectors for 12 of 121 chunks (9 %)")
+    assert not files_summary(FileAnswer("save a note", "auto", [], [], history="none")).startswith("Warning")

@@ -64,7 +64,8 @@ def why_cells(signals) -> list[tuple[str, float, str]]:
 
 def summary_text(answer: FileAnswer) -> str:
     files = f"{len(answer.files)} file{'s' if len(answer.files) != 1 else ''}"
-    return f"{files} for “{one_line(answer.question)}” with {answer.strategy} · history: {answer.history}"
+    summary = f"{files} for “{one_line(answer.question)}” with {answer.strategy} · history: {answer.history}"
+    return f"Warning: {answer.warning} · {summary}" if answer.warning else summary  # as the chunks' summary says it
 
 
 def file_preview(workspace: str, file: RankedFile) -> ResultChunk:
