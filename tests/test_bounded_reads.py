@@ -56,47 +56,49 @@ def make_workspace(folder: Path) -> Path:
     return folder
 
 
-def test_an_indexed_file_grown_past_the_limit_is_never_read_whole(tmp_path):
+@pytest.fixture
+def ledger(tmp_path):
+    """(REST client, workspace id, workspace folder): the ledger workspace indexed by a real server."""
     workspace = make_workspace(tmp_path / "projects" / "ledger")
     (tmp_path / "server").mkdir()
     with served(tmp_path / "server", tmp_path / "projects") as server, \
             httpx.Client(base_url=server["url"], timeout=120) as client:
         key = register(client, workspace)
         assert index_and_wait(client, key)["state"] == "done"
-        os.truncate(workspace / "d.py", 20 * MIB)  # as `truncate -s 20M d.py`: the indexed text, then zeros
-
-        query = client.post(f"/v1/workspaces/{key}/query", json={"question": "settle the ledger balance", "top_k": 5})
-        assert query.status_code == 200, query.text
-        assert len(query.content) < 256 * 1024  # it answered 480 MB
-        answer = query.json()
-        assert "d.py is 20.0 MiB now, over the 1.0 MiB limit: reindex to drop it" in answer["warning"]
-        grown = [r for r in answer["results"] if r["chunk"]["path"] == "d.py"]
-        assert grown and all(r["stale"] == "modified" for r in grown)
-
-        refs = client.get(f"/v1/workspaces/{key}/graph/references", params={"q": "settle_ledger"})
-        assert refs.status_code == 200 and len(refs.content) < 64 * 1024
-        goto = client.get(f"/v1/workspaces/{key}/goto/symbols", params={"q": "settle_ledger"}).json()
-        assert goto["hits"][0]["path"] == "d.py" and goto["hits"][0]["stale"] == "modified"
-
-        whole = client.get(f"/v1/workspaces/{key}/file", params={"path": "d.py"})
-        assert whole.status_code == 400 and len(whole.content) < 4096
-        assert "too large to open (20,971,520 bytes, over the 2.0 MiB limit)" in whole.json()["error"]["message"]
+        yield client, key, workspace
 
 
-def test_a_long_line_is_cut_where_it_is_shown(tmp_path):
-    workspace = make_workspace(tmp_path / "projects" / "ledger")
-    (tmp_path / "server").mkdir()
-    with served(tmp_path / "server", tmp_path / "projects") as server, \
-            httpx.Client(base_url=server["url"], timeout=120) as client:
-        key = register(client, workspace)
-        assert index_and_wait(client, key)["state"] == "done"
-        with open(workspace / "d.py", "a") as handle:  # one 900 KB line: under the limit, not text to show
-            handle.write("BLOB = '" + "x" * 900_000 + "'\n")
-        query = client.post(f"/v1/workspaces/{key}/query",
-                            json={"question": "settle the ledger balance", "top_k": 5, "context_lines": 20})
-        assert query.status_code == 200 and len(query.content) < 128 * 1024, len(query.content)
-        opened = client.get(f"/v1/workspaces/{key}/file", params={"path": "d.py"}).json()["text"]
-        assert len(opened) < 8000 and "… [896,009 more characters]" in opened
+def test_an_indexed_file_grown_past_the_limit_is_never_read_whole(ledger):
+    client, key, workspace = ledger
+    os.truncate(workspace / "d.py", 20 * MIB)  # as `truncate -s 20M d.py`: the indexed text, then zeros
+
+    query = client.post(f"/v1/workspaces/{key}/query", json={"question": "settle the ledger balance", "top_k": 5})
+    assert query.status_code == 200, query.text
+    assert len(query.content) < 256 * 1024  # it answered 480 MB
+    answer = query.json()
+    assert "d.py is 20.0 MiB now, over the 1.0 MiB limit: reindex to drop it" in answer["warning"]
+    grown = [r for r in answer["results"] if r["chunk"]["path"] == "d.py"]
+    assert grown and all(r["stale"] == "modified" for r in grown)
+
+    refs = client.get(f"/v1/workspaces/{key}/graph/references", params={"q": "settle_ledger"})
+    assert refs.status_code == 200 and len(refs.content) < 64 * 1024
+    goto = client.get(f"/v1/workspaces/{key}/goto/symbols", params={"q": "settle_ledger"}).json()
+    assert goto["hits"][0]["path"] == "d.py" and goto["hits"][0]["stale"] == "modified"
+
+    whole = client.get(f"/v1/workspaces/{key}/file", params={"path": "d.py"})
+    assert whole.status_code == 400 and len(whole.content) < 4096
+    assert "too large to open (20,971,520 bytes, over the 2.0 MiB limit)" in whole.json()["error"]["message"]
+
+
+def test_a_long_line_is_cut_where_it_is_shown(ledger):
+    client, key, workspace = ledger
+    with open(workspace / "d.py", "a") as handle:  # one 900 KB line: under the limit, not text to show
+        handle.write("BLOB = '" + "x" * 900_000 + "'\n")
+    query = client.post(f"/v1/workspaces/{key}/query",
+                        json={"question": "settle the ledger balance", "top_k": 5, "context_lines": 20})
+    assert query.status_code == 200 and len(query.content) < 128 * 1024, len(query.content)
+    opened = client.get(f"/v1/workspaces/{key}/file", params={"path": "d.py"}).json()["text"]
+    assert len(opened) < 8000 and "… [896,009 more characters]" in opened
 
 
 async def test_go_to_and_uses_follow_a_changed_file_and_say_it(service, tmp_path):
