@@ -23,6 +23,8 @@ import pytest
 
 from app.render import files_text, query_text
 from services.encoders.embedder import Embedder
+from services.indexing.indexer import WINDOW_CHUNKS, _windows
+from services.indexing.vector_order import vector_order
 from services.engine.service import LocalEngine
 from services.core.errors import WorkspaceError
 from services.core.models import QueryOptions
@@ -227,4 +229,37 @@ async def test_a_run_whose_folder_goes_away_stops_and_keeps_what_it_committed(da
         assert report.files_indexed == 0 and report.chunks_embedded > 0
         assert (await service.health(workspace)).state == "ready"
     finally:
+        service.close()
+
+
+async def test_a_file_a_question_finds_while_its_vectors_wait_gets_them_next(data_dir, workspace, monkeypatch):
+    """Issue 51: a file the user asks about jumps the queue. The first window is held; a question answered by
+    keywords from docs/architecture.md (docs come last in the useful order) makes it the next file embedded."""
+    reached, release = threading.Event(), threading.Event()
+    calls: list[list[str]] = []  # each encoder call's chunks, by path
+    original = Embedder.encode_chunks
+
+    def recorded(self, chunks):
+        calls.append([chunk.path for chunk in chunks])
+        reached.set()
+        release.wait(300)
+        return original(self, chunks)
+
+    monkeypatch.setattr(Embedder, "encode_chunks", recorded)
+    service = LocalEngine(stand_in_settings(), data_dir=data_dir)
+    try:
+        run = asyncio.create_task(service.index(workspace))
+        await wait_for(reached.is_set, 300, "step 2 to start")
+        assert not any("docs/architecture.md" in paths for paths in calls)
+        catalog = WorkspaceIndex(workspace_root(workspace), data_dir).catalog()
+        counts = catalog.awaiting_paths()
+        planned = list(_windows(vector_order(list(counts), []), counts, WINDOW_CHUNKS))
+        answer = await service.query("architecture overview of the components", options(workspace, strategy="none"))
+        assert "docs/architecture.md" in [r.chunk.path for r in answer.results]
+        release.set()
+        await run
+        assert "docs/architecture.md" in planned[-1]  # unasked, it would come in the last window
+        assert "docs/architecture.md" not in calls[-1], [len(c) for c in calls]  # the last window's one call
+    finally:
+        release.set()
         service.close()

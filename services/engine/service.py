@@ -306,6 +306,8 @@ class LocalEngine:
         strategy = self._strategy(options.strategy, index.root)
         result = await self._run(self._query_pool, self._searcher(index).query, question.strip(), options, strategy,
                                  names_by_keyword)
+        if awaiting:  # the files it answered with (by keywords, when theirs wait) get their vectors next
+            index.ask_first(r.chunk.path for r in result.results)
         note = self._reranking_notes.get(index.root)
         if note:
             result = replace(result, warning="; ".join(filter(None, (result.warning, note))))
@@ -433,6 +435,7 @@ class LocalEngine:
         goto.check_query(query, limit)  # bad input first, then whether there is an index
         index.require()
         answer = find(self._finders, index.catalog(), query, limit)
+        index.ask_first(hit.path for hit in answer.hits[:1])  # the file a go-to would open: its vectors next
         return replace(answer, hits=on_disk.located(index.catalog(), index.root, answer.hits,
                                                     self.settings.max_file_bytes))
 

@@ -655,7 +655,7 @@ class Indexer:
         writer = ThreadPoolExecutor(1, thread_name_prefix="ke-store")
         self.writer = writer
         try:
-            for paths in _windows(order, counts, WINDOW_CHUNKS):
+            for paths in _windows(order, counts, WINDOW_CHUNKS, self.index.asked):
                 self._still_there()
                 batch = [Pending(FileRecord(path, "", 0, 0, ""), catalog.awaiting_chunks(path)) for path in paths]
                 if self.cancel.is_set() or not self._embed_batch([p for p in batch if p.chunks]):
@@ -665,6 +665,7 @@ class Indexer:
             self._still_there()
         finally:
             self.writer = None
+            self.index.asked.clear()  # asked of this run; the next one has its own
             writer.shutdown(wait=True)  # a run stopping on an error still lets the last write end first
         return self.files_committed
 
@@ -932,15 +933,22 @@ def _unreadable_at(path: str, skipped: list[SkippedFile]) -> bool:
                                                       or s.path == ".") for s in skipped)
 
 
-def _windows(order: list[str], counts: dict[str, int], size: int):
+def _windows(order: list[str], counts: dict[str, int], size: int, asked: set[str] | None = None):
     """Files in `order`, in windows holding about `size` chunks (`counts`: each file's). The first windows
-    are smaller (32, 64, ...), so the first vectors are searchable within seconds and an early cancel keeps some."""
-    window, count, wanted = [], 0, min(FIRST_WINDOW_CHUNKS, size)
-    for path in order:
-        window.append(path)
-        count += counts[path]
-        if count >= wanted:
-            yield window
-            window, count, wanted = [], 0, min(wanted * 2, size)
-    if window:
+    are smaller (32, 64, ...), so the first vectors are searchable within seconds and an early cancel keeps some.
+    Files in `asked` (added to while the windows are taken: what the user asked about) jump the queue: each
+    window starts with those still waiting."""
+    remaining = list(order)
+    wanted = min(FIRST_WINDOW_CHUNKS, size)
+    while remaining:
+        if asked:
+            waiting = set(remaining) & asked
+            asked.difference_update(waiting)
+            remaining = [p for p in remaining if p in waiting] + [p for p in remaining if p not in waiting]
+        taken, count = 0, 0
+        while taken < len(remaining) and count < wanted:
+            count += counts[remaining[taken]]
+            taken += 1
+        window, remaining = remaining[:taken], remaining[taken:]
         yield window
+        wanted = min(wanted * 2, size)

@@ -75,7 +75,13 @@ class WorkspaceIndex:
         self._history_lock = threading.Lock()
         self.running = False  # an indexing run is under way
         self.run = None  # the Indexer of the run under way (its state, cancel event and last progress)
+        self.asked: set[str] = set()  # files a question or go-to found while their vectors wait: embedded next
         self.integrity = None  # the last integrity check (services/indexing/integrity.py); None: check again
+
+    def ask_first(self, paths) -> None:
+        """During a run: these files (a question's answer, a go-to's hit) get their vectors next."""
+        if self.running:
+            self.asked.update(paths)
 
     @property
     def chroma_path(self) -> Path:
