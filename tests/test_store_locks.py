@@ -71,5 +71,8 @@ async def test_a_run_whose_store_is_open_says_busy_before_a_write_waits(service,
             await service.index(workspace)
     assert "busy: the vector store (chroma.sqlite3) is locked by another process (held by pid" in str(stopped.value)
     assert str(pid) in str(stopped.value)
+    assert "nothing was changed" not in str(stopped.value)  # files were: step 1 committed them
+    assert "Files indexed so far are kept" in str(stopped.value)
+    assert (await service.goto_symbols("added", workspace)).hits  # step 1 (names, keywords) was kept
     report = await service.index(workspace)
-    assert report.files_indexed == 1
+    assert report.files_indexed == 0 and report.chunks_embedded == 1  # the next run makes the vector left

@@ -227,18 +227,22 @@ class Indexer:
         self._remove(plan.removed)
         pending = self._chunk(plan)
         self._still_there()  # files read from a folder that went away are not "removed" nor "unreadable"
-        done = self._commit_first(pending)
-        changed = bool(plan.removed) or done > 0 or bool(rebuilt_reason)
-        self._after_first(plan, changed, quick)
-        self._fit_projection()
-        self._embed_awaiting()
+        try:
+            done = self._commit_first(pending)
+            changed = bool(plan.removed) or done > 0 or bool(rebuilt_reason)
+            self._after_first(plan, changed, quick)
+            self._fit_projection()
+            self._embed_awaiting()
+        except IndexUnavailable as error:  # a passing fault once files are committed: say what was kept
+            raise IndexUnavailable(str(error).replace("nothing was changed", KEPT)) from error
         plan.skipped = sorted(plan.skipped + self.failed, key=lambda s: s.path)
         self._finish(plan, quick)
         files, chunks = self.index.catalog().counts()
         self._note_repairs()
         self._drop_aside()
         return IndexReport(
-            files_indexed=done, files_unchanged=len(plan.unchanged), files_removed=len(plan.removed),
+            files_indexed=done - len({f.path for f in self.failed} & {p.record.path for p in pending}),
+            files_unchanged=len(plan.unchanged), files_removed=len(plan.removed),
             chunks_embedded=self.embedded, chunks_total=chunks, vectors_reused=self.reused, files_added=self.files_added,
             seconds=round(time.monotonic() - self.started, 3), cancelled=self.cancel.is_set(),
             rebuilt_reason=rebuilt_reason, skipped=tuple(plan.skipped),
@@ -722,11 +726,15 @@ class Indexer:
         except Exception as probe_error:
             raise self._stopped(StageError(error.stage, probe_error)) from probe_error
         self.failed.append(SkippedFile(item.record.path, f"could not be {error.stage}: {short_reason(error.error)}"))
+        # its step-1 commit goes too: a file whose own text cannot be embedded is skipped, as the report says,
+        # not left waiting for vectors no run can make
+        self.index.store().delete(self.index.catalog().remove_file(item.record.path))
 
     def _stopped(self, error: StageError) -> IndexStoreError:
         component = "the embedding model" if error.stage == "embedded" else "the vector store"
         log.warning("indexing %s stopped: %s failed: %s", self.index.root, component, error.error, exc_info=error.error)
-        return IndexStoreError(f"indexing stopped: {component} failed ({short_reason(error.error)}). "
+        reason = short_reason(error.error).split("; nothing was changed")[0]  # files were: they are kept
+        return IndexStoreError(f"indexing stopped: {component} failed ({reason}). "
                                "Files indexed so far are kept; run it again once this is fixed.")
 
     def _embed_window(self, batch: list[Pending], overlap: bool = True) -> bool:
@@ -825,7 +833,7 @@ class Indexer:
 
     def _finish(self, plan: Plan, quick: bool = False) -> None:
         catalog = self.index.catalog()
-        if self.failed:  # files step 2 could not embed: listed with the rest (their chunks still await vectors)
+        if self.failed:  # files step 2 could not embed (taken out of the index again): listed with the rest
             catalog.set_skipped(plan.skipped, only=plan.targeted)
         if self.embedded:  # health tells how many vectors the last run that needed some found in the cache
             catalog.set_meta(last_run_vectors=str(self.embedded), last_run_reused=str(self.reused),
@@ -906,6 +914,9 @@ class Indexer:
             return describe() if describe else ""
         except Exception:  # the encoder failed to load: the run reports that itself
             return ""
+
+
+KEPT = "the files committed so far are kept (names, keywords, references), their vectors wait for the next run"
 
 
 def _put_back_text(message: str) -> str:
