@@ -107,9 +107,9 @@ class Searcher:
         ranked, was_reranked, fallback = steps.rerank(strategy, request)
         kept = steps.above_threshold(ranked, strategy.scale if was_reranked else SIMILARITY,
                                      options.min_relevance, strategy.score_threshold, cosines)
-        missing = self.index.catalog().awaiting_count()  # chunks a run has not made vectors for yet
+        chunks, missing = self.index.catalog().vector_counts()  # chunks a run has not made vectors for yet
         if missing:
-            kept = steps.fuse(kept, self.without_vectors(question, pool, allowed, definitions), 1 - missing / total)
+            kept = steps.fuse(kept, self.without_vectors(question, pool, allowed, definitions), 1 - missing / chunks)
         if strategy.reranks and reading.navigation:
             kept = steps.names_first(kept, definitions, ranked + pooled, reading)
         original = [c for c in semantic if c.original_score >= options.min_relevance][:options.top_k]
@@ -124,8 +124,8 @@ class Searcher:
                          question_note=steps.reduction_note(question, strategy.name, self.settings),
                          strategy_note=strategy_note)
         if missing:
-            result = replace(result, chunks_with_vectors=total - missing,
-                             warning=steps.vectors_note(total - missing, total))
+            result = replace(result, chunks_with_vectors=chunks - missing,
+                             warning=steps.vectors_note(chunks - missing, chunks))
         elif not semantic and not self.index.running:
             result = self.check_vectors(result)
         return self.mark_stale(result if top else self.explain_empty(result, vector, options, pool))

@@ -392,6 +392,12 @@ class Catalog:
         """Chunks committed whose vectors are not stored yet."""
         return self._query("SELECT COUNT(*) FROM awaiting")[0][0]
 
+    def vector_counts(self) -> tuple[int, int]:
+        """(chunks, chunks awaiting their vectors), read together (one statement: one snapshot), so a run
+        committing between two reads never makes "vectors for -155 of 5,068 chunks"."""
+        row = self._query("SELECT (SELECT COUNT(*) FROM chunks), (SELECT COUNT(*) FROM awaiting)")[0]
+        return int(row[0]), int(row[1])
+
     def awaiting_paths(self) -> dict[str, int]:
         """{path: chunks awaiting their vectors} of every file that has some."""
         return dict(self._query(f"SELECT f.path, COUNT(*) FROM {CHUNKS} JOIN awaiting a ON a.vid = c.vid "
