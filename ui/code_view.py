@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from collections import OrderedDict
 from functools import lru_cache
@@ -25,7 +26,9 @@ from services.core import files
 from services.core.models import Chunk, ResultChunk
 from ui.actions import window_action
 from ui.editor import AUTO, EditorError, open_at_line
+from ui.peek import PeekFrame
 from ui.theme import mono_font
+from ui.viewmodels.breadcrumbs import Crumb, crumbs
 from ui.viewmodels.navigation import Navigation
 from ui.viewmodels.ranking import fit_location, lines_text
 from ui.why_view import ElidedLabel
@@ -416,6 +419,9 @@ class CodeView(QWidget):
     definition_requested = Signal(str)  # F12 / Ctrl+click: the name at the caret
     hover_requested = Signal(str, QPoint)  # the mouse rests on a name: its signature and docstring, there
     outline_requested = Signal()  # Ctrl+F12: the outline of the file shown
+    peek_requested = Signal(str)  # Alt+F12: the name at the caret, its definition to peek at (show_peek)
+    chunks_wanted = Signal(str)  # a file shown whose chunks the breadcrumbs need (set_file_chunks)
+    open_requested = Signal(object)  # a breadcrumb or a peek's Go to: the window shows this ResultChunk
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -445,6 +451,17 @@ class CodeView(QWidget):
         self.whole_file.toggled.connect(self._whole_file_toggled)
         self.editor = CodeEditor()
         self.highlighter = PygmentsHighlighter(self.editor.document())
+        self.peek = PeekFrame(self.editor)
+        self.peek.opened.connect(self.open_requested.emit)
+        # where the caret is: "fixtures.py › FixtureRequest › getfixturevalue", each step a link
+        self.breadcrumbs = QLabel("")
+        self.breadcrumbs.setObjectName("breadcrumbs")
+        self.breadcrumbs.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.breadcrumbs.setTextFormat(Qt.TextFormat.RichText)
+        self.breadcrumbs.linkActivated.connect(self._crumb_clicked)
+        self.file_chunks: tuple[str, list[ResultChunk]] = ("", [])  # the file's chunks, as the index has them
+        self.steps: list[Crumb] = []
+        self.editor.cursorPositionChanged.connect(self.update_breadcrumbs)
 
         header = QHBoxLayout()
         names = QVBoxLayout()
@@ -460,6 +477,8 @@ class CodeView(QWidget):
         header.setContentsMargins(8, 0, 8, 0)
         self.find_bar = FindBar(self.editor)
         layout.addLayout(header)
+        self.breadcrumbs.setContentsMargins(8, 0, 8, 0)
+        layout.addWidget(self.breadcrumbs)
         layout.addWidget(self.find_bar)
         layout.addWidget(self.editor, 1)
         self.navigation: Navigation[ResultChunk] = Navigation()  # the places Back / Forward walk
@@ -488,6 +507,8 @@ class CodeView(QWidget):
         self.find_action = key("Find in file…", "Ctrl+F", self.find_bar.open_bar, "Find in the file shown")
         self.find_next_action = key("Find next", "F3", lambda: self.find_bar.find_match())
         self.find_previous_action = key("Find previous", "Shift+F3", lambda: self.find_bar.find_match(backward=True))
+        self.peek_action = key("Peek definition", "Alt+F12", self.request_peek,
+                               "The definition of the name at the caret in a frame here (Enter goes there)")
         self.outline_action = key("Outline of the file…", "Ctrl+F12", self.outline_requested.emit,
                                   "The file's classes, functions and sections as the index has them")
         self.editor_here_action = key("Open in editor at this line", "Ctrl+Shift+E", self.open_in_editor,
@@ -500,7 +521,8 @@ class CodeView(QWidget):
     def _context_menu(self, pos) -> None:
         menu = self.editor.createStandardContextMenu()
         standard = menu.actions()  # Copy, Select All
-        ours = [self.definition_action, self.find_action, self.outline_action, self.editor_here_action]
+        ours = [self.definition_action, self.peek_action, self.find_action, self.outline_action,
+                self.editor_here_action]
         if standard:
             menu.insertActions(standard[0], ours)
             menu.insertSeparator(standard[0])
@@ -512,6 +534,47 @@ class CodeView(QWidget):
         name = self.name_under_cursor()
         if name:
             self.definition_requested.emit(name)
+
+    def request_peek(self) -> None:
+        name = self.name_under_cursor()
+        if name:
+            self.peek_requested.emit(name)
+
+    def show_peek(self, item: ResultChunk) -> None:
+        """The definition the window found for a peek, in a frame under the caret's line."""
+        rect = self.editor.cursorRect()
+        self.peek.show_peek(item, self.editor.viewport().mapTo(self.editor, rect.bottomLeft()).y() + 2)
+
+    def set_file_chunks(self, path: str, items: list[ResultChunk]) -> None:
+        """The chunks the index has for `path` (the breadcrumbs' steps), when it is still the file shown."""
+        self.file_chunks = (path, [i for i in items if i.chunk.path == path])
+        self.update_breadcrumbs()
+
+    def update_breadcrumbs(self) -> None:
+        """The breadcrumbs for the caret's line: the file, then each enclosing class and function."""
+        if self.item is None:
+            self.steps = []
+            self.breadcrumbs.setText("")
+            return
+        path = self.item.chunk.path
+        known = self.file_chunks[1] if self.file_chunks[0] == path else [self.item]
+        self.steps = crumbs(path, known, self.caret_line())
+        links = [f'<a href="{n}" style="text-decoration:none">{html.escape(step.text)}</a>'
+                 for n, step in enumerate(self.steps)]
+        self.breadcrumbs.setText(" › ".join(links))
+        self.breadcrumbs.setToolTip("Where the caret is; a step opens it (the file: its outline, Ctrl+F12)")
+
+    def breadcrumb_texts(self) -> list[str]:
+        return [step.text for step in self.steps]
+
+    def _crumb_clicked(self, link: str) -> None:
+        step = self.steps[int(link)] if link.isdigit() and int(link) < len(self.steps) else None
+        if step is None:
+            return
+        if step.item is None:
+            self.outline_requested.emit()
+        else:
+            self.open_requested.emit(step.item)
 
     def leave_place(self) -> None:
         """The pane is about to show another place: remember where the reader was in this one."""
@@ -533,6 +596,7 @@ class CodeView(QWidget):
 
     def set_workspace(self, workspace: str) -> None:
         self.workspace = workspace
+        self.file_chunks = ("", [])
 
     def name_under_cursor(self) -> str:
         """The identifier (dotted parts included: `self.config.getini`) under the text cursor, "" if none."""
@@ -561,6 +625,7 @@ class CodeView(QWidget):
             self.highlighter.prepare("", TextLexer())
             self.editor.show_code("", 1, None)
             self.whole_text = None
+            self.update_breadcrumbs()
             return
         chunk = item.chunk
         name = chunk.qualified_name or chunk.symbol or chunk.path.rsplit("/", 1)[-1]
@@ -578,8 +643,12 @@ class CodeView(QWidget):
         if self.whole_text is not None:
             text, first = self.whole_text.rstrip("\n"), 1
         self.highlighter.prepare(text, lexer_for(chunk.path, chunk.language), whole, first - 1)
+        self.peek.hide()
         self.editor.show_code(text, first, (chunk.start_line, chunk.end_line))
         self.editor.scroll_to_line(chunk.start_line)
+        if self.file_chunks[0] != chunk.path or from_disk:
+            self.chunks_wanted.emit(chunk.path)
+        self.update_breadcrumbs()
 
     def place(self) -> tuple[int, int, int]:
         """Where the reader is: the caret's line and column, and the first line in view (line numbers of the

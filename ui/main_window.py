@@ -432,6 +432,9 @@ class MainWindow(QMainWindow):
             view.open_failed.connect(lambda text: self.messages.show_message(text, WARNING, timeout_ms=8000))
             view.definition_requested.connect(self.go_to_definition)
             view.hover_requested.connect(self.explain_name)
+            view.peek_requested.connect(lambda name, view=view: self.peek_definition(view, name))
+            view.chunks_wanted.connect(lambda path, view=view: self.load_file_chunks(view, path))
+            view.open_requested.connect(self.open_definition_here)
         self.code.outline_requested.connect(self.show_outline)
         self.outline.chosen.connect(self.open_definition_here)
         self.files_view.open_requested.connect(self.open_selected)  # Enter or double-click on a file
@@ -999,6 +1002,23 @@ class MainWindow(QMainWindow):
         return self.runner.run(self.definitions.definition(name, self.workspace), key="definition",
                                context="Go to definition", on_result=lambda item: self._show_definition(name, item))
 
+    def peek_definition(self, view: CodeView, name: str) -> asyncio.Task | None:
+        """Alt+F12 in a code pane: the definition of `name` (as F12 finds it) in a frame there; none found is
+        said in one line."""
+        if not self.workspace:
+            return None
+        return self.runner.run(self.definitions.definition(name, self.workspace), key="peek", context="Peek definition",
+                               on_result=lambda item: view.show_peek(item) if item is not None else
+                               self.messages.show_message(f"No definition of {name} in the index.", INFO,
+                                                          timeout_ms=6000))
+
+    def load_file_chunks(self, view: CodeView, path: str) -> asyncio.Task | None:
+        """A code pane shows `path`: its chunks for the breadcrumbs (and the outline); none is said by nothing."""
+        if not self.workspace:
+            return None
+        return self.runner.run(self.session.outline(path), key=f"chunks-{id(view)}", context="",
+                               on_result=lambda items: view.set_file_chunks(path, items), on_error=lambda _error: None)
+
     def explain_name(self, name: str, where: QPoint) -> asyncio.Task | None:
         """The mouse rests on a name in a code pane: its signature and docstring in a tooltip there (its
         definition as go to definition finds it; nothing for a name with none)."""
@@ -1025,6 +1045,9 @@ class MainWindow(QMainWindow):
         if item is None or not self.workspace:
             return None
         path = item.chunk.path
+        if self.code.file_chunks[0] == path and self.code.file_chunks[1]:
+            self.outline.show_outline(path, self.code.file_chunks[1], self.code)
+            return None
         return self.runner.run(self.session.outline(path), key="outline", context="Outline",
                                on_result=lambda items: self.outline.show_outline(path, items, self.code))
 

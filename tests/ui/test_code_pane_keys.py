@@ -140,3 +140,39 @@ def test_the_mouse_resting_on_a_name_shows_its_signature_and_docstring(qtbot, wi
     assert "notes/store.py:" in QToolTip.text()
     chunk = window.code.item.chunk
     assert hover_text(window.code.item).startswith(chunk.content.split("\n")[0].strip()[:10])
+
+
+def test_alt_f12_peeks_at_the_definition_under_the_caret_and_escape_leaves_the_place(qtbot, window):
+    open_symbol(qtbot, window, "SearchEngine.__init__")
+    code, editor = window.code, window.code.editor
+    editor.setFocus()
+    qtbot.waitUntil(editor.hasFocus)
+    line = caret_on(editor, "store: NoteStore", offset=9)
+    qtbot.keyClick(editor, Qt.Key.Key_F12, Qt.KeyboardModifier.AltModifier)
+    qtbot.waitUntil(code.peek.isVisible, timeout=30_000)
+    assert "class NoteStore" in code.peek.code.toPlainText() and "notes/store.py:" in code.peek.title.text()
+    assert code.item.chunk.qualified_name == "SearchEngine.__init__"  # the pane stayed where it was
+    qtbot.keyClick(code.peek.code, Qt.Key.Key_Escape)
+    assert not code.peek.isVisible() and caret_line(editor) == line
+
+    qtbot.keyClick(editor, Qt.Key.Key_F12, Qt.KeyboardModifier.AltModifier)  # Enter in the peek goes there
+    qtbot.waitUntil(code.peek.isVisible, timeout=30_000)
+    qtbot.keyClick(code.peek.code, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: code.item.chunk.qualified_name == "NoteStore")
+    assert not code.peek.isVisible() and code.back_action.isEnabled()
+
+
+def test_breadcrumbs_follow_the_caret_and_a_step_opens_its_class(qtbot, window):
+    open_symbol(qtbot, window, "SearchEngine.score")
+    code, editor = window.code, window.code.editor
+    caret_on(editor, "def score")
+    qtbot.waitUntil(lambda: code.breadcrumb_texts() == ["search.py", "SearchEngine", "score"], timeout=30_000)
+    qtbot.waitUntil(lambda: code.file_chunks[0] == "notes/search.py")  # the file's chunks arrived
+    code.whole_file.setChecked(True)  # the whole file: the caret in another method names that one
+    caret_on(editor, "def search")
+    qtbot.waitUntil(lambda: code.breadcrumb_texts() == ["search.py", "SearchEngine", "search"])
+    caret_on(editor, "class SearchEngine")
+    qtbot.waitUntil(lambda: code.breadcrumb_texts()[:2] == ["search.py", "SearchEngine"])
+    code.breadcrumbs.linkActivated.emit("1")  # the class's step opens the class
+    qtbot.waitUntil(lambda: code.item.chunk.qualified_name == "SearchEngine")
+    code.whole_file.setChecked(False)
