@@ -1108,13 +1108,16 @@ class MainWindow(QMainWindow):
         self.show_code(item, remember=False)
 
     def code_views(self) -> list[CodeView]:
-        """The previews: Explore's, Files', Several workspaces'."""
-        return [self.code, self.files_view.code, self.workspace_set.code]
+        """The previews: Explore's, Files', Several workspaces', Compare strategies'."""
+        compare = [self.compare_view.code] if isinstance(self.compare_view, CompareView) else []
+        return [self.code, self.files_view.code, self.workspace_set.code, *compare]
 
     def shown_code_view(self) -> CodeView:
         """The preview of the tab on screen (Explore's when that tab has none)."""
-        return {id(self.files_view): self.files_view.code, id(self.workspace_set): self.workspace_set.code}.get(
-            id(self.tabs.currentWidget()), self.code)
+        views = {id(self.files_view): self.files_view.code, id(self.workspace_set): self.workspace_set.code}
+        if isinstance(self.compare_view, CompareView):
+            views[id(self.compare_view)] = self.compare_view.code
+        return views.get(id(self.tabs.currentWidget()), self.code)
 
     def open_selected(self) -> None:
         """Ctrl+E (and Enter or double-click on a file or a hit): open the row you see in the editor."""
