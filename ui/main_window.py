@@ -208,11 +208,22 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.tabs)
         self.health_dock = QDockWidget("Index health", self)
         self.health_dock.setObjectName("healthDock")  # its place is kept with the window's state
-        self.health_dock.setWidget(self.health_scroll)
+        self.health_dock.setWidget(self._health_body())
         self.health_dock.setAllowedAreas(Qt.DockWidgetArea.LeftDockWidgetArea | Qt.DockWidgetArea.RightDockWidgetArea)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.health_dock)
         self.messages.float_over(self.centralWidget())
         self._set_minimum_sizes()
+
+    def _health_body(self) -> QWidget:
+        """The dock's content: the panel scrolls (its long file list scrolls itself); its buttons stay under
+        it, always in view."""
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.health_scroll, 1)
+        layout.addWidget(self.health_panel.controls)
+        return body
 
     def beside(self) -> bool:
         """Whether the code pane is beside the rankings (else below them)."""
