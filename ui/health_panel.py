@@ -32,6 +32,8 @@ def badge_for(health: IndexHealth | None) -> tuple[str, str]:
         return "no workspace", UNKNOWN
     if not health.indexed and health.last_error and health.state in ("missing", "error"):
         return "error", FAILED
+    if health.state == "interrupted" and health.run_cancelled:
+        return "cancelled", STALE
     if health.state == "stale" and health.needs_reindex:
         return state_label(health), NEEDS_REINDEX
     return state_label(health), BADGE_STATES.get(health.state, UNKNOWN)
