@@ -30,9 +30,11 @@ from services.evaluation.report import BASELINE, COLUMNS, EvalReport, Recommenda
 from services.evaluation.runner import EvalProgress
 from services.core.models import QueryResult, ResultChunk
 from ui.async_runner import AsyncRunner, describe_error
+from ui.code_view import CodeView
 from ui.viewmodels.compare import CompareViewModel, grade_of
 from ui.viewmodels.preferences import Preferences
 from ui.viewmodels.ranking import location_text, movement, symbol_text, why_summary
+from ui.why_view import ElidedLabel, WhyView
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +49,16 @@ QRELS_HELP = ("Optional: a judgements file saying which documents answer each qu
               "Cancel to use the relevant results listed in the queries file itself (its \"relevant\" "
               "field, as right-click labels write it).")
 QUESTION_MIN_WIDTH = 260  # per-query table: the question column never shrinks below this (it scrolls instead)
+
+
+def fallback_text(name: str, result: QueryResult) -> str:
+    """"tuned fell back to none: needs 5 labels…" (its results are the vector ranking, `none`'s); "" when it ran."""
+    return f"{name} fell back to none: {result.fallback_reason}" if result.fallback_reason else ""
+
+
+def not_run_text(skipped: dict[str, str]) -> str:
+    """"not run: cross-encoder (no weights on this machine), llm (no endpoint)"; "" when every strategy ran."""
+    return "not run: " + ", ".join(f"{name} ({why})" for name, why in skipped.items()) if skipped else ""
 
 
 def cell_text(item: ResultChunk) -> str:
@@ -117,6 +129,7 @@ class CompareView(QWidget):
         self.queries: list[LabelledQuery] = []
         self.qrels: Qrels = {}
         self.results: dict[str, QueryResult] = {}
+        self.skipped: dict[str, str] = {}  # the strategies not run for the question on screen, and why
         self.report: EvalReport | None = None
         self.report_note = ""  # when the report on screen was made, and on which index
         self.recommended: Recommendation | None = None
@@ -132,7 +145,7 @@ class CompareView(QWidget):
         layout.addLayout(self._progress_row())
         self.tabs = QTabWidget()
         self.rankings = self._rankings_table()
-        self.tabs.addTab(self.rankings, "Rankings")
+        self.tabs.addTab(self._rankings_panel(), "Rankings")
         self.tabs.addTab(self._metrics_panel(), "Metrics")
         self.per_query = self._per_query_table()
         self.tabs.addTab(self.per_query, "Per query")
@@ -201,6 +214,30 @@ class CompareView(QWidget):
         table.currentCellChanged.connect(self._select_same_chunk)
         return table
 
+    def _rankings_panel(self) -> QSplitter:
+        """The rankings over what tells them apart: which strategy fell back and why, then the selected
+        result's why rows beside its code."""
+        top = QWidget()
+        layout = QVBoxLayout(top)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.rankings, 1)
+        self.fallbacks = ElidedLabel("", lines=2)  # each fallback's reason (the headers say "fell back to none")
+        self.fallbacks.setObjectName("compareFallbacks")
+        layout.addWidget(self.fallbacks)
+        self.why = WhyView()
+        self.code = CodeView()  # the selected result's code
+        lower = QSplitter(Qt.Orientation.Horizontal)
+        lower.addWidget(self.why)
+        lower.addWidget(self.code)
+        lower.setChildrenCollapsible(False)
+        panel = QSplitter(Qt.Orientation.Vertical)
+        panel.addWidget(top)
+        panel.addWidget(lower)
+        panel.setStretchFactor(0, 3)
+        panel.setStretchFactor(1, 2)
+        panel.setChildrenCollapsible(False)
+        return panel
+
     def _per_query_table(self) -> QTableWidget:
         table = QTableWidget(0, 0)
         table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
@@ -259,6 +296,7 @@ class CompareView(QWidget):
     def set_workspace(self, path: str | Path | None) -> None:
         """Also announces the workspace's default strategy, when one was chosen here before."""
         self.workspace = str(path or "")
+        self.code.set_workspace(self.workspace)
         self.results = {}
         self.show_rankings({})
         saved = self.preferences.default_strategy(self.workspace) if self.workspace and self.preferences else ""
@@ -331,14 +369,14 @@ class CompareView(QWidget):
 
     async def _compare_question(self, text: str, top_k: int) -> None:
         assert self.model is not None  # _ready checked it
-        names, _ = await self.model.strategies()
+        names, skipped = await self.model.strategies()
         self.progress.setRange(0, len(names))
         results = {}
         for i, name in enumerate(names):
             self.status.setText(f"Running {name}…")
             results[name] = await self.model.rank(text, self.workspace, name, top_k)
             self.progress.setValue(i + 1)
-        self.show_rankings(results)
+        self.show_rankings(results, skipped)
 
     async def _evaluate(self, queries: list[LabelledQuery]) -> None:
         assert self.model is not None  # _ready checked it
@@ -392,17 +430,25 @@ class CompareView(QWidget):
             widget.setEnabled(not busy)
 
     # ------------------------------------------------------------------ display
-    def show_rankings(self, results: dict[str, QueryResult]) -> None:
-        """One column per strategy; row r holds each strategy's rank r+1."""
-        self.results = results
+    def show_rankings(self, results: dict[str, QueryResult], skipped: dict[str, str] | None = None) -> None:
+        """One column per strategy; row r holds each strategy's rank r+1. A strategy that fell back says so in
+        its header, and why in the header's tooltip and the line under the table, with those not run."""
+        self.results, self.skipped = results, skipped or {}
         table = self.rankings
         table.clear()
         table.setColumnCount(len(results))
         table.setRowCount(max((len(r.results) for r in results.values()), default=0))
-        table.setHorizontalHeaderLabels([self._column_title(n, r) for n, r in results.items()])
-        for col, result in enumerate(results.values()):
+        for col, (name, result) in enumerate(results.items()):
+            header = QTableWidgetItem(self._column_title(name, result))
+            header.setToolTip(fallback_text(name, result) or f"{name}: its ranking of the question")
+            table.setHorizontalHeaderItem(col, header)
             for item in result.results:
                 table.setItem(item.rank - 1, col, self._ranking_cell(item, result.reranked))
+        notes = [fallback_text(n, r) for n, r in results.items()] + [not_run_text(self.skipped)]
+        self.fallbacks.setText("; ".join(note for note in notes if note))
+        self.fallbacks.setVisible(bool(self.fallbacks.text()))
+        self.why.set_item(None)
+        self.code.show_chunk(None)
         self._colour_labels()
 
     def _select_same_chunk(self, row: int, column: int, *_ignored) -> None:
@@ -418,6 +464,16 @@ class CompareView(QWidget):
                 if item is not None and other is not None and other.data(ResultRole).chunk.id == item.chunk.id:
                     other.setSelected(True)
         table.blockSignals(False)
+        self._preview(column, item)
+
+    def _preview(self, column: int, item: ResultChunk | None) -> None:
+        """The selected result's code and why rows, by the strategy of its column."""
+        self.code.show_chunk(item)
+        if item is None or not 0 <= column < len(self.results):
+            self.why.set_item(None)
+            return
+        name, result = list(self.results.items())[column]
+        self.why.set_item(item, f"the vector ranking ({name} fell back)" if result.fallback_reason else name)
 
     def selected_ranks(self) -> dict[str, int]:
         """{strategy: rank} of the selected chunk in each column that has it."""
@@ -428,7 +484,7 @@ class CompareView(QWidget):
     def _column_title(name: str, result: QueryResult) -> str:
         total = result.timings_ms.get("total")
         title = f"{name}\n{total:.0f} ms" if total is not None else name
-        return title + ("\n(fell back)" if result.fallback_reason else "")
+        return title + ("\nfell back to none" if result.fallback_reason else "")
 
     @staticmethod
     def _ranking_cell(item: ResultChunk, reranked: bool = False) -> QTableWidgetItem:

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView, QHeaderView, QLabel, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
+    QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QListView, QListWidget, QListWidgetItem, QSplitter,
+    QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
 from services.core.models import FileAnswer, RankedFile
 from ui.code_view import CodeView
 from ui.results_view import ElideDelegate
-from ui.viewmodels.files import chunks_text, file_preview, heading_text, movement_text, summary_text, why_cells
+from ui.viewmodels.files import (
+    STRIP_FILES, chunks_text, file_preview, file_tip, heading_text, movement_text, strip_text, summary_text, why_cells,
+)
 from ui.why_view import BarDelegate, BarRole
 
 EMPTY = "Ask a question: the files that answer it show here, best first."
@@ -133,3 +136,61 @@ class FilesView(QWidget):
         """(signal, what it adds, why) per row, as shown."""
         return [(self.why.item(r, 0).text(), self.why.item(r, 1).text(), self.why.item(r, 3).text())
                 for r in range(self.why.rowCount())]
+
+
+class FileStrip(QWidget):
+    """The Explore tab's "Files" strip: the question's best files on one line above the chunks, each with its
+    why in its tooltip; choosing one (`file_chosen`, RankedFile) shows it in the code pane and its why rows."""
+
+    file_chosen = Signal(object)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.answer: FileAnswer | None = None
+        self.title = QLabel("Files")
+        self.title.setObjectName("paneTitle")
+        self.title.setToolTip("The question answered as files (the Files tab, Ctrl+Shift+F): for a question in "
+                              "words the engine is surer of its files than of its passages")
+        self.list = QListWidget()
+        self.list.setFlow(QListView.Flow.LeftToRight)
+        self.list.setWrapping(False)
+        self.list.setSpacing(2)
+        self.list.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setFixedHeight(self.list.fontMetrics().height() + 14)
+        self.list.currentRowChanged.connect(self._chosen)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.title)
+        layout.addWidget(self.list, 1)
+        self.hide()
+
+    def set_answer(self, answer: FileAnswer | None) -> None:
+        """Show `answer`'s best files (None or no files: the strip goes)."""
+        self.answer = answer
+        self.list.blockSignals(True)
+        self.list.clear()
+        for file in answer.files[:STRIP_FILES] if answer else []:
+            item = QListWidgetItem(strip_text(file))
+            item.setToolTip(file_tip(file))
+            self.list.addItem(item)
+        self.list.setCurrentRow(-1)
+        self.list.blockSignals(False)
+        self.setVisible(self.list.count() > 0)
+
+    def shown_paths(self) -> list[str]:
+        """The files on the strip, in order."""
+        return [file.path for file in self.answer.files[:self.list.count()]] if self.answer else []
+
+    def choose(self, row: int) -> None:
+        self.list.setCurrentRow(row)
+
+    def clear_choice(self) -> None:
+        self.list.blockSignals(True)
+        self.list.setCurrentRow(-1)
+        self.list.clearSelection()
+        self.list.blockSignals(False)
+
+    def _chosen(self, row: int) -> None:
+        if self.answer is not None and 0 <= row < self.list.count():
+            self.file_chosen.emit(self.answer.files[row])

@@ -32,6 +32,8 @@ def badge_for(health: IndexHealth | None) -> tuple[str, str]:
         return "no workspace", UNKNOWN
     if not health.indexed and health.last_error and health.state in ("missing", "error"):
         return "error", FAILED
+    if health.state == "interrupted" and health.run_cancelled:
+        return "cancelled", STALE
     if health.state == "stale" and health.needs_reindex:
         return state_label(health), NEEDS_REINDEX
     return state_label(health), BADGE_STATES.get(health.state, UNKNOWN)
@@ -171,11 +173,16 @@ class HealthPanel(QWidget):
 
         self.running = ""  # "user" (a run the window started), "auto" (the engine's catch-up or watcher run), ""
         self._after_run = False  # a run just ended: the health on hand predates it, a new one is being read
+        self.controls = QWidget()  # the buttons: the window keeps them under the panel's scrolling part
+        controls = QVBoxLayout(self.controls)
+        controls.setContentsMargins(10, 4, 10, 6)
         buttons = QHBoxLayout()
         buttons.addWidget(self.reindex_button)
         buttons.addWidget(self.rebuild_button)
         buttons.addStretch(1)
         buttons.addWidget(self.cancel_button)
+        controls.addLayout(buttons)
+        controls.addWidget(self.auto_reindex)
 
         top = QHBoxLayout()
         top.addWidget(self.badge)
@@ -194,8 +201,7 @@ class HealthPanel(QWidget):
         layout.addWidget(self.files_title)
         layout.addWidget(self.files, 1)
         layout.addStretch(0)  # takes the space when the file list is hidden
-        layout.addLayout(buttons)
-        layout.addWidget(self.auto_reindex)
+        layout.addWidget(self.controls)
         self.set_health(None)
 
     def _build_actions(self) -> None:

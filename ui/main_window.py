@@ -31,14 +31,14 @@ from ui.viewmodels.goto import GotoViewModel, hover_text
 from ui.viewmodels.graph import GraphViewModel
 from ui.compare import CompareView
 from ui.editor_settings import EditorSettings
-from ui.files_view import FilesView
+from ui.files_view import FilesView, FileStrip
 from ui.health_panel import HealthPanel
 from ui.message_bar import ERROR, INFO, WARNING, MessageBar
 from ui.outline import OutlinePopup
 from ui.palette import CommandPalette
 from ui.query_bar import QueryBar
 from ui.results_view import ResultsView
-from ui.viewmodels.files import FilesViewModel
+from ui.viewmodels.files import FilesViewModel, file_preview, files_first, heading_text
 from ui.viewmodels.labels import LabelsViewModel
 from ui.viewmodels.preferences import Preferences, recent_workspaces
 from ui.why_view import ElidedLabel
@@ -116,6 +116,7 @@ class MainWindow(QMainWindow):
         self.graph = GraphPanel(GraphViewModel(service), lambda: self.workspace, self.code.name_subject)  # Used by / Uses
         self.health_panel = HealthPanel()
         self.files_view = FilesView()
+        self.file_strip = FileStrip()  # Explore: a question's best files above its chunks
         self.workspace_set = WorkspaceSetView()  # "also search in": the question over several workspaces
         self.workspace_set_model = WorkspaceSetViewModel(service)
         self.rerun_timer = QTimer(self)  # a burst of filter changes runs the question once
@@ -193,6 +194,7 @@ class MainWindow(QMainWindow):
         layout.setContentsMargins(6, 4, 6, 0)
         layout.setSpacing(4)
         layout.addWidget(self.query_bar)
+        layout.addWidget(self.file_strip)
         layout.addWidget(self.arrangement, 1)
         self.explore = explore
         self.compare_view = self._build_compare_view()
@@ -206,11 +208,22 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.tabs)
         self.health_dock = QDockWidget("Index health", self)
         self.health_dock.setObjectName("healthDock")  # its place is kept with the window's state
-        self.health_dock.setWidget(self.health_scroll)
+        self.health_dock.setWidget(self._health_body())
         self.health_dock.setAllowedAreas(Qt.DockWidgetArea.LeftDockWidgetArea | Qt.DockWidgetArea.RightDockWidgetArea)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.health_dock)
         self.messages.float_over(self.centralWidget())
         self._set_minimum_sizes()
+
+    def _health_body(self) -> QWidget:
+        """The dock's content: the panel scrolls (its long file list scrolls itself); its buttons stay under
+        it, always in view."""
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.health_scroll, 1)
+        layout.addWidget(self.health_panel.controls)
+        return body
 
     def beside(self) -> bool:
         """Whether the code pane is beside the rankings (else below them)."""
@@ -420,6 +433,7 @@ class MainWindow(QMainWindow):
         self.health_dock.visibilityChanged.connect(  # its close button
             lambda _visible: self.health_panel.show_action.setChecked(not self.health_dock.isHidden()))
         self.results.chunk_selected.connect(self._result_selected)
+        self.file_strip.file_chosen.connect(self.show_file)
         self.results.chunk_selected.connect(self._warn_if_deleted)
         self.graph.open_requested.connect(self.open_graph_row)
         self.graph.editor_requested.connect(self.open_graph_row_in_editor)
@@ -580,6 +594,7 @@ class MainWindow(QMainWindow):
         self.runner.cancel("files")
         self.files_request = None
         self.files_view.set_answer(None)
+        self.file_strip.set_answer(None)
         self.code.show_chunk(None)
         self.code.navigation.clear()
         self.code.update_navigation()  # nowhere to go back to in the new workspace
@@ -803,6 +818,9 @@ class MainWindow(QMainWindow):
         bar = self.query_bar
         options = self.session.options(bar.top_k.value(), bar.strategy_name(), bar.selected_languages(),
                                        bar.path_glob.text())
+        if self.files_request is None or self.files_request[0] != question:
+            self.runner.cancel("files")  # the newest question wins
+            self.file_strip.set_answer(None)
         self.files_request = (question, options, bar.top_k.value())
         self.refresh_files()
         self.refresh_workspace_set()
@@ -811,15 +829,42 @@ class MainWindow(QMainWindow):
                                on_error=lambda _exc: self.status_results.setText("Query failed"))
 
     def refresh_files(self) -> asyncio.Task | None:
-        """While the Files tab is on screen, answer the question on screen as files (once per question)."""
-        if self.tabs.currentWidget() is not self.files_view or self.files_request is None:
+        """Answer the question on screen as files (once per question): while the Files tab is on screen, and
+        for Explore's strip once the chunk answer says the engine is surer of files (so it never competes
+        with the chunk answer); shown where it is wanted when it arrives."""
+        if self.files_request is None:
             return None
         question, options, max_files = self.files_request
         if self.files.is_current(question, options):
+            self._show_files(self.files.answer)
+            return None
+        if self.tabs.currentWidget() is not self.files_view and not self._files_first(question):
             return None
         self.files_view.title.setText(f"Finding the files for “{one_line(question)}”…")
         return self.runner.run(self.files.find(question, options, max_files), key="files", context="Files",
-                               on_result=self.files_view.set_answer)
+                               on_result=self._show_files)
+
+    def _files_first(self, question: str) -> bool:
+        """Whether Explore's answer on screen is to `question` and leads with its files (files_first)."""
+        result = self.last_result
+        return result is not None and result.question == question and files_first(result)
+
+    def _show_files(self, answer) -> None:
+        self.files_view.set_answer(answer)
+        wanted = answer is not None and self._files_first(answer.question)
+        if not wanted or self.file_strip.answer is not answer:  # the same answer again keeps the reader's choice
+            self.file_strip.set_answer(answer if wanted else None)
+
+    def show_file(self, file) -> None:
+        """A file of Explore's strip: the code pane shows it at its best chunk (a place Back returns to), the
+        why view says why it ranks there, and no ranking row stays selected."""
+        answer = self.file_strip.answer
+        if answer is None or not self.workspace:
+            return
+        for table in (self.results.original_table, self.results.reranked_table):
+            table.clearSelection()
+        self.show_code(file_preview(self.workspace, file), "file")
+        self.results.why.set_file(heading_text(answer, file), file.signals)
 
     def refresh_workspace_set(self) -> asyncio.Task | None:
         """While the Several workspaces tab is on screen, ask the question on screen over the open workspace
@@ -897,6 +942,9 @@ class MainWindow(QMainWindow):
             self.reading = False
         if same_question and self.code.changed_on_disk():
             self.code.show_again(self._in_answer(self.code.item, result))
+        if not files_first(result):
+            self.file_strip.set_answer(None)
+        self.refresh_files()
         filters = self.query_bar.filters_text()
         self.status_results.setText(summary_text(result, filters))
         self.timings_label.setText(timings_text(result))
@@ -1065,6 +1113,8 @@ class MainWindow(QMainWindow):
         """A row selected shows its code, unless the rankings are being refreshed under the reader."""
         if not self.reading:
             self.show_code(item, "result")
+        if item is not None:
+            self.file_strip.clear_choice()
 
     def open_graph_row_in_editor(self, item: ResultChunk) -> None:
         """A "Used by" / "Uses" row's Open in editor: shown in the code pane, opened in the editor at its line."""
@@ -1092,13 +1142,16 @@ class MainWindow(QMainWindow):
         self.show_code(item, remember=False)
 
     def code_views(self) -> list[CodeView]:
-        """The previews: Explore's, Files', Several workspaces'."""
-        return [self.code, self.files_view.code, self.workspace_set.code]
+        """The previews: Explore's, Files', Several workspaces', Compare strategies'."""
+        compare = [self.compare_view.code] if isinstance(self.compare_view, CompareView) else []
+        return [self.code, self.files_view.code, self.workspace_set.code, *compare]
 
     def shown_code_view(self) -> CodeView:
         """The preview of the tab on screen (Explore's when that tab has none)."""
-        return {id(self.files_view): self.files_view.code, id(self.workspace_set): self.workspace_set.code}.get(
-            id(self.tabs.currentWidget()), self.code)
+        views = {id(self.files_view): self.files_view.code, id(self.workspace_set): self.workspace_set.code}
+        if isinstance(self.compare_view, CompareView):
+            views[id(self.compare_view)] = self.compare_view.code
+        return views.get(id(self.tabs.currentWidget()), self.code)
 
     def open_selected(self) -> None:
         """Ctrl+E (and Enter or double-click on a file or a hit): open the row you see in the editor."""

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (
     QHeaderView, QLabel, QSizePolicy, QStyledItemDelegate, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
-from services.core.models import ResultChunk
+from services.core.models import ResultChunk, Signal
 from ui.ranking_model import DOWN_COLOR, UP_COLOR
 from ui.viewmodels.ranking import effect_text, rank_text, steps, symbol_text
 
@@ -141,7 +141,17 @@ class WhyView(QWidget):
         if not item.signals:
             self.heading.setText(self.heading.text() + " — not reranked: the score is the cosine similarity.")
             return
-        changes = steps(item.signals)
+        self._fill(item.signals)
+
+    def set_file(self, heading: str, signals: tuple[Signal, ...]) -> None:
+        """Why a file of a file answer ranks where it does: `heading`, then a row per signal."""
+        self.item = None
+        self.heading.setText(heading)
+        self.table.setRowCount(0)
+        self._fill(signals)
+
+    def _fill(self, signals: tuple[Signal, ...]) -> None:
+        changes = steps(signals)
         widest = max((abs(change) for _, change in changes), default=0.0) or 1.0
         self.table.setRowCount(len(changes))
         for row, (signal, change) in enumerate(changes):

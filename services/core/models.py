@@ -189,6 +189,7 @@ class IndexHealth:
     history_until: str = ""  # the newest indexed commit's date, YYYY-MM-DD (UTC)
     run_chunks_done: int = 0  # while a run is under way or was interrupted: chunks committed so far
     run_chunks_total: int = 0  # ... and the chunks the index holds once it is done (0: unknown)
+    run_cancelled: str = ""  # the last run was cancelled: how far it got ("full rebuild cancelled after 12 of 40 files …")
     # The last run that gave chunks vectors: how many it gave, and how many of them came from the data
     # dir's shared vector cache instead of the encoder ("vectors reused: 6,900 of 7,206")
     last_run_vectors: int = 0

@@ -103,6 +103,7 @@ def _index_health(index: WorkspaceIndex, settings: Settings, last_error: str) ->
     skipped = catalog.skipped()
     last_error = last_error or catalog.get_meta("last_error")
     run = run_state(index)
+    cancelled = catalog.get_meta("run_cancelled")
     # the spec's flag: many files changed (a normal run catches up; no state below offers a full rebuild)
     needs_reindex = (len(stale) > settings.stale_ratio_for_reindex * files and not run) or found.damaged
     state, message = _state(files, len(skipped), stale, needs_reindex)
@@ -118,8 +119,11 @@ def _index_health(index: WorkspaceIndex, settings: Settings, last_error: str) ->
     elif last_error:  # the last run stopped: what it did not reach is missing
         state, message = "failed", f"the last index run failed: {last_error}"
     elif run == "interrupted":
-        state, message = run, (f"the last index run stopped at {run_progress_text(run_done, run_total)}: "
+        stopped = f"the last {cancelled}, at" if cancelled else "the last index run stopped at"
+        state, message = run, (f"{stopped} {run_progress_text(run_done, run_total)}: "
                                "a reindex resumes it (what was committed is kept)")
+    elif cancelled:  # it left nothing to resume: what it did not reach is stale, or as the index had it
+        message += f"; the last {cancelled}"
     return IndexHealth(
         workspace=str(index.root), indexed=True, files=files, chunks=chunks, chunks_embedded=embedded,
         languages=catalog.languages(), stale_files=tuple(stale),
@@ -131,6 +135,7 @@ def _index_health(index: WorkspaceIndex, settings: Settings, last_error: str) ->
         size_bytes=index.size_bytes(), last_error=last_error,
         backend=catalog.backend(), device=catalog.get_meta("device", "cpu"),
         encoder_note=catalog.get_meta("encoder_note"), run_chunks_done=run_done, run_chunks_total=run_total,
+        run_cancelled=cancelled,
         **_history(index),
         last_run_vectors=int(catalog.get_meta("last_run_vectors", "0") or 0),
         last_run_reused=int(catalog.get_meta("last_run_reused", "0") or 0),

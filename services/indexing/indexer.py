@@ -144,6 +144,8 @@ class Indexer:
         self.writer: ThreadPoolExecutor | None = None  # stores and commits a window while the next is encoded
         self.writing: tuple[list[Pending], Future] | None = None  # the window being written
         self.total_chunks = self.files_total = self.files_committed = 0
+        self.full_rebuild = False  # asked for a full rebuild (every file read again)
+        self.read = (0, 0)  # step 1: files committed, of the files it had to read
         self.files_removed = 0  # files this run took out of the index (with files_committed: what it changed)
         self.kept_chunks = 0  # chunks of the index this run keeps as they are (whole-job progress counts them done)
         self.new_paths: set[str] = set()  # pending files the index did not hold
@@ -214,6 +216,7 @@ class Indexer:
         old_format = self.index.exists() and self.index.catalog().get_meta("index_format", "1") != INDEX_FORMAT
         rebuilt_reason = rebuilt_reason or self._rebuild_reason(full)
         self.everything = bool(rebuilt_reason)
+        self.full_rebuild = full
         if rebuilt_reason and (not full or old_format) and self.index.exists():  # an incompatible index
             self._set_aside()
         self._start_catalog()
@@ -229,6 +232,7 @@ class Indexer:
         self._still_there()  # files read from a folder that went away are not "removed" nor "unreadable"
         try:
             done = self._commit_first(pending)
+            self.read = (done, len(pending))
             changed = bool(plan.removed) or done > 0 or bool(rebuilt_reason)
             self._after_first(plan, changed, quick)
             self._fit_projection()
@@ -387,7 +391,7 @@ class Indexer:
         self.resuming = bool(catalog.get_meta("run_started"))  # cleared by a run that reaches its end
         if not catalog.get_meta("created_at"):
             catalog.set_meta(created_at=now_iso(), workspace=str(self.index.root))
-        catalog.set_meta(run_started=catalog.get_meta("run_started") or now_iso())
+        catalog.set_meta(run_started=catalog.get_meta("run_started") or now_iso(), run_cancelled="")
         catalog.set_meta(model=self.embedder.model_name, dimension=str(self._dimension()), last_error="",
                          backend=self.embedder.backend_used, device=self.embedder.device_used,
                          encoder_note=self.embedder.note, index_format=INDEX_FORMAT)
@@ -673,6 +677,15 @@ class Indexer:
             writer.shutdown(wait=True)  # a run stopping on an error still lets the last write end first
         return self.files_committed
 
+    def _cancelled_text(self) -> str:
+        """How far a cancelled run got, for health: "full rebuild cancelled after 1,234 of 7,711 files were read
+        again" (and the chunks it embedded). What it did not reach is stale (a reindex reads it), or, for a
+        full rebuild, as the index had it."""
+        done, planned = self.read
+        kind, again = ("full rebuild", " again") if self.full_rebuild else ("index run", "")
+        embedded = f" and {self.embedded:,} chunks embedded" if self.embedded else ""
+        return f"{kind} cancelled after {done:,} of {planned:,} files were read{again}{embedded}"
+
     def _record_run_total(self) -> None:
         """The chunks the index holds at the end of this run, for "1,200 of 7,206 chunks done" (kept in the
         catalogue, so an interrupted run reopened still says it); those with vectors already count as done."""
@@ -841,7 +854,9 @@ class Indexer:
         if self.embedded >= RATE_SAMPLE and self.embed_started:  # the next run's progress weighs step 2 by it
             catalog.set_meta(chunks_per_second=f"{self.embedded / (time.monotonic() - self.embed_started):.1f}")
         catalog.set_meta(updated_at=now_iso())
-        if not self.cancel.is_set():  # it reached its end: nothing to resume
+        if self.cancel.is_set():
+            catalog.set_meta(run_cancelled=self._cancelled_text())
+        if not self.cancel.is_set() or not catalog.awaiting_count():  # its end, or nothing left that a run resumes
             catalog.set_meta(run_started="", run_chunks_total="")
         catalog.compact()
         if not quick and self.embedded >= SETTLE_AFTER_VECTORS:

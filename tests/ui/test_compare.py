@@ -315,3 +315,42 @@ def test_at_1024_wide_every_ranking_cell_keeps_its_score_and_movement(qtbot, loo
             kept = second.split(" · ")[0]  # "0.930 ▲2"
             assert metrics.horizontalAdvance(kept) + 12 <= table.columnWidth(col), (kept, table.columnWidth(col))
             assert second.endswith(".py")  # the file's name comes last: it is what gets cut
+
+
+def test_in_the_window_a_selected_result_shows_its_code_and_why_and_a_fallback_says_why(
+        qtbot, window, service, workspace):
+    """Issue 52, point 7: the Compare strategies tab of the real window previews the selected result's code with
+    its why rows, and a strategy that fell back says so in its header and why beside it."""
+    qtbot.waitUntil(window.open_workspace(str(workspace)).done, timeout=60_000)
+    qtbot.waitUntil(window.start_index(False).done, timeout=240_000)
+    window.compare_action.trigger()
+    view = window.compare_view
+    view.set_question("check whether a number is prime")
+    qtbot.waitUntil(view.run_question().done, timeout=120_000)
+    listed = asyncio.ensure_future(service.strategies())
+    qtbot.waitUntil(listed.done)
+    unavailable = {s.name: s.reason for s in listed.result() if not s.available}
+
+    names = column_titles(view.rankings)
+    tuned = names.index("tuned")  # no labels yet: it falls back to the vector ranking, and says why
+    reason = view.results["tuned"].fallback_reason
+    assert reason and "label" in reason
+    header = view.rankings.horizontalHeaderItem(tuned)
+    assert header.text().endswith("\nfell back to none") and header.toolTip() == f"tuned fell back to none: {reason}"
+    assert view.fallbacks.isVisible() and f"tuned fell back to none: {reason}" in view.fallbacks.text()
+    for name, why in unavailable.items():  # and the strategies not run, with theirs
+        assert f"{name} ({why})" in view.fallbacks.text()
+    assert all(not h.text().endswith("fell back to none") for h in map(view.rankings.horizontalHeaderItem,
+                                                                       range(len(names))) if h is not header)
+
+    assert view.code.item is None and not view.why.rows()
+    view.rankings.setCurrentCell(0, names.index("none"))
+    item = view.rankings.item(0, names.index("none")).data(ResultRole)
+    assert view.code.isVisible() and view.code.item is item
+    assert "def is_prime(n):" in view.code.editor.toPlainText()
+    assert view.why.heading.text().startswith("Why is_prime scores") and "by none" in view.why.heading.text()
+    view.rankings.setCurrentCell(0, tuned)
+    assert "(tuned fell back)" in view.why.heading.text()
+    assert any(reason in note for note in (view.why.table.item(r, 3).text() for r in range(view.why.table.rowCount())))
+    window.open_selected()  # Ctrl+E opens the row on screen: Compare's
+    assert window.shown_code_view() is view.code

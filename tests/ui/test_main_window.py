@@ -107,7 +107,7 @@ def test_open_index_cancel_then_finish_through_the_buttons(qtbot, window, tmp_pa
     assert partial.chunks == report.chunks_total
     assert partial.chunks_embedded < partial.chunks, "chunks without vectors are kept, awaiting them"
     # the engine's state: the run stopped before its end, the next one resumes it (issue 21)
-    assert partial.state == "interrupted" and window.health_panel.badge.text() == "interrupted"
+    assert partial.state == "interrupted" and window.health_panel.badge.text() == "cancelled"
     assert f"{partial.chunks_embedded:,} of {partial.run_chunks_total:,} chunks done" in window.messages.text()
 
     # ask for a symbol the partial index holds (which files a cancel keeps depends on timing)

@@ -102,7 +102,7 @@ def test_an_interrupted_first_index_reopened_resumes_and_its_catch_up_can_be_can
         assert not (win.messages.isVisible() and "stopped at" in win.messages.text())
         assert "indexing 0 %" not in win.windowTitle()  # of the whole index: it starts where it stopped
         qtbot.keyClick(win, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)
-        qtbot.waitUntil(lambda: win.health_panel.running == "" and win.health_panel.badge.text() == "interrupted",
+        qtbot.waitUntil(lambda: win.health_panel.running == "" and win.health_panel.badge.text() == "cancelled",
                         timeout=60_000)
         assert win.health.state == "interrupted"  # and no catch-up run starts again: automatic indexing is paused
         qtbot.waitUntil(lambda: "Automatic indexing paused — stopped at" in win.messages.text(), timeout=30_000)

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from services.core.files import read_text
-from services.core.models import Chunk, FileAnswer, QueryOptions, RankedFile, ResultChunk
-from ui.viewmodels.ranking import lines_text
+from services.core.models import Chunk, FileAnswer, QueryOptions, QueryResult, RankedFile, ResultChunk
+from ui.viewmodels.ranking import effect_text, lines_text
 from ui.viewmodels.results import one_line
 
 if TYPE_CHECKING:
@@ -29,6 +29,35 @@ class FilesViewModel:
         answer = await self.engine.find_files(question, options, max_files)
         self.answer, self.asked = answer, (question, options)
         return answer
+
+
+def files_first(result: QueryResult | None) -> bool:
+    """Whether the engine is surer of files than of chunks for `result`'s question, so Explore shows the best
+    files above the chunks: it read the question as a question (words, or a pasted report), not as a name, a
+    dotted name or a path, whose definitions lead the chunk answer already. A question's chunk answer ranks
+    passages (documentation that talks about the words first); its file answer (find_files) adds each file's
+    whole-file keywords, mentions and history to that evidence and leaves documentation out."""
+    return result is not None and result.reading == "question" and bool(result.results or result.original)
+
+
+STRIP_FILES = 8  # files the Explore tab's strip shows
+
+
+def strip_text(file: RankedFile) -> str:
+    """A file in the Explore tab's strip: its rank, folder and name ("1 _pytest/fixtures.py")."""
+    return f"{file.rank} {'/'.join(file.path.split('/')[-2:])}"
+
+
+def file_tip(file: RankedFile) -> str:
+    """A strip file's tooltip: its path, score, best chunks and why (the biggest signals first)."""
+    ranked = sorted(file.signals, key=lambda s: -abs(s.contribution))[:4]
+    why = " · ".join(f"{s.name} {effect_text(s)}" for s in ranked)
+    lines = [file.path, f"#{file.rank}, score {file.score:.2f}"]
+    if file.chunks:
+        lines.append(f"best: {chunks_text(file)}")
+    if why:
+        lines.append(f"why: {why}")
+    return "\n".join(lines)
 
 
 def movement_text(file: RankedFile) -> str:

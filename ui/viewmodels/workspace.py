@@ -75,12 +75,20 @@ def health_offer(health: IndexHealth, paused: bool = False) -> Offer | None:
     if health.state == "failed":
         return Offer(ERROR, f"The last index run failed: {health.last_error}", INDEX, "Index again")
     if health.state == "interrupted":
-        return Offer(INFO, f"Indexing {name} stopped at "
-                           f"{run_progress_text(health.run_chunks_done, health.run_chunks_total)}; "
-                           "what was done is kept and searchable.", INDEX, "Resume indexing")
+        done = run_progress_text(health.run_chunks_done, health.run_chunks_total)
+        if health.run_cancelled:  # Resume embeds the chunks it left waiting
+            return Offer(INFO, f"{name}: {health.run_cancelled}, at {done}; what was done is kept and "
+                               "searchable.", INDEX, "Resume")
+        return Offer(INFO, f"Indexing {name} stopped at {done}; what was done is kept and searchable.", INDEX,
+                     "Resume indexing")
     if health.needs_reindex:
         return Offer(WARNING, f"{len(health.stale_files):,} files changed since the last index; a reindex "
                               "catches up (only what changed is embedded).", INDEX, "Reindex")
+    if health.run_cancelled:  # it left nothing to resume: no Resume that would do nothing
+        if health.stale_files:
+            return Offer(INFO, f"{name}: {health.run_cancelled}; what it did not reach is listed as stale.",
+                         INDEX, "Reindex")
+        return Offer(INFO, f"{name}: {health.run_cancelled}; the index is whole and searchable.")
     return None
 
 
@@ -132,7 +140,8 @@ def changed_files_text(report: IndexReport) -> str:
 
 def index_report_text(report: IndexReport, seconds: float) -> str:
     if report.cancelled:
-        return f"Cancelled after {seconds:.1f} s; the index keeps what was finished."
+        return (f"Cancelled after {seconds:.1f} s: {report.files_indexed:,} files indexed, "
+                f"{report.chunks_embedded:,} chunks embedded; the index keeps what was finished.")
     files = f"{report.files_indexed:,} files indexed" + (f" ({report.files_added:,} new)" if report.files_added else "")
     text = f"Done in {seconds:.1f} s: {files}, {report.chunks_embedded:,} chunks embedded, {report.chunks_total:,} in total"
     if report.rebuilt_reason:
