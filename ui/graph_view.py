@@ -118,8 +118,12 @@ class GraphPanel(QWidget):
         item.setData(0, RowRole, None)
         item.addChild(note_item(LOADING))
         asked = self.model.generation
-        self.runner.run(self._expand(direction, item, row), context="Call tree",
-                        on_error=lambda exc: asked == self.model.generation and self._failed(item, row, exc))
+
+        def failed(exc: BaseException) -> None:
+            if asked == self.model.generation:  # else the tree was filled anew: `item` is gone
+                self._failed(item, row, exc)
+
+        self.runner.run(self._expand(direction, item, row), context="Call tree", on_error=failed)
 
     async def _expand(self, direction: str, item: QTreeWidgetItem, row: CallRow) -> None:
         level = await self.model.expand(self.workspace(), direction, row)

@@ -260,12 +260,16 @@ def _unshadowed(catalog, rows: list[tuple[str, list[Use]]]) -> list[tuple[str, l
             spans[row[0]].append((row[2], row[3]))
     out = []
     for path, uses in rows:
-        scopes = [min((s for s in spans[path] if s[0] <= u.line <= s[1]), key=lambda s: s[1] - s[0], default=None)
-                  for u in uses if u.kind == LOCAL]
-        scopes = [s for s in scopes if s is not None]
+        scopes = [_innermost(spans[path], u.line) for u in uses if u.kind == LOCAL]
         out.append((path, [u for u in uses if u.kind != LOCAL and (u.receiver or not any(
             a <= u.line <= b for a, b in scopes))]))
     return out
+
+
+def _innermost(spans: list[tuple[int, int]], line: int) -> tuple[int, int]:
+    """The narrowest span holding the line; (0, -1), holding none, when none does."""
+    holding = [s for s in spans if s[0] <= line <= s[1]]
+    return min(holding, key=lambda s: s[1] - s[0]) if holding else (0, -1)
 
 
 def _enclosed(catalog, symbol: str, places: list[tuple[str, int, str]]) -> list[GraphLink]:
