@@ -217,3 +217,19 @@ def test_a_cycle_in_the_call_tree_is_marked_and_not_followed(tmp_path):
         asyncio.run(walk())
     finally:
         engine.close()
+
+
+def test_the_soak_s_call_tree_step_expands_a_row_in_each_tree(qtbot, window, tmp_path):
+    """benchmarks/soak.py's step (issue 52: the soak exercises the call tree), over the real window."""
+    import asyncio
+
+    from benchmarks.soak import Driver, Heartbeat
+    from tests.ui.test_main_window import wait_task
+
+    run_query(qtbot, window, "tokenize a query into keywords, keyword overlap score")
+    select(qtbot, window, "SearchEngine.score")
+    driver = Driver(window, tmp_path, Heartbeat())
+    wait_task(qtbot, asyncio.ensure_future(driver.call_tree()), 60_000)
+    assert driver.counts == {"call tree": 1} and driver.failures == []
+    expanded = [window.graph.lists[d].currentItem().parent() for d in (USED_BY, USES)]
+    assert all(row is not None and row.isExpanded() and row.childCount() for row in expanded)
