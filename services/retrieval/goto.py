@@ -230,7 +230,7 @@ class SymbolFinder:
         found = set.union(*in_name).intersection(*(a | b for a, b in zip(in_name, in_path)))
         scored = []
         for i in sorted(found, key=lambda i: len(self.items[i].qualified_name))[:SHORTLIST]:
-            item, score, positions = self.items[i], 0, set()
+            item, score, positions = self.items[i], 0, set[int]()
             label = item.qualified_name if any("." in t for t in terms) else item.symbol
             for term, matched in zip(terms, in_name):
                 aligned = align(term, label) if i in matched else None
@@ -278,7 +278,7 @@ class FileFinder:
         scored = []
         for i in sorted(found, key=lambda i: len(self.files[i][0]))[:SHORTLIST]:
             path, language, last = self.files[i]
-            score, positions = -len(path), set()
+            score, positions = -len(path), set[int]()
             for term in terms:
                 aligned = self.align(term, path) or (0, ())
                 score += aligned[0]
