@@ -327,8 +327,11 @@ def _bound(target: Target, name: str, receiver: str, in_file: dict[str, list[Use
         if mine:
             return mine
     elif receiver and receiver != "?":
-        named = [c for c in candidates if c.qualified_name.endswith(f"{receiver}.{name}")
-                 and (c.path == target.path or any(_in_module(c.path, m) for m in imported))]
+        module = any(u.kind == "i" for u in in_file.get(receiver, []))  # `from pkg import tools`, `import a as b`
+        dotted = f"{receiver}.{name}"
+        named = [c for c in candidates if (c.qualified_name == dotted or c.qualified_name.endswith("." + dotted)
+                                           or module and c.qualified_name == name and _in_module(c.path, receiver))
+                 and (c.path == target.path or any(_in_module(c.path, m) for m in imported) or module)]
         if named:  # a class's member (`Base.run`), a module's name (`tools.prepare`)
             return named
     known = _binding(target.path, in_file.get(name, []), candidates) or [
