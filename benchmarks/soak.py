@@ -1,6 +1,6 @@
 """Can the window be left open all day? The real window, under Xvfb, driven by keys for --minutes as a
 user reads code: questions, strategy cycling (Ctrl+]), go to symbol / file (Ctrl+T / Ctrl+P, typed key by
-key), Used by / Uses (Alt+F7 / Ctrl+Alt+H), Back / Forward (Alt+Left / Alt+Right), scrolling the code
+key), Used by / Uses (Alt+F7 / Ctrl+Alt+H) and their call trees (a row expanded), Back / Forward (Alt+Left / Alt+Right), scrolling the code
 pane, resizing, an edit in the workspace (watched and re-indexed), and a reindex (F5).
 
 It measures what a user would notice: the app stays up, the event loop's longest block (a 50 ms timer's
@@ -41,7 +41,8 @@ from benchmarks.lib import record  # noqa: E402
 from services.transport.engine_process import EngineProcess  # noqa: E402
 from ui.main_window import MainWindow  # noqa: E402
 from ui.theme import apply_theme  # noqa: E402
-from ui.viewmodels.graph import USED_BY, USES  # noqa: E402
+from ui.graph_view import LOADING, LinkRole, RowRole  # noqa: E402
+from ui.viewmodels.graph import USED_BY, USES, CallRow  # noqa: E402
 
 QUESTIONS = ["where are fixtures finalized", "how does pytest rewrite assert statements",
              "capture stdout of a test", "parametrize ids for a test function", "skip a test on a condition",
@@ -150,6 +151,26 @@ class Driver:
         self.key(w, Qt.Key.Key_H, Qt.KeyboardModifier.AltModifier | Qt.KeyboardModifier.ControlModifier)
         self.done("used by / uses", ready and w.graph.tabs.currentWidget() is w.graph.lists[USES])
 
+    async def call_tree(self) -> None:
+        """Used by and Uses as call trees (issue 52): the first row that expands, in each, expanded with Right
+        (its callers / callees asked of the engine), then Enter on its first child."""
+        self.beat.step = "call tree"
+        w = self.window
+        ok = await until(lambda: not w.graph.runner.is_running("graph"), 60)
+        for direction in (USED_BY, USES):
+            w.graph.show_list(direction)
+            tree = w.graph.lists[direction]
+            row = next((r for r in expandable_rows(tree)), None)
+            if row is None:
+                continue
+            tree.setCurrentItem(row)
+            self.key(tree, Qt.Key.Key_Right)
+            ok = ok and await until(lambda: row.childCount() and row.child(0).text(0) != LOADING, 60)
+            if ok and row.child(0).data(0, LinkRole) is not None:
+                tree.setCurrentItem(row.child(0))
+                self.key(tree, Qt.Key.Key_Return)
+        self.done("call tree", bool(ok))
+
     async def walk(self) -> None:
         self.beat.step = "back / forward"
         for key in (Qt.Key.Key_Left, Qt.Key.Key_Left, Qt.Key.Key_Right):
@@ -216,6 +237,16 @@ class Driver:
         self.done("reindex", started and await until(lambda: not w.health_panel.running, 600))
 
 
+def expandable_rows(tree):
+    """The rows of a call tree not expanded yet that can be (their children asked when expanded)."""
+    for top in range(tree.topLevelItemCount()):
+        heading = tree.topLevelItem(top)
+        for index in range(heading.childCount()):
+            row = heading.child(index)
+            if isinstance(row.data(0, RowRole), CallRow):
+                yield row
+
+
 def memory(process: psutil.Process) -> dict[str, float]:
     """RSS in MiB of the window's process and of its children (the engine process)."""
     children = process.children(recursive=True)
@@ -243,6 +274,7 @@ async def soak(window: MainWindow, workspace: Path, minutes: float, screenshot: 
         await driver.next_strategy()
         await driver.go_to(Qt.Key.Key_T, SYMBOLS[cycle % len(SYMBOLS)])
         await driver.graph()
+        await driver.call_tree()
         await driver.go_to(Qt.Key.Key_P, FILES[cycle % len(FILES)])
         await driver.scroll()
         await driver.read()

@@ -232,9 +232,9 @@ def chunk(path: str, name: str) -> Chunk:
 def test_the_kinds_of_use_in_python():
     uses = file_uses("from a.b import thing\nclass K(Parent):\n    def m(self, arg=1):\n"
                      "        return thing(arg).value.method(key=2)\n", "python")
-    assert {name: [(u.line, u.kind, u.module) for u in found] for name, found in uses.items()} == {
-        "thing": [(1, "i", "a.b"), (4, "c", "")], "Parent": [(2, "b", "")], "value": [(4, "a", "")],
-        "method": [(4, "c", "")], "arg": [(4, "n", "")]}
+    assert {name: [(u.line, u.kind, u.module or u.receiver) for u in found] for name, found in uses.items()} == {
+        "thing": [(1, "i", "a.b"), (4, "c", "")], "Parent": [(2, "b", "")], "value": [(4, "a", "?")],
+        "method": [(4, "c", "?")], "arg": [(3, "l", ""), (4, "n", "")]}  # a parameter is bound, then read
 
 
 def test_a_quoted_annotation_is_a_type_use():
@@ -305,3 +305,126 @@ async def test_messages_name_a_chunk_by_its_definition_never_by_its_raw_id(repo)
     answer = await service.uses(chunk.id, workspace)
     assert not answer.files and "'normalise' uses no definition" in answer.message
     assert chunk.id not in answer.message
+
+
+PLUGIN_CONFIG = '''\
+class Config:
+    def getoption(self, name):
+        return name
+
+    def run(self):
+        return None
+
+
+class Parser:
+    def run(self):
+        return None
+
+
+class FixtureRequest:
+    @property
+    def config(self):
+        return Config()
+
+
+def prepare(items):
+    return items
+'''
+
+PLUGIN_MAIN = '''\
+from pkg.config import Config, FixtureRequest, prepare
+
+
+def myproj_configure(config):
+    config.getoption("x")
+
+
+def main(config):
+    verbose = config.getoption("verbose")
+    config.run()
+    config.hook.myproj_configure(config=config)
+    prepare = verbose
+    return prepare, FixtureRequest
+'''
+
+HOOKSPEC = '''\
+hookspec = object()
+
+
+@hookspec
+def myproj_configure(config):
+    """Called once the configuration is read."""
+'''
+
+HOOKIMPL = '''\
+from pkg import hookimpl
+
+
+@hookimpl
+def myproj_configure(config):
+    return None
+'''
+
+
+def long_class() -> str:
+    """A class past max_chunk_lines (150): its own chunk is its header, its methods are chunks apart."""
+    methods = "".join(f"\n    def step_{n}(self, items):\n        \"\"\"Step {n}.\n\n        Does little.\n        \"\"\"\n"
+                      f"        return items\n" for n in range(30))
+    return (f"from pkg.config import prepare\n\n\nclass Session:\n    \"\"\"A long class.\"\"\"\n{methods}"
+            "\n    def collect(self, items):\n        return prepare(self.step_1(items))\n")
+
+
+@pytest.fixture(scope="module")
+def plugins(tmp_path_factory):
+    root = tmp_path_factory.mktemp("plugins")
+    workspace = write(root / "workspace", {
+        "pkg/__init__.py": "hookimpl = object()\n", "pkg/config.py": PLUGIN_CONFIG, "pkg/main.py": PLUGIN_MAIN,
+        "pkg/hookspec.py": HOOKSPEC, "pkg/plugin_a.py": HOOKIMPL, "tests/conftest.py": HOOKIMPL,
+        "pkg/session.py": long_class()})
+    service = LocalEngine(data_dir=root / "data")
+    asyncio.run(service.index(workspace))
+    yield service, workspace
+    service.close()
+
+
+def listed(answer) -> dict[tuple[str, str], tuple[str, str]]:
+    return {(link.path, link.qualified_name): (link.how, link.kind) for g in answer.files for link in g.links}
+
+
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
+async def test_a_parameter_or_a_local_is_never_a_use_and_an_ambiguous_member_is_left_out(plugins):
+    """Issue 52: `config` (a parameter) is not the property FixtureRequest.config; `prepare` assigned in the
+    function is its local, not the imported function; `config.run()` on an object of unknown class, with
+    two `run` methods to choose from, lists neither; `config.getoption` has one candidate: listed."""
+    service, workspace = plugins
+    found = listed(await service.uses("main", workspace))
+    assert ("pkg/config.py", "FixtureRequest.config") not in found, found
+    assert ("pkg/config.py", "prepare") not in found, found
+    assert ("pkg/config.py", "Config.run") not in found and ("pkg/config.py", "Parser.run") not in found, found
+    assert found[("pkg/config.py", "Config.getoption")] == ("call", "method")
+    assert ("pkg/config.py", "FixtureRequest") in found  # the imported class the function reads
+    used_by = await service.references("FixtureRequest.config", workspace)
+    assert [how for *_, how, _name in where(used_by) if how != "text"] == [], where(used_by)  # `config` params
+
+
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
+async def test_a_called_hook_lists_its_specification_and_implementations_as_such(plugins):
+    """`config.hook.myproj_configure(...)` calls every implementation of the hook: they are listed as hook
+    implementations (the one in the caller's own file too), never as the one function it calls."""
+    service, workspace = plugins
+    found = listed(await service.uses("main", workspace))
+    hooks = {key: value for key, value in found.items() if key[1] == "myproj_configure"}
+    assert hooks == {("pkg/hookspec.py", "myproj_configure"): ("hook", "hook specification"),
+                     ("pkg/main.py", "myproj_configure"): ("hook", "hook implementation"),
+                     ("pkg/plugin_a.py", "myproj_configure"): ("hook", "hook implementation"),
+                     ("tests/conftest.py", "myproj_configure"): ("hook", "hook implementation")}
+
+
+@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
+async def test_a_long_class_uses_what_its_methods_use_never_its_own_methods(plugins):
+    """A class past max_chunk_lines is indexed as its header and its methods: what it uses is what they use."""
+    service, workspace = plugins
+    answer = await service.uses("Session", workspace)
+    found = listed(answer)
+    assert ("pkg/config.py", "prepare") in found and "uses no definition" not in answer.message
+    assert not any(name.startswith("Session.") for _path, name in found), found

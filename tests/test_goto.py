@@ -107,3 +107,19 @@ def test_bad_input_is_one_clear_message(tmp_path, query, limit, message):
     with pytest.raises(QueryError, match=message):
         goto_symbols(Finders(), catalog, query, limit)
     catalog.close()
+
+
+def test_terms_apart_match_where_every_term_does_in_the_name_or_the_path():
+    """"fill_fixtures conftest" (VS Code's Ctrl+T, Ctrl+P): the name in the conftest files, not elsewhere; a
+    term only in a path never lists every definition of the file; files match each term in their path."""
+    rows = [(path, "python", 1, 2, name, name, "function") for path, name in [
+        ("testing/python/conftest.py", "fill_fixtures"), ("src/fixtures.py", "fill_fixtures"),
+        ("testing/io/conftest.py", "fill_fixtures"), ("testing/io/conftest.py", "other")]]
+    hits = SymbolFinder(rows).find("fill_fixtures conftest", 10)[0]
+    assert sorted(hit.path for hit in hits) == ["testing/io/conftest.py", "testing/python/conftest.py"]
+    assert hits[0].label == "fill_fixtures" and hits[0].positions == tuple(range(len("fill_fixtures")))
+    assert SymbolFinder(rows).find("conftest testing", 10)[0] == []
+    files = FileFinder([(path, "python", 9) for path, *_ in rows[:3]])
+    assert [hit.path for hit in files.find("python conftest", 10, None)[0]] == ["testing/python/conftest.py"]
+    assert [hit.path for hit in files.find("conftest testing", 10, None)[0]] == [
+        "testing/io/conftest.py", "testing/python/conftest.py"]

@@ -20,24 +20,29 @@ from services.core.models import GotoHit, ResultChunk
 from ui.actions import window_action
 from ui.async_runner import AsyncRunner, describe_error
 from ui.code_view import CodeView
-from ui.viewmodels.goto import FILES, PLACEHOLDERS, SYMBOLS, GotoViewModel, count_text, empty_text, row_html
+from ui.viewmodels.goto import (
+    FILES, PLACEHOLDERS, SYMBOLS, GotoViewModel, count_text, distinct_tails, empty_text, row_html,
+)
 
 HitRole = Qt.ItemDataRole.UserRole + 1
+KeepRole = Qt.ItemDataRole.UserRole + 2  # the last folders that tell the row's path from the others'
 OPEN_IN_EDITOR = QKeySequence("Ctrl+E")
 
 
 MARGIN = 4  # around a row's text
 
 
-def row_document(hit: GotoHit, selected: bool, font, width: int) -> QTextDocument:
-    """A row as rich text laid out for `width` (its path cut to fit, matched characters in bold)."""
+def row_document(hit: GotoHit, selected: bool, font, width: int, keep: int = 0) -> QTextDocument:
+    """A row as rich text laid out for `width` (its path cut to fit, its last `keep` folders kept, matched
+    characters in bold)."""
     bold = QFont(font)
     bold.setBold(True)
     metrics = QFontMetrics(bold)
     document = QTextDocument()
     document.setDefaultFont(font)
     document.setDocumentMargin(MARGIN)
-    document.setHtml(row_html(hit, selected, lambda text: metrics.horizontalAdvance(text) <= width - 4 * MARGIN))
+    document.setHtml(row_html(hit, selected, lambda text: metrics.horizontalAdvance(text) <= width - 4 * MARGIN,
+                              keep))
     return document
 
 
@@ -50,14 +55,15 @@ class RowDelegate(QStyledItemDelegate):
         selected = bool(option.state & QStyle.StateFlag.State_Selected)
         style = option.widget.style() if option.widget else QApplication.style()
         style.drawControl(QStyle.ControlElement.CE_ItemViewItem, option, painter, option.widget)
-        document = row_document(hit, selected, option.font, option.rect.width())
+        document = row_document(hit, selected, option.font, option.rect.width(), index.data(KeepRole) or 0)
         painter.save()
         painter.translate(option.rect.topLeft())
         document.drawContents(painter)
         painter.restore()
 
     def sizeHint(self, option, index) -> QSize:  # noqa: N802 (Qt API)
-        document = row_document(index.data(HitRole), False, option.font, max(option.rect.width(), 200))
+        document = row_document(index.data(HitRole), False, option.font, max(option.rect.width(), 200),
+                                index.data(KeepRole) or 0)
         return QSize(int(document.idealWidth()), int(document.size().height()))
 
 
@@ -135,9 +141,11 @@ class GotoDialog(QFrame):
 
     def _show_rows(self, hits: list[GotoHit], problem: str = "") -> None:
         self.list.clear()
+        tails = distinct_tails([hit.path for hit in hits])
         for hit in hits:
             item = QListWidgetItem()
             item.setData(HitRole, hit)
+            item.setData(KeepRole, tails[hit.path])
             item.setToolTip(f"{hit.path}:{hit.start_line}")
             self.list.addItem(item)
         answer = self.model.answer
@@ -153,8 +161,9 @@ class GotoDialog(QFrame):
 
     def row_text(self, row: int) -> str:
         """A row as it is painted, in plain text (what a user reads)."""
-        document = row_document(self.list.item(row).data(HitRole), False, self.list.font(),
-                                self.list.viewport().width())
+        item = self.list.item(row)
+        document = row_document(item.data(HitRole), False, self.list.font(), self.list.viewport().width(),
+                                item.data(KeepRole) or 0)
         return document.toPlainText()
 
     # --- the selected match ---

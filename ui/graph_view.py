@@ -1,6 +1,7 @@
-""""Used by" and "Uses" for the selected result: two lists grouped by file, each row opening the code pane
-at its line (click or Enter). The logic is ui/viewmodels/graph.py; Alt+F7 / Ctrl+Alt+H (its actions)
-show each list."""
+""""Used by" and "Uses" for the selected result: two call trees, their first level grouped by file, each
+row opening the code pane at its line (click or Enter) and expanding in place (one level deeper, asked of
+the engine when expanded, a loading row meanwhile). The logic is ui/viewmodels/graph.py; Alt+F7 /
+Ctrl+Alt+H (its actions) show each tree."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from PySide6.QtWidgets import QMenu, QTabWidget, QTreeWidget, QTreeWidgetItem, Q
 
 from services.core.models import ResultChunk
 from ui.actions import window_action
-from ui.async_runner import AsyncRunner
-from ui.viewmodels.graph import CODE, SECTIONS, USED_BY, USES, GraphViewModel, link_item
+from ui.async_runner import AsyncRunner, describe_error
+from ui.viewmodels.graph import CODE, SECTIONS, USED_BY, USES, CallRow, GraphViewModel, Level, link_item
 
 LinkRole = Qt.ItemDataRole.UserRole + 1
+RowRole = Qt.ItemDataRole.UserRole + 2  # a CallRow; None once its children are asked for
+LOADING = "Loading…"
 
 
 class GraphPanel(QWidget):
@@ -44,6 +47,7 @@ class GraphPanel(QWidget):
             tree.itemActivated.connect(self._open)
             tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
             tree.customContextMenuRequested.connect(lambda pos, t=tree: self._row_menu(t, pos))
+            tree.itemExpanded.connect(lambda item, d=direction: self._expanded(d, item))
             self.lists[direction] = tree
             self.tabs.addTab(tree, self.model.title(direction))
         layout = QVBoxLayout(self)
@@ -97,18 +101,47 @@ class GraphPanel(QWidget):
                     tree.addTopLevelItem(title)
                 heading = QTreeWidgetItem([group.heading])
                 heading.setFlags(Qt.ItemFlag.ItemIsEnabled)
-                for text, link in group.rows:
-                    row = QTreeWidgetItem([text])
-                    row.setData(0, LinkRole, link)
-                    heading.addChild(row)
+                for row in group.rows:
+                    add_row(heading, row)
                 tree.addTopLevelItem(heading)
+                heading.setExpanded(True)
             if not groups:
-                empty = QTreeWidgetItem([self.model.empty_text(direction)])
-                empty.setFlags(Qt.ItemFlag.NoItemFlags)
-                tree.addTopLevelItem(empty)
-            tree.expandAll()
+                tree.addTopLevelItem(note_item(self.model.empty_text(direction)))
             self.tabs.setTabText(self.tabs.indexOf(tree), self.model.title(direction))
             self.tabs.setTabToolTip(self.tabs.indexOf(tree), self.model.title(direction))
+
+    def _expanded(self, direction: str, item: QTreeWidgetItem) -> None:
+        """A row expanded the first time: a loading row, while the engine is asked for the next level."""
+        row = item.data(0, RowRole)
+        if not isinstance(row, CallRow):
+            return
+        item.setData(0, RowRole, None)
+        item.addChild(note_item(LOADING))
+        asked = self.model.generation
+
+        def failed(exc: BaseException) -> None:
+            if asked == self.model.generation:  # else the tree was filled anew: `item` is gone
+                self._failed(item, row, exc)
+
+        self.runner.run(self._expand(direction, item, row), context="Call tree", on_error=failed)
+
+    async def _expand(self, direction: str, item: QTreeWidgetItem, row: CallRow) -> None:
+        level = await self.model.expand(self.workspace(), direction, row)
+        if level is not None:  # else the tree was filled anew meanwhile: `item` is gone
+            self._fill_level(item, level)
+
+    def _fill_level(self, item: QTreeWidgetItem, level: Level) -> None:
+        item.takeChildren()
+        for row in level.rows:
+            add_row(item, row)
+        if level.empty:
+            item.addChild(note_item(level.empty))
+
+    def _failed(self, item: QTreeWidgetItem, row: CallRow, exc: BaseException) -> None:
+        """The error in place of the loading row; collapsed and expanded again, the row is asked again."""
+        item.takeChildren()
+        item.addChild(note_item(f"Could not list them: {describe_error(exc)}"))
+        item.setData(0, RowRole, row)
 
     def _open(self, row: QTreeWidgetItem, _column: int = 0) -> None:
         link = row.data(0, LinkRole)
@@ -135,3 +168,22 @@ class GraphPanel(QWidget):
         menu = QMenu(tree)
         menu.addActions(self.row_actions(tree, row))
         menu.exec(tree.viewport().mapToGlobal(pos))
+
+
+def add_row(parent: QTreeWidgetItem, row: CallRow) -> QTreeWidgetItem:
+    """A row under `parent`, with an expander when it can be followed (its children asked when expanded)."""
+    item = QTreeWidgetItem([row.text])
+    item.setData(0, LinkRole, row.link)
+    item.setToolTip(0, row.text)
+    if row.expandable:
+        item.setData(0, RowRole, row)
+        item.setChildIndicatorPolicy(QTreeWidgetItem.ChildIndicatorPolicy.ShowIndicator)
+    parent.addChild(item)
+    return item
+
+
+def note_item(text: str) -> QTreeWidgetItem:
+    """A row that only says something (loading, nothing found)."""
+    item = QTreeWidgetItem([text])
+    item.setFlags(Qt.ItemFlag.NoItemFlags)
+    return item

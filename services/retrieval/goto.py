@@ -7,6 +7,8 @@ hundred are then aligned here, like fzf: a matched character counts more at a wo
 or right after the previous one, gaps cost, an exact name and a prefix come first, shorter names and
 paths before longer ones. A question with a dot (`Class.method`) matches qualified names; a path
 question matches file paths, its file name counting most, and `latex.py:120` asks for line 120.
+Space-separated terms (`fill_fixtures conftest`) match where every term does: a file's path; a
+definition's name (one term at least) or its path.
 
 The names of one catalogue version are read once (no chunk text) and kept until the next write, so a
 keystroke costs a match, not a read.
@@ -185,9 +187,19 @@ class SymbolFinder:
         self.items = definitions(rows)
         self.names = Names([d.symbol for d in self.items])
         self.qualified = Names([d.qualified_name for d in self.items])
+        self._paths: Names | None = None
+
+    @property
+    def paths(self) -> Names:
+        """Each definition's path, for questions of several terms (read once, when one first comes)."""
+        if self._paths is None:
+            self._paths = Names([d.path for d in self.items])
+        return self._paths
 
     def find(self, query: str, limit: int) -> tuple[list[GotoHit], int, list[str]]:
         """(hits, how many matched, close spellings when none did)."""
+        if len(query.split()) > 1:
+            return self.find_terms(query.split(), limit)
         dotted = normalise_dots(query)
         names = self.qualified if "." in dotted else self.names
         wanted = dotted.lower()
@@ -208,12 +220,41 @@ class SymbolFinder:
         return [hit for _, hit in scored[:limit]], len(found), closest
 
 
+    def find_terms(self, terms: list[str], limit: int) -> tuple[list[GotoHit], int, list[str]]:
+        """Definitions every term matches, in their name (one term at least) or their path; the name's terms
+        score in full, the path's at half."""
+        terms = [normalise_dots(t) for t in terms]
+        names = [self.qualified if "." in t else self.names for t in terms]
+        in_name = [set(n.matching(t.lower()).tolist()) for n, t in zip(names, terms)]
+        in_path = [set(self.paths.matching(t.lower().replace("\\", "/")).tolist()) for t in terms]
+        found = set.union(*in_name).intersection(*(a | b for a, b in zip(in_name, in_path)))
+        scored = []
+        for i in sorted(found, key=lambda i: len(self.items[i].qualified_name))[:SHORTLIST]:
+            item, score, positions = self.items[i], 0, set[int]()
+            label = item.qualified_name if any("." in t for t in terms) else item.symbol
+            for term, matched in zip(terms, in_name):
+                aligned = align(term, label) if i in matched else None
+                if aligned is not None:
+                    score += aligned[0] + exactness(term.lower(), label.lower())
+                    positions.update(aligned[1])
+                else:
+                    score += (FileFinder.align(term, item.path) or (0, ()))[0] // 2
+            score -= len(label)
+            scored.append(((-score, KIND_ORDER.get(item.kind, 3), len(item.path), item.path, item.start_line),
+                           GotoHit(item.path, item.start_line, item.end_line, item.symbol, item.qualified_name,
+                                   item.kind, item.language, float(score), label, tuple(sorted(positions)))))
+        scored.sort(key=lambda pair: pair[0])
+        return [hit for _, hit in scored[:limit]], len(found), []
+
+
 class FileFinder:
     def __init__(self, rows) -> None:
         self.files = list(rows)  # (path, language, last line)
         self.paths = Names([path for path, _, _ in self.files])
 
     def find(self, query: str, limit: int, line: int | None) -> tuple[list[GotoHit], int, list[str]]:
+        if len(query.split()) > 1:
+            return self.find_terms(query.split(), limit, line)
         wanted = query.replace("\\", "/").lower()
         found = self.paths.matching(wanted)
         scored = []
@@ -229,6 +270,23 @@ class FileFinder:
         scored.sort(key=lambda pair: pair[0])
         closest = self.paths.closest(wanted) if not len(found) else []
         return [hit for _, hit in scored[:limit]], len(found), closest
+
+    def find_terms(self, terms: list[str], limit: int, line: int | None) -> tuple[list[GotoHit], int, list[str]]:
+        """Files whose path every term matches (`testing conftest`), each term scored as a whole question."""
+        terms = [t.replace("\\", "/") for t in terms]
+        found = set.intersection(*(set(self.paths.matching(t.lower()).tolist()) for t in terms))
+        scored = []
+        for i in sorted(found, key=lambda i: len(self.files[i][0]))[:SHORTLIST]:
+            path, language, last = self.files[i]
+            score, positions = -len(path), set[int]()
+            for term in terms:
+                aligned = self.align(term, path) or (0, ())
+                score += aligned[0]
+                positions.update(aligned[1])
+            scored.append(((-score, len(path), path), GotoHit(path, line or 1, line or last, "", "", "file", language,
+                                                              float(score), path, tuple(sorted(positions)))))
+        scored.sort(key=lambda pair: pair[0])
+        return [hit for _, hit in scored[:limit]], len(found), []
 
     def shortlist(self, query: str, found: np.ndarray) -> np.ndarray:
         """As Names.shortlist, judged on the file name (the part after the last /)."""

@@ -19,13 +19,16 @@ from pathlib import Path
 
 from services.core import files
 from services.core.models import Chunk, GotoHit, GraphAnswer, GraphFile, GraphLink
-from services.storage.code_graph import KINDS, Use, decode
+from services.storage.code_graph import KINDS, LOCAL, Use, decode
 from services.retrieval import on_disk
 from services.retrieval.goto import check_query
 
 MAX_LINKS = 2000  # rows an answer lists; `total` still counts them all
 MAX_MENTION_FILES = 400  # files read from disk for a name's mentions in text (a common word is in thousands)
 MAX_CANDIDATES = 3  # a name none of whose definitions a file imports or holds links to this many at most
+HOOK_FILES = 3  # a prefixed module-level function defined in this many files is a plugin hook's implementation
+SELF = frozenset({"self", "cls", "this"})
+CONTAINERS = frozenset({"class", "struct", "interface", "enum", "protocol"})
 _CHUNK_ID = re.compile(r"^.+:\d+-\d+:[0-9a-f]{4,}(~\d+)?$")
 
 
@@ -41,6 +44,7 @@ class Target:
     kind: str
     language: str
     chunk_id: str
+    hook: str = ""  # "impl" / "spec": decorated @hookimpl / @hookspec
 
     @property
     def key(self) -> tuple[str, str]:
@@ -68,9 +72,9 @@ def references(catalog, query: str, root: Path | None = None, limit: int = files
     if root is not None:
         rows = _as_on_disk(catalog, root.resolve(), rows, limit)
     kept: list[tuple[str, Use]] = []
-    coded: set[tuple[str, int]] = set()  # every line using the name in code, whichever definition it means
-    for path, uses in rows:
-        coded.update((path, use.line) for use in uses)
+    # every line using the name in code, whichever definition (or local) it means
+    coded = {(path, use.line) for path, uses in rows for use in uses}
+    for path, uses in _unshadowed(catalog, rows):
         bound = _binding(path, uses, rivals)
         if not targets or len(wanted) >= len(rivals) or not bound or wanted & {t.key for t in bound}:
             kept += [(path, use) for use in uses]
@@ -102,9 +106,9 @@ def uses(catalog, query: str) -> GraphAnswer:
             else:
                 found[definition.key] = (definition, list(lines), how)
     home = {t.path for t in targets}
-    ordered = sorted(found.values(), key=lambda f: (f[0].path not in home, f[0].path, f[0].start_line))
-    links = [GraphLink(d.path, d.start_line, d.symbol, how, d.qualified_name, d.kind, d.chunk_id,
-                       tuple(sorted(set(lines))))
+    ordered = sorted(found.values(), key=lambda f: (f[2] == "hook", f[0].path not in home, f[0].path, f[0].start_line))
+    links = [GraphLink(d.path, d.start_line, d.symbol, how, d.qualified_name, hook_kind(d) if how == "hook" else d.kind,
+                       d.chunk_id, tuple(sorted(set(lines))))
              for d, lines, how in ordered]
     message = "" if links else f"{shown(query, targets)!r} uses no definition of the indexed files."
     return _answer(query, "uses", targets, links, started, message)
@@ -164,8 +168,14 @@ def _targets(chunks: list[Chunk]) -> list[Target]:
     for group in groups.values():
         first = min(group, key=lambda c: c.start_line)
         targets.append(Target(first.path, first.start_line, max(c.end_line for c in group), first.symbol,
-                              first.qualified_name, first.kind, first.language, first.id))
+                              first.qualified_name, first.kind, first.language, first.id, _hook_mark(first.content)))
     return sorted(targets, key=lambda t: (t.path, t.start_line))
+
+
+def _hook_mark(content: str) -> str:
+    """"spec" / "impl" for a definition decorated @hookspec / @hookimpl (its decorators are in its chunk)."""
+    head = content.split("def ", 1)[0]
+    return "spec" if "hookspec" in head else "impl" if "hookimpl" in head else ""
 
 
 def _module(path: str) -> str:
@@ -240,6 +250,28 @@ def _as_on_disk(catalog, root: Path, rows: list[tuple[str, list[Use]]],
     return out
 
 
+def _unshadowed(catalog, rows: list[tuple[str, list[Use]]]) -> list[tuple[str, list[Use]]]:
+    """Each file's uses less those of a local of the same name (a parameter, an assigned name): a plain use
+    inside the innermost function that binds the name means that local; the bindings go too."""
+    bound = [path for path, uses in rows if any(u.kind == LOCAL for u in uses)]
+    spans = defaultdict(list)
+    for row in catalog.chunk_spans(bound):
+        if row[6] in ("function", "method"):
+            spans[row[0]].append((row[2], row[3]))
+    out = []
+    for path, uses in rows:
+        scopes = [_innermost(spans[path], u.line) for u in uses if u.kind == LOCAL]
+        out.append((path, [u for u in uses if u.kind != LOCAL and (u.receiver or not any(
+            a <= u.line <= b for a, b in scopes))]))
+    return out
+
+
+def _innermost(spans: list[tuple[int, int]], line: int) -> tuple[int, int]:
+    """The narrowest span holding the line; (0, -1), holding none, when none does."""
+    holding = [s for s in spans if s[0] <= line <= s[1]]
+    return min(holding, key=lambda s: s[1] - s[0]) if holding else (0, -1)
+
+
 def _enclosed(catalog, symbol: str, places: list[tuple[str, int, str]]) -> list[GraphLink]:
     """Links for (path, line, how), each with the innermost chunk holding its line; a file's code uses
     first, its mentions in text after them."""
@@ -256,21 +288,87 @@ def _enclosed(catalog, symbol: str, places: list[tuple[str, int, str]]) -> list[
 
 
 def _used_by(catalog, target: Target) -> list[tuple[Target, list[int], str]]:
-    """(definition, lines, how) for each definition the target's lines use."""
+    """(definition, lines, how) for each definition the target's lines use (a class's: its members' lines
+    too). A name bound in those lines (a parameter, a local) is no use of a definition elsewhere; a member
+    used on an object (`obj.attr`) is followed only where the object's class is known or one candidate is
+    left; a hook's implementations come with how "hook"."""
     in_file = {name: decode(text) for name, text in catalog.uses_in(target.path)}
-    inside = {name: [u for u in uses if target.start_line <= u.line <= target.end_line]
-              for name, uses in in_file.items()}
+    spans, own = _spans(catalog, target)
+    inside = {name: [u for u in uses if any(a <= u.line <= b for a, b in spans)] for name, uses in in_file.items()}
+    local = {name for name, uses in inside.items() if any(u.kind == LOCAL for u in uses)}
+    inside = {name: [u for u in uses if u.kind != LOCAL and (u.receiver or name not in local)]
+              for name, uses in inside.items()}
     inside = {name: uses for name, uses in inside.items() if uses}
     definitions = _definitions(catalog, list(inside))
     imported = _imported_modules(in_file)
     found = []
     for name, uses in sorted(inside.items()):
-        candidates = [d for d in definitions.get(name, []) if d.key != target.key]
-        chosen = _binding(target.path, in_file[name], candidates) or [
-            d for d in candidates if any(_in_module(d.path, module) for module in imported)][:MAX_CANDIDATES]
-        for definition in chosen:  # a name the file neither imports nor defines is not guessed at by name
-            found.append((definition, [u.line for u in uses], KINDS.get(uses[0].kind, "name")))
+        candidates = [d for d in definitions.get(name, []) if d.key != target.key and d.key not in own]
+        by_receiver: dict[str, list[Use]] = defaultdict(list)
+        for use in uses:
+            by_receiver[use.receiver].append(use)
+        hook = _is_hook(name, definitions.get(name, []))
+        chosen: dict[tuple[str, str], tuple[Target, list[int]]] = {}
+        for receiver, group in by_receiver.items():
+            bound = _hooks(candidates) if hook else _bound(target, name, receiver, in_file, candidates, imported)
+            for definition in bound:
+                chosen.setdefault(definition.key, (definition, []))[1].extend(u.line for u in group)
+        for definition, lines in chosen.values():
+            found.append((definition, sorted(lines), "hook" if hook else KINDS.get(uses[0].kind, "name")))
     return found
+
+
+def _bound(target: Target, name: str, receiver: str, in_file: dict[str, list[Use]], candidates: list[Target],
+           imported: set[str]) -> list[Target]:
+    """The candidates a use of `name` on `receiver` ("" for none) means, as far as the file tells."""
+    if receiver in SELF:
+        owner = target.qualified_name if target.kind in CONTAINERS else target.qualified_name.rpartition(".")[0]
+        mine = [c for c in candidates if c.path == target.path and c.qualified_name == f"{owner}.{name}"]
+        if mine:
+            return mine
+    elif receiver and receiver != "?":
+        module = any(u.kind == "i" for u in in_file.get(receiver, []))  # `from pkg import tools`, `import a as b`
+        dotted = f"{receiver}.{name}"
+        named = [c for c in candidates if (c.qualified_name == dotted or c.qualified_name.endswith("." + dotted)
+                                           or module and c.qualified_name == name and _in_module(c.path, receiver))
+                 and (c.path == target.path or any(_in_module(c.path, m) for m in imported) or module)]
+        if named:  # a class's member (`Base.run`), a module's name (`tools.prepare`)
+            return named
+    known = _binding(target.path, in_file.get(name, []), candidates) or [
+        d for d in candidates if any(_in_module(d.path, module) for module in imported)][:MAX_CANDIDATES]
+    if receiver:  # a member of an object of unknown class: only when one candidate is left
+        return known if len(known) == 1 else []
+    return known  # a name the file neither imports nor defines is not guessed at by name
+
+
+def _spans(catalog, target: Target) -> tuple[list[tuple[int, int]], set[tuple[str, str]]]:
+    """The target's lines, and for a class its members' lines too; with the members' keys."""
+    spans = [(target.start_line, target.end_line)]
+    if target.kind not in CONTAINERS:
+        return spans, set()
+    prefix = target.qualified_name + "."
+    members = [r for r in catalog.chunk_spans([target.path]) if r[5].startswith(prefix)]
+    return spans + [(r[2], r[3]) for r in members], {(target.path, r[5]) for r in members}
+
+
+def _is_hook(name: str, definitions: list[Target]) -> bool:
+    """A plugin hook (pluggy's `pytest_*`): a definition marked @hookimpl / @hookspec, or a prefixed name
+    defined as a module-level function in HOOK_FILES files or more."""
+    if any(d.hook for d in definitions):
+        return True
+    files = {d.path for d in definitions if d.qualified_name == d.symbol and d.kind == "function"}
+    return "_" in name.strip("_") and len(files) >= HOOK_FILES
+
+
+def _hooks(definitions: list[Target]) -> list[Target]:
+    """A hook's specification and implementations: its module-level functions, wherever they are."""
+    return [d for d in definitions if d.qualified_name == d.symbol and d.kind == "function"]
+
+
+def hook_kind(definition: Target) -> str:
+    """How a hook's definition reads in "Uses": its specification or one of its implementations."""
+    spec = definition.hook == "spec" or definition.path.rsplit("/", 1)[-1].startswith("hookspec")
+    return "hook specification" if spec else "hook implementation"
 
 
 def _answer(query: str, direction: str, targets: list[Target], links: list[GraphLink], started: float,
@@ -286,7 +384,7 @@ def _answer(query: str, direction: str, targets: list[Target], links: list[Graph
 
 
 # --- the graph as evidence for file answers (services/retrieval/file_answer.py) ---
-FOLLOWED = frozenset({"call", "attribute", "base"})  # the uses a caller's vote follows (not imports or mere names)
+FOLLOWED = frozenset({"call", "attribute", "base", "hook"})  # the uses a caller's vote follows (not imports or mere names)
 
 
 def chunk_target(chunk: Chunk) -> Target:

@@ -21,9 +21,11 @@ USES = "ref_uses"  # a file's {name: uses}, compressed
 TABLES = (TABLE, NAMES, USES)
 # change with what services/indexing/chunking/graph.py finds, or with the layout: the index refills the tables
 # 3: a file's uses in one compressed blob, names numbered once (a name and its uses per row took 3x the space)
-GRAPH_VERSION = "3"
-# How a name is used, as one letter in the catalogue.
+# 4: local bindings (parameters, assigned names) and the receivers of member uses
+GRAPH_VERSION = "4"
+# How a name is used, as one letter in the catalogue; "l" binds it (a parameter, an assigned name): no use.
 KINDS = {"c": "call", "a": "attribute", "i": "import", "b": "base", "t": "type", "n": "name"}
+LOCAL = "l"
 
 
 @dataclass(frozen=True)
@@ -31,18 +33,21 @@ class Use:
     line: int  # 1-based
     kind: str  # a key of KINDS
     module: str = ""  # Python `from MODULE import name`: where the name comes from
+    receiver: str = ""  # a member's: the name it is used on (`self`, `config`), "?" for an expression
 
 
 def encode(uses: list[Use]) -> str:
-    """A name's uses as the catalogue keeps them: "12c 40a 3i:_pytest.python"."""
-    return " ".join(f"{u.line}{u.kind}" + (f":{u.module}" if u.module else "") for u in uses)
+    """A name's uses as the catalogue keeps them: "12c 40a@self 3i:_pytest.python"."""
+    return " ".join(f"{u.line}{u.kind}" + (f"@{u.receiver}" if u.receiver else "") + (f":{u.module}" if u.module else "")
+                    for u in uses)
 
 
 def decode(text: str) -> list[Use]:
     uses = []
     for item in text.split():
         head, _, module = item.partition(":")
-        uses.append(Use(int(head[:-1]), head[-1], module))
+        head, _, receiver = head.partition("@")
+        uses.append(Use(int(head[:-1]), head[-1], module, receiver))
     return uses
 
 

@@ -266,3 +266,39 @@ def test_used_by_follows_the_name_under_the_code_pane_s_cursor(qtbot, window):
                     timeout=30_000)
     places = {(f.path, link.line) for f in graph.answers[USED_BY].files for link in f.links}
     assert ("notes/search.py", 38) in places and ("notes/search.py", 47) in places
+
+
+FIXTURES = "def fill_fixtures(request):\n    return request\n"
+
+
+def test_rows_that_would_read_alike_keep_the_folder_that_tells_them_apart_and_terms_match_apart(
+        qtbot, loop, service, qsettings, tmp_path):
+    """Issue 52, point 5: two `conftest.py` cut to fit a narrow finder each keep the folder that differs (not
+    `testing/…/conftest.py` twice); "fill_fixtures conftest" finds the name in the conftest files, as
+    VS Code's Ctrl+T does, and "python conftest" the file in Ctrl+P."""
+    from ui.main_window import MainWindow
+
+    folders = ("testing/a_rather_long_folder_name/python", "testing/a_rather_long_folder_name/io", "src/pkg")
+    for folder, name in zip(folders, ("conftest.py", "conftest.py", "fixtures.py")):
+        (tmp_path / "ws" / folder).mkdir(parents=True)
+        (tmp_path / "ws" / folder / name).write_text(FIXTURES)
+    window = MainWindow(service, qsettings)
+    qtbot.addWidget(window)
+    window.show()
+    ensure_indexed(qtbot, window, str(tmp_path / "ws"))
+    finder = window.finder
+    qtbot.keyClick(window, Qt.Key.Key_T, Qt.KeyboardModifier.ControlModifier)
+    finder.resize(420, finder.height())
+    qtbot.waitUntil(lambda: finder.list.viewport().width() < 400)
+    type_in(qtbot, finder, "fill_fixtures conftest")
+    rows = [finder.row_text(r) for r in range(finder.list.count())]
+    assert len(rows) == 2 and all("conftest.py" in row for row in rows), rows
+    assert all("a_rather_long_folder_name" not in row for row in rows), rows  # cut to fit
+    assert any("/python/conftest.py" in row for row in rows) and any("/io/conftest.py" in row for row in rows), rows
+    qtbot.keyClick(finder.filter, Qt.Key.Key_Escape)
+
+    qtbot.keyClick(window, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier)
+    type_in(qtbot, finder, "python conftest")
+    assert [finder.list.item(r).data(HitRole).path for r in range(finder.list.count())] == [
+        "testing/a_rather_long_folder_name/python/conftest.py"]
+    window.shutdown()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QTreeWidgetItem
 
 from services.engine.service import LocalEngine
 from tests.ui.test_main_window import ensure_indexed, run_query
@@ -116,3 +117,119 @@ def test_used_by_lists_code_first_tests_and_docs_apart_and_a_row_has_a_menu(qtbo
     assert QGuiApplication.clipboard().text() == "notes/search.py:38"
     window.graph.row_actions(used_by, row)[0].trigger()
     qtbot.waitUntil(lambda: window.code.item is not None and window.code.item.chunk.start_line == 38)
+
+
+def children(item) -> list[str]:
+    return [item.child(i).text(0) for i in range(item.childCount())]
+
+
+def find_row(tree, text: str):
+    found = tree.findItems(text, Qt.MatchFlag.MatchRecursive | Qt.MatchFlag.MatchStartsWith)
+    assert found, f"no row {text!r}"
+    return found[0]
+
+
+def expand(qtbot, tree, row) -> None:
+    """Right on the current row, as a reader expands it; a loading row until the engine answers."""
+    tree.setCurrentItem(row)
+    qtbot.keyClick(tree, Qt.Key.Key_Right)
+    assert row.isExpanded() and children(row) == ["Loading…"]
+    qtbot.waitUntil(lambda: children(row) != ["Loading…"], timeout=30_000)
+
+
+def test_the_call_tree_expands(qtbot, window):
+    """Issue 52: Used by is a call hierarchy. Expanding a use lists who uses the method it is in, one level
+    deeper each time (the module's code and mentions in text end a branch); its rows open the code and have
+    the rows' menu. Expanding a Uses row lists what that definition uses."""
+    from PySide6.QtGui import QGuiApplication
+
+    run_query(qtbot, window, "tokenize a query into keywords, keyword overlap score")
+    select(qtbot, window, "tokenize_query")
+    used_by = window.graph.lists[USED_BY]
+    closed = QTreeWidgetItem.ChildIndicatorPolicy.DontShowIndicatorWhenChildless
+    assert find_row(used_by, "    4  import in __init__").childIndicatorPolicy() == closed  # a module's import
+    score = find_row(used_by, "   47  call in SearchEngine.score")
+    expand(qtbot, used_by, score)
+    assert children(score) == ["SearchEngine.search · notes/search.py:41"]
+    search = score.child(0)
+    expand(qtbot, used_by, search)
+    assert "search · notes/search.py:59" in children(search)  # the module's demo code
+    assert search.child(children(search).index("search · notes/search.py:59")).childIndicatorPolicy() == closed
+
+    window.graph.row_actions(used_by, search)[2].trigger()
+    assert QGuiApplication.clipboard().text() == "notes/search.py:41"
+    used_by.scrollToItem(search)
+    qtbot.mouseClick(used_by.viewport(), Qt.MouseButton.LeftButton, pos=used_by.visualItemRect(search).center())
+    qtbot.waitUntil(lambda: window.code.item is not None and window.code.item.chunk.start_line == 41)
+    assert window.graph.model.subject.chunk.qualified_name == "tokenize_query"  # the tree stays
+
+    select(qtbot, window, "SearchEngine.score")
+    uses = window.graph.lists[USES]
+    tokenize = find_row(uses, "   16  function tokenize_query")
+    expand(qtbot, uses, tokenize)
+    assert children(tokenize) == ["'tokenize_query' uses no definition of the indexed files."]
+
+
+WALK = '''\
+def ping(n):
+    return pong(n - 1) if n else 0
+
+
+def pong(n):
+    return ping(n)
+
+
+def start():
+    return ping(3)
+'''
+
+
+def test_a_cycle_in_the_call_tree_is_marked_and_not_followed(tmp_path):
+    """ping and pong call each other: under ping, pong's row expands to ping, marked recursive, which does not
+    expand again (the view-model, without Qt, over the real engine)."""
+    import asyncio
+
+    from services.core.models import GotoHit
+    from ui.viewmodels.goto import code_item
+    from ui.viewmodels.graph import GraphViewModel
+
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "walk.py").write_text(WALK)
+    workspace = str(tmp_path / "ws")
+    engine = LocalEngine(data_dir=tmp_path / "data")
+
+    async def walk() -> None:
+        await engine.index(workspace)
+        model = GraphViewModel(engine)
+        item = code_item(workspace, GotoHit("walk.py", 1, 2, "ping", "ping", "function", "python", 1.0, "ping"))
+        assert await model.load(workspace, item)
+        for direction, first in ((USES, "pong"), (USED_BY, "pong")):
+            rows = [row for group in model.groups(direction) for row in group.rows]
+            pong = next(row for row in rows if row.link.qualified_name == first)
+            assert pong.expandable
+            level = await model.expand(workspace, direction, pong)
+            assert [(row.link.qualified_name, row.text.endswith("↻ recursive"), row.expandable)
+                    for row in level.rows] == [("ping", True, False)], level
+        starts = [row for group in model.groups(USED_BY) for row in group.rows if row.link.qualified_name == "start"]
+        assert starts and starts[0].expandable and not starts[0].recursive
+
+    try:
+        asyncio.run(walk())
+    finally:
+        engine.close()
+
+
+def test_the_soak_s_call_tree_step_expands_a_row_in_each_tree(qtbot, window, tmp_path):
+    """benchmarks/soak.py's step (issue 52: the soak exercises the call tree), over the real window."""
+    import asyncio
+
+    from benchmarks.soak import Driver, Heartbeat
+    from tests.ui.test_main_window import wait_task
+
+    run_query(qtbot, window, "tokenize a query into keywords, keyword overlap score")
+    select(qtbot, window, "SearchEngine.score")
+    driver = Driver(window, tmp_path, Heartbeat())
+    wait_task(qtbot, asyncio.ensure_future(driver.call_tree()), 60_000)
+    assert driver.counts == {"call tree": 1} and driver.failures == []
+    expanded = [window.graph.lists[d].currentItem().parent() for d in (USED_BY, USES)]
+    assert all(row is not None and row.isExpanded() and row.childCount() for row in expanded)

@@ -118,34 +118,55 @@ def empty_text(target: str, workspace: str, answer: GotoAnswer | None, text: str
     return "Type a name to find its definition." if target == SYMBOLS else "Type a file name or a path."
 
 
-def row_html(hit: GotoHit, selected: bool = False, fits=lambda _text: True) -> str:
+def row_html(hit: GotoHit, selected: bool = False, fits=lambda _text: True, keep: int = 0) -> str:
     """One row: the matched characters in bold, then its kind, path:line and language (a file: its language),
     quieter; white on the selection's colour when `selected`. A label or path too long for `fits` (a width
-    test of the row's plain text) is cut in the middle: its first folder and its file name stay."""
+    test of the row's plain text) is cut in the middle, its file name and last `keep` folders (at least
+    one) kept: what tells it from the other rows (`distinct_tails`)."""
     path = f"{hit.path}:{hit.start_line}"
     details = lambda shown: hit.language if hit.kind == "file" else f"{hit.kind} · {shown} · {hit.language}"  # noqa: E731
     label_text = hit.label
     if hit.kind == "file":  # the label is the path
-        label_text = cut_path(hit.label, lambda shown: fits(f"{shown}  {details(path)}"))
+        label_text = cut_path(hit.label, lambda shown: fits(f"{shown}  {details(path)}"), keep)
     else:
-        path = cut_path(path, lambda shown: fits(f"{hit.label}  {details(shown)}"))
+        path = cut_path(path, lambda shown: fits(f"{hit.label}  {details(shown)}"), keep)
     label = marked(hit.label, hit.positions) if label_text == hit.label else html.escape(label_text)
     color, quiet = ("white", "#e8eefc") if selected else ("", "gray")
     text = f"{label}&nbsp;&nbsp;<span style='color:{quiet}'>{html.escape(details(path))}</span>"
     return f"<span style='color:{color}'>{text}</span>" if color else text
 
 
-def cut_path(path: str, fits) -> str:
-    """`path` whole if it `fits`, else cut in the middle: `src/…/_io/saferepr.py:12` keeps the first folder and
-    as many of the last ones as fit, then `…/saferepr.py:12`, then the file name alone."""
+def cut_path(path: str, fits, keep: int = 0) -> str:
+    """`path` whole if it `fits`, else cut in the middle, its file name and its last `keep` folders (at least
+    one) always kept: `src/…/_io/saferepr.py:12` keeps the first folder and as many of the last ones as fit,
+    then `…/_io/saferepr.py:12` drops the first; when none of these fits, the shortest of them."""
     if fits(path):
         return path
     folders, name = path.split("/")[:-1], path.rsplit("/", 1)[-1]
-    for kept in range(len(folders) - 2, -1, -1):
-        shown = "/".join([folders[0], "…", *folders[len(folders) - kept:], name]) if folders else name
-        if fits(shown):
-            return shown
-    return f"…/{name}" if folders and fits(f"…/{name}") else name
+    if not folders:
+        return name
+    least = min(max(keep, 1), len(folders))
+    tails = [folders[len(folders) - kept:] for kept in range(len(folders) - 1, least - 1, -1)]
+    shapes = [[folders[0], "…", *tail] for tail in tails if len(tail) < len(folders) - 1]
+    shapes += [["…", *tail] for tail in tails]
+    for shape in shapes:
+        if fits("/".join([*shape, name])):
+            return "/".join([*shape, name])
+    return "/".join(["…", *folders[len(folders) - least:], name])
+
+
+def distinct_tails(paths: list[str]) -> dict[str, int]:
+    """Per path, how many of its last folders tell it from the other paths with the same file name, as
+    VS Code labels two `conftest.py` (`testing/python/conftest.py`, `testing/io/conftest.py`: 1 each)."""
+    split = {path: path.split("/") for path in set(paths)}
+    tails = {}
+    for path, parts in split.items():
+        others = [o for p, o in split.items() if p != path and o[-1] == parts[-1]]
+        kept = 0
+        while kept < len(parts) - 1 and any(o[-kept - 1:] == parts[-kept - 1:] for o in others):
+            kept += 1
+        tails[path] = kept
+    return tails
 
 
 def marked(label: str, positions: tuple[int, ...]) -> str:

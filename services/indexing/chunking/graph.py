@@ -1,8 +1,10 @@
 """The references of one file, for the code graph: every name its code uses, with the line and how.
 
 `file_uses(text, language)` parses the file with tree-sitter (the chunker's grammars) and returns
-{name: [Use, ...]}: calls, attribute uses, imports, base classes, types and other name reads. A
-definition's own name, parameters and keyword-argument names are not uses; comments and strings hold
+{name: [Use, ...]}: calls, attribute uses, imports, base classes, types and other name reads; a member
+use (`obj.attr`, `self.run()`) keeps its receiver's name ("?" for an expression). Parameters and
+assigned names are kept as local bindings ("l"), so a query never takes a local for a definition
+elsewhere. A definition's own name and keyword-argument names are not uses; comments and strings hold
 no identifiers. The names are resolved to definitions at query time (services/retrieval/graph.py).
 
 The tree-sitter language pack ships no tags queries for most grammars, so this is one small query per
@@ -37,6 +39,13 @@ PARAMETER_NODES = {"parameters", "lambda_parameters", "formal_parameters"}
 NAMED_PARAMETERS = {"default_parameter", "typed_default_parameter", "keyword_argument", "formal_parameter",
                     "parameter", "parameter_declaration", "required_parameter", "optional_parameter",
                     "typed_parameter"}
+# A statement binding names, and the field holding them (a pattern of several names is climbed).
+BINDERS = {"assignment": "left", "augmented_assignment": "left", "for_statement": "left", "for_in_clause": "left",
+           "named_expression": "name", "as_pattern": "alias", "variable_declarator": "name",
+           "short_var_declaration": "left", "let_declaration": "pattern"}
+PATTERNS = {"pattern_list", "tuple_pattern", "list_pattern", "list_splat_pattern", "dictionary_splat_pattern",
+            "as_pattern_target", "expression_list"}
+RECEIVER_FIELDS = ("object", "operand", "value", "scope", "argument", "expression")
 UNCOUNTED = frozenset({"self", "cls", "this", "super", "_"})
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 MAX_CLIMB = 6  # parents looked at for an import or a base clause around a name
@@ -50,7 +59,7 @@ def file_uses(text: str, language: str) -> dict[str, list[Use]]:
     from tree_sitter import QueryCursor
 
     tree = parser_for(language).parse(normalise_newlines(text).encode("utf-8"))
-    found: dict[str, dict[tuple[int, str], Use]] = {}
+    found: dict[str, dict[tuple[int, str, str], Use]] = {}
     for nodes in QueryCursor(query).captures(tree.root_node).values():
         for node in nodes:
             name = node.text.decode("utf-8", "replace")
@@ -58,13 +67,13 @@ def file_uses(text: str, language: str) -> dict[str, list[Use]]:
                 continue
             use = _use(node, language)
             if use is not None:
-                found.setdefault(name, {}).setdefault((use.line, use.kind), use)
+                found.setdefault(name, {}).setdefault((use.line, use.kind, use.receiver), use)
     if language == "python":
         _forward_references(tree.root_node, found)
     return {name: sorted(uses.values(), key=lambda u: (u.line, u.kind)) for name, uses in sorted(found.items())}
 
 
-def _forward_references(root, found: dict[str, dict[tuple[int, str], Use]]) -> None:
+def _forward_references(root, found: dict[str, dict[tuple[int, str, str], Use]]) -> None:
     """Python's quoted annotations (`session: "Session"`, `Callable[["Config"], None]`) are type uses."""
     from tree_sitter import QueryCursor
 
@@ -75,7 +84,7 @@ def _forward_references(root, found: dict[str, dict[tuple[int, str], Use]]) -> N
                 name = text.rsplit(".", 1)[-1]
                 if len(name) >= 2 and name not in UNCOUNTED:
                     line = node.start_point[0] + 1
-                    found.setdefault(name, {}).setdefault((line, "t"), Use(line, "t"))
+                    found.setdefault(name, {}).setdefault((line, "t", ""), Use(line, "t"))
 
 
 @lru_cache(maxsize=None)
@@ -111,6 +120,8 @@ def _use(node, language: str) -> Use | None:
     if parent is None or _defines(node, parent, language):
         return None
     line = node.start_point[0] + 1
+    if _binds(node, parent):
+        return Use(line, "l")
     imported = _ancestor(node, IMPORT_NODES)
     if imported is not None:
         return _import(node, imported, line, language)
@@ -120,22 +131,21 @@ def _use(node, language: str) -> Use | None:
     while top.parent is not None and top.parent.type in MEMBER_NODES and top.end_byte == top.parent.end_byte:
         top, member = top.parent, True
     holder = top.parent
+    receiver = _receiver(node) if member else ""
     if holder is not None and holder.type in CALL_NODES and _callee(holder, top, node):
-        return Use(line, "c")
+        return Use(line, "c", receiver=receiver)
     if member and node is not top:
-        return Use(line, "a")
+        return Use(line, "a", receiver=receiver)
     if node.type.endswith("type_identifier") or parent.type in ("type", "user_type"):
         return Use(line, "t")
     return Use(line, "n")
 
 
 def _defines(node, parent, language: str) -> bool:
-    """Whether the name is a definition's own (function, class, parameter, keyword argument)."""
-    if parent.type in PARAMETER_NODES:
-        return True
+    """Whether the name is a definition's own (function, class) or a keyword argument's."""
     named = parent.child_by_field_name("name")
-    if parent.type in NAMED_PARAMETERS:
-        return named == node or (named is None and parent.named_children and parent.named_children[0] == node)
+    if parent.type == "keyword_argument":
+        return named == node
     if parent.type in FUNCTION_NODES.get(language, ()) or parent.type in CONTAINER_NODES.get(language, ()):
         return named == node or (named is None and parent.named_children[0] == node)
     if parent.type == "function_declarator":  # C/C++: the declarator holds the name
@@ -145,6 +155,34 @@ def _defines(node, parent, language: str) -> bool:
         return named == node and value is not None and value.type in ("arrow_function", "function_expression",
                                                                      "function")
     return False
+
+
+def _binds(node, parent) -> bool:
+    """Whether the name is bound here: a parameter, or assigned (`x = ...`, `for x in`, `as x`)."""
+    if parent.type in PARAMETER_NODES or parent.type in PATTERNS and parent.parent is not None \
+            and parent.parent.type in PARAMETER_NODES:
+        return True
+    if parent.type in NAMED_PARAMETERS:
+        named = parent.child_by_field_name("name")
+        return named == node or (named is None and bool(parent.named_children) and parent.named_children[0] == node)
+    top = node
+    while top.parent is not None and top.parent.type in PATTERNS:
+        top = top.parent
+    holder = top.parent
+    field = BINDERS.get(holder.type) if holder is not None else None
+    return field is not None and holder.child_by_field_name(field) == top
+
+
+def _receiver(node) -> str:
+    """The name a member is used on (`self`, `config`), "?" when it is used on an expression."""
+    member = node.parent
+    target = next((t for t in (member.child_by_field_name(f) for f in RECEIVER_FIELDS) if t is not None), None)
+    if target is None and member.named_children and member.named_children[0] != node:
+        target = member.named_children[0]
+    if target is None or target == node:
+        return "?"
+    text = target.text.decode("utf-8", "replace")
+    return text if re.fullmatch(r"[A-Za-z_]\w*", text) else "?"
 
 
 def _callee(call, top, node) -> bool:
