@@ -1,5 +1,7 @@
 """Pictures of the window as a place to compare rankings and read code (issue 52): the two rankings beside
-the code pane at 1280×800 and 1440×900, below it at 1024×700, every row's whole name readable.
+the code pane at 1280×800 and 1440×900, below it at 1024×700, every row's whole name readable; then, at
+1280×800, reading: the call tree expanded (reading-call-tree.png) and a peek at a definition with the
+breadcrumbs above the pane (reading-peek.png).
 
     python docs/comparing_screenshots.py --data-dir DIR --workspace /path/to/pytest [--out docs]
 
@@ -43,6 +45,42 @@ async def scenes(app, window, workspace: str, out: Path, question: str) -> None:
         name = out / f"comparing-{width}x{height}.png"
         window.grab().save(str(name))
         print(f"saved {name}")
+    await reading(app, window, out)
+
+
+async def reading(app, window, out: Path) -> None:
+    """The call tree's first expandable row of Used by expanded; a peek at the first name the code pane
+    resolves, its breadcrumbs above."""
+    from PySide6.QtGui import QTextCursor
+
+    window.resize(1280, 800)
+    tree = window.graph.lists["references"]
+    window.graph.show_list("references")
+    await wait_for(lambda: tree.topLevelItemCount() > 0)
+    rows = [tree.topLevelItem(n).child(c) for n in range(tree.topLevelItemCount())
+            for c in range(tree.topLevelItem(n).childCount())]
+    row = next((r for r in rows if r.childIndicatorPolicy().name == "ShowIndicator"), None)
+    if row is not None:
+        row.setExpanded(True)
+        await wait_for(lambda: row.childCount() > 0 and "Loading" not in row.child(0).text(0))
+    await settle(app, 1.0)
+    window.grab().save(str(out / "reading-call-tree.png"))
+    code = window.code
+    for word in ("self.", "("):
+        found = code.editor.document().find(word, code.editor.textCursor())
+        if not found.isNull():
+            cursor = QTextCursor(found)
+            cursor.setPosition(found.selectionStart() + 5 if word == "self." else max(found.selectionStart() - 1, 0))
+            code.editor.setTextCursor(cursor)
+            code.request_peek()
+            try:
+                await wait_for(code.peek.isVisible, timeout=20)
+                break
+            except TimeoutError:
+                continue
+    await settle(app, 1.0)
+    window.grab().save(str(out / "reading-peek.png"))
+    print("saved reading-call-tree.png, reading-peek.png;", "breadcrumbs:", code.breadcrumb_texts())
 
 
 def main() -> int:
