@@ -23,7 +23,9 @@ def innermost(items: list[ResultChunk], line: int) -> ResultChunk | None:
     """The smallest named chunk whose lines hold `line` (a method before its class), None when none does."""
     holding = [i for i in items if i.chunk.start_line <= line <= i.chunk.end_line
                and (i.chunk.qualified_name or i.chunk.symbol)]
-    return min(holding, key=lambda i: (i.chunk.end_line - i.chunk.start_line, -i.chunk.start_line), default=None)
+    if not holding:
+        return None
+    return min(holding, key=lambda i: (i.chunk.end_line - i.chunk.start_line, -i.chunk.start_line))
 
 
 def crumbs(path: str, items: list[ResultChunk], line: int) -> list[Crumb]:
