@@ -109,7 +109,7 @@ class Searcher:
                                      options.min_relevance, strategy.score_threshold, cosines)
         chunks, missing = self.index.catalog().vector_counts()  # chunks a run has not made vectors for yet
         if missing:
-            kept = steps.fuse(kept, self.without_vectors(question, pool, allowed, definitions), 1 - missing / chunks)
+            kept = steps.fuse(kept, self.by_keywords(question, pool, allowed, definitions), 1 - missing / chunks)
         if strategy.reranks and reading.navigation:
             kept = steps.names_first(kept, definitions, ranked + pooled, reading)
         original = [c for c in semantic if c.original_score >= options.min_relevance][:options.top_k]
@@ -151,15 +151,13 @@ class Searcher:
         """The chunks a question searches: every committed one (by vector only those with theirs)."""
         return self.index.catalog().counts()[1]
 
-    def without_vectors(self, question: str, pool: int, allowed: set[str] | None,
-                        definitions: list[names.Definition]) -> list[Candidate]:
-        """While a run makes vectors: the chunks without one that the question's names define, then those
-        its keywords find (BM25), for steps.fuse to rank beside the vector-ranked ones."""
-        awaiting = self.index.catalog().awaiting_ids()
-        if allowed is not None:
-            awaiting &= allowed
-        named = [d.chunk for d in definitions if d.chunk.id in awaiting]
-        hits = self.index.keywords.search(question, min(pool, KEYWORD_POOL), awaiting)
+    def by_keywords(self, question: str, pool: int, allowed: set[str] | None,
+                    definitions: list[names.Definition]) -> list[Candidate]:
+        """While a run makes vectors: the chunks the question's names define, then those its keywords find
+        (BM25) over every committed chunk, with a vector or not: the complete channel step 1 made, for
+        steps.fuse to rank beside the vector-ranked ones (weighed by the share of chunks still without)."""
+        named = [d.chunk for d in definitions if allowed is None or d.chunk.id in allowed]
+        hits = self.index.keywords.search(question, min(pool, KEYWORD_POOL), allowed)
         chunks = self.index.chunks([i for i, _ in hits])
         found = list({c.id: c for c in named + [chunks[i] for i, _ in hits if i in chunks]}.values())
         return [Candidate(c, 0.0, None, None) for c in found]

@@ -281,15 +281,16 @@ def reading_note(reading, definitions: list) -> str:
 RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al.)
 
 
-def fuse(ranked: list[Candidate], without_vectors: list[Candidate], share: float) -> list[Candidate]:
-    """While vectors are missing: the strategy's ranking (over chunks with vectors) and the chunks without
-    vectors that names and keywords found, in one ranking by reciprocal rank fusion, each list weighed by
-    the share of chunks it stands for (`share`: those with vectors). Scores become the fused ones."""
-    if not without_vectors:
+def fuse(ranked: list[Candidate], by_keywords: list[Candidate], share: float) -> list[Candidate]:
+    """While vectors are missing: the strategy's ranking (over chunks with vectors, weighed by `share`, their
+    share of the chunks) and what names and keywords found over every chunk (weighed by the rest), in one
+    ranking by reciprocal rank fusion: with no vectors it is the keyword answer, with all the strategy's.
+    Scores become the fused ones."""
+    if not by_keywords:
         return ranked
     scores: dict[str, float] = {}
     first: dict[str, Candidate] = {}
-    for weight, ranking in ((share, ranked), (1.0 - share, without_vectors)):
+    for weight, ranking in ((share, ranked), (1.0 - share, by_keywords)):
         for rank, c in enumerate(ranking, 1):
             scores[c.chunk.id] = scores.get(c.chunk.id, 0.0) + weight / (RRF_K + rank)
             first.setdefault(c.chunk.id, c)
