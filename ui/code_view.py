@@ -28,7 +28,7 @@ from ui.actions import window_action
 from ui.editor import AUTO, EditorError, open_at_line
 from ui.peek import PeekFrame
 from ui.theme import mono_font
-from ui.viewmodels.breadcrumbs import Crumb, crumbs
+from ui.viewmodels.breadcrumbs import SEPARATOR, Crumb, crumbs
 from ui.viewmodels.navigation import Navigation
 from ui.viewmodels.ranking import fit_location, lines_text
 from ui.why_view import ElidedLabel
@@ -459,6 +459,7 @@ class CodeView(QWidget):
         self.breadcrumbs.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.breadcrumbs.setTextFormat(Qt.TextFormat.RichText)
         self.breadcrumbs.linkActivated.connect(self._crumb_clicked)
+        self.breadcrumbs.setToolTip("Where the caret is; a step opens it (the file: its outline, Ctrl+F12)")
         self.file_chunks: tuple[str, list[ResultChunk]] = ("", [])  # the file's chunks, as the index has them
         self.steps: list[Crumb] = []
         self.editor.cursorPositionChanged.connect(self.update_breadcrumbs)
@@ -546,7 +547,7 @@ class CodeView(QWidget):
         self.peek.show_peek(item, self.editor.viewport().mapTo(self.editor, rect.bottomLeft()).y() + 2)
 
     def set_file_chunks(self, path: str, items: list[ResultChunk]) -> None:
-        """The chunks the index has for `path` (the breadcrumbs' steps), when it is still the file shown."""
+        """The chunks the index has for `path` (the breadcrumbs' steps and the outline's rows)."""
         self.file_chunks = (path, [i for i in items if i.chunk.path == path])
         self.update_breadcrumbs()
 
@@ -561,8 +562,7 @@ class CodeView(QWidget):
         self.steps = crumbs(path, known, self.caret_line())
         links = [f'<a href="{n}" style="text-decoration:none">{html.escape(step.text)}</a>'
                  for n, step in enumerate(self.steps)]
-        self.breadcrumbs.setText(" › ".join(links))
-        self.breadcrumbs.setToolTip("Where the caret is; a step opens it (the file: its outline, Ctrl+F12)")
+        self.breadcrumbs.setText(SEPARATOR.join(links))
 
     def breadcrumb_texts(self) -> list[str]:
         return [step.text for step in self.steps]

@@ -1093,11 +1093,12 @@ class MainWindow(QMainWindow):
         if item is None or not self.workspace:
             return None
         path = item.chunk.path
-        if self.code.file_chunks[0] == path and self.code.file_chunks[1]:
-            self.outline.show_outline(path, self.code.file_chunks[1], self.code)
-            return None
-        return self.runner.run(self.session.outline(path), key="outline", context="Outline",
-                               on_result=lambda items: self.outline.show_outline(path, items, self.code))
+
+        def shown(items: list[ResultChunk]) -> None:  # asked afresh (an index run may have cut the file anew)
+            self.code.set_file_chunks(path, items)
+            self.outline.show_outline(path, items, self.code)
+
+        return self.runner.run(self.session.outline(path), key="outline", context="Outline", on_result=shown)
 
     def open_definition_here(self, item: ResultChunk) -> None:
         """An outline row: the code pane goes there (a place Back returns from)."""

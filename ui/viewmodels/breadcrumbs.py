@@ -41,7 +41,3 @@ def crumbs(path: str, items: list[ResultChunk], line: int) -> list[Crumb]:
         name = ".".join(parts[:n])
         steps.append(Crumb(parts[n - 1], inner if n == len(parts) else by_name.get(name)))
     return steps
-
-
-def crumbs_text(steps: list[Crumb]) -> str:
-    return SEPARATOR.join(step.text for step in steps)
