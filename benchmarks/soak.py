@@ -189,7 +189,7 @@ class Driver:
         self.done("scrolling")
 
     async def read(self) -> None:
-        """The code pane as an editor (issue 52): F12 on a capitalised name in view, Ctrl+F and Enter, Ctrl+F12
+        """The code pane as an editor (issue 52): Alt+F12 (peek), Escape, then F12 on a capitalised name in view, Ctrl+F and Enter, Ctrl+F12
         and Enter on the outline's first chunk."""
         self.beat.step = "read"
         w, code = self.window, self.window.code
@@ -201,8 +201,12 @@ class Driver:
         if not found.isNull():
             found.setPosition(found.selectionStart())
             editor.setTextCursor(found)
+            self.key(editor, Qt.Key.Key_F12, Qt.KeyboardModifier.AltModifier)  # peek first, Escape leaves it
+            peeked = await until(lambda: not w.runner.is_running("peek"), 30)
+            if code.peek.isVisible():
+                self.key(code.peek.code, Qt.Key.Key_Escape)
             self.key(editor, Qt.Key.Key_F12)
-            defined = await until(lambda: not w.runner.is_running("definition"), 30)
+            defined = peeked and await until(lambda: not w.runner.is_running("definition"), 30)
         self.key(code.editor, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
         QTest.keyClicks(code.find_bar.text, "self")
         self.key(code.find_bar.text, Qt.Key.Key_Return)
