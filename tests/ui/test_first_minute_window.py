@@ -1,5 +1,5 @@
-"""A first index in the real window (issue #51): while step 2 makes the vectors, Ctrl+T and Ctrl+P find what
-step 1 committed and the health panel counts files, chunks and vectors; the title's and the bar's percentage
+"""A first index in the real window (issue #51): while step 2 makes the vectors, Ctrl+T, Alt+F7 (Used by) and
+Ctrl+P find what step 1 committed and the health panel counts files, chunks and vectors; the title's and the bar's percentage
 is one number, of the whole run, and never runs ahead of the vectors made.
 
 Real LocalEngine (the stand-in encoder, the real code path), Chroma, the real window offscreen; step 2 is held
@@ -19,6 +19,7 @@ from services.encoders.embedder import Embedder
 from services.engine.service import LocalEngine
 from tests.helpers.stand_in_encoder import stand_in_settings
 from ui.main_window import MainWindow
+from ui.viewmodels.graph import USED_BY
 
 pytestmark = pytest.mark.stand_in_encoder
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"
@@ -66,7 +67,18 @@ def test_a_first_index_is_useful_and_its_progress_honest(loop, qtbot, qsettings,
         qtbot.waitUntil(lambda: finder.model.answer is not None and finder.model.answer.query == "NoteStore"
                         and not finder.runner.is_running("goto"), timeout=30_000)
         assert finder.current_hit().path == "notes/store.py"
-        finder.hide()
+        qtbot.keyClick(finder.filter, Qt.Key.Key_Return)  # opened, then Alt+F7: who uses it, from step 1's graph
+        qtbot.waitUntil(lambda: win.code.item is not None and win.code.item.chunk.qualified_name == "NoteStore")
+        win.setFocus()
+        qtbot.keyClick(win, Qt.Key.Key_F7, Qt.KeyboardModifier.AltModifier)
+        graph = win.graph.model
+        qtbot.waitUntil(lambda: graph.subject is not None and graph.subject.chunk.qualified_name == "NoteStore"
+                        and graph.answers[USED_BY] is not None and not win.graph.runner.is_running("graph"),
+                        timeout=30_000)
+        places = {(f.path, link.line) for f in graph.answers[USED_BY].files for link in f.links}
+        assert ("notes/search.py", 33) in places and ("notes/store.py", 32) in places, places
+        assert win.graph.tabs.tabText(0).startswith("Used by NoteStore")
+        assert encoded[0] == 0  # all of it during step 2, before a single vector was made
         qtbot.keyClick(win, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier)  # Ctrl+P: a file
         finder.filter.clear()
         qtbot.keyClicks(finder.filter, "store.py")
