@@ -32,6 +32,7 @@ from services.core.models import (
 from services.core.settings import DEFAULT_STRATEGY
 from services.engine.protocol import Engine
 from services.transport.paths import check_glob, confined
+from services.transport.routes import ROUTES
 
 Where = Callable[[str], "str | Path"]
 REQUIRED = inspect.Parameter.empty
@@ -46,18 +47,23 @@ class Param:
 
 @dataclass(frozen=True)
 class Route:
-    """The REST route of an operation. `names`: the REST name of each operation parameter it takes (the
+    """The REST route of an operation: `name`, its key in the route table (services.transport.routes, which
+    holds its method, path and summary). `names`: the REST name of each operation parameter it takes (the
     others are MCP's only); `extra`: REST-only parameters (body fields); `defaults`: REST defaults that
-    differ from MCP's. The route itself is written out in app.server and calls the operation's `run`."""
+    differ from MCP's. The route's handler is app.server's and calls the operation's `run`."""
 
-    method: str
-    path: str
+    name: str
     names: dict[str, str]
-    endpoint: str  # the route function's name (its OpenAPI operationId)
-    response_model: Any = None
-    summary: str | None = None
     extra: tuple[str, ...] = ()
     defaults: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def method(self) -> str:
+        return ROUTES[self.name].method
+
+    @property
+    def path(self) -> str:
+        return ROUTES[self.name].path
 
 
 @dataclass(frozen=True)
@@ -191,7 +197,6 @@ GOTO_HITS = ("{query, target, matched (how many names matched), line, message ('
 GRAPH_LINKS = ("{query, direction, total, message ('' or why nothing was found), targets: [{path, start_line, "
                "end_line, qualified_name, kind}], files: [{path, links: [{line, name, how, qualified_name, kind, "
                "lines}]}]}, fields of the REST graph JSON")
-WORKSPACE_GET = "/v1/workspaces/{workspace_id}"
 CLI_QUERY = {"question": "question", "workspace": "path", "strategy": "strategy", "languages": "language",
              "path_glob": "path_glob"}
 CLI_NAMED = {"name": "where", "workspace": "where"}  # goto, refs, uses: `[PATH] NAME`
@@ -212,10 +217,9 @@ OPERATIONS: tuple[Operation, ...] = (
         "per workspace), fallback_reasons, results: [{workspace, name, rank, evidence, "
         "result (as above)}]}.",
         "search",
-        (Route("POST", f"{WORKSPACE_GET}/query", {**IN_URL, **QUERY_FIELDS, "top_k": "top_k"}, "query",
-               extra=QUERY_EXTRA),
-         Route("POST", "/v1/query", {"workspace": "workspaces", "workspaces": "workspaces", **QUERY_FIELDS,
-                                     "top_k": "top_k"}, "query_many", extra=QUERY_EXTRA)),
+        (Route("query", {**IN_URL, **QUERY_FIELDS, "top_k": "top_k"}, extra=QUERY_EXTRA),
+         Route("query_many", {"workspace": "workspaces", "workspaces": "workspaces", **QUERY_FIELDS, "top_k": "top_k"},
+               extra=QUERY_EXTRA)),
         (Command("query", {**CLI_QUERY, "top_k": "top_k", "workspaces": "workspace"},
                  extra=("json", "min_relevance", "files", "before")),)),
     Operation(
@@ -230,8 +234,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "signals {name, contribution, note} that add up to its score and say why it ranks "
         "there. `before` (unix time): ignore commits made at or after it.",
         "find_files",
-        (Route("POST", f"{WORKSPACE_GET}/files", {**IN_URL, **QUERY_FIELDS, "max_files": "max_files",
-                                                  "before": "before"}, "files", extra=("top_k", *QUERY_EXTRA)),),
+        (Route("files", {**IN_URL, **QUERY_FIELDS, "max_files": "max_files", "before": "before"},
+               extra=("top_k", *QUERY_EXTRA)),),
         (Command("query", {**CLI_QUERY, "max_files": "top_k", "before": "before"},
                  extra=("json", "min_relevance", "files", "workspace")),)),
     Operation(
@@ -241,9 +245,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "every definition of a name defined in several places, each with its path and lines, "
         f"in any language of the workspace. Returns {GOTO_HITS}.",
         "find_symbol",
-        (Route("GET", f"{WORKSPACE_GET}/goto/symbols", {**IN_URL, "name": "q", "limit": "limit"}, "goto_symbols",
-               GotoAnswer, "Go to symbol: definitions whose names fuzzily match q (`fm`, `Class.method`)",
-               defaults={"limit": 20}),),
+        (Route("goto_symbols", {**IN_URL, "name": "q", "limit": "limit"}, defaults={"limit": 20}),),
         (Command("goto", {**CLI_NAMED, "limit": "limit"}, extra=("json", "files")),)),
     Operation(
         "find_file", find_file, (Param("path", str), WORKSPACE, Param("limit", int, 10)),
@@ -251,9 +253,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "`latex.py`, `printing/latex`, `latex.py:120` for line 120). Returns "
         f"{GOTO_HITS}; start_line is the line asked for.",
         "find_file",
-        (Route("GET", f"{WORKSPACE_GET}/goto/files", {**IN_URL, "path": "q", "limit": "limit"}, "goto_files",
-               GotoAnswer, "Go to file: indexed files whose paths fuzzily match q (`latex.py:120` asks for line 120)",
-               defaults={"limit": 20}),),
+        (Route("goto_files", {**IN_URL, "path": "q", "limit": "limit"}, defaults={"limit": 20}),),
         (Command("goto", {**CLI_NAMED, "limit": "limit"}, extra=("json", "files")),)),
     Operation(
         "find_references", find_references, (Param("name", str), WORKSPACE),
@@ -262,8 +262,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "base classes, grouped by file, each with its line and the function or class using it; after a file's "
         f"code uses, the name's mentions in its docstrings, comments and strings (how: text). Returns {GRAPH_LINKS}.",
         "find_references",
-        (Route("GET", f"{WORKSPACE_GET}/graph/references", {**IN_URL, "name": "q"}, "graph_references", GraphAnswer,
-               "Find references: who uses q (a name, `Class.method` or a chunk id), grouped by file"),),
+        (Route("graph_references", {**IN_URL, "name": "q"}),),
         (Command("refs", CLI_NAMED),)),
     Operation(
         "find_uses", find_uses, (Param("name", str), WORKSPACE),
@@ -272,8 +271,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "extends, grouped by the file defining them, `lines` where it uses each. "
         f"Returns {GRAPH_LINKS}.",
         "find_uses",
-        (Route("GET", f"{WORKSPACE_GET}/graph/uses", {**IN_URL, "name": "q"}, "graph_uses", GraphAnswer,
-               "What q (a chunk id or a definition's name) uses: the definitions, grouped by file"),),
+        (Route("graph_uses", {**IN_URL, "name": "q"}),),
         (Command("uses", CLI_NAMED),)),
     Operation(
         "open_file", open_file,
@@ -283,15 +281,14 @@ OPERATIONS: tuple[Operation, ...] = (
         f"and must stay inside it; lines are 1-based and inclusive, at most {MAX_OPEN_LINES}.",
         None,
         # REST sends the whole file as {path, text} (app.server.read_text), not a range of lines
-        (Route("GET", f"{WORKSPACE_GET}/file", {**IN_URL, "path": "path"}, "read_file",
-               summary="A file of the workspace as text"),)),
+        (Route("read_file", {**IN_URL, "path": "path"}),)),
     Operation(
         "index_status", index_status, (WORKSPACE,),
         "Index health of a workspace: files, chunks, stale files, whether it needs a reindex "
         "(all of the REST health JSON: indexed, state, files, chunks, languages, stale_files, "
         "needs_reindex, skipped, model, updated_at, message, ...).",
         "index_status",
-        (Route("GET", f"{WORKSPACE_GET}/health", IN_URL, "health", IndexHealth),),
+        (Route("health", IN_URL),),
         (Command("health", {"workspace": "path"}),)),
     Operation(
         "reindex", reindex, (WORKSPACE, Param("full", bool, False)),
@@ -301,14 +298,14 @@ OPERATIONS: tuple[Operation, ...] = (
         "skipped, failed, message, vectors_reused).",
         "reindex",
         # REST starts a background run (202, followed with GET …/index or …/index/events): app.server.IndexRuns
-        (Route("POST", f"{WORKSPACE_GET}/index", {**IN_URL, "full": "full"}, "start_index"),),
+        (Route("start_index", {**IN_URL, "full": "full"}),),
         (Command("index", {"workspace": "path", "full": "full"}),)),
     Operation(
         "list_strategies", list_strategies, (),
         "The reranking strategies, whether each is available now, and what it does: "
         "{strategies: [{name, available, reason, description}]} (fields of the REST list).",
         "list_strategies",
-        (Route("GET", "/v1/strategies", {}, "strategies", list[StrategyInfo]),),
+        (Route("strategies", {}),),
         (Command("strategies", {}),)),
 )
 BY_NAME = {operation.name: operation for operation in OPERATIONS}

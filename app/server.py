@@ -20,6 +20,7 @@ import threading
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -35,21 +36,21 @@ from app.limits import check_fields, check_known, describe
 from app.mcp_server import build_mcp
 from app.render import search_rerank_response, to_json
 from services.core.messages import (
-    DocumentRerankRequest, DocumentRerankResponse, IndexRequest, IndexStatus, Label, LabelRequest, Labels,
+    DocumentRerankRequest, IndexRequest, IndexStatus, Label, LabelRequest, Labels,
     FilesRequest, MultiQueryRequest, QueryRequest, RerankingConfig, SearchRerankRequest, SearchRerankResponse, WatchRequest, Workspace,
     WorkspaceRequest,
 )
 from services.core import files
 from services.transport.paths import confined
 from services.transport.registry import WorkspaceRegistry
+from services.transport.routes import ROUTES
 from services.transport.roots import refusal
 from services.core.errors import (
     BodyTooLarge, HttpError, IndexRunning, InternalError, InvalidRequest, KnowledgeError, MalformedJson, NotFound,
-    QueryError, Unauthorized, WorkspaceError,
+    QueryError, Unauthorized,
 )
 from services.core.models import (
-    FileAnswer, GotoAnswer, GraphAnswer, IndexHealth, MultiQueryResult, QueryOptions, QueryResult, StrategyInfo,
-    WatchEvent,
+    GotoAnswer, GraphAnswer, IndexHealth, QueryOptions, StrategyInfo, WatchEvent,
 )
 
 log = logging.getLogger(__name__)
@@ -338,15 +339,36 @@ def build_app(service, data_dir: str | Path, *, token: str | None = None, max_bo
     app.state.service, app.state.registry, app.state.runs = service, registry, runs
     install_error_handlers(app)
     parts = Parts(service, registry, runs, watch_feeds)
+    written: Handlers = {}
     for area in (health_routes, workspace_routes, query_routes, navigation_routes, label_routes):
-        area(app.router, parts)  # on the app's own router: flat routes that FastAPI and the guards read alike
+        written |= area(parts)
+    register_routes(app.router, written)  # on the app's own router: flat routes that FastAPI and the guards read alike
     if mcp_server is not None:
         app.router.routes.extend(mcp_routes)
     app.add_middleware(Guard, token=token, max_body=max_body, hosts=allowed_host_names(host, allowed_hosts))
     return app
 
 
-# --- the routes, one function per area; each route of an operation calls it (app.operations) ---
+# --- the routes: their handlers, one function per area (each route of an operation calls it, app.operations),
+# registered from the one table of routes (services.transport.routes) ---
+Handlers = dict[str, Callable[..., Awaitable[Any]]]
+
+
+def handlers(*functions: Callable[..., Awaitable[Any]]) -> Handlers:
+    """An area's handlers by name: the name is their route's in ROUTES."""
+    return {function.__name__: function for function in functions}
+
+
+def register_routes(router: APIRouter, written: Handlers) -> None:
+    """Every route of ROUTES with its handler, in the table's order; a route without a handler, or a handler
+    without a route, stops the server from being built."""
+    if unmatched := sorted(written.keys() ^ ROUTES.keys()):
+        raise RuntimeError(f"routes and handlers do not match: {', '.join(unmatched)}")
+    for name, route in ROUTES.items():
+        router.add_api_route(route.path, written[name], methods=[route.method], response_model=route.response,
+                             status_code=route.status, summary=route.summary)
+
+
 @dataclasses.dataclass
 class Parts:
     """What the routes share: the engine, the registered workspaces, the index runs and watch feeds."""
@@ -365,116 +387,94 @@ def respond(value: Any, kind: Any = None, status: int = 200) -> JSONResponse:
     return JSONResponse(to_json(value, kind), status_code=status)
 
 
-def health_routes(router: APIRouter, parts: Parts) -> None:
+def health_routes(parts: Parts) -> Handlers:
     """Is the engine up; a workspace's index health."""
     service, registry = parts.service, parts.registry
 
-    @router.get("/v1/health", response_model=None, summary="Is the engine up")
     async def server_health() -> dict[str, Any]:
         return {"status": "ok", "model": service.settings.embedding_model, "workspaces": len(registry.all())}
 
-    @router.get("/v1/workspaces/{workspace_id}/health", response_model=IndexHealth)
     async def health(workspace_id: str) -> JSONResponse:
         return respond(await operations.index_status(service, parts.workspace, workspace_id), IndexHealth)
 
+    return handlers(server_health, health)
 
 
-def workspace_routes(router: APIRouter, parts: Parts) -> None:
+def workspace_routes(parts: Parts) -> Handlers:
     """Registering folders, index runs (started, followed, cancelled) and watching."""
     service, registry, runs, watch_feeds, workspace = (parts.service, parts.registry, parts.runs, parts.watch_feeds,
                                                        parts.workspace)
 
-    @router.post("/v1/workspaces", response_model=Workspace, status_code=201, summary="Register a folder")
     async def register(request: WorkspaceRequest) -> JSONResponse:
         key, root = registry.register(request.path)
         return respond(Workspace(key, str(root)), status=201)
 
-    @router.get("/v1/workspaces", response_model=list[Workspace])
     async def workspaces() -> JSONResponse:
         return respond([Workspace(k, v) for k, v in registry.all().items()], list[Workspace])
 
     # the reindex operation, run in the background: 202, followed with GET …/index or …/index/events
-    @router.post("/v1/workspaces/{workspace_id}/index", response_model=IndexStatus, status_code=202,
-                 summary="Start an (incremental) index run; follow it with GET …/index or …/index/events")
     async def start_index(workspace_id: str,
                           request: IndexRequest = Body(default_factory=IndexRequest)) -> JSONResponse:
         return respond(runs.start(workspace_id, workspace(workspace_id), request.full), status=202)
 
-    @router.get("/v1/workspaces/{workspace_id}/index", response_model=IndexStatus)
     async def index_status(workspace_id: str) -> JSONResponse:
         workspace(workspace_id)
         return respond(runs.get(workspace_id))
 
-    @router.get("/v1/workspaces/{workspace_id}/index/events", summary="Index progress as server-sent events")
     async def index_events(workspace_id: str) -> StreamingResponse:
         workspace(workspace_id)
         return StreamingResponse(runs.events(workspace_id), media_type="text/event-stream")
 
-    @router.delete("/v1/workspaces/{workspace_id}/index", response_model=IndexStatus, summary="Cancel the run")
     async def cancel_index(workspace_id: str) -> JSONResponse:
         workspace(workspace_id)
         return respond(runs.cancel(workspace_id))
 
-    @router.put("/v1/workspaces/{workspace_id}/watch", response_model=None, summary="Keep the index fresh while the folder changes")
     async def watch(workspace_id: str,
                     request: WatchRequest = Body(default_factory=WatchRequest)) -> dict[str, Any]:
         await service.watch(workspace(workspace_id), auto_reindex=request.auto_reindex,
                             on_event=lambda event: watch_feeds.publish(workspace_id, event))
         return {"watching": True, "auto_reindex": request.auto_reindex}
 
-    @router.get("/v1/workspaces/{workspace_id}/watch/events",
-                summary="The watched folder's events (stale files, automatic runs, paused/resumed) as server-sent "
-                        "events")
     async def watch_events(workspace_id: str) -> StreamingResponse:
         workspace(workspace_id)
         return StreamingResponse(watch_feeds.events(workspace_id), media_type="text/event-stream")
 
-    @router.delete("/v1/workspaces/{workspace_id}/watch", response_model=None, summary="Stop watching the folder")
     async def unwatch(workspace_id: str) -> dict[str, Any]:
         await service.unwatch(workspace(workspace_id))
         return {"watching": False}
 
-    @router.post("/v1/workspaces/{workspace_id}/watch/pause",
-                 response_model=None, summary="Cancel the automatic run under way; index changes again after the next user's run")
     async def pause_watch(workspace_id: str) -> dict[str, Any]:
         await service.pause_watch(workspace(workspace_id))
         return {"paused": True}
 
+    return handlers(register, workspaces, start_index, index_status, index_events, cancel_index, watch, watch_events,
+                    unwatch, pause_watch)
 
 
-def query_routes(router: APIRouter, parts: Parts) -> None:
+def query_routes(parts: Parts) -> Handlers:
     """Questions (one workspace, several, as files), the reranking strategies and the reranking spec's routes."""
     service, registry, configs, workspace = parts.service, parts.registry, parts.configs, parts.workspace
 
-    @router.post("/v1/workspaces/{workspace_id}/query", response_model=QueryResult,
-                 summary="Ask a question: both rankings, signals and stale flags")
     async def query(workspace_id: str, request: QueryRequest) -> JSONResponse:
         root = workspace(workspace_id)  # an unknown id first (404), then the fields
         return respond(await operations.search(service, lambda _: root, workspace="", **query_fields(request)))
 
-    @router.post("/v1/query", response_model=MultiQueryResult,
-                 summary="Ask a question over several registered workspaces: one merged ranking, each result "
-                         "labelled with its workspace")
     async def query_many(request: MultiQueryRequest) -> JSONResponse:
         roots = [str(registry.find(w)[1]) for w in request.workspaces]  # ids or folders, registered only
         check_fields(languages=request.languages, path_glob=request.path_glob)
         return respond(await operations.search_many(service, request.question, roots, request))
 
-    @router.post("/v1/workspaces/{workspace_id}/files", response_model=FileAnswer,
-                 summary="Ask a question, answered as ranked files with the signals that rank them")
     async def files(workspace_id: str, request: FilesRequest) -> JSONResponse:
         root = workspace(workspace_id)
         return respond(await operations.find_files(service, lambda _: root, workspace="", **query_fields(request),
                                                    max_files=request.max_files))
 
-    @router.post("/v1/workspaces/{workspace_id}/search/rerank", response_model=SearchRerankResponse)
     async def search_rerank(workspace_id: str, request: SearchRerankRequest) -> JSONResponse:
         root = workspace(workspace_id)
         config = configs.get(workspace_id, RerankingConfig())
         strategy = (request.strategy or config.strategy) if request.enable_reranking else "none"
         return respond(await search_and_rerank(service, root, request, strategy))
 
-    @router.put("/v1/workspaces/{workspace_id}/reranking/config", response_model=RerankingConfig)
     async def configure(workspace_id: str, config: RerankingConfig) -> JSONResponse:
         root = workspace(workspace_id)
         known = [s.name for s in await service.strategies()]
@@ -485,72 +485,58 @@ def query_routes(router: APIRouter, parts: Parts) -> None:
         configs[workspace_id] = config
         return respond(config)
 
-    @router.get("/v1/workspaces/{workspace_id}/reranking/config", response_model=RerankingConfig)
     async def reranking_config(workspace_id: str) -> JSONResponse:
         workspace(workspace_id)
         return respond(configs.get(workspace_id, RerankingConfig()))
 
-    @router.get("/v1/strategies", response_model=list[StrategyInfo])
     async def strategies() -> JSONResponse:
         return respond(await operations.list_strategies(service, workspace), list[StrategyInfo])
 
-    @router.post("/v1/rerank", response_model=DocumentRerankResponse, summary="Rerank arbitrary documents")
     async def rerank(request: DocumentRerankRequest, http: Request) -> JSONResponse:
         work = asyncio.ensure_future(service.rerank_documents(request.query, request.documents, request.strategy,
                                                               request.top_k))
         return respond(await unless_disconnected(http, work))
 
+    return handlers(query, query_many, files, search_rerank, configure, reranking_config, strategies, rerank)
 
 
-def navigation_routes(router: APIRouter, parts: Parts) -> None:
+def navigation_routes(parts: Parts) -> Handlers:
     """Go to symbol / file, find references and uses, a workspace's names and files."""
     service, workspace = parts.service, parts.workspace
 
-    @router.get("/v1/workspaces/{workspace_id}/symbols", response_model=list[str])
     async def symbols(workspace_id: str) -> list[str]:
         return await service.symbol_names(workspace(workspace_id))
 
-    @router.get("/v1/workspaces/{workspace_id}/goto/symbols", response_model=GotoAnswer,
-                summary="Go to symbol: definitions whose names fuzzily match q (`fm`, `Class.method`)")
     async def goto_symbols(workspace_id: str, q: str, limit: int = 20) -> JSONResponse:
         return respond(await operations.find_symbol(service, workspace, q, workspace_id, limit), GotoAnswer)
 
-    @router.get("/v1/workspaces/{workspace_id}/goto/files", response_model=GotoAnswer,
-                summary="Go to file: indexed files whose paths fuzzily match q (`latex.py:120` asks for line 120)")
     async def goto_files(workspace_id: str, q: str, limit: int = 20) -> JSONResponse:
         return respond(await operations.find_file(service, workspace, q, workspace_id, limit), GotoAnswer)
 
-    @router.get("/v1/workspaces/{workspace_id}/graph/references", response_model=GraphAnswer,
-                summary="Find references: who uses q (a name, `Class.method` or a chunk id), grouped by file")
     async def graph_references(workspace_id: str, q: str) -> JSONResponse:
         return respond(await operations.find_references(service, workspace, q, workspace_id), GraphAnswer)
 
-    @router.get("/v1/workspaces/{workspace_id}/graph/uses", response_model=GraphAnswer,
-                summary="What q (a chunk id or a definition's name) uses: the definitions, grouped by file")
     async def graph_uses(workspace_id: str, q: str) -> JSONResponse:
         return respond(await operations.find_uses(service, workspace, q, workspace_id), GraphAnswer)
 
     # REST sends the whole file as {path, text}; MCP's open_file sends a range of its lines
-    @router.get("/v1/workspaces/{workspace_id}/file", response_model=None, summary="A file of the workspace as text")
     async def read_file(workspace_id: str, path: str) -> dict[str, Any]:
         target = confined(workspace(workspace_id), path)
         return {"path": path, "text": await asyncio.to_thread(operations.workspace_text, target, path)}
 
+    return handlers(symbols, goto_symbols, goto_files, graph_references, graph_uses, read_file)
 
 
-def label_routes(router: APIRouter, parts: Parts) -> None:
+def label_routes(parts: Parts) -> Handlers:
     """Relevance labels (what evaluation and `tuned` read)."""
     service, workspace = parts.service, parts.workspace
 
-    @router.put("/v1/workspaces/{workspace_id}/labels", response_model=Labels,
-                summary="Label a result relevant or not for a question (evaluation and `tuned` read labels)")
     async def record_label(workspace_id: str, request: LabelRequest) -> JSONResponse:
         root = workspace(workspace_id)
         check_fields(path=request.path, symbol=request.symbol)
         await service.record_label(root, request.question, request.path, request.symbol, request.relevant)
         return respond(await labels(root, request.question))
 
-    @router.get("/v1/workspaces/{workspace_id}/labels", response_model=Labels, summary="A question's labels")
     async def labels_for(workspace_id: str, question: str) -> JSONResponse:
         check_fields(question=question)
         return respond(await labels(workspace(workspace_id), question))
@@ -559,6 +545,7 @@ def label_routes(router: APIRouter, parts: Parts) -> None:
         found = await service.labels_for(root, question)
         return Labels(question, [Label(path, symbol, grade) for (path, symbol), grade in found.items()])
 
+    return handlers(record_label, labels_for)
 
 
 def query_fields(request: QueryRequest) -> dict:

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import urlsplit
 
 from services.retrieval.multi import check_workspaces
 from services.core import codec
@@ -36,6 +36,7 @@ from services.core.models import (
 )
 from services.engine.protocol import ProgressCallback, WatchCallback
 from services.transport.roots import record_owner_folder
+from services.transport.routes import ROUTES, url
 
 CANCEL_CHECK_SECONDS = 0.1  # how often a followed run looks at its (local) cancel event
 
@@ -53,19 +54,20 @@ class RemoteEngine:
         self._watches: dict[str, EventStream] = {}  # workspace id -> its watch events, followed
 
     # --- plumbing ---
-    def request(self, method: str, path: str, body=None, kind=None):
-        """One blocking call; returns the decoded `kind` (or the JSON); raises KnowledgeError subclasses."""
+    def request(self, route: str, body=None, kind=None, query: dict | None = None, **path: str):
+        """One blocking call of `route` (a name of services.transport.routes' table, `path` its path parameters,
+        `query` its query string); returns the decoded `kind` (or the JSON); raises KnowledgeError subclasses."""
         try:
-            status, data = self._http.send(method, path, body)
+            status, data = self._http.send(ROUTES[route].method, url(route, query, **path), body)
         except (OSError, http.client.HTTPException) as error:
             raise EngineUnreachable(f"Cannot reach the engine at {self.url}: {error}") from None
         if status >= 400:
             raise _error(status, data)
         return codec.decode(kind, data) if kind is not None else data
 
-    async def _call(self, method: str, path: str, body=None, kind=None):
+    async def _call(self, route: str, body=None, kind=None, query: dict | None = None, **path: str):
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, self.request, method, path, body, kind)
+        return await loop.run_in_executor(self._pool, lambda: self.request(route, body, kind, query, **path))
 
     def workspace_id(self, workspace, opening: bool = False) -> str:
         """The server's id for a folder, registering it on first use (blocking). Only `opening` (an index run
@@ -78,7 +80,7 @@ class RemoteEngine:
             sent = str(local.resolve()) if local.exists() else path
             if opening and local.exists() and self._owns_data_dir():
                 record_owner_folder(self.data_dir, sent)  # the owner's own index run: the server may serve it
-            self._ids[path] = self.request("POST", "/v1/workspaces", {"path": sent})["id"]
+            self._ids[path] = self.request("register", {"path": sent})["id"]
         return self._ids[path]
 
     def _owns_data_dir(self) -> bool:
@@ -98,7 +100,7 @@ class RemoteEngine:
                     cancel: threading.Event | None = None) -> IndexReport:
         key = await self._workspace(workspace, opening=True)
         try:
-            await self._call("POST", f"/v1/workspaces/{key}/index", {"full": full}, IndexStatus)
+            await self._call("start_index", {"full": full}, IndexStatus, workspace_id=key)
         except IndexRunning:  # follow the run already going on
             pass
         return await self._follow(key, progress, cancel)
@@ -116,14 +118,14 @@ class RemoteEngine:
                 loop.call_soon_threadsafe(progress, status.progress)
             statuses.append(status)
 
-        stream = EventStream(self._http, f"/v1/workspaces/{key}/index/events", seen)
+        stream = EventStream(self._http, url("index_events", workspace_id=key), seen)
         ended = loop.run_in_executor(None, stream.read_all)
         cancelled = False
         while not ended.done():
             await asyncio.wait({ended}, timeout=CANCEL_CHECK_SECONDS)
             if cancel is not None and cancel.is_set() and not cancelled and not ended.done():
                 cancelled = True
-                await self._call("DELETE", f"/v1/workspaces/{key}/index")
+                await self._call("cancel_index", workspace_id=key)
         await ended  # raises EngineUnreachable when the stream broke; the progress calls ran before
         status = statuses[-1] if statuses else IndexStatus(key, "idle")
         if status.state == "running":
@@ -138,14 +140,14 @@ class RemoteEngine:
             key = await self._workspace(workspace)
         except WorkspaceError as error:
             return IndexHealth(workspace=str(workspace), indexed=False, last_error=str(error))
-        return await self._call("GET", f"/v1/workspaces/{key}/health", kind=IndexHealth)
+        return await self._call("health", kind=IndexHealth, workspace_id=key)
 
     async def query(self, question: str, options: QueryOptions) -> QueryResult:
         key = await self._workspace(options.workspace)
         body = codec.encode(options)
         body.pop("workspace")
         body["question"] = question
-        return await self._call("POST", f"/v1/workspaces/{key}/query", body, QueryResult)
+        return await self._call("query", body, QueryResult, workspace_id=key)
 
     async def query_many(self, question: str, workspaces: list[str], options: QueryOptions) -> MultiQueryResult:
         """Each folder is registered (as for query), then the server asks them all and merges."""
@@ -153,7 +155,7 @@ class RemoteEngine:
         body = codec.encode(options)
         body.pop("workspace")
         body.update(question=question, workspaces=keys)
-        return await self._call("POST", "/v1/query", body, MultiQueryResult)
+        return await self._call("query_many", body, MultiQueryResult)
 
     async def find_files(self, question: str, options: QueryOptions, max_files: int = 10,
                          before: int | None = None) -> FileAnswer:
@@ -161,33 +163,31 @@ class RemoteEngine:
         body = codec.encode(options)
         body.pop("workspace")
         body.update(question=question, max_files=max_files, before=before)
-        return await self._call("POST", f"/v1/workspaces/{key}/files", body, FileAnswer)
+        return await self._call("files", body, FileAnswer, workspace_id=key)
 
     async def symbol_names(self, workspace: str | Path) -> list[str]:
         key = await self._workspace(workspace)
-        return await self._call("GET", f"/v1/workspaces/{key}/symbols")
+        return await self._call("symbols", workspace_id=key)
 
     async def goto_symbols(self, query: str, workspace: str | Path, limit: int = 20) -> GotoAnswer:
-        return await self._goto("symbols", query, workspace, limit)
+        return await self._goto("goto_symbols", query, workspace, limit)
 
     async def goto_files(self, query: str, workspace: str | Path, limit: int = 20) -> GotoAnswer:
-        return await self._goto("files", query, workspace, limit)
+        return await self._goto("goto_files", query, workspace, limit)
 
-    async def _goto(self, target: str, query: str, workspace, limit: int) -> GotoAnswer:
+    async def _goto(self, route: str, query: str, workspace, limit: int) -> GotoAnswer:
         key = await self._workspace(workspace)
-        return await self._call("GET", f"/v1/workspaces/{key}/goto/{target}?{urlencode({'q': query, 'limit': limit})}",
-                                kind=GotoAnswer)
+        return await self._call(route, kind=GotoAnswer, query={"q": query, "limit": limit}, workspace_id=key)
 
     async def references(self, name_or_chunk: str, workspace: str | Path) -> GraphAnswer:
-        return await self._graph("references", name_or_chunk, workspace)
+        return await self._graph("graph_references", name_or_chunk, workspace)
 
     async def uses(self, chunk: str, workspace: str | Path) -> GraphAnswer:
-        return await self._graph("uses", chunk, workspace)
+        return await self._graph("graph_uses", chunk, workspace)
 
-    async def _graph(self, direction: str, query: str, workspace) -> GraphAnswer:
+    async def _graph(self, route: str, query: str, workspace) -> GraphAnswer:
         key = await self._workspace(workspace)
-        return await self._call("GET", f"/v1/workspaces/{key}/graph/{direction}?{urlencode({'q': query})}",
-                                kind=GraphAnswer)
+        return await self._call(route, kind=GraphAnswer, query={"q": query}, workspace_id=key)
 
     async def watch(self, workspace: str | Path, *, auto_reindex: bool = True,
                     on_event: WatchCallback | None = None) -> None:
@@ -199,7 +199,7 @@ class RemoteEngine:
         if on_event is not None:
             self._watches[key] = await self._follow_watch(key, str(workspace), on_event)
         try:
-            await self._call("PUT", f"/v1/workspaces/{key}/watch", {"auto_reindex": auto_reindex})
+            await self._call("watch", {"auto_reindex": auto_reindex}, workspace_id=key)
         except BaseException:
             self._stop_following(key)
             raise
@@ -210,7 +210,7 @@ class RemoteEngine:
         def deliver(event: WatchEvent) -> None:
             loop.call_soon_threadsafe(on_event, event)
 
-        stream = EventStream(self._http, f"/v1/workspaces/{key}/watch/events",
+        stream = EventStream(self._http, url("watch_events", workspace_id=key),
                              lambda data: deliver(codec.decode(WatchEvent, data)))
         await loop.run_in_executor(self._pool, stream.open)  # once open, the server is following for us
 
@@ -231,23 +231,23 @@ class RemoteEngine:
     async def unwatch(self, workspace: str | Path) -> None:
         key = await self._workspace(workspace)
         self._stop_following(key)
-        await self._call("DELETE", f"/v1/workspaces/{key}/watch")
+        await self._call("unwatch", workspace_id=key)
 
     async def pause_watch(self, workspace: str | Path) -> None:
         key = await self._workspace(workspace)
-        await self._call("POST", f"/v1/workspaces/{key}/watch/pause")
+        await self._call("pause_watch", workspace_id=key)
 
     async def rerank_documents(self, query: str, documents: list[str], strategy: str = "cross-encoder",
                                top_k: int | None = None) -> DocumentRerankResponse:
         body = {"query": query, "documents": list(documents), "strategy": strategy, "top_k": top_k}
-        return await self._call("POST", "/v1/rerank", body, DocumentRerankResponse)
+        return await self._call("rerank", body, DocumentRerankResponse)
 
     async def strategies(self) -> list[StrategyInfo]:
-        return await self._call("GET", "/v1/strategies", kind=list[StrategyInfo])
+        return await self._call("strategies", kind=list[StrategyInfo])
 
     async def warm_up(self) -> None:
         """The server loaded its models when it started: only check that it answers."""
-        await self._call("GET", "/v1/health")
+        await self._call("server_health")
 
     async def set_owner_url(self, url: str | None) -> None:
         """Nothing to do: the server publishes its own URL in its data dir's owner file."""
@@ -257,18 +257,18 @@ class RemoteEngine:
         """Saved on the server, in its data dir, where its `tuned` strategy and evaluation read labels."""
         key = await self._workspace(workspace)
         body = {"question": question, "path": path, "symbol": symbol, "relevant": relevant}
-        await self._call("PUT", f"/v1/workspaces/{key}/labels", body)
+        await self._call("record_label", body, workspace_id=key)
 
     async def labels_for(self, workspace: str | Path, question: str) -> dict[tuple[str, str], int]:
         key = await self._workspace(workspace)
-        found = await self._call("GET", f"/v1/workspaces/{key}/labels?question={quote(question)}", kind=Labels)
+        found = await self._call("labels_for", kind=Labels, query={"question": question}, workspace_id=key)
         return {(label.path, label.symbol): label.grade for label in found.labels}
 
     def ping(self, timeout: float = 1.0) -> bool:
         """Whether a server answers now (used to decide between warm and in-process); a 401 counts,
         so a missing token is reported as such instead of falling back to the owned data dir."""
         try:
-            return Transport(self.url, None, timeout).send("GET", "/v1/health")[0] in (200, 401)
+            return Transport(self.url, None, timeout).send(ROUTES["server_health"].method, url("server_health"))[0] in (200, 401)
         except (OSError, http.client.HTTPException):
             return False
 
