@@ -280,7 +280,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "{path, start_line, end_line, total_lines, text}. `path` is relative to the workspace "
         f"and must stay inside it; lines are 1-based and inclusive, at most {MAX_OPEN_LINES}.",
         None,
-        # REST sends the whole file as {path, text} (app.server.read_text), not a range of lines
+        # REST sends the whole file as {path, text} (app.handlers, read_file), not a range of lines
         (Route("read_file", {**IN_URL, "path": "path"}),)),
     Operation(
         "index_status", index_status, (WORKSPACE,),
@@ -297,7 +297,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "files_removed, chunks_embedded, chunks_total, seconds, cancelled, rebuilt_reason, "
         "skipped, failed, message, vectors_reused).",
         "reindex",
-        # REST starts a background run (202, followed with GET …/index or …/index/events): app.server.IndexRuns
+        # REST starts a background run (202, followed with GET …/index or …/index/events): app.feeds.IndexRuns
         (Route("start_index", {**IN_URL, "full": "full"}),),
         (Command("index", {"workspace": "path", "full": "full"}),)),
     Operation(
