@@ -1,7 +1,5 @@
 """The architecture, enforced: import-linter's contracts (pyproject.toml) and an import graph without cycles."""
 
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -11,12 +9,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
-def test_import_contracts_hold():
-    lint = shutil.which("lint-imports") or str(Path(sys.executable).parent / "lint-imports")
-    result = subprocess.run([lint], cwd=ROOT, capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "Contracts: 8 kept, 0 broken" in result.stdout
+def test_import_contracts_hold(capsys, monkeypatch):
+    """import-linter in this process (the unit tier starts none): pyproject.toml's contracts, all kept."""
+    from importlinter.application import use_cases
+    from importlinter.configuration import configure
+
+    monkeypatch.chdir(ROOT)
+    configure()
+    passed = use_cases.lint_imports(config_filename=str(ROOT / "pyproject.toml"), cache_dir=None, no_logo=True)
+    shown = capsys.readouterr().out
+    assert passed == use_cases.SUCCESS, shown
+    assert "Contracts: 8 kept, 0 broken" in shown
 
 
 def cycles(imports: dict[str, set[str]]) -> list[list[str]]:
