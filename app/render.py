@@ -15,7 +15,7 @@ from typing import Any
 from services.core import codec
 from services.core.messages import DocumentRerankResponse, IndexStatus, SearchRerankHit, SearchRerankResponse
 from services.core.models import (
-    FileAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryResult, RelevantFile, StrategyInfo,
+    FileAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryResult, StrategyInfo,
 )
 from services.core.models import GotoAnswer  # go to symbol / file
 from services.core.models import GraphAnswer  # find references, uses
@@ -27,7 +27,6 @@ OUTPUTS: dict[str, Any] = {
     "index_report": IndexReport,
     "index_status": IndexStatus,
     "strategies": list[StrategyInfo],
-    "relevant_files": list[RelevantFile],
     "search_rerank_response": SearchRerankResponse,
     "document_rerank_response": DocumentRerankResponse,
     "file_answer": FileAnswer,

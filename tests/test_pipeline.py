@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from services.retrieval import context, search_steps
+from services.retrieval import search_steps
 from services.core.errors import IndexMissingError, QueryError, WorkspaceError
 from services.engine.service import LocalEngine
 from services.core.models import Candidate, Chunk, QueryOptions
@@ -197,23 +197,6 @@ async def test_bad_input_gets_clear_errors(indexed, tmp_path):
     with pytest.raises(IndexMissingError, match="not indexed"):
         await service.query("x", options(tmp_path / "empty"))
     assert (await service.health(workspace)).indexed and not (await service.health(tmp_path / "empty")).indexed
-
-
-@pytest.mark.slow  # starts a process, a server or the model: not the unit tier
-async def test_relevant_files_context_and_suggestions_from_a_query(indexed):
-    service, workspace = indexed
-    result = await service.query("save a note to disk", options(workspace, top_k=12, min_relevance=0.4,
-                                                                 expand_context=False))
-    files = context.relevant_files(result.results, 4)
-    assert 0 < len(files) <= 4 and len({f.path for f in files}) == len(files)
-    assert [f.best_score for f in files] == sorted((f.best_score for f in files), reverse=True)
-    top = await service.query("save a note to disk", options(workspace, top_k=5))
-    text = context.build_context(top.results, 300)
-    assert text.startswith("### ") and len(text) <= 300 * 4
-    names = await service.symbol_names(workspace)
-    suggestions = context.suggestions("Chunk", names, 10)
-    assert suggestions[0].startswith("Chunk") and "MemoryChunkStore" in suggestions
-    assert "tokenize_query" in context.suggestions("tokenise_query", names, 10)
 
 
 @pytest.mark.slow  # starts a process, a server or the model: not the unit tier

@@ -286,16 +286,6 @@ class StrategyInfo:
 
 
 @dataclass(frozen=True)
-class RelevantFile:
-    path: str
-    language: str
-    best_score: float
-    match_count: int
-    summary: str
-    lines: tuple[int, ...]  # start lines of the matching chunks
-
-
-@dataclass(frozen=True)
 class FileChunk:
     """One of a ranked file's best chunks (by the strategy's chunk ranking)."""
 
