@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services.retrieval import query_adapter as adapter
+from services.retrieval.strategies import query_adapter as adapter
 from services.core.labelled import load_queries
 from services.evaluation.formats import qrels_from_queries
 from services.evaluation.runner import evaluate

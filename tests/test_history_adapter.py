@@ -13,7 +13,7 @@ from services.engine.service import LocalEngine
 from services.core.labelled import LabelledQuery
 from services.evaluation.runner import evaluate
 from services.indexing.history import read_history
-from services.retrieval import query_adapter as adapters
+from services.retrieval.strategies import query_adapter as adapters
 from tests.test_history import DAY, START, Repo
 
 TOPICS = {  # file -> (code, words its commits use; none of them in the code)

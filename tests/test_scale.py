@@ -19,7 +19,7 @@ import pytest
 from benchmarks.lib import StandInEmbedder
 from services.core.models import QueryOptions
 from services.engine.service import LocalEngine
-from services.retrieval import query_adapter
+from services.retrieval.strategies import query_adapter
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
 from tests.helpers.big_repo import START, HOUR, make_big_repo, path_of, topic
 from tests.helpers.workspaces import small_workspaces

@@ -1,6 +1,6 @@
 """Informed: `tuned` (the label adapter) is used only when its held-out MRR@10 beats the vector search.
 
-The label adapter (services/retrieval/query_adapter.py) on CoSQA dev: train on one half, measure on the other.
+The label adapter (services/retrieval/strategies/query_adapter.py) on CoSQA dev: train on one half, measure on the other.
 
     python benchmarks/experiments/adapter_cosqa.py [--data DIR]   # the CoSQA corpus index (`eval --corpus`) in <data>/ke-cosqa
 
@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.lib import data_root, engine_settings, record, shared  # noqa: E402
-from services.retrieval import query_adapter as adapter  # noqa: E402
+from services.retrieval.strategies import query_adapter as adapter  # noqa: E402
 from services.encoders.embedder import Embedder  # noqa: E402
 from services.core.labelled import load_queries  # noqa: E402
 from services.evaluation.formats import corpus_workspace, load_corpus, load_qrels, materialise_corpus  # noqa: E402

@@ -28,7 +28,7 @@ from services.engine.service import LocalEngine  # noqa: E402
 from services.core.labelled import load_queries  # noqa: E402
 from services.evaluation.formats import load_qrels  # noqa: E402
 from services.evaluation.runner import evaluate  # noqa: E402
-from services.retrieval import query_adapter  # noqa: E402
+from services.retrieval.strategies import query_adapter  # noqa: E402
 
 
 async def run(repo: str, data: Path, levels: list[str]) -> list[dict]:

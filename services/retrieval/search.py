@@ -25,7 +25,7 @@ from services.core.settings import Settings
 from services.storage.labels import default_labels_file
 from services.retrieval import name_answer, names
 from services.retrieval import search_steps as steps
-from services.retrieval.query_adapter import ADAPTER_FILE
+from services.retrieval.strategies.query_adapter import ADAPTER_FILE
 from services.retrieval.strategies.auto import AutoStrategy, by_name
 from services.retrieval.strategies.base import SIMILARITY, RerankRequest, RerankStrategy
 from services.storage.workspace_index import WorkspaceIndex

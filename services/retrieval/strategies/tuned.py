@@ -1,7 +1,7 @@
 """`tuned`: the vector ranking with the question's vector passed through an adapter learned from your labels
-(or, with too few labels, from the repository's commits: services/retrieval/query_adapter.py).
+(or, with too few labels, from the repository's commits: services/retrieval/strategies/query_adapter.py).
 
-See services/retrieval/query_adapter.py. Training runs in the background: until the adapter is ready, `tuned`
+See services/retrieval/strategies/query_adapter.py. Training runs in the background: until the adapter is ready, `tuned`
 answers as the vector ranking and says so. The pool is re-scored with the adapted question vector against the chunks'
 stored vectors (filters stay as the pool applied them). Without enough labels, or when the adapter's
 held-out score is not above the plain vector ranking's, it falls back to the vector ranking and says why.
@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from services.retrieval import query_adapter as adapters
+from services.retrieval.strategies import query_adapter as adapters
 from services.core.errors import StrategyUnavailable
 from services.core.models import Candidate, Signal
 from services.retrieval.strategies._ranking import best_first
