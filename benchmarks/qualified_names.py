@@ -1,7 +1,7 @@
 """A qualified-names set made from a snapshot at run time (issue 41b): `Class.method` questions whose bare method
 name is defined three times or more in the repository, so the class is what tells the definition apart.
 
-    python benchmarks/qualified_names.py /work/scratch/swe/pytest   # prints the set, one JSON line a question
+    python benchmarks/qualified_names.py SNAPSHOT   # e.g. a swe/pytest snapshot unpacked; prints the set, one JSON line a question
 
 Read with Python's `ast` over the files git tracks: methods defined directly in a module-level class, outside tests
 (`tests/`, `testing/`, `test_*.py`, `conftest.py`), neither name private (`_x`, dunders included), the `Class.method`
