@@ -6,7 +6,7 @@ or hiding it never moves the rows under the mouse."""
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, QTimer
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QStyle, QToolButton
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QStyle, QToolButton, QWidget
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 PLACE_EVENTS = (QEvent.Type.Resize, QEvent.Type.Move, QEvent.Type.Show, QEvent.Type.Hide)
@@ -17,6 +17,8 @@ class MessageBar(QFrame):
         super().__init__(parent)
         self.setObjectName("messageBar")
         self.level = INFO
+        self.avoid: list[QWidget] = []  # float_over's: widgets the banner keeps clear of
+        self.watched: dict[int, QWidget] = {}  # the host, `avoid` and every widget between them
         self.icon = QLabel()
         self.icon.setObjectName("messageIcon")
         self.label = QLabel()
@@ -76,18 +78,22 @@ class MessageBar(QFrame):
     def _watch(self) -> None:
         """Follow the host, the widgets to avoid and every widget between them and the host (a splitter moving
         them moves no widget of `avoid` itself)."""
-        self.watched = {id(self.parentWidget()): self.parentWidget()}
+        host = self.parentWidget()
+        if host is None:
+            return
+        self.watched = {id(host): host}
         for widget in self.avoid:
-            while widget is not None and widget is not self.parentWidget():
-                self.watched[id(widget)] = widget
-                widget = widget.parentWidget()
+            step: QWidget | None = widget
+            while step is not None and step is not host:
+                self.watched[id(step)] = step
+                step = step.parentWidget()
         for widget in self.watched.values():
             widget.installEventFilter(self)  # installing twice keeps one filter
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt API)
-        if event.type() == QEvent.Type.ParentChange and watched in getattr(self, "avoid", ()):
+        if event.type() == QEvent.Type.ParentChange and watched in self.avoid:
             self._watch()  # moved into another arrangement of the window
-        if event.type() in PLACE_EVENTS and id(watched) in getattr(self, "watched", {}):
+        if event.type() in PLACE_EVENTS and id(watched) in self.watched:
             self._place()
         return False
 
@@ -96,7 +102,7 @@ class MessageBar(QFrame):
         if host is None:
             return
         right = host.width() - 12
-        for widget in getattr(self, "avoid", ()):
+        for widget in self.avoid:
             if widget.isVisible():
                 box = QRect(widget.mapTo(host, QPoint(0, 0)), widget.size())
                 if box.bottom() >= host.height() - 60:  # it reaches the edge the banner floats over

@@ -918,15 +918,14 @@ class Indexer:
             recorded = float(self.index.catalog().get_meta("chunks_per_second", "0") or 0)
         except (ValueError, Exception):
             recorded = 0.0
-        timed = re.search(r"(\d+) chunks/s", getattr(self.embedder, "note", "") or "")
+        timed = re.search(r"(\d+) chunks/s", self.embedder.note)
         return recorded or (float(timed.group(1)) if timed else 0.0) or DEFAULT_RATE
 
 
     def _encoder_line(self) -> str:
         """Where embedding runs, for progress: "torch on cuda, fp16, batch 512" (names the device)."""
-        describe = getattr(self.embedder, "describe", None)
         try:
-            return describe() if describe else ""
+            return self.embedder.describe()
         except Exception:  # the encoder failed to load: the run reports that itself
             return ""
 

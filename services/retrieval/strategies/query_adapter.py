@@ -316,13 +316,13 @@ def from_history(context: StrategyContext) -> tuple[Adapter | None, bool]:
     trained for the same state and an earlier cut-off within HISTORY_REUSE_DAYS (only commits before that
     cut-off taught it)."""
     try:
-        history = context.history() if hasattr(context, "history") else None
+        history = context.history()
     except (sqlite3.Error, OSError) as error:  # cannot be read now (a lock): `tuned` goes on without it
         log.warning("the history cannot be read now: %s", error)
         return None, False
     if history is None or not history.commits:
         return None, False
-    before = getattr(context, "before", None)
+    before = context.before
     state = (context.version(), len(history.commits), history.commits[0].sha)
     with _LOCK:
         for seen, cut, adapter in _HISTORY.get(context.key, []):
@@ -382,7 +382,7 @@ def read_vectors(context: StrategyContext, chunks, positives: list[np.ndarray], 
     wanted = set(np.concatenate(positives).tolist()) if positives else set()
     room = max(0, budget - len(wanted))
     if len(chunks) - len(wanted) <= room:
-        rows = range(len(chunks))
+        rows = list(range(len(chunks)))
     else:
         draw = np.random.default_rng(seed).permutation(len(chunks)).tolist()
         rows = sorted(wanted | set([r for r in draw if r not in wanted][:room]))
