@@ -14,6 +14,7 @@ from pathlib import Path
 
 
 from app.render import to_json
+from services.engine.protocol import Engine
 from services.core.messages import (
     IndexStatus,
 )
@@ -71,7 +72,7 @@ def sse(value: object, kind: object = None) -> str:
 class IndexRuns:
     """Index runs started over the API: status for polling, every change as server-sent events, cancel."""
 
-    def __init__(self, service) -> None:
+    def __init__(self, service: Engine) -> None:
         self.service = service
         self.status: dict[str, IndexStatus] = {}
         self._cancels: dict[str, threading.Event] = {}

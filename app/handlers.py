@@ -18,6 +18,7 @@ from app import operations
 from app.feeds import IndexRuns, WatchFeeds
 from app.limits import check_fields
 from app.render import search_rerank_response, to_json
+from services.engine.protocol import ServedEngine
 from services.core.messages import (
     DocumentRerankRequest, IndexRequest, Label, LabelRequest, Labels, FilesRequest,
     MultiQueryRequest, QueryRequest, RerankingConfig, SearchRerankRequest, SearchRerankResponse, WatchRequest, Workspace, WorkspaceRequest,
@@ -47,7 +48,7 @@ def handlers(*functions: Callable[..., Awaitable[Any]]) -> Handlers:
 class Parts:
     """What the routes share: the engine, the registered workspaces, the index runs and watch feeds."""
 
-    service: Any
+    service: ServedEngine
     registry: WorkspaceRegistry
     runs: IndexRuns
     watch_feeds: WatchFeeds
@@ -247,7 +248,7 @@ async def unless_disconnected(request: Request, work: asyncio.Future, poll_secon
             raise ClientGone()
 
 
-async def search_and_rerank(service, root: Path, request: SearchRerankRequest, strategy: str) -> SearchRerankResponse:
+async def search_and_rerank(service: ServedEngine, root: Path, request: SearchRerankRequest, strategy: str) -> SearchRerankResponse:
     """The spec's search-then-rerank response, from the pipeline's QueryResult."""
     options = QueryOptions(workspace=str(root), top_k=request.final_top_k, strategy=strategy,
                            min_relevance=request.min_relevance, expand_context=False)

@@ -30,6 +30,7 @@ from app.handlers import (
 )
 from app.limits import check_known, describe
 from app.mcp_server import build_mcp
+from services.engine.protocol import ServedEngine
 from services.transport.registry import WorkspaceRegistry
 from services.transport.routes import ROUTES
 from services.transport.roots import refusal
@@ -43,11 +44,11 @@ MAX_BODY_BYTES = 1024 * 1024
 
 
 # --- the application ---
-def build_app(service, data_dir: str | Path, *, token: str | None = None, max_body: int = MAX_BODY_BYTES,
-              warm: bool = True, mcp: bool = True, host: str = "127.0.0.1", allowed_roots: Sequence[str] = (),
-              allowed_hosts: Sequence[str] = ()) -> FastAPI:
-    """The HTTP app over `service` (a LocalEngine). With `token`, every request needs it.
-    `allowed_roots` (--allow-root) are folders whose subfolders may be registered, beside those the owner
+def build_app(service: ServedEngine, data_dir: str | Path, *, token: str | None = None,
+              max_body: int = MAX_BODY_BYTES, warm: bool = True, mcp: bool = True, host: str = "127.0.0.1",
+              allowed_roots: Sequence[str] = (), allowed_hosts: Sequence[str] = ()) -> FastAPI:
+    """The HTTP app over `service` (a LocalEngine, held as what a server needs of it: ServedEngine). With
+    `token`, every request needs it. `allowed_roots` (--allow-root) are folders whose subfolders may be registered, beside those the owner
     opened itself; every route answers only Host names of `host` (the bound address), the loopback names
     and `allowed_hosts` (DNS rebinding)."""
     registry = WorkspaceRegistry(Path(data_dir), allowed_roots)

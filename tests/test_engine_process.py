@@ -44,6 +44,17 @@ async def test_a_crashed_engine_is_reported_and_restarted(engine, workspace):
     assert report.chunks_total > 50 and not report.cancelled
 
 
+async def test_the_child_runs_only_the_engine_protocol_s_methods(engine, workspace):
+    """The pipe carries method names: one outside the protocol (a LocalEngine's own, or no method at all) is
+    refused by name in the child, and the engine answers on."""
+    from services.core.errors import KnowledgeError
+
+    for name in ("set_owner_url", "configure_reranking", "__class__"):
+        with pytest.raises(KnowledgeError, match=f"'{name}' is no method of the Engine protocol"):
+            await engine._call(name, "x")
+    assert not (await engine.health(workspace)).indexed
+
+
 async def test_the_engine_owns_the_data_dir_and_watch_events_cross_the_pipe(engine, workspace, data_dir):
     from services.storage.ownership import read_owner
     from services.indexing.watcher import REINDEX_FINISHED

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from services.core.errors import EngineStopped, KnowledgeError
 from services.core.settings import default_data_dir
 from services.core.models import IndexReport
-from services.engine.protocol import Engine, ProgressCallback, WatchCallback
+from services.engine.protocol import Engine, ProgressCallback, WatchCallback, engine_methods
 
 CLOSE, CANCEL = "__close__", "__cancel__"
 CANCEL_POLL_SECONDS = 0.1
@@ -219,7 +219,8 @@ def _settle(future, result, error) -> None:
 
 PLAIN = {"workspace": str, "workspaces": _folders, "documents": list}  # arguments as the pipe sends them
 WRITTEN = {"index", "watch", "unwatch"}  # EngineProcess's own: progress and cancel, watch events
-for _name, _method in vars(Engine).items():
+FORWARDED = {name for name, method in engine_methods().items() if inspect.iscoroutinefunction(method)}  # the child runs these
+for _name, _method in engine_methods().items():
     if inspect.iscoroutinefunction(_method) and _name not in WRITTEN:
         setattr(EngineProcess, _name, forwarder(_name))
 
@@ -275,8 +276,10 @@ async def _run(service, call_id, method, args, kwargs, send, cancels) -> None:
             workspace = args[0]
             result = await service.watch(workspace, on_event=lambda e: send((0, "event", (workspace, e))),
                                          **kwargs)
-        else:
+        elif method in FORWARDED:
             result = await getattr(service, method)(*args, **kwargs)
+        else:
+            raise KnowledgeError(f"{method!r} is no method of the Engine protocol.")
         send((call_id, "ok", result))
     except Exception as error:  # sent back and raised in the caller
         send((call_id, "error", _portable(error)))

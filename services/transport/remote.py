@@ -249,9 +249,6 @@ class RemoteEngine:
         """The server loaded its models when it started: only check that it answers."""
         await self._call("server_health")
 
-    async def set_owner_url(self, url: str | None) -> None:
-        """Nothing to do: the server publishes its own URL in its data dir's owner file."""
-
     async def record_label(self, workspace: str | Path, question: str, path: str, symbol: str,
                            relevant: bool) -> None:
         """Saved on the server, in its data dir, where its `tuned` strategy and evaluation read labels."""

@@ -17,11 +17,10 @@ from services.core.errors import (
     error_from,
 )
 from services.core.models import QueryOptions
-from services.engine.protocol import Engine
+from services.engine.protocol import Engine, engine_methods
 from services.engine.service import LocalEngine
 from services.storage import labels
 from services.core.models import PAUSED, RESUMED, WATCHING
-from services.storage.ownership import read_owner
 from services.transport.engine_process import EngineProcess
 from services.transport.remote import RemoteEngine
 from tests.contract.conftest import KINDS, busy_engine
@@ -30,14 +29,14 @@ from tests.helpers.workspaces import QUESTION, small_workspaces
 
 pytestmark = pytest.mark.slow
 
-PROTOCOL = [name for name, member in vars(Engine).items() if callable(member) and not name.startswith("_")]
+PROTOCOL = list(engine_methods())
 QUESTIONS = [("what implements ChunkStore", "metadata"), ("save a note", "hybrid"), ("parse front matter", "none")]
 
 
 # --- the protocol itself ---
 @pytest.mark.parametrize("cls", [LocalEngine, EngineProcess, RemoteEngine], ids=lambda c: c.__name__)
 def test_each_engine_class_has_every_protocol_method_with_the_same_signature(cls):
-    assert len(PROTOCOL) == 20
+    assert len(PROTOCOL) == 19  # set_owner_url is the server's alone (ServedEngine)
     for name in PROTOCOL:
         expected, actual = getattr(Engine, name), getattr(cls, name)
         assert inspect.signature(actual) == inspect.signature(expected), f"{cls.__name__}.{name}"
@@ -160,17 +159,6 @@ async def test_watch_pause_and_unwatch(subject):
     await wait_for(lambda: any(e.kind == RESUMED for e in events), what="the engine to say it resumed")
     await engine.unwatch(workspace)
     assert (await engine.health(workspace)).indexed
-
-
-async def test_set_owner_url_publishes_it_in_the_owner_file(subject):
-    engine = subject.engine
-    url = "http://127.0.0.1:8765"
-    await engine.set_owner_url(url)
-    try:
-        # a server publishes its own URL, whatever a client asks
-        assert read_owner(subject.data_dir).url == (subject.engine.url if subject.kind == "remote" else url)
-    finally:
-        await engine.set_owner_url(None)
 
 
 async def test_labels_round_trip_and_land_in_the_engines_data_dir(subject):
