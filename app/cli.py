@@ -400,9 +400,9 @@ def load_soon(args) -> None:
 def by_name(args) -> bool:
     """Whether `query` may be answered without vectors: `auto` on a name, as chunks (services/retrieval/
     name_answer.py). Its encoder is then not loaded ahead (a name the index does not define loads it when asked)."""
-    from services.retrieval.strategies.auto import by_name as reads_as_name
+    from services.retrieval.plan import plan
 
-    return args.strategy == "auto" and not args.files and reads_as_name(args.question) is not None
+    return args.strategy == "auto" and not args.files and plan(args.question).by_name
 
 
 def local_engine(args):

@@ -14,7 +14,7 @@ from services.core.settings import DEFAULT_STRATEGY, Settings
 from services.retrieval import file_ranking as fr
 from services.retrieval.query_signals import extract
 from services.retrieval.strategies import create_strategy, strategy_names
-from services.retrieval.strategies.auto import choose
+from services.retrieval.plan import plan
 
 SITE = "/usr/local/lib/python3.8/site-packages"
 STDLIB = "/usr/local/lib/python3.8"
@@ -108,9 +108,9 @@ def test_auto_reads_each_kind_of_question():
 def test_auto_is_the_default_and_a_listed_strategy_that_answers_as_the_one_it_picks():
     assert DEFAULT_STRATEGY == "auto" and strategy_names()[0] == "auto"
     auto = create_strategy("auto", Settings())
-    chosen, note = auto.route(REPORT)
+    chosen, note = auto.route(plan(REPORT))
     assert chosen.name == "bug-report" and note
-    assert create_strategy("none", Settings()).route(REPORT)[0].name == "none"
+    assert create_strategy("none", Settings()).route(plan(REPORT))[0].name == "none"
 
 
 def test_a_fused_answer_keeps_the_report_ranking_s_lead_and_lifts_what_both_rank_well():
@@ -175,3 +175,9 @@ async def test_a_report_s_files_are_bug_report_s_and_metadata_s_fused_and_each_s
     assert default.strategy == "auto"
     alone = await service.find_files(asked, QueryOptions(workspace=str(workspace), strategy="bug-report"), 5)
     assert all(s.name != "fused by rank" for f in alone.files for s in f.signals)  # a picked strategy is not fused
+
+
+def choose(question: str) -> tuple[str, str]:
+    """What the question's plan routes it to, and why."""
+    asked = plan(question)
+    return asked.route, asked.note

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import os
 import sqlite3
 import threading
 import time
@@ -29,6 +28,7 @@ from services.retrieval.strategies import auto
 from services.retrieval.file_ranking import FileIndex
 from services.storage.file_words import CatalogFileWords
 from services.retrieval.multi import check_workspaces, merge, missing_cosines
+from services.retrieval.plan import QueryPlan, plan
 from services.retrieval.search import Searcher
 from services.encoders.embedder import embedder_for, query_embedder
 from services.core.errors import IndexMissingError, IndexUnavailable, KnowledgeError, QueryError, WorkspaceError
@@ -290,9 +290,10 @@ class LocalEngine:
         whose folder is gone (moved, unmounted) is answered from its kept index."""
         return await self._query(question, options, names_by_keyword=True)
 
-    async def _query(self, question: str, options: QueryOptions, names_by_keyword: bool) -> QueryResult:
+    async def _query(self, question: str, options: QueryOptions, names_by_keyword: bool,
+                     asked: QueryPlan | None = None) -> QueryResult:
         """`query`; `names_by_keyword`: `auto` answers a name without vectors (not for a file answer, whose
-        file ranking reads the vector ranking)."""
+        file ranking reads the vector ranking); `asked`: the question's plan when the caller made it."""
         self._validate(question, options)
         index = self._readable_index(options.workspace)
         awaiting = index.catalog().awaiting_count() if index.exists() else 0  # (never creates a manifest)
@@ -305,7 +306,7 @@ class LocalEngine:
                                        search_steps.mark_cached(cached))
         strategy = self._strategy(options.strategy, index.root)
         result = await self._run(self._query_pool, self._searcher(index).query, question.strip(), options, strategy,
-                                 names_by_keyword)
+                                 names_by_keyword, asked)
         if awaiting:  # the files it answered with (by keywords, when theirs wait) get their vectors next
             index.ask_first(r.chunk.path for r in result.results)
         note = self._reranking_notes.get(index.root)
@@ -373,9 +374,10 @@ class LocalEngine:
         started = time.perf_counter()
         before = options.before if before is None else before
         pooled = replace(options, top_k=max(options.top_k, POOL), expand_context=False, before=before)
-        result = await self._query(question, pooled, names_by_keyword=False)
+        asked = plan(question)  # one reading, for the chunks' ranking and the file answer's blend
+        result = await self._query(question, pooled, names_by_keyword=False, asked=asked)
         words = None
-        if result.strategy == "auto" and auto.choose(question)[0] == auto.FOR_REPORTS:  # auto's report blend
+        if result.strategy == "auto" and asked.route == auto.FOR_REPORTS:  # auto's report blend
             words = await self.query(question, replace(pooled, strategy=auto.FILES.second))
         index = self.workspace_index(options.workspace)
         answer = await self._run(self._query_pool, self._file_answer, index, result, options, max_files, before, words)

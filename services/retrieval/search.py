@@ -26,7 +26,8 @@ from services.storage.labels import default_labels_file
 from services.retrieval import name_answer, names
 from services.retrieval import search_steps as steps
 from services.retrieval.strategies.query_adapter import ADAPTER_FILE
-from services.retrieval.strategies.auto import AutoStrategy, by_name
+from services.retrieval.plan import QueryPlan, plan
+from services.retrieval.strategies.auto import AutoStrategy
 from services.retrieval.strategies.base import SIMILARITY, RerankRequest, RerankStrategy
 from services.storage.workspace_index import WorkspaceIndex
 
@@ -78,15 +79,17 @@ class Searcher:
         self.encode = encode
 
     def query(self, question: str, options: QueryOptions, strategy: RerankStrategy,
-              names_by_keyword: bool = True) -> QueryResult:
+              names_by_keyword: bool = True, asked: QueryPlan | None = None) -> QueryResult:
         """The whole flow; raises IndexMissingError when there is no usable index. `names_by_keyword`: `auto`
-        answers a name the index defines without vectors."""
+        answers a name the index defines without vectors. `asked`: the question's plan, when the caller made
+        it (else made here): the one reading every stage uses."""
         self.index.require()
-        reading = by_name(question) if names_by_keyword and isinstance(strategy, AutoStrategy) else None
-        named = self.name_query(question, options, reading) if reading is not None else None
-        if named is not None:
-            return named
-        strategy, strategy_note = strategy.route(question)
+        asked = asked or plan(question)
+        if names_by_keyword and isinstance(strategy, AutoStrategy) and asked.by_name:
+            named = self.name_query(question, options, asked.reading)
+            if named is not None:
+                return named
+        strategy, strategy_note = strategy.route(asked)
         stages = steps.Stages()
         pool = max(strategy.pool_size(options.top_k), options.top_k)
         try:
@@ -98,7 +101,7 @@ class Searcher:
         allowed = self.filtered_ids(options)
         semantic, keyword, total = self.candidates(question, vector, options, pool, strategy.uses_keyword_index,
                                                    allowed)
-        reading, definitions, unseen = self.name_channel(question, vector, semantic, allowed)
+        reading, definitions, unseen = self.name_channel(asked.reading, question, vector, semantic, allowed)
         cosines = self.keyword_cosines(vector, keyword)
         stages.mark("search")
         pooled = semantic + unseen if strategy.reranks else semantic
@@ -180,12 +183,11 @@ class Searcher:
         return self.mark_stale(replace(result, reading=reading.kind, reading_note=note, strategy_note=note,
                                        original_ranking="keyword"))
 
-    def name_channel(self, question: str, vector, semantic: list[Candidate], allowed: set[str] | None
-                     ) -> tuple[names.Reading, list[names.Definition], list[Candidate]]:
+    def name_channel(self, reading: names.Reading, question: str, vector, semantic: list[Candidate],
+                     allowed: set[str] | None) -> tuple[names.Reading, list[names.Definition], list[Candidate]]:
         """How the question reads, the chunks defining what it names (for a sentence or a report: the names
         it mentions that look like code), within the filters, and those of them the vector search did not
         find, as candidates with their cosine: every reranking strategy sees them."""
-        reading = names.read(question)
         catalog = self.index.catalog()
         found = names.find(catalog, reading) if reading.navigation else names.mentioned(catalog, question)
         if not found and reading.kind == names.NAME and not names.is_code_name(reading.name):

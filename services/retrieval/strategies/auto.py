@@ -1,6 +1,6 @@
 """`auto`: reads the question and answers it with the strategy measured best for its kind (issue 41).
 
-A name or a dotted name the index defines (`saferepr`, `Poly.degree`, `_pytest.nodes`; `by_name`) -> its
+A name or a dotted name the index defines (`saferepr`, `Poly.degree`, `_pytest.nodes`; its plan's `by_name`) -> its
 definitions, then the chunks that use it by keyword, without vectors (services/retrieval/name_answer.py: no encoder,
 no vector store, an answer in a blink from a cold start). A path (`src/x.py:12`), or a name the index does not
 define -> `metadata`: the name channel puts the definition, the module's or the path's file first
@@ -15,6 +15,7 @@ benchmarks/README.md ("The right answer by default").
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from services.core.models import Candidate
 from services.retrieval import names
@@ -22,6 +23,9 @@ from services.retrieval.query_signals import extract, is_long
 from services.retrieval.strategies.base import (
     SIMILARITY, BaseStrategy, RerankRequest, RerankStrategy, create_strategy, register,
 )
+
+if TYPE_CHECKING:
+    from services.retrieval.plan import QueryPlan
 
 FOR_NAMES = "metadata"
 FOR_REPORTS = "bug-report"
@@ -45,9 +49,9 @@ class Blend:
 FILES = Blend()
 
 
-def choose(question: str) -> tuple[str, str]:
-    """(the strategy for this question, a one-line note saying what was read and what is done)."""
-    reading = names.read(question)
+def choose(reading: names.Reading, question: str) -> tuple[str, str]:
+    """(the strategy for this question, read as `reading`, and a one-line note saying what was read and what
+    is done). Made once per question, in its plan (services/retrieval/plan.py)."""
     if reading.navigation and not (reading.kind == names.NAME and " " in reading.name):  # words may spell no name
         return FOR_NAMES, f"read as {_kind(reading)} `{reading.name}`: {_first(reading)} first ({FOR_NAMES})"
     frames = extract(question).frames if is_long(question) else ()
@@ -57,13 +61,6 @@ def choose(question: str) -> tuple[str, str]:
     if is_long(question):
         return FOR_REPORTS, f"a bug report of {len(question.split()):,} words: ranking by {FOR_REPORTS}"
     return FOR_WORDS, f"a question in words: ranking by {FOR_WORDS}, measured best for those"
-
-
-def by_name(question: str) -> names.Reading | None:
-    """The reading of a question auto answers by name, without vectors, when the index defines it: a bare or
-    dotted name (not a path, not words that may spell a name); None for any other question. Cheap: no index."""
-    reading = names.read(question)
-    return reading if reading.kind in (names.NAME, names.DOTTED) and " " not in reading.name else None
 
 
 def files_note(note: str) -> str:
@@ -98,12 +95,13 @@ class AutoStrategy(BaseStrategy):
         super().__init__(settings)
         self._chosen: dict[str, RerankStrategy] = {}
 
-    def route(self, question: str) -> tuple[RerankStrategy, str]:
-        name, note = choose(question)
-        if name not in self._chosen:
-            self._chosen[name] = create_strategy(name, self.settings)
-        return self._chosen[name], note
+    def route(self, plan: QueryPlan) -> tuple[RerankStrategy, str]:
+        if plan.route not in self._chosen:
+            self._chosen[plan.route] = create_strategy(plan.route, self.settings)
+        return self._chosen[plan.route], plan.note
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
         """Asked directly (standalone documents): as the strategy the question routes to."""
-        return self.route(request.query)[0].rerank(request)
+        from services.retrieval.plan import plan  # (the plan reads with this module's choose)
+
+        return self.route(plan(request.query))[0].rerank(request)

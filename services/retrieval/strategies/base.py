@@ -11,13 +11,16 @@ import importlib
 import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
 from services.core.errors import StrategyUnavailable
 from services.core.models import Availability, Candidate, Chunk, StrategyInfo
 from services.core.settings import Settings
+
+if TYPE_CHECKING:
+    from services.retrieval.plan import QueryPlan
 
 # How a strategy's scores relate to cosine similarity; decides where min_relevance applies.
 SIMILARITY = "similarity"  # cosine similarity, possibly boosted: min_relevance applies to the reranked score
@@ -105,8 +108,9 @@ class RerankStrategy(Protocol):
     def warm_up(self) -> None:
         """Load what the first question would otherwise wait for (called when loads_model)."""
 
-    def route(self, question: str) -> tuple[RerankStrategy, str]:
-        """The strategy that answers this question (itself, or the one `auto` picks) and a note saying why."""
+    def route(self, plan: QueryPlan) -> tuple[RerankStrategy, str]:
+        """The strategy that answers the planned question (itself, or the one `auto` picks) and a note saying
+        why."""
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
         """Return candidates best first, each with `score` set to its reranked score.
@@ -145,7 +149,7 @@ class BaseStrategy:
     def warm_up(self) -> None:
         """Nothing to load (strategies with loads_model override this)."""
 
-    def route(self, question: str) -> tuple[RerankStrategy, str]:
+    def route(self, plan: QueryPlan) -> tuple[RerankStrategy, str]:
         return self, ""
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
