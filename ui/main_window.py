@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from PySide6.QtCore import QByteArray, QPoint, QSettings, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QByteArray, QObject, QPoint, QSettings, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QContextMenuEvent, QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView, QApplication, QBoxLayout, QPlainTextEdit, QToolTip, QDockWidget, QFileDialog, QLabel, QMainWindow, QMenu, QScrollArea, QSizePolicy, QSplitter, QStackedWidget, QTabWidget,
@@ -22,7 +22,7 @@ from services.core.models import (
     IndexHealth, IndexReport, ProgressEvent, QueryResult, ResultChunk, StrategyInfo, WatchEvent,
 )
 from ui.action_log import record
-from ui.actions import window_action
+from ui.actions import FILE, RESULTS, VIEW, Place, menu_entries, placed_actions, window_action
 from ui.async_runner import AsyncRunner
 from ui.code_view import CodeView, preload_lexers
 from ui.goto_dialog import GotoDialog
@@ -313,19 +313,22 @@ class MainWindow(QMainWindow):
 
     def _build_actions(self) -> None:
         """The window's own actions: the workspace, Quit, the tabs, and Open in editor (the preview of the
-        tab on screen). The views build theirs."""
+        tab on screen). The views build theirs; each declares its place (ui/actions.py)."""
         a = partial(window_action, self)
-        self.open_action = a("Open workspace…", "Ctrl+O", self.choose_workspace)
-        self.quit_action = a("Quit", "Ctrl+Q", self.close)
-        self.editor_action = a("Open in editor", "Ctrl+E", self.open_selected, "Open the selected result in your editor")
-        self.explore_action = a("Explore tab", "Ctrl+Shift+E", lambda: self.show_tab(self.explore))
+        self.open_action = a("Open workspace…", "Ctrl+O", self.choose_workspace, place=Place(10, FILE, 0, 0))
+        self.quit_action = a("Quit", "Ctrl+Q", self.close, place=Place(30, FILE, 0, 1))
+        self.editor_action = a("Open in editor", "Ctrl+E", self.open_selected,
+                               "Open the selected result in your editor", Place(130, RESULTS, 0, 2))
+        self.explore_action = a("Explore tab", "Ctrl+Shift+E", lambda: self.show_tab(self.explore),
+                                place=Place(170, VIEW, 0, 0))
         self.files_action = a("Files tab: the question answered as ranked files", "Ctrl+Shift+F",
-                              lambda: self.show_tab(self.files_view))
+                              lambda: self.show_tab(self.files_view), place=Place(180, VIEW, 0, 1))
         self.workspace_set_action = a("Several workspaces tab: also search in other workspaces", "Ctrl+Shift+W",
-                                      lambda: self.show_tab(self.workspace_set))
+                                      lambda: self.show_tab(self.workspace_set), place=Place(190, VIEW, 0, 2))
         self.menu_action = a("Context menu", "Shift+F10", self.open_context_menu,
-                             "The context menu of what has the keyboard (a result, the code)")
-        self.compare_action = a("Compare strategies tab", "Ctrl+Shift+C", lambda: self.show_tab(self.compare_view))
+                             "The context menu of what has the keyboard (a result, the code)", Place(280))
+        self.compare_action = a("Compare strategies tab", "Ctrl+Shift+C", lambda: self.show_tab(self.compare_view),
+                                place=Place(200, VIEW, 0, 3))
         self.compare_action.setEnabled(self.compare_view is not None)
 
     def _build_toolbar(self) -> None:
@@ -352,33 +355,18 @@ class MainWindow(QMainWindow):
         toolbar.addAction(self.health_panel.show_action)
 
     def _build_menus(self) -> None:
-        """Every action on the window (its keys work anywhere in it; the command palette lists them in this
-        order) and in the menus."""
-        query, results, code, graph, health = self.query_bar, self.results, self.code, self.graph, self.health_panel
-        palette_action = self.palette.open_action
-        self.addActions([
-            self.open_action, health.show_action, self.quit_action, query.focus_action, query.run_action,
-            query.history_action, query.pin_action, query.next_strategy_action, query.previous_strategy_action,
-            query.clear_filters_action, results.vector_action, results.reranked_action, self.editor_action,
-            health.reindex_action, health.rebuild_action, health.cancel_action, self.explore_action,
-            self.files_action, self.workspace_set_action, self.compare_action, palette_action,
-            self.finder.file_action, self.finder.symbol_action, graph.used_by_action, graph.uses_action,
-            code.back_action, code.forward_action, self.menu_action])
-        menus = self.menuBar()
-        for title, actions in (
-                ("&File", [self.open_action, self.quit_action]),
-                ("&Search", [self.finder.file_action, self.finder.symbol_action, code.back_action, code.forward_action,
-                             None, query.focus_action, query.run_action, query.history_action, query.pin_action, None,
-                             query.next_strategy_action, query.previous_strategy_action, query.clear_filters_action]),
-                ("&Results", [results.vector_action, results.reranked_action, self.editor_action, None,
-                              graph.used_by_action, graph.uses_action]),
-                ("&Index", [health.reindex_action, health.rebuild_action, health.cancel_action]),
-                ("&View", [self.explore_action, self.files_action, self.workspace_set_action, self.compare_action,
-                           health.show_action, palette_action])):
-            menu = menus.addMenu(title)
+        """Every placed action of the window and of the views it shows, in the palette's order (its keys work
+        anywhere in the window), and in the menus, each where its declaration puts it."""
+        palette = cast(QObject, self.palette)  # the attribute hides QWidget.palette()
+        placed = placed_actions([self, self.query_bar, self.results, self.health_panel, palette, self.finder,
+                                 self.graph, self.code])
+        self.addActions([action for action, _place in placed])
+        menus, built = self.menuBar(), {}
+        for title, actions in menu_entries(placed).items():
+            menu = built[title] = menus.addMenu(title)
             for action in actions:
                 menu.addSeparator() if action is None else menu.addAction(action)
-        self._build_place_menu(menu.addMenu("Code &pane"))  # View ▸ Code pane
+        self._build_place_menu(built[VIEW].addMenu("Code &pane"))  # View ▸ Code pane
         editor = menus.addMenu("Se&ttings").addMenu("&Editor")
         editor.addActions(list(self.editor_settings.preset_actions.values()))
         editor.addSeparator()
