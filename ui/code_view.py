@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 
 from services.core import files
 from services.core.models import Chunk, ResultChunk
-from ui.actions import window_action
+from ui.actions import SEARCH, Place, window_action
 from ui.editor import AUTO, EditorError, open_at_line
 from ui.peek import PeekFrame
 from ui.theme import mono_font
@@ -484,9 +484,10 @@ class CodeView(QWidget):
         layout.addWidget(self.editor, 1)
         self.navigation: Navigation[ResultChunk] = Navigation()  # the places Back / Forward walk
         self.back_action = window_action(self, "Back", "Alt+Left", lambda: self._walk(self.navigation.back),
-                                         "Back to where the code pane was")
+                                         "Back to where the code pane was", Place(260, SEARCH, 0, 2))
         self.forward_action = window_action(self, "Forward", "Alt+Right",
-                                            lambda: self._walk(self.navigation.forward), "Forward again")
+                                            lambda: self._walk(self.navigation.forward), "Forward again",
+                                            Place(270, SEARCH, 0, 3))
         self._build_editor_actions()
         self.update_navigation()
 

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from services.core.models import GotoHit, ResultChunk
-from ui.actions import window_action
+from ui.actions import SEARCH, Place, window_action
 from ui.async_runner import AsyncRunner, describe_error
 from ui.code_view import CodeView
 from ui.viewmodels.goto import (
@@ -103,9 +103,11 @@ class GotoDialog(QFrame):
         layout.addWidget(self.status)
         self.hide()
         self.file_action = window_action(self, "Go to file…", "Ctrl+P", lambda: self.open(FILES),
-                                         "Go to file: find an indexed file by name (latex.py:120 for a line)")
+                                         "Go to file: find an indexed file by name (latex.py:120 for a line)",
+                                         Place(220, SEARCH, 0, 0))
         self.symbol_action = window_action(self, "Go to symbol…", "Ctrl+T", lambda: self.open(SYMBOLS),
-                                           "Go to symbol: find a definition by name (fm: FixtureManager, Class.method)")
+                                           "Go to symbol: find a definition by name (fm: FixtureManager, Class.method)",
+                                           Place(230, SEARCH, 0, 1))
 
     # --- opening and asking ---
     def open(self, target: str) -> None:

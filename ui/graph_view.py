@@ -12,7 +12,7 @@ from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import QMenu, QTabWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from services.core.models import ResultChunk
-from ui.actions import window_action
+from ui.actions import RESULTS, Place, window_action
 from ui.async_runner import AsyncRunner, describe_error
 from ui.viewmodels.graph import CODE, SECTIONS, USED_BY, USES, CallRow, GraphViewModel, Level, link_item
 
@@ -56,9 +56,11 @@ class GraphPanel(QWidget):
         self._fill()
         # PyCharm's and VS Code's keys (Ctrl+Alt+F7 switches to a text console on Linux desktops)
         self.used_by_action = window_action(self, "Used by: who uses the code shown (the name under the cursor)",
-                                            ["Alt+F7", "Shift+F12"], lambda: self.list_subject(USED_BY))
+                                            ["Alt+F7", "Shift+F12"], lambda: self.list_subject(USED_BY),
+                                            place=Place(240, RESULTS, 1, 0))
         self.uses_action = window_action(self, "Uses: what the code shown uses (call hierarchy)",
-                                         ["Ctrl+Alt+H", "Shift+Alt+H"], lambda: self.list_subject(USES))
+                                         ["Ctrl+Alt+H", "Shift+Alt+H"], lambda: self.list_subject(USES),
+                                         place=Place(250, RESULTS, 1, 1))
 
     def show_for(self, item: ResultChunk | None):
         """Ask for both lists of `item` (a task: the window never waits on it)."""

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (
 )
 
 from services.core.models import RUNNING_STATES, IndexHealth, ProgressEvent, state_label, vectors_reused_text
-from ui.actions import window_action
+from ui.actions import INDEX, VIEW, Place, window_action
 from ui.viewmodels.progress import health_fraction, progress_fraction, progress_text  # noqa: F401 (re-exported)
 
 # badge state -> (css state name)
@@ -208,12 +208,14 @@ class HealthPanel(QWidget):
         """The Index menu's actions (the buttons' keys), and View ▸ Index health, which the window connects to
         the panel's place."""
         self.reindex_action = window_action(self, "Reindex", "F5", lambda: self.reindex_requested.emit(False),
-                                            "Index new and changed files")
+                                            "Index new and changed files", Place(140, INDEX, 0, 0))
         self.rebuild_action = window_action(self, "Full rebuild…", "Ctrl+Shift+R",
-                                            lambda: self.reindex_requested.emit(True), "Embed every file again (asks first)")
-        self.cancel_action = window_action(self, "Cancel indexing", "Ctrl+.", self.cancel_requested.emit)
+                                            lambda: self.reindex_requested.emit(True), "Embed every file again (asks first)",
+                                            Place(150, INDEX, 0, 1))
+        self.cancel_action = window_action(self, "Cancel indexing", "Ctrl+.", self.cancel_requested.emit,
+                                           place=Place(160, INDEX, 0, 2))
         self.show_action = window_action(self, "Index health", "Ctrl+Shift+H", None,
-                                         "Show or hide the index health panel")
+                                         "Show or hide the index health panel", Place(20, VIEW, 0, 4))
         self.show_action.setCheckable(True)
         self.show_action.setChecked(True)
 

@@ -9,7 +9,7 @@ from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QFrame, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 
-from ui.actions import window_action
+from ui.actions import VIEW, Place, window_action
 
 ActionRole = Qt.ItemDataRole.UserRole + 1
 
@@ -26,7 +26,7 @@ class CommandPalette(QFrame):
         self.setObjectName("commandPalette")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setAutoFillBackground(True)
-        self.open_action = window_action(self, "Command palette…", "Ctrl+K", self.open)
+        self.open_action = window_action(self, "Command palette…", "Ctrl+K", self.open, place=Place(210, VIEW, 0, 5))
         self.extra = extra  # commands that change while the window is open (the strategies)
         self.filter = QLineEdit()
         self.filter.setPlaceholderText("Type a command…")

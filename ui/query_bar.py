@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (
 
 from services.core.messages import MAX_QUESTION_CHARS
 from services.core.models import StrategyInfo
-from ui.actions import window_action
+from ui.actions import SEARCH, Place, window_action
 from ui.viewmodels.strategies import step_strategy
 
 StrategyNameRole = Qt.ItemDataRole.UserRole + 1
@@ -205,15 +205,20 @@ class QueryBar(QWidget):
 
     def _build_actions(self) -> None:
         """The Search menu's question actions."""
-        self.focus_action = window_action(self, "Focus the question", "Ctrl+L", self.focus_requested.emit)
-        self.run_action = window_action(self, "Run the question", "Ctrl+Return", self.submitted.emit)
+        self.focus_action = window_action(self, "Focus the question", "Ctrl+L", self.focus_requested.emit,
+                                          place=Place(40, SEARCH, 1, 0))
+        self.run_action = window_action(self, "Run the question", "Ctrl+Return", self.submitted.emit,
+                                        place=Place(50, SEARCH, 1, 1))
         self.history_action = window_action(self, "Recent and pinned questions…", "Ctrl+H", self._history_asked,
-                                            "Question history: recent and pinned questions")
-        self.pin_action = window_action(self, "Pin or unpin the question", "Ctrl+D", lambda: self.toggle_pin())
-        self.next_strategy_action = window_action(self, "Next strategy", "Ctrl+]", lambda: self.step_strategy(1))
+                                            "Question history: recent and pinned questions", Place(60, SEARCH, 1, 2))
+        self.pin_action = window_action(self, "Pin or unpin the question", "Ctrl+D", lambda: self.toggle_pin(),
+                                        place=Place(70, SEARCH, 1, 3))
+        self.next_strategy_action = window_action(self, "Next strategy", "Ctrl+]", lambda: self.step_strategy(1),
+                                                  place=Place(80, SEARCH, 2, 0))
         self.previous_strategy_action = window_action(self, "Previous strategy", "Ctrl+[",
-                                                      lambda: self.step_strategy(-1))
-        self.clear_filters_action = window_action(self, "Clear filters", "Ctrl+Shift+Backspace", self.clear_filters)
+                                                      lambda: self.step_strategy(-1), place=Place(90, SEARCH, 2, 1))
+        self.clear_filters_action = window_action(self, "Clear filters", "Ctrl+Shift+Backspace", self.clear_filters,
+                                                  place=Place(100, SEARCH, 2, 2))
 
     def _history_asked(self) -> None:
         self.focus_requested.emit()

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import (
 )
 
 from services.core.models import QueryResult, ResultChunk, StrategyInfo
-from ui.actions import window_action
+from ui.actions import RESULTS, Place, window_action
 from ui.ranking_model import MUTED_COLOR, NEW_COLOR, ORIGINAL, RERANKED, SCORE_COLUMNS, RankingModel, ScoreBarRole
 from ui.viewmodels.ranking import elide_name, fit_location, location_text
 from ui.viewmodels.results import same_chunk_row, searched_text
@@ -369,9 +369,11 @@ class ResultsView(QWidget):
     def _build_actions(self) -> None:
         """The Results menu's Ctrl+1 / Ctrl+2, named in the tables' tooltips."""
         self.vector_action = window_action(self, "Go to the vector ranking", "Ctrl+1",
-                                           lambda: self.focus_ranking(self.original_table))
+                                           lambda: self.focus_ranking(self.original_table),
+                                           place=Place(110, RESULTS, 0, 0))
         self.reranked_action = window_action(self, "Go to the reranked ranking", "Ctrl+2",
-                                             lambda: self.focus_ranking(self.reranked_table))
+                                             lambda: self.focus_ranking(self.reranked_table),
+                                             place=Place(120, RESULTS, 0, 1))
         self.reranked_table.setToolTip("Reranked ranking (Ctrl+2): Enter or double-click opens the "
                                        "result in your editor (Ctrl+E)")
         self.original_table.setToolTip("Vector ranking (Ctrl+1): Enter or double-click opens the "

@@ -352,5 +352,5 @@ def test_in_the_window_a_selected_result_shows_its_code_and_why_and_a_fallback_s
     view.rankings.setCurrentCell(0, tuned)
     assert "(tuned fell back)" in view.why.heading.text()
     assert any(reason in note for note in (view.why.table.item(r, 3).text() for r in range(view.why.table.rowCount())))
-    window.open_selected()  # Ctrl+E opens the row on screen: Compare's
-    assert window.shown_code_view() is view.code
+    window.navigation.open_selected()  # Ctrl+E opens the row on screen: Compare's
+    assert window.navigation.shown_code_view() is view.code

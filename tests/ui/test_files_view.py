@@ -83,6 +83,6 @@ def test_the_files_tab_answers_the_question_with_files_and_says_why(loop, qtbot,
     qtbot.waitUntil(lambda: opened(record) is not None, timeout=30_000)
     assert opened(record)[0] == str(workspace / rows[0])
     qtbot.waitUntil(window.run_query().done, timeout=60_000)  # the same question again: no second file answer
-    assert window.refresh_files() is None and view.answer is not None
+    assert window.questions.refresh_files() is None and view.answer is not None
     view.grab().save(str(tmp_path / "files.png"))
     window.shutdown()

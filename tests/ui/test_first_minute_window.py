@@ -89,14 +89,14 @@ def test_a_first_index_is_useful_and_its_progress_honest(loop, qtbot, qsettings,
         finder.hide()
 
         seen = []  # (title %, bar %, chunks encoded) whenever the window shows a step 2 event
-        original_show = win._show_run_status
+        original_show = win.runs.show_run_status
 
         def watched(text, percent):
             original_show(text, percent)
             if "Step 2" in text:
                 seen.append((title_percent(win), win.health_panel.progress.value(), encoded[0]))
 
-        monkeypatch.setattr(win, "_show_run_status", watched)
+        monkeypatch.setattr(win.runs, "show_run_status", watched)
         release.set()
         qtbot.waitUntil(lambda: win.health_panel.badge.text() == "up to date", timeout=TIMEOUT)
         assert len(seen) > 3

@@ -62,13 +62,13 @@ def test_a_save_refreshes_the_rankings_and_leaves_the_code_pane_where_the_reader
     assert place[3] != default_top + editor.first_line and place[0] == "notes/search.py"
 
     answers = []  # every answer the window shows from now on, with where the code pane is then
-    show = window.show_result
+    show = window.questions.show_result
 
     def recording(result):
         show(result)
         answers.append(reading_place(code))
 
-    monkeypatch.setattr(window, "show_result", recording)
+    monkeypatch.setattr(window.questions, "show_result", recording)
     store = workspace / "notes" / "store.py"
     store.write_text(store.read_text() + "\n# saved notes stay on disk\n")  # a save elsewhere
     # the automatic run refreshes the list; the recount after it refreshes it again

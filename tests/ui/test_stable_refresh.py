@@ -50,13 +50,13 @@ def test_a_refresh_after_an_edit_keeps_the_selection_and_ends_on_the_recounted_r
     assert window.results.selected_chunk().chunk.qualified_name == "NoteStore"
 
     answers = []  # every answer the window shows from now on, with what is selected once it is shown
-    show = window.show_result
+    show = window.questions.show_result
 
     def recording(result):
         show(result)
         answers.append((shown(window), window.results.selected_chunk().chunk.qualified_name))
 
-    monkeypatch.setattr(window, "show_result", recording)
+    monkeypatch.setattr(window.questions, "show_result", recording)
     store = workspace / "notes" / "store.py"
     store.write_text(store.read_text() + "\n# saved notes stay on disk\n")  # its chunks lose their references
 
@@ -64,6 +64,6 @@ def test_a_refresh_after_an_edit_keeps_the_selection_and_ends_on_the_recounted_r
     qtbot.waitUntil(lambda: bool(answers) and "FileNoteStore.save" in referenced(window), timeout=INDEX_TIMEOUT)
     assert all(selected == "NoteStore" for _, selected in answers), answers
     assert window.results.selected_chunk().chunk.qualified_name == "NoteStore"
-    fresh = asyncio.ensure_future(service.query(QUESTION, replace(window.files_request[1], use_cache=False)))
+    fresh = asyncio.ensure_future(service.query(QUESTION, replace(window.questions.files_request[1], use_cache=False)))
     qtbot.waitUntil(fresh.done, timeout=60_000)
     assert shown(window) == [r.chunk.qualified_name for r in fresh.result().results]

@@ -40,8 +40,8 @@ def test_back_is_disabled_in_a_new_workspace(qtbot, window, indexed, tmp_path): 
     _, workspace = indexed
     ask(qtbot, window, "save a note to disk")
     window.results.reranked_table.selectRow(1)
-    window.open_graph_row(window.results.reranked_model.item(2))  # a jump: somewhere to go back to
-    window.show_code(window.results.reranked_model.item(3))
+    window.navigation.open_graph_row(window.results.reranked_model.item(2))  # a jump: somewhere to go back to
+    window.navigation.show_code(window.results.reranked_model.item(3))
     assert window.code.back_action.isEnabled()
     other = shutil.copytree(workspace / "notes", tmp_path / "other")
     qtbot.waitUntil(window.open_workspace(str(other)).done, timeout=60_000)
