@@ -7,7 +7,7 @@ import logging
 from functools import partial
 from typing import TYPE_CHECKING, cast
 
-from PySide6.QtCore import QByteArray, QObject, QPoint, QSettings, Qt, Signal
+from PySide6.QtCore import QByteArray, QObject, QPoint, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QContextMenuEvent, QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView, QApplication, QBoxLayout, QDockWidget, QLabel, QMainWindow, QMenu, QPlainTextEdit, QScrollArea,
@@ -233,7 +233,10 @@ class MainWindow(QMainWindow):
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
         super().resizeEvent(event)
         if hasattr(self, "placement") and self.placement.place_actions:  # built
+            asked = event.size()
             self.placement.place_code()
+            if self.size() != asked:  # the arrangement left behind needed more room for a moment: the size asked
+                QTimer.singleShot(0, lambda: self.resize(asked))
 
     def _set_minimum_sizes(self) -> None:
         """At the minimum window size each ranking still shows five rows (three stacked on two lines) and
