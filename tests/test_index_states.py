@@ -141,17 +141,17 @@ async def test_an_empty_folder_is_empty_not_up_to_date(tmp_path, service):
 
 
 async def test_deletion_needs_the_folder_there_and_the_file_gone(workspace, service):
-    from services.indexing.indexer import Indexer
+    from services.indexing.planning import Planner
 
     await service.index(workspace)
     index = service.workspace_index(workspace)
-    indexer = Indexer(index, service.index_embedder, service.settings)
+    planner = Planner(index, service.settings, everything=False, paths=None)
     known = sorted(index.catalog().files())
-    assert indexer._gone(known) == []  # all there
+    assert planner.gone(known) == []  # all there
     (workspace / known[0]).unlink()
-    assert indexer._gone(known) == [known[0]]
+    assert planner.gone(known) == [known[0]]
     workspace.rename(workspace.with_name("away"))
-    assert indexer._gone(known) == []  # no folder, no evidence
+    assert planner.gone(known) == []  # no folder, no evidence
 
 
 async def test_a_catch_up_run_with_nothing_to_do_is_not_announced_as_indexing(workspace, service):

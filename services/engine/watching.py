@@ -20,7 +20,8 @@ from services.core.models import ProgressEvent
 from services.core.settings import Settings
 from services.engine.scheduler import RUN, STALE as REPORT_STALE, IndexScheduler
 from services.indexing.health import folder_missing, stale_files
-from services.indexing.indexer import FAILURE_REASONS, Indexer
+from services.indexing.indexer import Indexer
+from services.indexing.planning import FAILURE_REASONS
 from services.indexing.watcher import (
     FOLDER_MISSING, PAUSED, PROGRESS, REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WATCHING, WatchEvent,
     WorkspaceWatcher,

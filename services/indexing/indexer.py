@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import numpy as np
@@ -45,7 +45,8 @@ from services.core.models import Chunk, IndexReport, ProgressEvent, SkippedFile,
 from services.storage.projection import Projection, sample_positions
 from services.storage.vector_cache import VectorCache
 from services.indexing.preparing import Prepared, file_graph, prepare, prepared, short_reason
-from services.indexing.scanning import SourceFile, read_source, scan_paths, scan_workspace
+from services.indexing.scanning import SourceFile, read_source, scan_workspace
+from services.indexing.planning import FAILURE_REASONS, Plan, Planner
 from services.indexing.vectors import VectorMaker
 from services.indexing.vector_order import vector_order
 from services.core.settings import Settings
@@ -58,9 +59,6 @@ FIRST_WINDOW_CHUNKS = 32
 SETTLE_AFTER_VECTORS = 1000
 RATE_SAMPLE = 100  # vectors a run makes before its speed is kept for the next run's progress
 DEFAULT_RATE = 20.0  # chunks/s expected of an encoder never timed here (a slow CPU's; progress is never ahead)
-# Reasons that mean a file failed (as opposed to being skipped by policy, like "binary file").
-FAILURE_REASONS = ("unreadable", "could not be read", "could not be chunked", "could not be embedded",
-                   "could not be stored")
 
 # A store write failing with one of these is the store's fault (disk full, read-only, server gone),
 # never one file's: the run stops at once rather than fail file after file.
@@ -87,18 +85,6 @@ def store_down(error: BaseException | None) -> bool:
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
-
-
-@dataclass
-class Plan:
-    """What a run has to do, worked out from the scan and the catalogue."""
-
-    changed: list[SourceFile] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    skipped: list[SkippedFile] = field(default_factory=list)
-    known: dict[str, FileRecord] = field(default_factory=dict)  # the catalogue's records the plan looked at
-    targeted: set[str] | None = None  # the paths a watcher's run looked at; None: the whole workspace
 
 
 @dataclass
@@ -462,78 +448,9 @@ class Indexer:
         self.step1_started = time.monotonic()
         self.awaiting_before = self.index.catalog().awaiting_count()
         self._emit("scanning", 0, 0)
-        plan = self._plan_paths() or self._plan_all()
+        plan = Planner(self.index, self.settings, self.everything, self.paths, self.found.repair_paths).plan()
         self.step1_files = len(plan.changed)
         return plan
-
-    def _plan_all(self) -> Plan:
-        catalog = self.index.catalog()
-        known = catalog.files()
-        scan = scan_workspace(self.index.root, self.settings.max_file_bytes, self.settings.skip_machine_made,
-                              known=None if self.everything else known)
-        catalog.set_meta(symlinks="1" if scan.symlinks else "0")
-        return self._plan_from(scan, known)
-
-    def _plan_paths(self) -> Plan | None:
-        """The plan for the paths a watcher reported, from them alone (no walk over the tree); None when
-        a whole scan is needed: no paths given, a rebuild, symlinks in the tree (an edit to a link's target
-        is reported under the target's path only), or scan_paths says so."""
-        catalog = self.index.catalog()
-        if self.paths is None or self.everything or catalog.get_meta("symlinks") != "0":
-            return None
-        scan = scan_paths(self.index.root, self.paths, self.settings.max_file_bytes, self.settings.skip_machine_made)
-        if scan is None:
-            return None
-        known = catalog.files(self.paths)
-        for path in self.paths:  # a folder deleted, moved away or replaced by a file: the files it held
-            known.update(catalog.files_under(path))
-        plan = self._plan_from(scan, known)
-        plan.targeted = self.paths | known.keys()
-        return plan
-
-    def _plan_from(self, scan, known: dict[str, FileRecord]) -> Plan:
-        """Changed, unchanged and removed files: the scan's files against the catalogue's `known` records."""
-        plan = Plan(skipped=list(scan.skipped), known=known)
-        for source in scan.files:
-            record = known.get(source.path)
-            if (record and not self.everything and source.path not in self.found.repair_paths
-                    and (record.size, record.mtime_ns) == (source.size, source.mtime_ns)):
-                plan.unchanged.append(source.path)
-            else:
-                plan.changed.append(source)
-        unlisted = set(known) - {source.path for source in scan.files}
-        plan.removed = self._gone(sorted(path for path in unlisted if not _unreadable_at(path, scan.skipped)),
-                                  scan.skipped)
-        return plan
-
-    def _gone(self, paths: list[str], skipped: Iterable[SkippedFile] = ()) -> list[str]:
-        """The files positively gone: the workspace folder is there and the file is not, or it is there and
-        no longer indexable (asked again, or skipped by the scan for a reason that is no failure: a file
-        replaced by a symlink leading out of the workspace). A folder renamed away (or unmounted) during
-        the scan is no evidence: nothing is removed then."""
-        root = self.index.root
-        if not paths or not root.is_dir():
-            return []
-        there = [path for path in paths if os.path.lexists(root / path)]
-        if not there:
-            return paths
-        unindexable = self._no_longer_indexable(there)  # all at once (a new ignore rule may drop thousands)
-        if unindexable is None:  # one needs a whole scan: ask path by path; the scan's own verdict for those (None)
-            by_policy = {s.path for s in skipped if s.category not in FAILURE_REASONS}
-            unindexable = {path for path in there if path in by_policy or self._no_longer_indexable([path])}
-        return [path for path in paths if path not in there or path in unindexable]
-
-    def _no_longer_indexable(self, paths: list[str]) -> set[str] | None:
-        """Of catalogued files still there that the scan did not list, asked again: those now a folder,
-        ignored, too large, binary or machine-made (one that cannot be read is kept). None when only a
-        whole scan could tell for one of them."""
-        folders = {path for path in paths if (self.index.root / path).is_dir()}  # the files inside count on their own
-        verdict = scan_paths(self.index.root, [path for path in paths if path not in folders],
-                             self.settings.max_file_bytes, self.settings.skip_machine_made)
-        if verdict is None:
-            return None
-        kept = {f.path for f in verdict.files} | {s.path for s in verdict.skipped if s.category in FAILURE_REASONS}
-        return folders | (set(paths) - folders - kept)
 
     def _remove(self, paths: list[str]) -> None:
         for path in paths:
@@ -950,12 +867,6 @@ def references_stale(catalog) -> bool:
     """A quick run left the recount to a deferred refresh that has not run (keywords_stale: before the
     keyword table, the same flag)."""
     return "1" in (catalog.get_meta("references_stale"), catalog.get_meta("keywords_stale"))
-
-
-def _unreadable_at(path: str, skipped: list[SkippedFile]) -> bool:
-    """Whether the scan could not read this file or a folder holding it (then it may well still exist)."""
-    return any(s.reason.startswith("unreadable") and (path == s.path or path.startswith(s.path.rstrip("/") + "/")
-                                                      or s.path == ".") for s in skipped)
 
 
 def _windows(order: list[str], counts: dict[str, int], size: int, asked: set[str] | None = None):
