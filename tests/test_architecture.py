@@ -65,9 +65,11 @@ def test_cycle_finder_finds_a_cycle():
 
 
 def test_no_import_cycles():
-    """No module reaches itself through imports, function-level imports included."""
+    """No module reaches itself through the imports that run, function-level imports included. Imports for
+    the type checker alone are left out: the window's parts (ui/code_navigation.py, ...) name the MainWindow
+    that owns them in their annotations, a reference back that never runs."""
     sys.path.insert(0, str(ROOT))
-    graph = grimp.build_graph("services", "ui", "app")
+    graph = grimp.build_graph("services", "ui", "app", exclude_type_checking_imports=True)
     imports = {m: graph.find_modules_directly_imported_by(m) for m in graph.modules}
     assert cycles(imports) == []
 

@@ -13,7 +13,6 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -28,7 +27,7 @@ from services.retrieval.strategies import auto
 from services.retrieval.file_ranking import FileIndex
 from services.storage.file_words import CatalogFileWords
 from services.retrieval.multi import check_workspaces, merge, missing_cosines
-from services.retrieval.plan import QueryPlan, plan
+from services.retrieval.plan import FOR_REPORTS, QueryPlan, plan
 from services.retrieval.search import Searcher
 from services.encoders.embedder import embedder_for, query_embedder
 from services.core.errors import IndexMissingError, IndexUnavailable, KnowledgeError, QueryError, WorkspaceError
@@ -377,7 +376,7 @@ class LocalEngine:
         asked = plan(question)  # one reading, for the chunks' ranking and the file answer's blend
         result = await self._query(question, pooled, names_by_keyword=False, asked=asked)
         words = None
-        if result.strategy == "auto" and asked.route == auto.FOR_REPORTS:  # auto's report blend
+        if result.strategy == "auto" and asked.route == FOR_REPORTS:  # auto's report blend
             words = await self.query(question, replace(pooled, strategy=auto.FILES.second))
         index = self.workspace_index(options.workspace)
         answer = await self._run(self._query_pool, self._file_answer, index, result, options, max_files, before, words)

@@ -15,21 +15,13 @@ benchmarks/README.md ("The right answer by default").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from services.core.models import Candidate
-from services.retrieval import names
-from services.retrieval.query_signals import extract, is_long
+from services.retrieval.plan import FOR_NAMES, FOR_REPORTS, FOR_WORDS, QueryPlan, plan
 from services.retrieval.strategies.base import (
     SIMILARITY, BaseStrategy, RerankRequest, RerankStrategy, create_strategy, register,
 )
 
-if TYPE_CHECKING:
-    from services.retrieval.plan import QueryPlan
-
-FOR_NAMES = "metadata"
-FOR_REPORTS = "bug-report"
-FOR_WORDS = "metadata"
 
 
 @dataclass(frozen=True)
@@ -49,32 +41,9 @@ class Blend:
 FILES = Blend()
 
 
-def choose(reading: names.Reading, question: str) -> tuple[str, str]:
-    """(the strategy for this question, read as `reading`, and a one-line note saying what was read and what
-    is done). Made once per question, in its plan (services/retrieval/plan.py)."""
-    if reading.navigation and not (reading.kind == names.NAME and " " in reading.name):  # words may spell no name
-        return FOR_NAMES, f"read as {_kind(reading)} `{reading.name}`: {_first(reading)} first ({FOR_NAMES})"
-    frames = extract(question).frames if is_long(question) else ()
-    if frames:
-        return FOR_REPORTS, (f"a traceback of {len(frames)} frame{'s' if len(frames) != 1 else ''}: "
-                             f"ranking by {FOR_REPORTS}, files named by the innermost frames first")
-    if is_long(question):
-        return FOR_REPORTS, f"a bug report of {len(question.split()):,} words: ranking by {FOR_REPORTS}"
-    return FOR_WORDS, f"a question in words: ranking by {FOR_WORDS}, measured best for those"
-
-
 def files_note(note: str) -> str:
     """`choose`'s note for a report, as said of its file answer."""
     return f"{note}; files: its file ranking fused by rank with {FILES.second}'s ({FILES.share:.0%})"
-
-
-def _kind(reading: names.Reading) -> str:
-    return {names.NAME: "a name", names.DOTTED: "a dotted name", names.PATH: "a path"}[reading.kind]
-
-
-def _first(reading: names.Reading) -> str:
-    return {names.NAME: "its definitions", names.DOTTED: "its definition or module file",
-            names.PATH: "the file"}[reading.kind]
 
 
 @register
@@ -102,6 +71,4 @@ class AutoStrategy(BaseStrategy):
 
     def rerank(self, request: RerankRequest) -> list[Candidate]:
         """Asked directly (standalone documents): as the strategy the question routes to."""
-        from services.retrieval.plan import plan  # (the plan reads with this module's choose)
-
         return self.route(plan(request.query))[0].rerank(request)
