@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QObject, QTimer
 from PySide6.QtGui import QAction, QActionGroup
-from PySide6.QtWidgets import QMenu, QSplitter
+from PySide6.QtWidgets import QMenu, QSizePolicy, QSplitter
 
 if TYPE_CHECKING:
     from ui.main_window import MainWindow
@@ -33,23 +33,30 @@ class CodePlacement(QObject):
         self.kept_splits: dict[str, QByteArray] = {}  # each split as the user left it (its saveState), by name
         self.place_actions: dict[str, QAction] = {}  # View ▸ Code pane, once built
 
-    def beside(self) -> bool:
-        """Whether the code pane is beside the rankings (else below them)."""
-        return self.code_place == BESIDE or self.code_place == AUTO_PLACE and self.window.width() >= BESIDE_FROM
+    def beside(self, width: int | None = None) -> bool:
+        """Whether the code pane is beside the rankings (else below them), at the window's width or `width`."""
+        width = self.window.width() if width is None else width
+        return self.code_place == BESIDE or self.code_place == AUTO_PLACE and width >= BESIDE_FROM
 
-    def place_code(self, place: str | None = None) -> None:
+    def place_code(self, place: str | None = None, width: int | None = None) -> None:
         """Put the code pane beside or below the rankings (`place`: the user's choice, kept; None: as the
-        window's width wants it now)."""
+        window's width, or the `width` it is about to take, wants it)."""
         if place is not None:
             self.code_place = place
             self.window.settings.setValue("layout/code", place)
-        if self.beside() != (self.window.arrangement.currentWidget() is self.window.bottom):
-            self.arrange(self.beside())
+        beside = self.beside(width)
+        if beside != (self.window.arrangement.currentWidget() is self.window.bottom):
+            self.arrange(beside)
 
     def arrange(self, beside: bool) -> None:
         """Move the rankings, the lists, the code pane and the health panel into one arrangement's splitters,
         each split as the user left it in that arrangement (else as it first comes)."""
         explain, tabs = self.window.results.explain, self.window.graph.tabs
+        shown, hidden = (self.window.bottom, self.window.below) if beside else (self.window.below, self.window.bottom)
+        # the stack's minimum is its pages' largest: the page not shown asks for nothing (as widgets move between
+        # them, a half-filled page could need more height than the window was given, and the window grew)
+        hidden.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)
+        shown.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
         if tabs.indexOf(explain) >= 0:
             tabs.removeTab(tabs.indexOf(explain))
         if beside:

@@ -7,7 +7,7 @@ import logging
 from functools import partial
 from typing import TYPE_CHECKING, cast
 
-from PySide6.QtCore import QByteArray, QObject, QPoint, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QObject, QPoint, QSettings, QSize, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QContextMenuEvent, QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView, QApplication, QBoxLayout, QDockWidget, QLabel, QMainWindow, QMenu, QPlainTextEdit, QScrollArea,
@@ -230,13 +230,18 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.health_panel.controls)
         return body
 
+    def resize(self, *size) -> None:
+        """A size asked in code (a restored window, a test, the docs' pictures): the arrangement for its width
+        first, so the one left behind (beside is taller) never holds the window above the height asked."""
+        asked = QSize(*size) if len(size) == 2 else size[0]
+        if hasattr(self, "placement") and self.placement.place_actions:  # built
+            self.placement.place_code(width=asked.width())
+        super().resize(asked)
+
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
         super().resizeEvent(event)
         if hasattr(self, "placement") and self.placement.place_actions:  # built
-            asked = event.size()
             self.placement.place_code()
-            if self.size() != asked:  # the arrangement left behind needed more room for a moment: the size asked
-                QTimer.singleShot(0, lambda: self.resize(asked))
 
     def _set_minimum_sizes(self) -> None:
         """At the minimum window size each ranking still shows five rows (three stacked on two lines) and

@@ -5,7 +5,7 @@ and previous match, Open in editor opens at the caret's line."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QEvent, QObject, QPoint, Qt
 from PySide6.QtGui import QTextCursor
 
 from tests.ui.test_desk import press, recorder
@@ -125,9 +125,23 @@ def test_ctrl_f12_lists_the_files_chunks_and_goes_to_one(qtbot, window, indexed)
     assert caret_line(code.editor) == code.item.chunk.start_line and code.back_action.isEnabled()
 
 
+class TipsShown(QObject):
+    """The text of every tooltip shown (Qt's tip label, as it appears): a tip that something hides again at
+    once (a focus change anywhere in the app does) was still shown."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt API)
+        if event.type() == QEvent.Type.Show and watched.objectName() == "qtooltip_label":
+            self.texts.append(watched.text())
+        return False
+
+
 def test_the_mouse_resting_on_a_name_shows_its_signature_and_docstring(qtbot, window):
     from PySide6.QtTest import QTest
-    from PySide6.QtWidgets import QToolTip
+    from PySide6.QtWidgets import QApplication
 
     from ui.viewmodels.goto import hover_text
 
@@ -135,11 +149,16 @@ def test_the_mouse_resting_on_a_name_shows_its_signature_and_docstring(qtbot, wi
     editor = window.code.editor
     caret_on(editor, "store: NoteStore", offset=9)
     where = editor.cursorRect(editor.textCursor()).center()
-    QTest.mouseMove(editor.viewport(), where + QPoint(0, 3 * editor.fontMetrics().height()))  # Qt drops a move
-    QTest.mouseMove(editor.viewport(), where)  # to where the mouse already is (an earlier click may be there)
-    # the same lookup as F12's, given F12's time under a loaded CI
-    qtbot.waitUntil(lambda: QToolTip.isVisible() and "class NoteStore" in QToolTip.text(), timeout=30_000)
-    assert "notes/store.py:" in QToolTip.text()
+    tips = TipsShown()
+    QApplication.instance().installEventFilter(tips)
+    try:
+        QTest.mouseMove(editor.viewport(), where + QPoint(0, 3 * editor.fontMetrics().height()))  # Qt drops a
+        QTest.mouseMove(editor.viewport(), where)  # move to where the mouse already is (an earlier click's)
+        # the same lookup as F12's, given F12's time under a loaded CI
+        qtbot.waitUntil(lambda: any("class NoteStore" in text for text in tips.texts), timeout=30_000)
+    finally:
+        QApplication.instance().removeEventFilter(tips)
+    assert any("notes/store.py:" in text for text in tips.texts)
     chunk = window.code.item.chunk
     assert hover_text(window.code.item).startswith(chunk.content.split("\n")[0].strip()[:10])
 
