@@ -6,6 +6,7 @@ its chunk, and a resize round trip keeps every panel, the why rows included."""
 from __future__ import annotations
 
 import pytest
+from pytestqt.exceptions import TimeoutError as NotThere
 
 from tests.ui.test_layout import ask, indexed, window  # noqa: F401 (the module's indexed sample, its window)
 from ui.results_view import ranking_model, row_lines, shown_name
@@ -15,8 +16,18 @@ SIZES = ((1024, 700), (1280, 800), (1440, 900))
 
 
 def resize(qtbot, window, width: int, height: int) -> None:
+    """The window at width x height. Asked a second time when the first left it a few pixels off: under load
+    the offscreen platform can apply a stale geometry of the arrangement left behind (seen: 1024 x 707 for
+    1024 x 700 once in a few runs of the whole ui tier), as a window manager asks again on its next configure."""
+    def there() -> bool:
+        return window.width() == width and window.height() == height
+
     window.resize(width, height)
-    qtbot.waitUntil(lambda: window.width() == width and window.height() == height)
+    try:
+        qtbot.waitUntil(there, timeout=2_000)
+    except NotThere:
+        window.resize(width, height)
+        qtbot.waitUntil(there)
     qtbot.wait(50)  # the splits are restored once the arrangement is laid out (a zero timer)
 
 
