@@ -23,7 +23,7 @@ import pytest
 
 from app.render import files_text, query_text
 from services.encoders.embedder import Embedder
-from services.indexing.indexer import WINDOW_CHUNKS, _windows
+from services.indexing.vector_step import WINDOW_CHUNKS, windows
 from services.indexing.vector_order import vector_order
 from services.engine.service import LocalEngine
 from services.core.errors import WorkspaceError
@@ -253,7 +253,7 @@ async def test_a_file_a_question_finds_while_its_vectors_wait_gets_them_next(dat
         assert not any("docs/architecture.md" in paths for paths in calls)
         catalog = WorkspaceIndex(workspace_root(workspace), data_dir).catalog()
         counts = catalog.awaiting_paths()
-        planned = list(_windows(vector_order(list(counts), []), counts, WINDOW_CHUNKS))
+        planned = list(windows(vector_order(list(counts), []), counts, WINDOW_CHUNKS))
         answer = await service.query("architecture overview of the components", options(workspace, strategy="none"))
         assert "docs/architecture.md" in [r.chunk.path for r in answer.results]
         release.set()

@@ -209,9 +209,9 @@ def test_proven_damage_is_moved_aside_while_the_rebuild_runs(tmp_path):
     folder = next((data / "workspaces").iterdir())
     garble(next(folder.rglob("chroma.sqlite3")))
     old = snapshot(folder)
-    holder = (f"import os\nfrom services.indexing import indexer\n"
+    holder = (f"import os\nfrom services.indexing import vector_step\n"
               f"def stop(self): os._exit(3)\n"  # the process dies in the middle of the rebuild (at step 2)
-              f"indexer.Indexer._embed_awaiting = stop\n"
+              f"vector_step.VectorStep.embed_awaiting = stop\n"
               f"from app.cli import main\nmain(['index', {str(workspace)!r}, '--data-dir', {str(data)!r}])\n")
     subprocess.run([sys.executable, "-c", holder], cwd=REPO, env=env(), capture_output=True, timeout=300)
     aside = data / "aside" / folder.name

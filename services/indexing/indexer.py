@@ -7,8 +7,9 @@ workspace. Step 2 embeds the chunks awaiting vectors, the most useful files firs
 stores them and marks them, window by window. A kill at any moment leaves each file fully old or fully
 new; chunks still awaiting vectors are what the next run (or the engine's automatic one) embeds first.
 
-Runs synchronously (the service calls it in a worker thread). Cancellation is checked between files in
-step 1 and between encoder calls in step 2.
+Here: the run, step 1 and its end. Its parts: the plan (planning.py), step 2 (vector_step.py), the progress
+events (run_progress.py). Runs synchronously (the service calls it in a worker thread). Cancellation is
+checked between files in step 1 and between encoder calls in step 2.
 
 Faults are isolated per file: a file that cannot be read, chunked, embedded or stored is listed
 under `skipped` with the reason and the run goes on. A failure of the store or the model itself
@@ -17,15 +18,11 @@ under `skipped` with the reason and the run goes on. A failure of the store or t
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import numpy as np
@@ -40,69 +37,28 @@ from services.encoders.embedder import Embedder, chunk_text
 from services.core.errors import IndexStoreError, IndexUnavailable, KnowledgeError, WorkspaceError
 from services.indexing.health import folder_missing
 from services.indexing import integrity
-from services.indexing.rate import RateMeter, eta
 from services.core.models import Chunk, IndexReport, ProgressEvent, SkippedFile, count_by_reason, nothing_to_index
-from services.storage.projection import Projection, sample_positions
 from services.storage.vector_cache import VectorCache
 from services.indexing.preparing import Prepared, file_graph, prepare, prepared, short_reason
 from services.indexing.scanning import SourceFile, read_source, scan_workspace
 from services.indexing.planning import FAILURE_REASONS, Plan, Planner
+from services.indexing.run_progress import RunProgress
+from services.indexing.vector_step import Pending, VectorStep, store_down
 from services.indexing.vectors import VectorMaker
-from services.indexing.vector_order import vector_order
 from services.core.settings import Settings
 from services.storage.workspace_index import WorkspaceIndex
 
-WINDOW_CHUNKS = 1024  # files are committed a window at a time; a window is encoded shortest first
-FIRST_WINDOW_CHUNKS = 32
 # Chroma's first write after a bulk load waits on work the load left (1.06 s at 38k chunks, measured): a
 # run that stored this many vectors pays it at its end, not the user's next edit (benchmarks/experiments/README.md).
 SETTLE_AFTER_VECTORS = 1000
 RATE_SAMPLE = 100  # vectors a run makes before its speed is kept for the next run's progress
-DEFAULT_RATE = 20.0  # chunks/s expected of an encoder never timed here (a slow CPU's; progress is never ahead)
-
-# A store write failing with one of these is the store's fault (disk full, read-only, server gone),
-# never one file's: the run stops at once rather than fail file after file.
-STORE_DOWN_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EACCES, errno.EPERM,
-                     errno.ECONNREFUSED, errno.ECONNRESET, errno.EPIPE, errno.ENOTCONN}
-STORE_DOWN_TEXT = re.compile(r"no space left|disk is full|quota|read-only|readonly|disk i/o|i/o error|"
-                             r"could not connect|connection (refused|reset|error)|connecterror|server disconnected|"
-                             r"remoteprotocolerror|permission denied|unable to open database", re.IGNORECASE)
 
 log = logging.getLogger(__name__)
 _REFERENCE_COUNTS = threading.Lock()
 
 
-def store_down(error: BaseException | None) -> bool:
-    """Whether a store write failed because the store itself cannot take writes."""
-    while error is not None:
-        if isinstance(error, IndexUnavailable) or isinstance(error, OSError) and error.errno in STORE_DOWN_ERRNOS:
-            return True  # (IndexUnavailable: busy, another process's lock; every file would wait on it)
-        if STORE_DOWN_TEXT.search(f"{type(error).__name__} {error}"):
-            return True
-        error = error.__cause__ or error.__context__
-    return False
-
-
 def now_iso() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
-
-
-@dataclass
-class Pending:
-    """A changed file, chunked, waiting for its embeddings."""
-
-    record: FileRecord
-    chunks: list[Chunk]
-    uses: dict[str, str] | None = None  # the code graph's references, {name: encoded uses}
-
-
-class StageError(Exception):
-    """Embedding or storing a window failed; `stage` is "embedded" or "stored"."""
-
-    def __init__(self, stage: str, error: Exception) -> None:
-        super().__init__(f"{stage}: {error}")
-        self.stage = stage
-        self.error = error
 
 
 class Indexer:
@@ -120,15 +76,10 @@ class Indexer:
         self.cancel = cancel or threading.Event()
         self.started = time.monotonic()
         self.embed_started: float | None = None
-        self.rate_meter = RateMeter()  # the ETA's rate: chunks over the run's last 30 s
         self.everything = False  # a full rebuild re-embeds every file, replacing each in place
         self.embedded = 0  # chunks embedded and committed
-        self.window_embedded = 0  # chunks embedded in the window being written
         self.reused = 0  # of `embedded`, vectors taken from the shared cache instead of the encoder
-        self.window_reused = 0
         self.made = 0  # chunks whose vectors are made (committed or being written): what progress counts
-        self.writer: ThreadPoolExecutor | None = None  # stores and commits a window while the next is encoded
-        self.writing: tuple[list[Pending], Future] | None = None  # the window being written
         self.total_chunks = self.files_total = self.files_committed = 0
         self.full_rebuild = False  # asked for a full rebuild (every file read again)
         self.read = (0, 0)  # step 1: files committed, of the files it had to read
@@ -140,19 +91,18 @@ class Indexer:
         # the whole run's progress, each step weighed by its measured cost (run_share)
         self.step1_started: float | None = None
         self.step1_seconds: float | None = None  # how long step 1 took, once it is over
-        self.step1_weight: float | None = None  # step 1's share of the run's cost, fixed when step 2 begins
         self.step1_files = self.files_chunked = self.chunks_chunked = 0
         self.awaiting_before = 0  # chunks an earlier run left without vectors
         self.files_added = 0
         self.failed: list[SkippedFile] = []  # files whose embedding or storing failed
         self.references_deferred = False  # a quick run leaves the reference counts to refresh_references()
-        self.presampled: dict[str, np.ndarray] = {}  # encoder vectors of the projection's sample, by chunk id
-        self.presampled_cached: set[str] = set()  # those of them the shared cache held
         self.found = integrity.SOUND  # what the integrity check at the start of the run found
         self.repaired: list[str] = []  # what the run repaired, to tell the user
         self.resuming = False  # the last run stopped before its end: this one continues it
         self.last_event: ProgressEvent | None = None  # what health says while the run is under way
         self.moved_aside = False  # this run moved the old index aside to rebuild (put back if it fails)
+        self.step_two = VectorStep(self)  # step 2: the vectors of the chunks that wait for them
+        self.meter = RunProgress(self)  # the run's progress events: one percentage, the step, an honest ETA
 
     # --- the run ---
     def run(self, full: bool = False, quick: bool = False, paths: Iterable[str] | None = None) -> IndexReport:
@@ -191,7 +141,7 @@ class Indexer:
         self._prepare_model()  # a missing model fails here, before anything is touched
         self.vector_maker.open()
         if self.cancel.is_set():  # cancelled before it started: nothing touched
-            self._emit("cancelled", 0, 0)
+            self.meter.emit("cancelled", 0, 0)
             files, chunks = self.index.catalog().counts() if self.index.exists() else (0, 0)
             return IndexReport(0, 0, 0, 0, chunks, round(time.monotonic() - self.started, 3), cancelled=True)
         rebuilt_reason = "" if quick else self._unreadable_reason(full)  # the watcher's runs trust the last check
@@ -221,8 +171,8 @@ class Indexer:
             self.read = (done, len(pending))
             changed = bool(plan.removed) or done > 0 or bool(rebuilt_reason)
             self._after_first(plan, changed, quick)
-            self._fit_projection()
-            self._embed_awaiting()
+            self.step_two.fit_projection()
+            self.step_two.embed_awaiting()
         except IndexUnavailable as error:  # a passing fault once files are committed: say what was kept
             raise IndexUnavailable(str(error).replace("nothing was changed", KEPT)) from error
         plan.skipped = sorted(plan.skipped + self.failed, key=lambda s: s.path)
@@ -260,7 +210,7 @@ class Indexer:
 
     def _sample_texts(self) -> list[str]:
         """Up to fastest.SAMPLE chunk texts of the workspace's first files, for timing the encoders."""
-        self._emit("preparing", 0, 0, message="measuring which encoder runs fastest on this machine (once, "
+        self.meter.emit("preparing", 0, 0, message="measuring which encoder runs fastest on this machine (once, "
                                               "on a sample of your chunks; each is exported and quantised first)")
         scan = scan_workspace(self.index.root, self.settings.max_file_bytes, self.settings.skip_machine_made)
         chunks: list[Chunk] = []
@@ -273,7 +223,7 @@ class Indexer:
     def _prepare_model(self) -> None:
         """Load the embedding model: its own stage, since on first use it is exported and quantised."""
         if not self.embedder.loaded:
-            self._emit("preparing", 0, 0, message=f"preparing the embedding model ({self.embedder.backend}; "
+            self.meter.emit("preparing", 0, 0, message=f"preparing the embedding model ({self.embedder.backend}; "
                                                   "exported and quantised once, on first use)")
         self.embedder.load()
 
@@ -401,44 +351,13 @@ class Indexer:
             if digest == record.file_hash:
                 catalog.set_graph_uses(record.path, digest, file_graph(record.path, text, record.language))
             if number % 200 == 0:
-                self._emit("chunking", number, len(records), message="adding the code graph (no re-embedding)")
+                self.meter.emit("chunking", number, len(records), message="adding the code graph (no re-embedding)")
         catalog.set_meta(graph=GRAPH_VERSION)
 
     def _dimension(self) -> int:
         """Of the vectors this index stores."""
         projection = self.index.projection()
         return projection.dimensions[1] if projection else self.embedder.dimension
-
-    def _fit_projection(self) -> None:
-        """A new index of many chunks stores fewer dimensions: fit a projection on a sample of its own
-        chunks before the first vector is stored (services/storage/projection.py). The sample's vectors are kept
-        for their windows. A cancel before the fit leaves no projection, and nothing stored."""
-        wanted = self.settings.vector_dimensions
-        catalog = self.index.catalog()
-        total = catalog.counts()[1]
-        if (not wanted or wanted >= self.embedder.dimension or total < self.settings.reduce_from_chunks
-                or self.index.projection() or self.cancel.is_set() or catalog.awaiting_count() < total):
-            return  # (a chunk has its vector already: the index keeps the dimensions it has)
-        chunks = [c for part in catalog.chunk_batches() for c in part]
-        sample = sorted((chunks[i] for i in sample_positions(len(chunks), self.settings.projection_sample)),
-                        key=lambda c: len(c.content))  # similar lengths pad less
-        if len(sample) < 2 * wanted:  # too few to find that many directions
-            return
-        vectors = np.zeros((len(sample), self.embedder.dimension), dtype=np.float32)
-        self._emit("embedding", 0, 0, 0, len(chunks),
-                   message=f"fitting a {wanted}-dimension projection on {len(sample):,} chunks")
-        size = self.embedder.call_size
-        for start in range(0, len(sample), size):
-            if self.cancel.is_set():
-                return
-            part = sample[start:start + size]
-            vectors[start:start + size], cached = self.vector_maker.make(part, check=self.everything)
-            self.presampled_cached |= {sample[start + i].id for i in cached}
-        projection = Projection.fit(vectors, wanted)
-        self.index.store().drop()  # nothing is indexed yet: a fresh collection takes the new dimension
-        self.index.set_projection(projection)
-        self.index.catalog().set_meta(projection=projection.describe(), dimension=str(wanted))
-        self.presampled = {c.id: v for c, v in zip(sample, vectors)}
 
     def _sweep_orphans(self) -> None:
         """Vectors left by a crash between writing vectors and committing their file."""
@@ -447,7 +366,7 @@ class Indexer:
     def _plan(self) -> Plan:
         self.step1_started = time.monotonic()
         self.awaiting_before = self.index.catalog().awaiting_count()
-        self._emit("scanning", 0, 0)
+        self.meter.emit("scanning", 0, 0)
         plan = Planner(self.index, self.settings, self.everything, self.paths, self.found.repair_paths).plan()
         self.step1_files = len(plan.changed)
         return plan
@@ -469,7 +388,7 @@ class Indexer:
                 self.chunks_chunked += len(found.chunks)
             self.files_chunked = number
             if number % 50 == 0:
-                self._emit("chunking", number, len(plan.changed))
+                self.meter.emit("chunking", number, len(plan.changed))
         return pending
 
     def _old_hash(self, old: FileRecord | None) -> str | None:
@@ -521,7 +440,7 @@ class Indexer:
             self.files_committed += 1
             self.files_added += item.record.path in self.new_paths
             if number % 50 == 0 or number == len(pending):
-                self._emit("chunking", number, len(pending), message="names, files, keywords and references")
+                self.meter.emit("chunking", number, len(pending), message="names, files, keywords and references")
         return self.files_committed
 
     def _reuse_vectors(self, item: Pending) -> list[str]:
@@ -556,43 +475,10 @@ class Indexer:
             catalog.set_meta(references_stale="1")
             self.references_deferred = True
         elif changed and not self.cancel.is_set():
-            self._emit("finalizing", 0, 0, message="counting references")
+            self.meter.emit("finalizing", 0, 0, message="counting references")
             refresh_references(self.index)
         catalog.set_meta(updated_at=now_iso())
         self.step1_seconds = time.monotonic() - (self.step1_started or self.started)
-
-    def _embed_awaiting(self) -> int:
-        """Step 2: embed the chunks awaiting vectors (this run's and any an earlier run left), the most
-        useful files first, window after window; each window is stored and marked by a writer thread while
-        the next one is encoded (one write in flight), so the encoder does not wait on the stores."""
-        catalog = self.index.catalog()
-        counts = catalog.awaiting_paths()
-        commits = self.index.history_store().commits() if counts and self.index.history_state().commits else []
-        order = vector_order(list(counts), commits, self.order_before)
-        self.total_chunks = sum(counts.values())
-        self.files_total = len(order)
-        self.files_committed = 0
-        self._record_run_total()
-        if not order:
-            return 0
-        self.embed_started = time.monotonic()
-        self._emit("embedding", 0, self.files_total, 0, self.total_chunks)
-        writer = ThreadPoolExecutor(1, thread_name_prefix="ke-store")
-        self.writer = writer
-        try:
-            for paths in _windows(order, counts, WINDOW_CHUNKS, self.index.asked):
-                self._still_there()
-                batch = [Pending(FileRecord(path, "", 0, 0, ""), catalog.awaiting_chunks(path)) for path in paths]
-                if self.cancel.is_set() or not self._embed_batch([p for p in batch if p.chunks]):
-                    break
-                self._emit("embedding", self.files_committed, self.files_total, self.made, self.total_chunks)
-            self._written()
-            self._still_there()
-        finally:
-            self.writer = None
-            self.index.asked.clear()  # asked of this run; the next one has its own
-            writer.shutdown(wait=True)  # a run stopping on an error still lets the last write end first
-        return self.files_committed
 
     def _cancelled_text(self) -> str:
         """How far a cancelled run got, for health: "full rebuild cancelled after 1,234 of 7,711 files were read
@@ -603,159 +489,12 @@ class Indexer:
         embedded = f" and {self.embedded:,} chunks embedded" if self.embedded else ""
         return f"{kind} cancelled after {done:,} of {planned:,} files were read{again}{embedded}"
 
-    def _record_run_total(self) -> None:
-        """The chunks the index holds at the end of this run, for "1,200 of 7,206 chunks done" (kept in the
-        catalogue, so an interrupted run reopened still says it); those with vectors already count as done."""
-        catalog = self.index.catalog()
-        chunks = catalog.counts()[1]
-        self.kept_chunks = chunks - self.total_chunks
-        catalog.set_meta(run_chunks_total=str(chunks))
-
-    def _embed_batch(self, batch: list[Pending]) -> bool:
-        """Embed a window and hand it to the writer; when that fails, retry its files one by one to find
-        the culprit. False when cancelled."""
-        try:
-            return self._embed_window(batch)
-        except StageError as error:
-            return self._retry(batch, error)
-
-    def _retry(self, batch: list[Pending], error: StageError) -> bool:
-        if error.stage == "stored" and store_down(error.error):
-            raise self._stopped(error) from error.error
-        if len(batch) == 1:
-            self._fail(batch[0], error)
-            return True
-        log.warning("a window of %d files failed (%s); retrying them one by one", len(batch), error)
-        return self._embed_one_by_one(batch)
-
-    def _embed_one_by_one(self, batch: list[Pending]) -> bool:
-        errors = []
-        for item in batch:
-            if self.cancel.is_set():
-                return False
-            try:
-                if not self._embed_window([item], overlap=False):
-                    return False
-            except StageError as error:
-                errors.append(error)
-                self._fail(item, error)
-        if len(errors) == len(batch):  # it fails for every file: the store or the model is broken
-            raise self._stopped(errors[-1])
-        return True
-
-    def _fail(self, item: Pending, error: StageError) -> None:
-        """List a file that could not be embedded or stored, unless the component fails for a probe too."""
-        log.warning("%s could not be %s", item.record.path, error.stage, exc_info=error.error)
-        if error.stage == "stored" and store_down(error.error):
-            raise self._stopped(error) from error.error
-        try:
-            if error.stage == "embedded":
-                self.embedder.encode(["probe"])
-            else:
-                self.index.store().count()
-        except Exception as probe_error:
-            raise self._stopped(StageError(error.stage, probe_error)) from probe_error
-        self.failed.append(SkippedFile(item.record.path, f"could not be {error.stage}: {short_reason(error.error)}"))
-        # its step-1 commit goes too: a file whose own text cannot be embedded is skipped, as the report says,
-        # not left waiting for vectors no run can make
-        self.index.store().delete(self.index.catalog().remove_file(item.record.path))
-
-    def _stopped(self, error: StageError) -> IndexStoreError:
-        component = "the embedding model" if error.stage == "embedded" else "the vector store"
-        log.warning("indexing %s stopped: %s failed: %s", self.index.root, component, error.error, exc_info=error.error)
-        reason = short_reason(error.error).split("; nothing was changed")[0]  # files were: they are kept
-        return IndexStoreError(f"indexing stopped: {component} failed ({reason}). "
-                               "Files indexed so far are kept; run it again once this is fixed.")
-
-    def _embed_window(self, batch: list[Pending], overlap: bool = True) -> bool:
-        """Embed a window of files, then store and commit it: in the writer thread (`overlap`, while the
-        next window is encoded) or here. On a cancel, the files whose chunks are all embedded are still
-        stored and committed; the rest stay at their old version. False then."""
-        chunks = [c for p in batch for c in p.chunks]
-        vectors, ready = self._vectors(batch, chunks)
-        complete, position = [], 0
-        for item in batch:
-            span = range(position, position + len(item.chunks))
-            position = span.stop
-            if all(i in ready for i in span):
-                complete.append((item, span))
-        self.made = min(self.made + self.window_embedded, self.total_chunks)
-        counts = (self.window_embedded, self.window_reused)
-        self._written()  # one write in flight at a time, in window order
-        if overlap and self.writer:
-            self.writing = (batch, self.writer.submit(self._store_and_commit, complete, vectors, counts))
-        else:
-            self._store_and_commit(complete, vectors, counts)
-        return len(complete) == len(batch)
-
-    def _written(self) -> None:
-        """Wait for the window being written; if its write failed, its files are tried again one by one."""
-        if self.writing is None:
-            return
-        batch, future = self.writing
-        self.writing = None
-        try:
-            future.result()
-        except StageError as error:
-            self._retry(batch, error)
-
-    def _store_and_commit(self, complete: list, vectors: np.ndarray, counts: tuple[int, int]) -> None:
-        """Store a window's vectors, then mark its chunks as having them (one transaction)."""
-        positions = [i for _, span in complete for i in span]
-        chunks = [c for item, _ in complete for c in item.chunks]
-        if not chunks:
-            return
-        try:
-            self.index.store().upsert(chunks, vectors[positions])
-        except Exception as error:  # those stored so far are written again by the next run
-            raise StageError("stored", error) from error
-        self.index.catalog().vectors_stored([c.id for c in chunks])
-        self.files_committed += len(complete)
-        self.embedded += len(chunks)  # (of a window a cancel cut short, the files it finished)
-        self.reused += min(counts[1], len(chunks))
-
-    def _vectors(self, batch: list[Pending], chunks: list[Chunk]) -> tuple[np.ndarray, set[int]]:
-        """The window's vectors, and the positions that have one (all but those a cancel left)."""
-        vectors = np.zeros((len(chunks), self._dimension()), dtype=np.float32)
-        return vectors, self._encode_into(vectors, chunks, list(range(len(chunks))))
-
-    def _encode_into(self, vectors: np.ndarray, chunks: list[Chunk], fresh: list[int]) -> set[int]:
-        """Take what the shared cache holds, then encode the rest in length-sorted slices (less padding),
-        checking for a cancel between slices."""
-        presampled = [i for i in fresh if chunks[i].id in self.presampled]
-        if presampled:
-            vectors[presampled] = self.index.project(np.stack([self.presampled.pop(chunks[i].id) for i in presampled]))
-        self.window_reused = sum(chunks[i].id in self.presampled_cached for i in presampled)
-        done = set(presampled)
-        fresh = [i for i in fresh if i not in done]
-        cached = self.vector_maker.cached([chunks[i] for i in fresh], check=self.everything)
-        if cached:
-            hits = [fresh[j] for j in cached]
-            vectors[hits] = self.index.project(np.stack(list(cached.values())))
-            done |= set(hits)
-            self.window_reused += len(hits)
-        self.window_embedded = len(done)
-        fresh = sorted((i for i in fresh if i not in done), key=lambda i: len(chunks[i].content))
-        size = self.embedder.call_size  # a cancel waits for one call: a batch for each of the encoder's lanes
-        for start in range(0, len(fresh), size):
-            if self.cancel.is_set():
-                return done | set(fresh[:start])
-            part = fresh[start:start + size]
-            try:
-                vectors[part] = self.index.project(self.vector_maker.encode([chunks[i] for i in part]))
-            except Exception as error:
-                raise StageError("embedded", error) from error
-            self.window_embedded += len(part)
-            self._emit("embedding", self.files_committed, self.files_total, self.made + self.window_embedded,
-                       self.total_chunks)
-        return done | set(fresh)
-
     def _update_history(self) -> None:
         """Store the commits new since the last run (services/indexing/history.py); a failure to read them is
         recorded as the history's state, never fails the run."""
         if self.cancel.is_set():
             return
-        self._emit("finalizing", 0, 0, message="reading the git history")
+        self.meter.emit("finalizing", 0, 0, message="reading the git history")
         try:
             update_history(self.index.root, self.index.history_store())
         except Exception:  # the store could not even be opened (e.g. disk full): the history stays as it was
@@ -777,75 +516,9 @@ class Indexer:
             catalog.set_meta(run_started="", run_chunks_total="")
         catalog.compact()
         if not quick and self.embedded >= SETTLE_AFTER_VECTORS:
-            self._emit("finalizing", 0, 0, message="settling the vector store")
+            self.meter.emit("finalizing", 0, 0, message="settling the vector store")
             self.index.store().settle()
-        self._emit("cancelled" if self.cancel.is_set() else "done", 0, 0)
-
-    def _emit(self, phase: str, files_done: int, files_total: int, chunks_done: int = 0,
-              chunks_total: int = 0, message: str = "") -> None:
-        elapsed = max(time.monotonic() - (self.embed_started or self.started), 1e-6)
-        now = self.rate_meter.add(chunks_done) if chunks_total else 0.0  # the speed of the last 30 s
-        rate = now or max(chunks_done, self.embedded) / elapsed
-        left = eta(now, chunks_done, chunks_total)
-        if phase == "embedding" and not message:  # where the vectors are computed, for the status bar
-            message = self._encoder_line()
-        job = (self.kept_chunks + chunks_done, self.kept_chunks + chunks_total) if chunks_total else (0, 0)
-        share, seconds_left = self.run_share(now)
-        if phase in ("done", "cancelled"):
-            share, seconds_left = (1.0 if phase == "done" else share), None
-        event = ProgressEvent(phase, files_done, files_total, chunks_done, chunks_total, round(rate, 2),
-                              left if seconds_left is None else round(seconds_left, 1), message, *job,
-                              run_percent=None if share is None else int(100 * share), step=self.step())
-        self.last_event = event
-        self.progress(event)
-
-    def step(self) -> int:
-        """1 while files are read, chunked and committed (names, keywords, graph, history); 2 while vectors
-        are made; 0 before the scan."""
-        return 0 if self.step1_started is None else (1 if self.step1_seconds is None else 2)
-
-    def run_share(self, rate_now: float) -> tuple[float | None, float | None]:
-        """(the whole run's share done, seconds left), each step weighed by its measured cost: step 1 at
-        the speed its files went so far, step 2's chunks at the encoder's speed (of the last 30 s, else of
-        the last run, else of the encoder's timing on this machine). In step 2 the share is step 1's weight
-        plus the rest times the share of the index's chunks with vectors: it never runs ahead of them, and a
-        resumed run starts where the last one stopped. (None, None) before anything is counted."""
-        rate = rate_now or self._rate_hint()
-        if self.step1_seconds is None:
-            if not self.step1_files or self.step1_started is None:
-                return None, None
-            done = (self.files_chunked + self.files_committed) / (2 * self.step1_files)
-            spent = time.monotonic() - self.step1_started
-            if done <= 0:
-                return 0.0, None
-            per_file = self.chunks_chunked / max(self.files_chunked, 1)
-            left = spent * (1 - done) / done + (self.awaiting_before + per_file * self.step1_files) / rate
-            return min(spent / (spent + left), 1.0), left
-        if not self.total_chunks:
-            return None, None
-        if self.step1_weight is None:  # fixed as step 2 begins: the bar then moves only with vectors made
-            self.step1_weight = self.step1_seconds / (self.step1_seconds + self.total_chunks / rate)
-        whole = self.kept_chunks + self.total_chunks  # of the whole index: a resumed run starts where it stopped
-        made = min(self.kept_chunks + self.made, whole) / whole
-        return self.step1_weight + (1 - self.step1_weight) * made, max(self.total_chunks - self.made, 0) / rate
-
-    def _rate_hint(self) -> float:
-        """Chunks per second the encoder is expected to make before this run measured it."""
-        try:
-            recorded = float(self.index.catalog().get_meta("chunks_per_second", "0") or 0)
-        except (ValueError, Exception):
-            recorded = 0.0
-        timed = re.search(r"(\d+) chunks/s", self.embedder.note)
-        return recorded or (float(timed.group(1)) if timed else 0.0) or DEFAULT_RATE
-
-
-    def _encoder_line(self) -> str:
-        """Where embedding runs, for progress: "torch on cuda, fp16, batch 512" (names the device)."""
-        try:
-            return self.embedder.describe()
-        except Exception:  # the encoder failed to load: the run reports that itself
-            return ""
-
+        self.meter.emit("cancelled" if self.cancel.is_set() else "done", 0, 0)
 
 KEPT = "the files committed so far are kept (names, keywords, references), their vectors wait for the next run"
 
@@ -869,22 +542,3 @@ def references_stale(catalog) -> bool:
     return "1" in (catalog.get_meta("references_stale"), catalog.get_meta("keywords_stale"))
 
 
-def _windows(order: list[str], counts: dict[str, int], size: int, asked: set[str] | None = None):
-    """Files in `order`, in windows holding about `size` chunks (`counts`: each file's). The first windows
-    are smaller (32, 64, ...), so the first vectors are searchable within seconds and an early cancel keeps some.
-    Files in `asked` (added to while the windows are taken: what the user asked about) jump the queue: each
-    window starts with those still waiting."""
-    remaining = list(order)
-    wanted = min(FIRST_WINDOW_CHUNKS, size)
-    while remaining:
-        if asked:
-            waiting = set(remaining) & asked
-            asked.difference_update(waiting)
-            remaining = [p for p in remaining if p in waiting] + [p for p in remaining if p not in waiting]
-        taken, count = 0, 0
-        while taken < len(remaining) and count < wanted:
-            count += counts[remaining[taken]]
-            taken += 1
-        window, remaining = remaining[:taken], remaining[taken:]
-        yield window
-        wanted = min(wanted * 2, size)

@@ -1,0 +1,317 @@
+"""Step 2 of an index run: the vectors of the chunks that wait for them (this run's and any an earlier run left),
+the most useful files first (services/indexing/vector_order.py), window after window. Each window is encoded
+shortest first and handed to a writer thread that stores its vectors and marks its chunks (one write in flight),
+while the next window is encoded. A window that fails is tried again file by file; a component that fails for a
+probe too stops the run. The run's counts and progress stay the Indexer's (`run`)."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import re
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from services.core.errors import IndexStoreError, IndexUnavailable
+from services.core.models import Chunk, SkippedFile
+from services.indexing.preparing import short_reason
+from services.indexing.vector_order import vector_order
+from services.storage.catalog import FileRecord
+from services.storage.projection import Projection, sample_positions
+
+if TYPE_CHECKING:
+    from services.indexing.indexer import Indexer
+
+WINDOW_CHUNKS = 1024  # files are committed a window at a time; a window is encoded shortest first
+FIRST_WINDOW_CHUNKS = 32
+
+# A store write failing with one of these is the store's fault (disk full, read-only, server gone),
+# never one file's: the run stops at once rather than fail file after file.
+STORE_DOWN_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EACCES, errno.EPERM,
+                     errno.ECONNREFUSED, errno.ECONNRESET, errno.EPIPE, errno.ENOTCONN}
+STORE_DOWN_TEXT = re.compile(r"no space left|disk is full|quota|read-only|readonly|disk i/o|i/o error|"
+                             r"could not connect|connection (refused|reset|error)|connecterror|server disconnected|"
+                             r"remoteprotocolerror|permission denied|unable to open database", re.IGNORECASE)
+
+log = logging.getLogger(__name__)
+
+
+def store_down(error: BaseException | None) -> bool:
+    """Whether a store write failed because the store itself cannot take writes."""
+    while error is not None:
+        if isinstance(error, IndexUnavailable) or isinstance(error, OSError) and error.errno in STORE_DOWN_ERRNOS:
+            return True  # (IndexUnavailable: busy, another process's lock; every file would wait on it)
+        if STORE_DOWN_TEXT.search(f"{type(error).__name__} {error}"):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+@dataclass
+class Pending:
+    """A changed file, chunked, waiting for its embeddings."""
+
+    record: FileRecord
+    chunks: list[Chunk]
+    uses: dict[str, str] | None = None  # the code graph's references, {name: encoded uses}
+
+
+class StageError(Exception):
+    """Embedding or storing a window failed; `stage` is "embedded" or "stored"."""
+
+    def __init__(self, stage: str, error: Exception) -> None:
+        super().__init__(f"{stage}: {error}")
+        self.stage = stage
+        self.error = error
+
+
+class VectorStep:
+    def __init__(self, run: Indexer) -> None:
+        self.run = run
+        self.window_embedded = 0  # chunks embedded in the window being written
+        self.window_reused = 0
+        self.writer: ThreadPoolExecutor | None = None  # stores and commits a window while the next is encoded
+        self.writing: tuple[list[Pending], Future] | None = None  # the window being written
+        self.presampled: dict[str, np.ndarray] = {}  # encoder vectors of the projection's sample, by chunk id
+        self.presampled_cached: set[str] = set()  # those of them the shared cache held
+
+    def fit_projection(self) -> None:
+        """A new index of many chunks stores fewer dimensions: fit a projection on a sample of its own
+        chunks before the first vector is stored (services/storage/projection.py). The sample's vectors are kept
+        for their windows. A cancel before the fit leaves no projection, and nothing stored."""
+        wanted = self.run.settings.vector_dimensions
+        catalog = self.run.index.catalog()
+        total = catalog.counts()[1]
+        if (not wanted or wanted >= self.run.embedder.dimension or total < self.run.settings.reduce_from_chunks
+                or self.run.index.projection() or self.run.cancel.is_set() or catalog.awaiting_count() < total):
+            return  # (a chunk has its vector already: the index keeps the dimensions it has)
+        chunks = [c for part in catalog.chunk_batches() for c in part]
+        sample = sorted((chunks[i] for i in sample_positions(len(chunks), self.run.settings.projection_sample)),
+                        key=lambda c: len(c.content))  # similar lengths pad less
+        if len(sample) < 2 * wanted:  # too few to find that many directions
+            return
+        vectors = np.zeros((len(sample), self.run.embedder.dimension), dtype=np.float32)
+        self.run.meter.emit("embedding", 0, 0, 0, len(chunks),
+                   message=f"fitting a {wanted}-dimension projection on {len(sample):,} chunks")
+        size = self.run.embedder.call_size
+        for start in range(0, len(sample), size):
+            if self.run.cancel.is_set():
+                return
+            part = sample[start:start + size]
+            vectors[start:start + size], cached = self.run.vector_maker.make(part, check=self.run.everything)
+            self.presampled_cached |= {sample[start + i].id for i in cached}
+        projection = Projection.fit(vectors, wanted)
+        self.run.index.store().drop()  # nothing is indexed yet: a fresh collection takes the new dimension
+        self.run.index.set_projection(projection)
+        self.run.index.catalog().set_meta(projection=projection.describe(), dimension=str(wanted))
+        self.presampled = {c.id: v for c, v in zip(sample, vectors)}
+
+    def embed_awaiting(self) -> int:
+        """Step 2: embed the chunks awaiting vectors (this run's and any an earlier run left), the most
+        useful files first, window after window; each window is stored and marked by a writer thread while
+        the next one is encoded (one write in flight), so the encoder does not wait on the stores."""
+        catalog = self.run.index.catalog()
+        counts = catalog.awaiting_paths()
+        commits = self.run.index.history_store().commits() if counts and self.run.index.history_state().commits else []
+        order = vector_order(list(counts), commits, self.run.order_before)
+        self.run.total_chunks = sum(counts.values())
+        self.run.files_total = len(order)
+        self.run.files_committed = 0
+        self._record_run_total()
+        if not order:
+            return 0
+        self.run.embed_started = time.monotonic()
+        self.run.meter.emit("embedding", 0, self.run.files_total, 0, self.run.total_chunks)
+        writer = ThreadPoolExecutor(1, thread_name_prefix="ke-store")
+        self.writer = writer
+        try:
+            for paths in windows(order, counts, WINDOW_CHUNKS, self.run.index.asked):
+                self.run._still_there()
+                batch = [Pending(FileRecord(path, "", 0, 0, ""), catalog.awaiting_chunks(path)) for path in paths]
+                if self.run.cancel.is_set() or not self._embed_batch([p for p in batch if p.chunks]):
+                    break
+                run = self.run
+                run.meter.emit("embedding", run.files_committed, run.files_total, run.made, run.total_chunks)
+            self._written()
+            self.run._still_there()
+        finally:
+            self.writer = None
+            self.run.index.asked.clear()  # asked of this run; the next one has its own
+            writer.shutdown(wait=True)  # a run stopping on an error still lets the last write end first
+        return self.run.files_committed
+
+    def _record_run_total(self) -> None:
+        """The chunks the index holds at the end of this run, for "1,200 of 7,206 chunks done" (kept in the
+        catalogue, so an interrupted run reopened still says it); those with vectors already count as done."""
+        catalog = self.run.index.catalog()
+        chunks = catalog.counts()[1]
+        self.run.kept_chunks = chunks - self.run.total_chunks
+        catalog.set_meta(run_chunks_total=str(chunks))
+
+    def _embed_batch(self, batch: list[Pending]) -> bool:
+        """Embed a window and hand it to the writer; when that fails, retry its files one by one to find
+        the culprit. False when cancelled."""
+        try:
+            return self._embed_window(batch)
+        except StageError as error:
+            return self._retry(batch, error)
+
+    def _retry(self, batch: list[Pending], error: StageError) -> bool:
+        if error.stage == "stored" and store_down(error.error):
+            raise self._stopped(error) from error.error
+        if len(batch) == 1:
+            self._fail(batch[0], error)
+            return True
+        log.warning("a window of %d files failed (%s); retrying them one by one", len(batch), error)
+        return self._embed_one_by_one(batch)
+
+    def _embed_one_by_one(self, batch: list[Pending]) -> bool:
+        errors = []
+        for item in batch:
+            if self.run.cancel.is_set():
+                return False
+            try:
+                if not self._embed_window([item], overlap=False):
+                    return False
+            except StageError as error:
+                errors.append(error)
+                self._fail(item, error)
+        if len(errors) == len(batch):  # it fails for every file: the store or the model is broken
+            raise self._stopped(errors[-1])
+        return True
+
+    def _fail(self, item: Pending, error: StageError) -> None:
+        """List a file that could not be embedded or stored, unless the component fails for a probe too."""
+        log.warning("%s could not be %s", item.record.path, error.stage, exc_info=error.error)
+        if error.stage == "stored" and store_down(error.error):
+            raise self._stopped(error) from error.error
+        try:
+            if error.stage == "embedded":
+                self.run.embedder.encode(["probe"])
+            else:
+                self.run.index.store().count()
+        except Exception as probe_error:
+            raise self._stopped(StageError(error.stage, probe_error)) from probe_error
+        reason = f"could not be {error.stage}: {short_reason(error.error)}"
+        self.run.failed.append(SkippedFile(item.record.path, reason))
+        # its step-1 commit goes too: a file whose own text cannot be embedded is skipped, as the report says,
+        # not left waiting for vectors no run can make
+        self.run.index.store().delete(self.run.index.catalog().remove_file(item.record.path))
+
+    def _stopped(self, error: StageError) -> IndexStoreError:
+        component = "the embedding model" if error.stage == "embedded" else "the vector store"
+        log.warning("indexing %s stopped: %s failed: %s", self.run.index.root, component, error.error,
+                    exc_info=error.error)
+        reason = short_reason(error.error).split("; nothing was changed")[0]  # files were: they are kept
+        return IndexStoreError(f"indexing stopped: {component} failed ({reason}). "
+                               "Files indexed so far are kept; run it again once this is fixed.")
+
+    def _embed_window(self, batch: list[Pending], overlap: bool = True) -> bool:
+        """Embed a window of files, then store and commit it: in the writer thread (`overlap`, while the
+        next window is encoded) or here. On a cancel, the files whose chunks are all embedded are still
+        stored and committed; the rest stay at their old version. False then."""
+        chunks = [c for p in batch for c in p.chunks]
+        vectors, ready = self._vectors(batch, chunks)
+        complete, position = [], 0
+        for item in batch:
+            span = range(position, position + len(item.chunks))
+            position = span.stop
+            if all(i in ready for i in span):
+                complete.append((item, span))
+        self.run.made = min(self.run.made + self.window_embedded, self.run.total_chunks)
+        counts = (self.window_embedded, self.window_reused)
+        self._written()  # one write in flight at a time, in window order
+        if overlap and self.writer:
+            self.writing = (batch, self.writer.submit(self._store_and_commit, complete, vectors, counts))
+        else:
+            self._store_and_commit(complete, vectors, counts)
+        return len(complete) == len(batch)
+
+    def _written(self) -> None:
+        """Wait for the window being written; if its write failed, its files are tried again one by one."""
+        if self.writing is None:
+            return
+        batch, future = self.writing
+        self.writing = None
+        try:
+            future.result()
+        except StageError as error:
+            self._retry(batch, error)
+
+    def _store_and_commit(self, complete: list, vectors: np.ndarray, counts: tuple[int, int]) -> None:
+        """Store a window's vectors, then mark its chunks as having them (one transaction)."""
+        positions = [i for _, span in complete for i in span]
+        chunks = [c for item, _ in complete for c in item.chunks]
+        if not chunks:
+            return
+        try:
+            self.run.index.store().upsert(chunks, vectors[positions])
+        except Exception as error:  # those stored so far are written again by the next run
+            raise StageError("stored", error) from error
+        self.run.index.catalog().vectors_stored([c.id for c in chunks])
+        self.run.files_committed += len(complete)
+        self.run.embedded += len(chunks)  # (of a window a cancel cut short, the files it finished)
+        self.run.reused += min(counts[1], len(chunks))
+
+    def _vectors(self, batch: list[Pending], chunks: list[Chunk]) -> tuple[np.ndarray, set[int]]:
+        """The window's vectors, and the positions that have one (all but those a cancel left)."""
+        vectors = np.zeros((len(chunks), self.run._dimension()), dtype=np.float32)
+        return vectors, self._encode_into(vectors, chunks, list(range(len(chunks))))
+
+    def _encode_into(self, vectors: np.ndarray, chunks: list[Chunk], fresh: list[int]) -> set[int]:
+        """Take what the shared cache holds, then encode the rest in length-sorted slices (less padding),
+        checking for a cancel between slices."""
+        presampled = [i for i in fresh if chunks[i].id in self.presampled]
+        if presampled:
+            kept = np.stack([self.presampled.pop(chunks[i].id) for i in presampled])
+            vectors[presampled] = self.run.index.project(kept)
+        self.window_reused = sum(chunks[i].id in self.presampled_cached for i in presampled)
+        done = set(presampled)
+        fresh = [i for i in fresh if i not in done]
+        cached = self.run.vector_maker.cached([chunks[i] for i in fresh], check=self.run.everything)
+        if cached:
+            hits = [fresh[j] for j in cached]
+            vectors[hits] = self.run.index.project(np.stack(list(cached.values())))
+            done |= set(hits)
+            self.window_reused += len(hits)
+        self.window_embedded = len(done)
+        fresh = sorted((i for i in fresh if i not in done), key=lambda i: len(chunks[i].content))
+        size = self.run.embedder.call_size  # a cancel waits for one call: a batch for each of the encoder's lanes
+        for start in range(0, len(fresh), size):
+            if self.run.cancel.is_set():
+                return done | set(fresh[:start])
+            part = fresh[start:start + size]
+            try:
+                vectors[part] = self.run.index.project(self.run.vector_maker.encode([chunks[i] for i in part]))
+            except Exception as error:
+                raise StageError("embedded", error) from error
+            self.window_embedded += len(part)
+            run = self.run
+            run.meter.emit("embedding", run.files_committed, run.files_total, run.made + self.window_embedded,
+                           run.total_chunks)
+        return done | set(fresh)
+
+
+def windows(order: list[str], counts: dict[str, int], size: int, asked: set[str] | None = None):
+    """Files in `order`, in windows holding about `size` chunks (`counts`: each file's). The first windows
+    are smaller (32, 64, ...), so the first vectors are searchable within seconds and an early cancel keeps some.
+    Files in `asked` (added to while the windows are taken: what the user asked about) jump the queue: each
+    window starts with those still waiting."""
+    remaining = list(order)
+    wanted = min(FIRST_WINDOW_CHUNKS, size)
+    while remaining:
+        if asked:
+            waiting = set(remaining) & asked
+            asked.difference_update(waiting)
+            remaining = [p for p in remaining if p in waiting] + [p for p in remaining if p not in waiting]
+        taken, count = 0, 0
+        while taken < len(remaining) and count < wanted:
+            count += counts[remaining[taken]]
+            taken += 1
+        window, remaining = remaining[:taken], remaining[taken:]
+        yield window
+        wanted = min(wanted * 2, size)
