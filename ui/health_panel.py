@@ -231,8 +231,8 @@ class HealthPanel(QWidget):
     def set_health(self, health: IndexHealth | None) -> None:
         self.health = health
         text, state = badge_for(health)
-        if self.running and state != BUSY:  # a run this window knows of is under way: the badge says so
-            text, state = self._busy_text(), BUSY
+        if self.running and (health is None or health.state != "cancelling"):  # a run this window knows of is
+            text, state = self._busy_text(), BUSY  # under way: the badge says so, in one wording whoever reports it
         elif self._after_run:
             text, state = "checking…", BUSY
         self._set_badge(text, state)
