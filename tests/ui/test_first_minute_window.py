@@ -18,8 +18,8 @@ from PySide6.QtCore import Qt
 from services.encoders.embedder import Embedder
 from services.engine.service import LocalEngine
 from tests.helpers.stand_in_encoder import stand_in_settings
+from tests.ui.test_goto_window import used_by_places
 from ui.main_window import MainWindow
-from ui.viewmodels.graph import USED_BY
 
 pytestmark = pytest.mark.stand_in_encoder
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"
@@ -71,11 +71,7 @@ def test_a_first_index_is_useful_and_its_progress_honest(loop, qtbot, qsettings,
         qtbot.waitUntil(lambda: win.code.item is not None and win.code.item.chunk.qualified_name == "NoteStore")
         win.setFocus()
         qtbot.keyClick(win, Qt.Key.Key_F7, Qt.KeyboardModifier.AltModifier)
-        graph = win.graph.model
-        qtbot.waitUntil(lambda: graph.subject is not None and graph.subject.chunk.qualified_name == "NoteStore"
-                        and graph.answers[USED_BY] is not None and not win.graph.runner.is_running("graph"),
-                        timeout=30_000)
-        places = {(f.path, link.line) for f in graph.answers[USED_BY].files for link in f.links}
+        places = used_by_places(qtbot, win, "NoteStore")
         assert ("notes/search.py", 33) in places and ("notes/store.py", 32) in places, places
         assert win.graph.tabs.tabText(0).startswith("Used by NoteStore")
         assert encoded[0] == 0  # all of it during step 2, before a single vector was made

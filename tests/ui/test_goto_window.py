@@ -248,8 +248,6 @@ def test_used_by_follows_the_name_under_the_code_pane_s_cursor(qtbot, window):
     definition the pane was opened on (issue 40)."""
     from PySide6.QtGui import QTextCursor
 
-    from ui.viewmodels.graph import USED_BY
-
     go_to_symbol(qtbot, window, "SearchEngine.search")
     editor = window.code.editor
     block = next(editor.document().findBlockByNumber(n) for n in range(editor.blockCount())
@@ -260,12 +258,19 @@ def test_used_by_follows_the_name_under_the_code_pane_s_cursor(qtbot, window):
     editor.setFocus()
     qtbot.waitUntil(editor.hasFocus)
     qtbot.keyClick(editor, Qt.Key.Key_F7, Qt.KeyboardModifier.AltModifier)
+    places = used_by_places(qtbot, window, "tokenize_query")
+    assert ("notes/search.py", 38) in places and ("notes/search.py", 47) in places
+
+
+def used_by_places(qtbot, window, symbol: str) -> set[tuple[str, int]]:
+    """Once Used by lists `symbol` (Alt+F7 pressed), the (path, line) of each use it lists."""
+    from ui.viewmodels.graph import USED_BY
+
     graph = window.graph.model
-    qtbot.waitUntil(lambda: graph.subject is not None and graph.subject.chunk.symbol == "tokenize_query"
+    qtbot.waitUntil(lambda: graph.subject is not None and graph.subject.chunk.symbol == symbol
                     and graph.answers[USED_BY] is not None and not window.graph.runner.is_running("graph"),
                     timeout=30_000)
-    places = {(f.path, link.line) for f in graph.answers[USED_BY].files for link in f.links}
-    assert ("notes/search.py", 38) in places and ("notes/search.py", 47) in places
+    return {(f.path, link.line) for f in graph.answers[USED_BY].files for link in f.links}
 
 
 FIXTURES = "def fill_fixtures(request):\n    return request\n"
