@@ -30,7 +30,8 @@ from services.core.models import QueryOptions
 from services.retrieval.file_answer import BLEND_POOL, fuse
 from services.retrieval.strategies.auto import Blend  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
-from services.engine.service import LocalEngine, _allowed_files  # noqa: E402
+from services.engine.file_answers import allowed_files  # noqa: E402
+from services.engine.service import LocalEngine  # noqa: E402
 from services.core.labelled import load_queries  # noqa: E402
 from services.evaluation.formats import file_qrels, load_qrels  # noqa: E402
 
@@ -75,8 +76,8 @@ async def repository(service: LocalEngine, data: Path, repo: str, saved: Path | 
         if kept:
             kept.write_bytes(pickle.dumps(results))
     index = service.workspace_index(folder)
-    ranker = service._file_ranker(index)
-    allowed = ranker.source_files(_allowed_files(index, QueryOptions(workspace=str(folder))))
+    ranker = service.file_answers.ranker(index)
+    allowed = ranker.source_files(allowed_files(index, QueryOptions(workspace=str(folder))))
     out: dict = {s: {w: [] for w in GRID} for s in SINGLE}
     out["auto"] = {(t, b): [] for t in TRACEBACK for b in BLENDS}
     for query in queries:

@@ -25,7 +25,8 @@ from benchmarks.file_default import REPOS, mean, scores  # noqa: E402
 from benchmarks.lib import data_root, engine_settings, judged, record, shared, swe_snapshot  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
-from services.engine.service import LocalEngine, _allowed_files  # noqa: E402
+from services.engine.file_answers import allowed_files  # noqa: E402
+from services.engine.service import LocalEngine  # noqa: E402
 from services.core.labelled import load_queries  # noqa: E402
 from services.evaluation.formats import file_qrels, load_qrels  # noqa: E402
 from services.retrieval.file_answer import BLEND_POOL, fuse  # noqa: E402
@@ -48,8 +49,8 @@ async def repository(service: LocalEngine, data: Path, repo: str, saved: Path) -
     queries = judged(load_queries(shared("swe", repo, "queries.jsonl")), qrels)
     results = pickle.loads((saved / f"{repo}.pickle").read_bytes())
     index = service.workspace_index(folder)
-    ranker = service._file_ranker(index)
-    allowed = ranker.source_files(_allowed_files(index, QueryOptions(workspace=str(folder))))
+    ranker = service.file_answers.ranker(index)
+    allowed = ranker.source_files(allowed_files(index, QueryOptions(workspace=str(folder))))
     out: dict = {}
     for query in queries:
         relevant = {d for d, g in qrels[query.id].items() if g > 0}

@@ -56,7 +56,7 @@ def test_a_bad_stored_value_is_ignored_with_a_note_and_queries_still_answer(serv
     url, key, service, workspace = served
     assert put_config(url, key, '{"strategy": "none", "score_threshold": 0.3}').status_code == 200
     # as a store written before the check would hold it
-    service._reranking[workspace.resolve()] = {"cross_encoder_score_threshold": float("nan")}
+    service.reranking.changes[workspace.resolve()] = {"cross_encoder_score_threshold": float("nan")}
     answer = ask(url, key)
     assert answer.status_code == 200, answer.text
     assert answer.json()["results"][0]["chunk"]["symbol"] == "add_numbers"

@@ -80,7 +80,7 @@ async def test_one_workspaces_stuck_go_to_never_blocks_another(service, tmp_path
     await service.index(first)
     await service.index(second)
     free = threading.Event()
-    stuck = asyncio.get_running_loop().run_in_executor(service._goto_pool(service.workspace_index(first)), free.wait, WAIT)
+    stuck = asyncio.get_running_loop().run_in_executor(service.workspaces.goto_pool(service.workspace_index(first)), free.wait, WAIT)
     try:
         answer = await asyncio.wait_for(service.goto_symbols("SearchEngine", second), WAIT)
         assert answer.hits and not stuck.done()

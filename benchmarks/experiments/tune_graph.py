@@ -32,7 +32,8 @@ from benchmarks.app_eval import STRATEGIES  # noqa: E402
 from benchmarks.lib import data_root, judged, shared, swe_snapshot  # noqa: E402
 from services.core.models import QueryOptions  # noqa: E402
 from services.core.settings import Settings  # noqa: E402
-from services.engine.service import LocalEngine, _allowed_files  # noqa: E402
+from services.engine.file_answers import allowed_files  # noqa: E402
+from services.engine.service import LocalEngine  # noqa: E402
 from services.core.labelled import load_queries  # noqa: E402
 from services.evaluation.formats import file_qrels, load_qrels  # noqa: E402
 from services.retrieval import file_ranking as fr  # noqa: E402
@@ -56,7 +57,7 @@ async def collect(service: LocalEngine, root: Path, repo: str, names: list[str])
     await service.index(folder)
     index = service.workspace_index(str(folder))
     catalog = index.catalog()
-    ranker = service._file_ranker(index)
+    ranker = service.file_answers.ranker(index)
     weights = replace(fr.Weights(), chunks=CHUNK_WEIGHT)
     seen: dict = {}
 
@@ -74,7 +75,7 @@ async def collect(service: LocalEngine, root: Path, repo: str, names: list[str])
                                    expand_context=False, use_cache=False, before=query.before)
             result = await service.query(query.text, options)
             feats, why = ranker.features(result, query.before, weights)
-            allowed = ranker.source_files(_allowed_files(index, options))
+            allowed = ranker.source_files(allowed_files(index, options))
             frames = graph.frame_targets(catalog, why.signals.frames)
             named = graph.named_targets(catalog, why.signals.names(), frames)
             rows.append(dict(query=query.id, strategy=name, feats=feats, allowed=allowed, relevant=relevant,

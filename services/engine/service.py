@@ -20,12 +20,9 @@ from pathlib import Path
 from cachetools import TTLCache
 
 from services.storage import labels
-from services.storage.history_store import CommitIndex
 from services.retrieval import goto, graph, on_disk, search_steps
-from services.retrieval.file_answer import POOL, PROSE, FileRanker
+from services.retrieval.file_answer import POOL
 from services.retrieval.strategies import auto
-from services.retrieval.file_ranking import FileIndex
-from services.storage.file_words import CatalogFileWords
 from services.retrieval.multi import check_workspaces, merge, missing_cosines
 from services.retrieval.plan import FOR_REPORTS, QueryPlan, plan
 from services.retrieval.search import Searcher
@@ -34,44 +31,25 @@ from services.core.errors import IndexMissingError, IndexUnavailable, KnowledgeE
 from services.core.messages import MAX_QUESTION_CHARS, DocumentRerankResponse, question_too_long
 from services.engine.protocol import ProgressCallback, WatchCallback
 from services.engine.scheduler import IndexScheduler
-from services.engine.watching import Hooks, Watching
+from services.engine.file_answers import FileAnswers
+from services.engine.reranking import Reranking
+from services.engine.watching import Hooks, ReferenceRecounts, Watching
+from services.engine.workspaces import Workspaces
 from services.indexing.health import index_health
-from services.indexing.indexer import Indexer, refresh_references
+from services.indexing.indexer import Indexer
 from services.core.models import (
     FileAnswer, GotoAnswer, GraphAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult,
     StrategyInfo,
 )
 from services.storage.ownership import Owner, OwnerLock, read_owner
-from services.retrieval.strategies import create_strategy, strategy_info, strategy_names
+from services.retrieval.strategies import strategy_info, strategy_names
 from services.core.settings import Settings, SettingsError, default_data_dir  # noqa: F401 (re-exported)
-from services.indexing.watcher import REFERENCES, RESUMED, WatchEvent
+from services.indexing.watcher import RESUMED, WatchEvent
 from services.storage.error_note import ErrorNote
-from services.storage.workspace_index import CATALOG_FILE, WorkspaceIndex, expanded, workspace_root
+from services.storage.workspace_index import WorkspaceIndex, expanded, workspace_root
 from services.storage.vector_cache import CACHE_FILE, VectorCache
 
 log = logging.getLogger(__name__)
-
-
-def _history(index: WorkspaceIndex) -> tuple[CommitIndex | None, str]:
-    """The workspace's commit index (None without history) and what it holds ("2 commits") or why it
-    holds nothing ("not a git repository")."""
-    try:
-        commits = index.history()
-    except (sqlite3.Error, OSError) as error:  # a lock, a full disk (proven damage is repaired as it opens)
-        return None, f"the history cannot be read now ({' '.join(str(error).split())})"
-    if commits is None or not commits.commits:
-        return None, index.history_state().reason or "no commits"
-    count = len(commits.commits)
-    return commits, f"{count:,} commit{'' if count == 1 else 's'}"
-
-
-def _allowed_files(index: WorkspaceIndex, options: QueryOptions) -> set[str] | None:
-    """The indexed files the query's path glob and languages allow (None: no filter)."""
-    if not options.path_glob.strip() and not options.languages:
-        return None
-    files = index.catalog().files()
-    paths = search_steps.allowed_paths(sorted(files), options.path_glob) if options.path_glob.strip() else files
-    return {p for p in paths if not options.languages or files[p].language in options.languages}
 
 
 class LocalEngine:
@@ -91,79 +69,33 @@ class LocalEngine:
         self.embedder = query_embedder(self.settings)
         self.index_embedder = embedder_for(self.settings, "index", threads=self.settings.encoder_threads)
         self.document_embedder = embedder_for(self.settings, "documents", threads=1)  # rerank_documents: never blocks a query
-        self._indexes: dict[Path, WorkspaceIndex] = {}
+        self._lock = threading.RLock()
+        self.workspaces = Workspaces(self.data_dir, chroma_url, self.owner_lock, self._lock)
         # vectors shared by every workspace of the data dir (a clone or worktree embeds only what differs)
         self.vector_cache = VectorCache(self.data_dir / CACHE_FILE) if self.settings.share_vectors else None
-        self._strategies: dict = {}  # (name, a workspace's reranker changes) -> the strategy
-        self._reranking: dict[Path, dict] = {}  # per workspace: its reranker settings (configure_reranking)
-        self._reranking_notes: dict[Path, str] = {}  # per workspace: why its stored settings were ignored
-        self._errors: dict[Path, str] = {}
+        self.reranking = Reranking(self.settings, self._lock)
+        self.file_answers = FileAnswers(self.settings, self._lock)
         self._cache: TTLCache = TTLCache(maxsize=self.settings.cache_size, ttl=self.settings.cache_ttl_seconds)
-        self._lock = threading.RLock()
         self._index_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-index")
         self._query_pool = ThreadPoolExecutor(2, thread_name_prefix="ke-query")
-        self._reference_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-references")
         self._rerank_pool = ThreadPoolExecutor(1, thread_name_prefix="ke-rerank")  # rerank requests queue here
         self.scheduler = IndexScheduler()  # when automatic runs start, what they cover, pauses, recounts
-        self._timer_wake = threading.Event()  # a new reference recount is due: the timer thread looks again
-        self._closing = threading.Event()
-        threading.Thread(target=self._timer_loop, daemon=True, name="ke-scheduler-timer").start()
-        hooks = Hooks(self._indexer, self._invalidate, self._record_error, self._clear_error, self._timer_wake.set)
+        self.recounts = ReferenceRecounts(self.scheduler, self.workspaces.indexes, self._invalidate,
+                                          lambda root, event: self.watches.emit(root, event))
+        hooks = Hooks(self._indexer, self._invalidate, self.workspaces.record_error, self.workspaces.clear_error,
+                      self.recounts.wake.set)
         self.watches = Watching(self.scheduler, self.settings, hooks, self._index_pool, self._query_pool,
                                 exclude=(self.data_dir,))  # watched folders, their changes, automatic runs
-        self._file_rankers: dict[Path, tuple[tuple, FileRanker]] = {}  # root -> (index state, ranker)
-        # go to / references: a thread per workspace, so keystrokes never wait on a query nor on another workspace
-        self._goto_pools: dict[Path, ThreadPoolExecutor] = {}
         self._finders = goto.Finders()  # each catalogue's names, kept until its next write
 
     # --- plumbing ---
     async def _run(self, pool: ThreadPoolExecutor, func, *args):
         return await asyncio.get_running_loop().run_in_executor(pool, func, *args)
 
-    def _goto_pool(self, index: WorkspaceIndex) -> ThreadPoolExecutor:
-        """The workspace's own go-to / references thread."""
-        with self._lock:
-            if index.root not in self._goto_pools:
-                self._goto_pools[index.root] = ThreadPoolExecutor(1, thread_name_prefix="ke-goto")
-            return self._goto_pools[index.root]
-
     def workspace_index(self, workspace: str | Path) -> WorkspaceIndex:
         """The workspace's index (opened once): its catalogue, stores and state. Not part of the Engine protocol:
         what the in-process engine's own tools (benchmarks, tests, eval) read."""
-        root = workspace_root(workspace)
-        self.owner_lock.require()
-        with self._lock:
-            if root not in self._indexes:
-                self._indexes[root] = WorkspaceIndex(root, self.data_dir, self.chroma_url)
-            return self._indexes[root]
-
-    def _strategy(self, name: str, root: Path | None = None):
-        """The strategy `name`, with the reranker settings of the workspace `root` (the server's own without
-        one): a workspace's configuration changes its own strategies only."""
-        with self._lock:
-            if name not in strategy_names():
-                raise QueryError(f"Unknown strategy {name!r}. Known: {', '.join(strategy_names())}.")
-            changes = self._reranker_changes(root)
-            key = (name, tuple(sorted(changes.items())))
-            if key not in self._strategies:
-                self._strategies[key] = create_strategy(name, self.settings.with_changes(**changes))
-            return self._strategies[key]
-
-    def _reranker_changes(self, root: Path | None) -> dict:
-        """The workspace's reranker settings, validated again as they are read: a bad value (however it was
-        stored) is dropped, logged once and noted on the workspace's answers, never a failed query."""
-        if root is None:
-            return {}
-        with self._lock:
-            changes = self._reranking.get(root, {})
-            try:
-                self.settings.with_changes(**changes)
-            except SettingsError as error:
-                note = f"This workspace's reranker settings were ignored (the defaults are used): {error}"
-                log.warning("%s: %s", root, note)
-                self._reranking[root], self._reranking_notes[root] = {}, note
-                return {}
-            return changes
+        return self.workspaces.index(workspace)
 
     def _invalidate(self, root: Path) -> None:
         with self._lock:
@@ -193,12 +125,12 @@ class LocalEngine:
             index.integrity = None
             raise
         except Exception as error:
-            self._record_error(index, error, note)
+            self.workspaces.record_error(index, error, note)
             raise
         finally:
             look_again = self.scheduler.end_user(index.root, complete=report is not None and not report.cancelled)
             self._invalidate(index.root)
-        self._clear_error(index.root)
+        self.workspaces.clear_error(index.root)
         note.clear()
         if paused and not self.scheduler.paused(index.root):
             self.watches.emit(index.root, WatchEvent(RESUMED, str(index.root)))
@@ -210,60 +142,19 @@ class LocalEngine:
                  cancel: threading.Event | None = None) -> Indexer:
         return Indexer(index, self.index_embedder, self.settings, progress, cancel, self.vector_cache)
 
-    def _clear_error(self, root: Path) -> None:
-        self._errors.pop(root, None)
-
-    def _record_error(self, index: WorkspaceIndex, error: Exception, note: ErrorNote) -> str:
-        """Keep the error in memory, in the reserved note (which a full disk can still take: the next
-        process reads it there) and in the catalogue when it can be written; its message."""
-        message = str(error) if isinstance(error, KnowledgeError) else f"{type(error).__name__}: {error}"
-        self._errors[index.root] = message
-        index.integrity = None  # a store error: check the index again on the next look
-        note.write(message)
-        try:
-            if (index.folder / CATALOG_FILE).exists():
-                index.catalog().set_meta(last_error=message)
-        except Exception:
-            log.warning("could not record the error of %s in its catalogue", index.root, exc_info=True)
-        return message
-
     async def health(self, workspace: str | Path) -> IndexHealth:
         """A missing or unusable workspace folder is reported in `last_error`, not raised."""
         try:
             index = self.workspace_index(workspace)
         except WorkspaceError as error:
-            index = self._known_index(workspace)
+            index = self.workspaces.known(workspace)
             if index is None:  # nothing indexed there: an error, with the reason
                 return IndexHealth(workspace=str(workspace), indexed=False, last_error=str(error),
                                    state="error", message=str(error))
         return await self._run(self._query_pool, self._health, index)
 
-    def _readable_index(self, workspace: str | Path) -> WorkspaceIndex:
-        """The workspace's index, or the kept index of a folder that is gone; WorkspaceError when neither."""
-        try:
-            return self.workspace_index(workspace)
-        except WorkspaceError:
-            index = self._known_index(workspace)
-            if index is None:
-                raise
-            return index
-
-    def _known_index(self, workspace: str | Path) -> WorkspaceIndex | None:
-        """The index of a workspace folder that is gone (moved, renamed, unmounted), if it has one: kept
-        as it is, and shown as such, until the folder is back."""
-        root = expanded(workspace).absolute().resolve()
-        if root.exists():
-            return None
-        self.owner_lock.require()
-        with self._lock:
-            index = self._indexes.get(root) or WorkspaceIndex(root, self.data_dir, self.chroma_url)
-            if not index.exists():
-                return None
-            self._indexes[root] = index
-            return index
-
     def _health(self, index: WorkspaceIndex) -> IndexHealth:
-        error = self._errors.get(index.root, "") or index.vanished() or ErrorNote(index.folder).read()
+        error = self.workspaces.errors.get(index.root, "") or index.vanished() or ErrorNote(index.folder).read()
         health = index_health(index, self.settings, error)
         faults = [e.fault for e in (self.index_embedder, self.embedder) if e.fault]  # the encoders' state now
         return replace(health, encoder_note="; ".join(dict.fromkeys(filter(None, (health.encoder_note, *faults)))),
@@ -272,7 +163,7 @@ class LocalEngine:
     def _repairs(self, index: WorkspaceIndex) -> tuple[str, ...]:
         """What was repaired in the workspace's stores that are not the index proper, one line each (its
         labels file is checked, and repaired, first)."""
-        labels_file = self._labels_file(index.root)
+        labels_file = labels.default_labels_file(self.data_dir, index.root)
         try:
             labels.read_records(labels_file)
         except (IndexUnavailable, OSError):  # cannot be read now (no file handle left): nothing to say of it
@@ -294,7 +185,7 @@ class LocalEngine:
         """`query`; `names_by_keyword`: `auto` answers a name without vectors (not for a file answer, whose
         file ranking reads the vector ranking); `asked`: the question's plan when the caller made it."""
         self._validate(question, options)
-        index = self._readable_index(options.workspace)
+        index = self.workspaces.readable(options.workspace)
         awaiting = index.catalog().awaiting_count() if index.exists() else 0  # (never creates a manifest)
         key = (question.strip(), str(index.root), options, names_by_keyword, awaiting)  # an answer of its moment
         if options.use_cache:
@@ -303,12 +194,12 @@ class LocalEngine:
             if cached is not None:
                 return await self._run(self._query_pool, self._searcher(index).mark_stale,
                                        search_steps.mark_cached(cached))
-        strategy = self._strategy(options.strategy, index.root)
+        strategy = self.reranking.strategy(options.strategy, index.root)
         result = await self._run(self._query_pool, self._searcher(index).query, question.strip(), options, strategy,
                                  names_by_keyword, asked)
         if awaiting:  # the files it answered with (by keywords, when theirs wait) get their vectors next
             index.ask_first(r.chunk.path for r in result.results)
-        note = self._reranking_notes.get(index.root)
+        note = self.reranking.notes.get(index.root)
         if note:
             result = replace(result, warning="; ".join(filter(None, (result.warning, note))))
         if options.use_cache:
@@ -357,11 +248,11 @@ class LocalEngine:
             raise QueryError(question_too_long(len(question)))
         if options.top_k < 1:
             raise QueryError(f"The result count must be at least 1 (got {options.top_k}).")
-        self._strategy(options.strategy)
+        self.reranking.strategy(options.strategy)
 
     async def strategies(self) -> list[StrategyInfo]:
         """Every reranking strategy, with whether it can run now (cheap checks, no model loading)."""
-        return [strategy_info(self._strategy(name)) for name in strategy_names()]
+        return [strategy_info(self.reranking.strategy(name)) for name in strategy_names()]
 
     async def find_files(self, question: str, options: QueryOptions, max_files: int = 10,
                          before: int | None = None) -> FileAnswer:
@@ -379,58 +270,29 @@ class LocalEngine:
         if result.strategy == "auto" and asked.route == FOR_REPORTS:  # auto's report blend
             words = await self.query(question, replace(pooled, strategy=auto.FILES.second))
         index = self.workspace_index(options.workspace)
-        answer = await self._run(self._query_pool, self._file_answer, index, result, options, max_files, before, words)
+        answer = await self._run(self._query_pool, self.file_answers.answer, index, result, options, max_files, before, words)
         total = (time.perf_counter() - started) * 1000
         return replace(answer, timings_ms={"chunks": result.timings_ms.get("total", 0.0),
                                            "files": round(total - result.timings_ms.get("total", 0.0), 1),
                                            "total": round(total, 1)})
 
-    def _file_answer(self, index: WorkspaceIndex, result: QueryResult, options: QueryOptions, max_files: int,
-                     before: int | None, words: QueryResult | None = None) -> FileAnswer:
-        """`result` as files; with `words` (auto on a report), both strategies' file rankings fused."""
-        ranker = self._file_ranker(index)
-        allowed = _allowed_files(index, options)
-        allowed = allowed if options.languages else ranker.source_files(allowed)
-        if words is None:
-            return ranker.answer(result, max_files, before, allowed)
-        answer = ranker.blended(result, words, max_files, before, allowed, auto.FILES)
-        return replace(answer, strategy_note=auto.files_note(answer.strategy_note))
-
-    def _file_ranker(self, index: WorkspaceIndex) -> FileRanker:
-        """The file-level ranker of the index's current state, made on first use after each change: the file
-        list and the names files define; whole-file keywords are the catalogue's file_words table."""
-        catalog = index.catalog()
-        state = (catalog.counts(), catalog.get_meta("updated_at"))
-        with self._lock:
-            cached = self._file_rankers.get(index.root)
-        if cached is not None and cached[0] == state:
-            return cached[1]
-        commits, note = _history(index)
-        prose = {path for path, record in catalog.files().items() if record.language in PROSE}
-        ranker = FileRanker(FileIndex(CatalogFileWords(catalog)), commits, note, prose, catalog,
-                            self.settings.files_graph_weight, self.settings.files_graph_chunks,
-                            self.settings.files_graph_names, self.settings.files_graph_callers)
-        with self._lock:
-            self._file_rankers[index.root] = (state, ranker)
-        return ranker
-
     async def symbol_names(self, workspace: str | Path) -> list[str]:
         try:
             index = self.workspace_index(workspace)
         except WorkspaceError:  # a folder that is gone: its index still lists them
-            index = self._known_index(workspace)
+            index = self.workspaces.known(workspace)
             if index is None:
                 raise
         return await self._run(self._query_pool, lambda: index.catalog().symbols() if index.exists() else [])
 
     # --- go to symbol / file (services/retrieval/goto.py) ---
     async def goto_symbols(self, query: str, workspace: str | Path, limit: int = 20) -> GotoAnswer:
-        index = self._readable_index(workspace)
-        return await self._run(self._goto_pool(index), self._goto, goto.goto_symbols, index, query, limit)
+        index = self.workspaces.readable(workspace)
+        return await self._run(self.workspaces.goto_pool(index), self._goto, goto.goto_symbols, index, query, limit)
 
     async def goto_files(self, query: str, workspace: str | Path, limit: int = 20) -> GotoAnswer:
-        index = self._readable_index(workspace)
-        return await self._run(self._goto_pool(index), self._goto, goto.goto_files, index, query, limit)
+        index = self.workspaces.readable(workspace)
+        return await self._run(self.workspaces.goto_pool(index), self._goto, goto.goto_files, index, query, limit)
 
     def _goto(self, find, index: WorkspaceIndex, query: str, limit: int) -> GotoAnswer:
         goto.check_query(query, limit)  # bad input first, then whether there is an index
@@ -442,13 +304,13 @@ class LocalEngine:
 
     # --- the code graph (services/retrieval/graph.py) ---
     async def references(self, name_or_chunk: str, workspace: str | Path) -> GraphAnswer:
-        index = self._readable_index(workspace)
+        index = self.workspaces.readable(workspace)
         find = functools.partial(graph.references, root=index.root, limit=self.settings.max_file_bytes)
-        return await self._run(self._goto_pool(index), self._graph, find, index, name_or_chunk)
+        return await self._run(self.workspaces.goto_pool(index), self._graph, find, index, name_or_chunk)
 
     async def uses(self, chunk: str, workspace: str | Path) -> GraphAnswer:
-        index = self._readable_index(workspace)
-        return await self._run(self._goto_pool(index), self._graph, graph.uses, index, chunk)
+        index = self.workspaces.readable(workspace)
+        return await self._run(self.workspaces.goto_pool(index), self._graph, graph.uses, index, chunk)
 
     def _graph(self, find, index: WorkspaceIndex, query: str) -> GraphAnswer:
         goto.check_query(query, 1)  # bad input first, then whether there is an index
@@ -464,7 +326,7 @@ class LocalEngine:
 
         if not query.strip() or not documents:
             raise QueryError("Give a query and at least one document.")
-        chosen = self._strategy(strategy)
+        chosen = self.reranking.strategy(strategy)
         cancel = threading.Event()
         try:
             return await self._run(self._rerank_pool, rerank_documents, chosen, self.document_embedder,
@@ -475,37 +337,22 @@ class LocalEngine:
     def model_name(self, strategy: str, workspace: str | Path | None = None) -> str:
         """The model behind a strategy's scores (the embedding model for the non-neural ones), for `workspace`
         when given (its reranker settings)."""
-        settings = self.settings.with_changes(**self._reranker_changes(workspace_root(workspace))) \
-            if workspace is not None else self.settings
-        return {"cross-encoder": settings.cross_encoder_model,
-                "llm": settings.llm_model}.get(strategy) or settings.embedding_model
+        return self.reranking.model_name(strategy, workspace_root(workspace) if workspace is not None else None)
 
     def configure_reranking(self, workspace: str | Path, model_name: str | None = None, batch_size: int | None = None,
                             max_input_length: int | None = None, score_threshold: float | None = None) -> None:
         """Change the cross-encoder's settings for one workspace (cross-encoder-reranking.md "Configure
         Re-ranker"); the other workspaces, the strategy list and the server's defaults are untouched.
         QueryError, changing nothing, when the model cannot be used: a model given is checked first."""
-        from services.retrieval.strategies.cross_encoder import model_availability
-
         root = workspace_root(workspace)
-        changes = {"cross_encoder_model": model_name, "cross_encoder_batch_size": batch_size,
-                   "cross_encoder_max_length": max_input_length, "cross_encoder_score_threshold": score_threshold}
-        changes = {k: v for k, v in changes.items() if v is not None}
-        if model_name is not None:
-            available = model_availability(model_name)
-            if not available.available:
-                raise QueryError(f"The reranker model cannot be used: {available.reason}.")
-        self.settings.with_changes(**changes)  # SettingsError (400), storing nothing, for a bad value
-        with self._lock:
-            self._reranking[root] = changes
-            self._reranking_notes.pop(root, None)
-            self._invalidate(root)
+        self.reranking.configure(root, model_name, batch_size, max_input_length, score_threshold)
+        self._invalidate(root)
 
     async def warm_up(self) -> None:
         """Load the embedding model (and any model-backed strategy) ahead of the first query."""
         await self._run(self._query_pool, self.embedder.load)
         for name in strategy_names():
-            strategy = self._strategy(name)
+            strategy = self.reranking.strategy(name)
             if strategy.loads_model and strategy.availability().available:
                 await self._run(self._query_pool, strategy.warm_up)
 
@@ -516,7 +363,7 @@ class LocalEngine:
         (auto_reindex, unless pause_watch() paused it) or reported as stale files; either way it first
         catches up with what changed while nobody watched. Events (services.indexing.watcher.WatchEvent)
         go to `on_event` on this loop."""
-        index = self._readable_index(workspace)  # a folder that is gone but indexed: watched for its return
+        index = self.workspaces.readable(workspace)  # a folder that is gone but indexed: watched for its return
         await self.unwatch(index.root)
         loop = asyncio.get_running_loop()
         def emit(event: WatchEvent) -> None:
@@ -536,28 +383,6 @@ class LocalEngine:
     def watching(self) -> list[str]:
         return [str(root) for root in self.watches.roots()]
 
-    def _timer_loop(self) -> None:
-        """Recount references once automatic runs pause for a while (the scheduler says when): the count
-        covers every chunk (seconds on a large tree) and would slow the next quick run. (The keyword index
-        is not part of it: each file's commit updates it.)"""
-        while not self._closing.is_set():
-            deadline = self.scheduler.next_deadline()
-            self._timer_wake.wait(None if deadline is None else max(0.0, deadline - self.scheduler.clock()))
-            self._timer_wake.clear()
-            for root in self.scheduler.references_due():
-                index = self._indexes.get(root)
-                if index is None or self._closing.is_set():
-                    continue
-                try:
-                    self._reference_pool.submit(self._refresh_references, index)
-                except RuntimeError:  # closing: the catalogue's references_stale makes the next run recount
-                    return
-
-    def _refresh_references(self, index: WorkspaceIndex) -> None:
-        refresh_references(index)
-        self._invalidate(index.root)
-        self.watches.emit(index.root, WatchEvent(REFERENCES, str(index.root)))
-
     # --- ownership ---
     def owner(self) -> Owner | None:
         """Who owns this data dir now (this process, another one, or nobody)."""
@@ -575,36 +400,29 @@ class LocalEngine:
         if not question.strip():
             raise QueryError("Type a question first: a result of an empty question cannot be labelled.")
         root = self._label_root(workspace)
-        await self._run(self._query_pool, labels.record_label, self._labels_file(root), question, path,
+        await self._run(self._query_pool, labels.record_label, labels.default_labels_file(self.data_dir, root),
+                        question, path,
                         symbol, relevant)
         self._invalidate(root)  # `tuned` learns from labels: cached answers may change
 
     async def labels_for(self, workspace: str | Path, question: str) -> dict[tuple[str, str], int]:
         """{(path, symbol): grade} recorded for `question` (empty when none)."""
         root = self._label_root(workspace)
-        return await self._run(self._query_pool, labels.labels_for, self._labels_file(root), question)
+        return await self._run(self._query_pool, labels.labels_for, labels.default_labels_file(self.data_dir, root),
+                               question)
 
     def _label_root(self, workspace: str | Path) -> Path:
         self.owner_lock.require()  # labels live in the data dir: its owner writes them
         return workspace_root(workspace)
 
-    def _labels_file(self, root: Path) -> Path:
-        return labels.default_labels_file(self.data_dir, root)
-
     def close(self) -> None:
         """Stop watching, shut down worker threads, give up the data dir. Safe to call twice."""
         self.watches.close()
-        self._closing.set()
-        self._timer_wake.set()
+        self.recounts.close()
         self._index_pool.shutdown(wait=True, cancel_futures=True)
         self._query_pool.shutdown(wait=True, cancel_futures=True)
-        self._reference_pool.shutdown(wait=True, cancel_futures=True)
         self._rerank_pool.shutdown(wait=True, cancel_futures=True)
-        for pool in self._goto_pools.values():
-            pool.shutdown(wait=True, cancel_futures=True)
-        for index in self._indexes.values():
-            index.close()
+        self.workspaces.close()
         if self.vector_cache is not None:
             self.vector_cache.close()
         self.owner_lock.release()
-

@@ -20,11 +20,11 @@ from services.core.models import ProgressEvent
 from services.core.settings import Settings
 from services.engine.scheduler import RUN, STALE as REPORT_STALE, IndexScheduler
 from services.indexing.health import folder_missing, stale_files
-from services.indexing.indexer import Indexer
+from services.indexing.indexer import Indexer, refresh_references
 from services.indexing.planning import FAILURE_REASONS
 from services.indexing.watcher import (
-    FOLDER_MISSING, PAUSED, PROGRESS, REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WATCHING, WatchEvent,
-    WorkspaceWatcher,
+    FOLDER_MISSING, PAUSED, PROGRESS, REFERENCES, REINDEX_FINISHED, REINDEX_STARTED, STALE, WATCH_ERROR, WATCHING,
+    WatchEvent, WorkspaceWatcher,
 )
 from services.storage.error_note import ErrorNote
 from services.storage.workspace_index import WorkspaceIndex
@@ -332,3 +332,41 @@ class Watching:
                 watch.missing = False
                 self.scheduler.set_missing(root, False)
                 self.changed(root)
+
+
+class ReferenceRecounts:
+    """A thread that recounts a workspace's references once automatic runs pause for a while (the scheduler
+    says when): the count covers every chunk (seconds on a large tree) and would slow the next quick run.
+    (The keyword index is not part of it: each file's commit updates it.)"""
+
+    def __init__(self, scheduler: IndexScheduler, indexes: dict[Path, WorkspaceIndex],
+                 invalidate: Callable[[Path], None], emit: Callable[[Path, WatchEvent], None]) -> None:
+        self.scheduler, self.indexes, self.invalidate, self.emit = scheduler, indexes, invalidate, emit
+        self.wake = threading.Event()  # a new recount is due: the thread looks again
+        self._closing = threading.Event()
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="ke-references")
+        threading.Thread(target=self._loop, daemon=True, name="ke-scheduler-timer").start()
+
+    def _loop(self) -> None:
+        while not self._closing.is_set():
+            deadline = self.scheduler.next_deadline()
+            self.wake.wait(None if deadline is None else max(0.0, deadline - self.scheduler.clock()))
+            self.wake.clear()
+            for root in self.scheduler.references_due():
+                index = self.indexes.get(root)
+                if index is None or self._closing.is_set():
+                    continue
+                try:
+                    self._pool.submit(self._recount, index)
+                except RuntimeError:  # closing: the catalogue's references_stale makes the next run recount
+                    return
+
+    def _recount(self, index: WorkspaceIndex) -> None:
+        refresh_references(index)
+        self.invalidate(index.root)
+        self.emit(index.root, WatchEvent(REFERENCES, str(index.root)))
+
+    def close(self) -> None:
+        self._closing.set()
+        self.wake.set()
+        self._pool.shutdown(wait=True, cancel_futures=True)
