@@ -19,6 +19,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# what the environment was made from: the same again (README's test command after .ci/run's own setup) is a no-op
+STAMP=.venv/.set-up-from
+wanted=$(cat pyproject.toml .ci/setup.sh | sha256sum | cut -d' ' -f1)
+if [ -x .venv/bin/python ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$wanted" ]; then
+  echo "Set up: .venv is ready (already made from this pyproject.toml and setup script)."
+  exit 0
+fi
+
 PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
@@ -28,4 +36,5 @@ PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
 .venv/bin/python -m pip install -q -e '.[dev]'
 # ranx's numba kernels, compiled once into the environment (else the first evaluations compile them)
 .venv/bin/python -c "from services.evaluation.metrics import warm_up; warm_up()" 2>/dev/null
+echo "$wanted" > "$STAMP"
 echo "Set up: .venv is ready."
