@@ -77,7 +77,7 @@ async def repository(service: LocalEngine, data: Path, repo: str, saved: Path | 
             kept.write_bytes(pickle.dumps(results))
     index = service.workspace_index(folder)
     ranker = service.file_answers.ranker(index)
-    allowed = ranker.source_files(allowed_files(index, QueryOptions(workspace=str(folder))))
+    allowed = ranker.source_files(allowed_files(index, QueryOptions(workspace=str(folder), strategy="none")))
     out: dict = {s: {w: [] for w in GRID} for s in SINGLE}
     out["auto"] = {(t, b): [] for t in TRACEBACK for b in BLENDS}
     for query in queries:

@@ -123,7 +123,7 @@ async def _true(value: bool) -> bool:
 async def _found(service, workspace: Path, name: str, path: str) -> bool:
     """A real query (limited to the edited file) returns the new function."""
     options = QueryOptions(workspace=str(workspace), top_k=10, use_cache=False, expand_context=False,
-                           path_glob=path, min_relevance=0.0)
+                           path_glob=path, min_relevance=0.0, strategy="none")
     result = await service.query(f"count the zebras of quasar {name.rsplit('_', 1)[-1]} in the herd", options)
     return any(r.chunk.symbol == name for r in result.results)
 

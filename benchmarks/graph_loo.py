@@ -50,7 +50,7 @@ async def repository(service: LocalEngine, data: Path, repo: str, saved: Path) -
     results = pickle.loads((saved / f"{repo}.pickle").read_bytes())
     index = service.workspace_index(folder)
     ranker = service.file_answers.ranker(index)
-    allowed = ranker.source_files(allowed_files(index, QueryOptions(workspace=str(folder))))
+    allowed = ranker.source_files(allowed_files(index, QueryOptions(workspace=str(folder), strategy="none")))
     out: dict = {}
     for query in queries:
         relevant = {d for d, g in qrels[query.id].items() if g > 0}

@@ -300,7 +300,7 @@ async def test_messages_name_a_chunk_by_its_definition_never_by_its_raw_id(repo)
     from services.core.models import QueryOptions
 
     service, workspace = repo
-    result = await service.query("normalise text strip lower", QueryOptions(workspace=str(workspace), top_k=10))
+    result = await service.query("normalise text strip lower", QueryOptions(workspace=str(workspace), top_k=10, strategy="none"))
     chunk = next(r.chunk for r in result.results if r.chunk.qualified_name == "normalise")
     answer = await service.uses(chunk.id, workspace)
     assert not answer.files and "'normalise' uses no definition" in answer.message

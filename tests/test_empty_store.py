@@ -39,7 +39,7 @@ def emptied(tmp_path_factory):
 
 async def test_a_query_over_a_store_without_vectors_says_so(emptied):
     service, _, workspace = emptied
-    result = await service.query("save a note to disk", QueryOptions(workspace=str(workspace), use_cache=False))
+    result = await service.query("save a note to disk", QueryOptions(workspace=str(workspace), use_cache=False, strategy="none"))
     assert "vectors are missing" in result.warning and "index --full" in result.warning
     assert result.chunks_with_vectors == 0
     assert "warning: the vector store holds 0 vectors" in query_text(result)
@@ -49,6 +49,6 @@ async def test_a_query_over_a_store_without_vectors_says_so(emptied):
 async def test_a_several_workspace_answer_names_the_workspace_without_vectors(emptied):
     service, whole, workspace = emptied
     result = await service.query_many("save a note to disk", [str(whole), str(workspace)],
-                                      QueryOptions(workspace=str(whole), use_cache=False))
+                                      QueryOptions(workspace=str(whole), use_cache=False, strategy="none"))
     assert set(result.warnings) == {str(workspace)}
     assert result.results and {h.workspace for h in result.results} == {str(whole)}

@@ -52,7 +52,7 @@ async def test_files_are_ranked_with_their_best_chunks_and_signals_that_sum_to_t
 
 async def test_filters_and_the_strategy_show_at_file_level(sample):
     service, workspace = sample
-    only_java = await service.find_files("save a note", QueryOptions(workspace=str(workspace), path_glob="*.java"))
+    only_java = await service.find_files("save a note", QueryOptions(workspace=str(workspace), path_glob="*.java", strategy="none"))
     assert only_java.files and all(f.path.endswith(".java") for f in only_java.files)
     question = "what implements ChunkStore"
     plain = await service.find_files(question, QueryOptions(workspace=str(workspace), strategy="none"), 5)
@@ -74,9 +74,9 @@ def git(repo: Path, *args: str, when: int | None = None) -> None:
 async def test_file_answers_name_source_files_unless_the_filter_asks_for_prose(sample):
     service, workspace = sample
     question = "Notes are saved to disk as one JSON file per note"  # README.md's own words
-    answer = await service.find_files(question, QueryOptions(workspace=str(workspace)), 10)
+    answer = await service.find_files(question, QueryOptions(workspace=str(workspace), strategy="none"), 10)
     assert answer.files and not any(f.path.endswith((".md", ".txt")) for f in answer.files)
-    prose = await service.find_files(question, QueryOptions(workspace=str(workspace), languages=("markdown",)), 10)
+    prose = await service.find_files(question, QueryOptions(workspace=str(workspace), languages=("markdown",), strategy="none"), 10)
     assert "README.md" in [f.path for f in prose.files]
     assert all(f.path.endswith(".md") for f in prose.files)
 
@@ -94,7 +94,7 @@ async def test_a_commit_votes_for_its_file_only_when_made_before_the_cut_off(tmp
     service = LocalEngine(data_dir=tmp_path / "data")
     try:
         await service.index(repo)
-        options = QueryOptions(workspace=str(repo))
+        options = QueryOptions(workspace=str(repo), strategy="none")
         after = await service.find_files("the zeppelin banner is misaligned", options, before=1_800_000_000)
         before = await service.find_files("the zeppelin banner is misaligned", options, before=1_650_000_000)
         queries = [parse_query({"id": name, "text": "zeppelin banner", "before": when, "relevant": ["render.py"]})

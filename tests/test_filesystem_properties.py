@@ -101,7 +101,7 @@ class FilesUnderTheEngine(RuleBasedStateMachine):
     # --- what the user asks meanwhile ---
     @rule(question=st.sampled_from(["search notes by tag", "tokenize a string", "Note", "store.py"]))
     def ask(self, question: str) -> None:
-        options = QueryOptions(workspace=str(self.workspace), top_k=10, use_cache=False, context_lines=200)
+        options = QueryOptions(workspace=str(self.workspace), top_k=10, use_cache=False, context_lines=200, strategy="none")
         self.answered(self.engine.query(question, options), query_json)
 
     @rule(name=st.sampled_from(NAMES))

@@ -56,7 +56,7 @@ def held_embedding(monkeypatch):
 
 
 def options(workspace, **kw) -> QueryOptions:
-    return QueryOptions(workspace=str(workspace), min_relevance=0.0, use_cache=False, **kw)
+    return QueryOptions(workspace=str(workspace), min_relevance=0.0, use_cache=False, **{"strategy": "none", **kw})
 
 
 async def test_names_files_references_and_keywords_answer_while_vectors_are_made(data_dir, workspace,

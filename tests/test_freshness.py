@@ -58,7 +58,7 @@ def start_owner(data_dir: Path) -> subprocess.Popen:
 
 
 async def paths_for(service, workspace, question=QUESTION, top_k=5) -> list[str]:
-    options = QueryOptions(workspace=str(workspace), top_k=top_k, use_cache=False)
+    options = QueryOptions(workspace=str(workspace), top_k=top_k, use_cache=False, strategy="none")
     return [r.chunk.path for r in (await service.query(question, options)).results]
 
 
@@ -144,7 +144,7 @@ async def test_watcher_follows_a_folder_moved_and_a_folder_deleted(workspace, se
 async def test_without_auto_reindex_changes_are_reported_and_results_flagged_stale(workspace, service):
     events = []
     await service.index(workspace)
-    before = await service.query("save a note to disk", QueryOptions(workspace=str(workspace), top_k=10))
+    before = await service.query("save a note to disk", QueryOptions(workspace=str(workspace), top_k=10, strategy="none"))
     assert before.results and all(r.stale == "" for r in before.results)
     await service.watch(workspace, auto_reindex=False, on_event=events.append)
 
@@ -156,7 +156,7 @@ async def test_without_auto_reindex_changes_are_reported_and_results_flagged_sta
                                          if e.kind == STALE and len(e.stale_files) == 2), None),
                            what="two stale files")
     assert {(s.path, s.change) for s in stale} == {(edited, "modified"), (deleted, "deleted")}
-    after = await service.query("save a note to disk", QueryOptions(workspace=str(workspace), top_k=10))
+    after = await service.query("save a note to disk", QueryOptions(workspace=str(workspace), top_k=10, strategy="none"))
     flags = {r.chunk.path: r.stale for r in after.results + after.original}
     assert flags[edited] == "modified" and flags[deleted] == "deleted"  # the cached answer is flagged too
     assert after.cache_hit and (await service.health(workspace)).chunks == before.total_chunks_searched

@@ -132,7 +132,7 @@ async def test_bad_files_are_skipped_with_reasons_and_nothing_else_lost(service,
 
 async def test_deleted_index_folder_gives_clear_error_then_rebuilds(service, workspace):
     await service.index(workspace)
-    options = QueryOptions(workspace=str(workspace), top_k=3)
+    options = QueryOptions(workspace=str(workspace), top_k=3, strategy="none")
     assert (await service.query("save a note", options)).results
     shutil.rmtree(service.data_dir)
     with pytest.raises(IndexMissingError, match="deleted"):
@@ -190,7 +190,7 @@ async def test_queries_keep_working_during_a_full_rebuild(service, workspace):
     import asyncio
 
     first = await service.index(workspace)
-    options = QueryOptions(workspace=str(workspace), top_k=3, use_cache=False)
+    options = QueryOptions(workspace=str(workspace), top_k=3, use_cache=False, strategy="none")
     answers = []
 
     def on_progress(event):

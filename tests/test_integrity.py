@@ -78,7 +78,7 @@ def test_a_lost_vector_store_is_damage_not_an_empty_index(copy, capsys):
     service = LocalEngine(stand_in_settings(), data_dir=data)
     try:
         with pytest.raises(IndexMissingError, match="vector store of .* is missing. Run `knowledge-explorer index"):
-            asyncio.run(service.query("parse the config", QueryOptions(str(workspace))))
+            asyncio.run(service.query("parse the config", QueryOptions(str(workspace), strategy="none")))
         health = asyncio.run(service.health(workspace))
     finally:
         service.close()
@@ -256,7 +256,7 @@ def test_a_garbled_hnsw_graph_is_damage_not_a_crash(tmp_path, name, damage):
         reason = report.rebuilt_reason  # the store's own line, said once (issue 50: it was said twice, nested)
         assert "the vector store's search index cannot be read (" in reason and reason.count("cannot be read") == 1
         assert asyncio.run(service.health(root)).state == "ready"
-        assert asyncio.run(service.query("compute thing 7", QueryOptions(str(root)))).results
+        assert asyncio.run(service.query("compute thing 7", QueryOptions(str(root), strategy="none"))).results
     finally:
         service.close()
 

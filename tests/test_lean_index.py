@@ -22,7 +22,7 @@ REDUCED = Settings(reduce_from_chunks=20, vector_dimensions=32, projection_sampl
 
 
 def options(workspace, **changes) -> QueryOptions:
-    return QueryOptions(workspace=str(workspace), use_cache=False, **changes)
+    return QueryOptions(workspace=str(workspace), use_cache=False, **{"strategy": "none", **changes})
 
 
 async def top_paths(service, workspace, question, k=3):

@@ -52,7 +52,7 @@ def test_the_limit_is_one_for_every_face_and_fits_real_bug_reports():
 async def test_the_engine_refuses_a_question_over_the_limit_in_one_line(service, workspace):
     """The window asks the engine directly: the engine applies the same limit."""
     with pytest.raises(QueryError) as refused:
-        await service.query("x" * (MAX_QUESTION_CHARS + 1), QueryOptions(workspace=str(workspace)))
+        await service.query("x" * (MAX_QUESTION_CHARS + 1), QueryOptions(workspace=str(workspace), strategy="none"))
     assert f"{MAX_QUESTION_CHARS:,}" in str(refused.value) and "\n" not in str(refused.value)
 
 

@@ -10,6 +10,7 @@ import pytest
 from services.retrieval import search_steps
 from services.core.errors import IndexMissingError, QueryError, WorkspaceError
 from services.engine.service import LocalEngine
+from services.engine.reranking import Reranking
 from services.core.models import Candidate, Chunk, QueryOptions
 from services.retrieval.strategies import cross_encoder, strategy_names
 from services.core.settings import Settings
@@ -24,7 +25,7 @@ def indexed(tmp_path_factory):
 
 
 def options(workspace, **changes) -> QueryOptions:
-    return QueryOptions(workspace=str(workspace), **changes)
+    return QueryOptions(workspace=str(workspace), **{"strategy": "none", **changes})
 
 
 @pytest.mark.parametrize("strategy", strategy_names())
@@ -117,9 +118,9 @@ def test_keyword_only_candidates_are_judged_by_their_stored_cosine():
 async def test_hybrid_results_all_pass_the_threshold_on_cosine(indexed, monkeypatch):
     service, workspace = indexed
     # a small vector pool (10), so that BM25 finds chunks the vector pool missed
-    monkeypatch.setattr(service, "settings", service.settings.with_changes(candidate_pool_min=10,
-                                                                           candidate_pool_factor=1))
-    monkeypatch.setattr(service, "_strategies", {})
+    small_pool = service.settings.with_changes(candidate_pool_min=10, candidate_pool_factor=1)
+    monkeypatch.setattr(service, "settings", small_pool)
+    monkeypatch.setattr(service, "reranking", Reranking(small_pool, service._lock))
     question = "delete a note"
     loose = await service.query(question, options(workspace, strategy="hybrid", top_k=10, min_relevance=0.0,
                                                   use_cache=False))

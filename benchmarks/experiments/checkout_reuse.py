@@ -58,7 +58,7 @@ def questions(repo: str) -> list[str]:
 async def top10(service: LocalEngine, folder: Path, asked: list[str]) -> list[list[tuple]]:
     found = []
     for question in asked:
-        result = await service.query(question, QueryOptions(workspace=str(folder), top_k=10, use_cache=False))
+        result = await service.query(question, QueryOptions(workspace=str(folder), top_k=10, use_cache=False, strategy="none"))
         found.append([(r.chunk.path, r.chunk.start_line, r.chunk.end_line) for r in result.results])
     return found
 

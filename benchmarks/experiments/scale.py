@@ -62,7 +62,7 @@ async def scenario(root: Path) -> tuple[list[dict], dict]:
         early = QueryOptions(workspace=workspace, strategy="tuned", top_k=5, use_cache=False, before=START + 20_000 * HOUR)
         await timed(rows, "`tuned` trained again at another cut-off", service.query(QUESTION, early))
         await timed(rows, "eval --level file, 3 questions, every strategy", file_eval(service, repo, root))
-        merged = QueryOptions(workspace=workspace, top_k=10, use_cache=False)
+        merged = QueryOptions(workspace=workspace, top_k=10, use_cache=False, strategy="none")
         await timed(rows, "one question over it and two small workspaces",
                     service.query_many(QUESTION, [workspace, *map(str, others)], merged))
         words = topic(250).split()

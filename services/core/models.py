@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from services.core.settings import DEFAULT_STRATEGY
+
 CHUNK_KINDS = (
     "function", "method", "class", "struct", "interface", "protocol",
     "enum", "module", "text",
@@ -224,7 +226,7 @@ def run_progress_text(done: int, total: int) -> str:
 class QueryOptions:
     workspace: str
     top_k: int = 10
-    strategy: str = "none"
+    strategy: str = DEFAULT_STRATEGY  # the one default of every face (QueryRequest's too)
     min_relevance: float = 0.2
     languages: tuple[str, ...] = ()
     path_glob: str = ""

@@ -80,7 +80,7 @@ async def test_query_and_what_is_built_on_it(subject):
                                 QueryOptions(workspace=str(workspace), strategy="metadata", top_k=3))
     assert result.reranked and result.results[0].chunk.symbol in {"MemoryChunkStore", "DiskChunkStore"}
     assert [r.original_rank for r in result.original] == [1, 2, 3]
-    answer = await engine.find_files("save a note to disk", QueryOptions(workspace=str(workspace)), max_files=3)
+    answer = await engine.find_files("save a note to disk", QueryOptions(workspace=str(workspace), strategy="none"), max_files=3)
     assert answer.files[0].path == "notes/store.py" and [f.rank for f in answer.files] == [1, 2, 3]
     assert answer.files[0].chunks and {"bm25", "chunks"} <= {s.name for s in answer.files[0].signals}
     assert answer.history == "not a git repository" and answer.original[0] == "notes/store.py"
@@ -117,7 +117,7 @@ async def test_one_question_over_three_workspaces_gives_one_labelled_merged_rank
     for folder in (backend, frontend):
         await engine.index(folder)
     folders = [str(workspace), str(backend), str(frontend)]
-    result = await engine.query_many(QUESTION, folders + [str(backend)], QueryOptions(workspace="", top_k=6))
+    result = await engine.query_many(QUESTION, folders + [str(backend)], QueryOptions(workspace="", top_k=6, strategy="none"))
     assert result.workspaces == folders  # named twice, asked once
     assert [h.rank for h in result.results] == [1, 2, 3, 4, 5, 6]
     # merged by evidence (the question's cosine, comparable across one data dir's workspaces), each row labelled,
@@ -198,18 +198,18 @@ async def test_the_compare_tabs_labels_reach_the_engine(subject):
 # --- every error, on every engine ---
 ERROR_CASES = {
     "unknown strategy": (QueryError, lambda e, ws, tmp: e.query("x", QueryOptions(workspace=ws, strategy="bogus"))),
-    "empty question": (QueryError, lambda e, ws, tmp: e.query("", QueryOptions(workspace=ws))),
-    "blank question": (QueryError, lambda e, ws, tmp: e.query("  ", QueryOptions(workspace=ws))),
-    "top_k 0": (QueryError, lambda e, ws, tmp: e.query("x", QueryOptions(workspace=ws, top_k=0))),
+    "empty question": (QueryError, lambda e, ws, tmp: e.query("", QueryOptions(workspace=ws, strategy="none"))),
+    "blank question": (QueryError, lambda e, ws, tmp: e.query("  ", QueryOptions(workspace=ws, strategy="none"))),
+    "top_k 0": (QueryError, lambda e, ws, tmp: e.query("x", QueryOptions(workspace=ws, top_k=0, strategy="none"))),
     "no documents": (QueryError, lambda e, ws, tmp: e.rerank_documents("x", [], "none")),
     "label of no question": (QueryError, lambda e, ws, tmp: e.record_label(ws, "", "a.py", "", True)),
     "missing workspace": (WorkspaceError,
-                          lambda e, ws, tmp: e.query("x", QueryOptions(workspace=str(tmp / "missing")))),
+                          lambda e, ws, tmp: e.query("x", QueryOptions(workspace=str(tmp / "missing"), strategy="none"))),
     "index a missing workspace": (WorkspaceError, lambda e, ws, tmp: e.index(tmp / "missing")),
-    "no workspaces": (QueryError, lambda e, ws, tmp: e.query_many("x", [], QueryOptions(workspace=ws))),
+    "no workspaces": (QueryError, lambda e, ws, tmp: e.query_many("x", [], QueryOptions(workspace=ws, strategy="none"))),
     "only unindexed ones": (IndexMissingError, lambda e, ws, tmp: e.query_many(
-        "x", [str(unindexed(tmp))], QueryOptions(workspace=ws))),
-    "not indexed": (IndexMissingError, lambda e, ws, tmp: e.query("x", QueryOptions(workspace=str(unindexed(tmp))))),
+        "x", [str(unindexed(tmp))], QueryOptions(workspace=ws, strategy="none"))),
+    "not indexed": (IndexMissingError, lambda e, ws, tmp: e.query("x", QueryOptions(workspace=str(unindexed(tmp)), strategy="none"))),
     "go to an empty name": (QueryError, lambda e, ws, tmp: e.goto_symbols("  ", ws)),
     "go to file, limit 0": (QueryError, lambda e, ws, tmp: e.goto_files("a.py", ws, 0)),
     "go to in an unindexed folder": (IndexMissingError, lambda e, ws, tmp: e.goto_symbols("a", str(unindexed(tmp)))),
@@ -235,7 +235,7 @@ async def test_a_workspace_not_indexed_among_several_is_named_and_the_others_ans
     """Not an error for the whole question (issue 40): the indexed workspace answers, the other is named."""
     missing = unindexed(tmp_path)
     result = await subject.engine.query_many(QUESTION, [str(subject.workspace), str(missing)],
-                                             QueryOptions(workspace=str(subject.workspace)))
+                                             QueryOptions(workspace=str(subject.workspace), strategy="none"))
     assert list(result.unanswered) == [str(missing.resolve())] and "index" in result.unanswered[str(missing.resolve())]
     assert result.results and {hit.workspace for hit in result.results} == {str(Path(subject.workspace).resolve())}
 
@@ -245,7 +245,7 @@ async def test_a_busy_data_dir_raises_index_busy_naming_the_owner(kind, tmp_path
     workspace = unindexed(tmp_path)
     with busy_engine(kind, tmp_path / "data") as engine:
         with pytest.raises(IndexBusyError, match="in use by a cli process"):
-            await engine.query("x", QueryOptions(workspace=str(workspace)))
+            await engine.query("x", QueryOptions(workspace=str(workspace), strategy="none"))
         with pytest.raises(IndexBusyError, match="in use by a cli process"):
             await engine.record_label(workspace, "x", "a.py", "", True)
     engine.close()  # closing twice is safe
