@@ -96,7 +96,7 @@ async def compare_scene(app, window, out: Path, shot) -> None:
     await wait_for(task.done, 600)
     await settle(app, 0.5)
     shot("compare-metrics.png")
-    view.tabs.setCurrentWidget(view.per_query)
+    view.tabs.setCurrentWidget(view.report_panel.per_query)
     await settle(app, 0.3)
     shot("compare-per-query.png")
 

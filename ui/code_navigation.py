@@ -149,7 +149,7 @@ class CodeNavigation(QObject):
         views = {id(self.window.files_view): self.window.files_view.code,
                  id(self.window.workspace_set): self.window.workspace_set.code}
         if isinstance(self.window.compare_view, CompareView):
-            views[id(self.window.compare_view)] = self.window.compare_view.code
+            views[id(self.window.compare_view)] = self.window.compare_view.rankings_panel.code
         return views.get(id(self.window.tabs.currentWidget()), self.window.code)
 
     def open_selected(self) -> None:

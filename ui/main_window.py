@@ -490,7 +490,7 @@ class MainWindow(QMainWindow):
 
     def code_views(self) -> list[CodeView]:
         """The previews: Explore's, Files', Several workspaces', Compare strategies'."""
-        compare = [self.compare_view.code] if isinstance(self.compare_view, CompareView) else []
+        compare = [self.compare_view.rankings_panel.code] if isinstance(self.compare_view, CompareView) else []
         return [self.code, self.files_view.code, self.workspace_set.code, *compare]
 
     # ------------------------------------------------------------------ misc

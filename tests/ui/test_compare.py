@@ -14,7 +14,8 @@ from services.storage.labels import default_labels_file
 from services.core.labelled import load_queries
 from services.evaluation.report import EvalReport, StrategyReport
 from services.engine.service import LocalEngine
-from ui.compare import CompareView, ResultRole
+from ui.compare import CompareView
+from ui.compare_rankings import ResultRole
 from tests.ui.factories import sample_result
 from tests.ui.test_viewmodels import DictStore
 from ui.viewmodels.preferences import Preferences
@@ -70,15 +71,16 @@ def test_question_runs_through_every_available_strategy_as_columns(view, service
     listed = asyncio.ensure_future(service.strategies())
     qtbot.waitUntil(listed.done)
     available = [s.name for s in listed.result() if s.available]
-    assert column_titles(view.rankings) == ["none"] + [n for n in available if n != "none"]
-    assert view.rankings.item(0, 0).text().startswith("is_prime\n0.") and view.rankings.item(0, 0).text().endswith(
+    rankings = view.rankings_panel.rankings
+    assert column_titles(rankings) == ["none"] + [n for n in available if n != "none"]
+    assert rankings.item(0, 0).text().startswith("is_prime\n0.") and rankings.item(0, 0).text().endswith(
         " · maths.py")  # rank 1 of the vector ranking
-    assert all(view.rankings.item(0, c) is not None for c in range(view.rankings.columnCount()))
+    assert all(rankings.item(0, c) is not None for c in range(rankings.columnCount()))
     assert view.status.text() == "Done" and not view.cancel_button.isEnabled()
 
 
 def labelled(qtbot, view, row: int, column: int, relevant: bool) -> None:
-    task = view.label_cell(row, column, relevant)
+    task = view.rankings_panel.label_cell(row, column, relevant)
     qtbot.waitUntil(task.done, timeout=30_000)
     task.result()
 
@@ -89,14 +91,14 @@ def test_labels_from_the_rankings_feed_an_evaluation_with_metrics_and_charts(vie
     view.set_question(question)
     qtbot.waitUntil(view.run_question().done, timeout=120_000)
     labelled(qtbot, view, 0, 0, True)
-    table = view.rankings
+    table = view.rankings_panel.rankings
     top = table.item(0, 0).data(ResultRole).chunk.id
     row, col = next((r, c) for r in range(table.rowCount()) for c in range(table.columnCount())
                     if table.item(r, c) is not None and table.item(r, c).data(ResultRole).chunk.id != top)
     bottom = table.item(row, col)
     labelled(qtbot, view, row, col, False)
     assert view.status.text().startswith("Labelled ") and view.status.text().endswith("as not relevant")
-    assert view.rankings.item(0, 0).background().color().green() > view.rankings.item(0, 0).background().color().red()
+    assert table.item(0, 0).background().color().green() > table.item(0, 0).background().color().red()
     assert bottom.background().color().red() > bottom.background().color().green()
     grades = asyncio.ensure_future(service.labels_for(workspace, question))  # the engine keeps them
     qtbot.waitUntil(grades.done)
@@ -107,13 +109,14 @@ def test_labels_from_the_rankings_feed_an_evaluation_with_metrics_and_charts(vie
     assert view.load_query_set(labels_file) == 1
     task = view.run_query_set()
     qtbot.waitUntil(task.done, timeout=180_000)
-    report = view.report
+    shown = view.report_panel
+    report = shown.report
     assert report is not None and report.queries == 1 and report.documents == 3
     assert report.strategies["none"].metrics["mrr@10"] == 1.0
-    assert view.metrics.rowCount() >= len(report.strategies)
-    assert view.metrics.item(0, 0).text() == "1.000"
-    assert len(view.bar_items(view.quality_plot)) == 5  # one series per metric
-    assert len(view.bar_items(view.latency_plot)) == 2  # p50 and p95
+    assert shown.metrics.rowCount() >= len(report.strategies)
+    assert shown.metrics.item(0, 0).text() == "1.000"
+    assert len(shown.bar_items(shown.quality_plot)) == 5  # one series per metric
+    assert len(shown.bar_items(shown.latency_plot)) == 2  # p50 and p95
     assert view.tabs.currentIndex() == 1
 
 
@@ -131,7 +134,7 @@ def test_a_long_evaluation_can_be_cancelled(view, qtbot, tmp_path):
     qtbot.mouseClick(view.cancel_button, qtbot_left())
     qtbot.waitUntil(task.done, timeout=30_000)
     assert task.cancelled() and outcome == ["cancelled"]
-    assert view.status.text() == "Cancelled" and view.report is None
+    assert view.status.text() == "Cancelled" and view.report_panel.report is None
     assert view.run_set_button.isEnabled()
 
 
@@ -147,19 +150,21 @@ def test_rankings_and_report_display_hand_made_results(qtbot, loop):
     widget = CompareView(None)
     qtbot.addWidget(widget)
     result = sample_result()
-    widget.show_rankings({"none": result, "hybrid": result})
-    assert widget.rankings.rowCount() == 4 and widget.rankings.columnCount() == 2
-    assert widget.rankings.item(2, 1).text() == "SyncNotes\n0.520 new · sync.go"  # name, score, movement, file
-    assert widget.rankings.item(0, 1).text() == "Index.add\n0.930 ▲2 · index.py"
-    assert "new (keyword match)" in widget.rankings.item(2, 1).toolTip()
+    widget.rankings_panel.show_rankings({"none": result, "hybrid": result})
+    rankings = widget.rankings_panel.rankings
+    assert rankings.rowCount() == 4 and rankings.columnCount() == 2
+    assert rankings.item(2, 1).text() == "SyncNotes\n0.520 new · sync.go"  # name, score, movement, file
+    assert rankings.item(0, 1).text() == "Index.add\n0.930 ▲2 · index.py"
+    assert "new (keyword match)" in rankings.item(2, 1).toolTip()
     base = StrategyReport("none", {"mrr@10": 0.5, "ndcg@10": 0.5, "p@5": 0.1, "r@10": 0.5, "r@100": 1.0}, [5.0])
     worse = StrategyReport("rrf", {"mrr@10": 0.25, "ndcg@10": 0.4, "p@5": 0.1, "r@10": 0.5, "r@100": 1.0}, [9.0])
     widget.show_report(EvalReport({"none": base, "rrf": worse}, 2, 4, skipped={"llm": "no endpoint"}))
-    assert widget.metrics.item(1, 0).text() == "0.250 (-0.250)"
-    assert widget.metrics.verticalHeaderItem(2).text() == "llm"
-    assert widget.metrics.item(2, 0).text() == "not run: no endpoint"
-    assert widget.metrics.columnSpan(2, 0) == widget.metrics.columnCount()  # the reason does not widen column 0
-    widths = [widget.metrics.columnWidth(c) for c in range(widget.metrics.columnCount())]
+    metrics = widget.report_panel.metrics
+    assert metrics.item(1, 0).text() == "0.250 (-0.250)"
+    assert metrics.verticalHeaderItem(2).text() == "llm"
+    assert metrics.item(2, 0).text() == "not run: no endpoint"
+    assert metrics.columnSpan(2, 0) == metrics.columnCount()  # the reason does not widen column 0
+    widths = [metrics.columnWidth(c) for c in range(metrics.columnCount())]
     assert max(widths) < 3 * min(widths)  # every column fits its contents, none is stretched
 
 
@@ -173,18 +178,19 @@ def test_selecting_a_result_selects_it_in_every_strategy_column(qtbot, loop):
     qtbot.addWidget(widget)
     reranked = sample_result()  # C, A, E, B
     vector = dataclasses.replace(reranked, strategy="none", results=reranked.original)  # A, B, C, D
-    widget.show_rankings({"none": vector, "hybrid": reranked})
-    widget.rankings.setCurrentCell(0, 0)  # A
-    assert widget.selected_ranks() == {"none": 1, "hybrid": 2}
-    widget.rankings.setCurrentCell(2, 1)  # E: found by the keyword index only
-    assert widget.selected_ranks() == {"hybrid": 3}
+    panel = widget.rankings_panel
+    panel.show_rankings({"none": vector, "hybrid": reranked})
+    panel.rankings.setCurrentCell(0, 0)  # A
+    assert panel.selected_ranks() == {"none": 1, "hybrid": 2}
+    panel.rankings.setCurrentCell(2, 1)  # E: found by the keyword index only
+    assert panel.selected_ranks() == {"hybrid": 3}
 
 
 def test_without_an_engine_a_label_is_not_taken(qtbot, loop):
     widget = CompareView(None)
     qtbot.addWidget(widget)
-    widget.show_rankings({"none": sample_result()})
-    assert widget.label_cell(0, 0, True) is None
+    widget.rankings_panel.show_rankings({"none": sample_result()})
+    assert widget.rankings_panel.label_cell(0, 0, True) is None
 
 
 def report_with_per_query_scores(queries: int, better_on: int) -> EvalReport:
@@ -203,7 +209,7 @@ def test_per_query_wins_sort_and_a_click_opens_the_question(qtbot, loop):
     qtbot.addWidget(widget)
     widget.show()
     widget.show_report(report_with_per_query_scores(queries=6, better_on=2))
-    table = widget.per_query
+    table = widget.report_panel.per_query
     assert table.rowCount() == 6
     # two-line headers keep the strategy columns narrow, so the question stays readable
     assert [table.horizontalHeaderItem(c).text() for c in range(3)] == ["Query", "none\nMRR@10", "hybrid\nΔ 2▲ 4▼"]
@@ -214,7 +220,8 @@ def test_per_query_wins_sort_and_a_click_opens_the_question(qtbot, loop):
     rect = table.visualItemRect(table.item(0, 0))
     qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     assert opened and opened[0] in ("question number 0", "question number 1")
-    assert widget.significance.item(0, 1).text() == widget.significance.item(1, 0).text() != ""
+    significance = widget.report_panel.significance
+    assert significance.item(0, 1).text() == significance.item(1, 0).text() != ""
 
 
 def test_the_recommended_strategy_is_marked_and_becomes_the_workspace_default(qtbot, loop, service, tmp_path):
@@ -224,12 +231,13 @@ def test_the_recommended_strategy_is_marked_and_becomes_the_workspace_default(qt
     widget.set_workspace(tmp_path / "proj")
     widget.show()
     widget.show_report(report_with_per_query_scores(queries=40, better_on=36))
-    assert widget.metrics.verticalHeaderItem(1).text() == "★ hybrid"
-    assert widget.recommendation.text().startswith("★ Recommended for this workspace: hybrid.")
-    assert widget.use_button.text() == "Use hybrid for this workspace"  # the text and its button agree
+    shown = widget.report_panel
+    assert shown.metrics.verticalHeaderItem(1).text() == "★ hybrid"
+    assert shown.recommendation.text().startswith("★ Recommended for this workspace: hybrid.")
+    assert shown.use_button.text() == "Use hybrid for this workspace"  # the text and its button agree
     chosen = []
     widget.default_strategy_chosen.connect(chosen.append)
-    qtbot.mouseClick(widget.use_button, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(shown.use_button, Qt.MouseButton.LeftButton)
     assert chosen == ["hybrid"]
     again = CompareView(service, preferences=preferences)  # the next time the workspace is opened
     qtbot.addWidget(again)
@@ -242,8 +250,9 @@ def test_a_small_set_recommends_none_and_says_why(qtbot, loop):
     widget = CompareView(None)
     qtbot.addWidget(widget)
     widget.show_report(report_with_per_query_scores(queries=6, better_on=4))
-    assert widget.recommendation.text().startswith("★ Recommended for this workspace: none.")
-    assert "not significant" in widget.recommendation.text()
+    recommendation = widget.report_panel.recommendation
+    assert recommendation.text().startswith("★ Recommended for this workspace: none.")
+    assert "not significant" in recommendation.text()
 
 
 def test_an_evaluation_shows_that_it_is_computing_metrics_after_the_last_query(view, qtbot, tmp_path):
@@ -257,7 +266,7 @@ def test_an_evaluation_shows_that_it_is_computing_metrics_after_the_last_query(v
     qtbot.waitUntil(task.done, timeout=180_000)
     assert stages == ["querying", "computing", ""]
     assert "computing metrics" in texts[1]  # what the user read while ranx worked in a thread
-    assert view.report is not None and view.progress.maximum() > 0  # the busy bar is gone
+    assert view.report_panel.report is not None and view.progress.maximum() > 0  # the busy bar is gone
 
 
 def test_an_evaluation_is_kept_with_its_date_and_index_and_shown_when_the_workspace_opens_again(
@@ -278,18 +287,20 @@ def test_an_evaluation_is_kept_with_its_date_and_index_and_shown_when_the_worksp
     first.set_workspace(workspace)
     assert first.load_query_set(labels) == 1
     qtbot.waitUntil(first.run_query_set().done, timeout=180_000)
-    made = first.report
+    made = first.report_panel.report
 
     again = CompareView(service, preferences=preferences)  # the workspace opened again (a new window, after a restart)
     qtbot.addWidget(again)
     again.set_workspace(workspace)
-    assert again.report is not None and again.report.queries == made.queries
-    assert again.report.strategies["none"].metrics == made.strategies["none"].metrics
-    assert again.metrics.rowCount() == first.metrics.rowCount() and again.metrics.item(0, 0).text() == "1.000"
+    kept = again.report_panel.report
+    assert kept is not None and kept.queries == made.queries
+    assert kept.strategies["none"].metrics == made.strategies["none"].metrics
+    metrics = again.report_panel.metrics
+    assert metrics.rowCount() == first.report_panel.metrics.rowCount() and metrics.item(0, 0).text() == "1.000"
     assert again.status.text().startswith("Last evaluation: evaluated ")
     assert "chunks, updated" in again.status.text()
     again.set_workspace(workspace.parent)  # another workspace: not this one's report
-    assert again.report is None
+    assert again.report_panel.report is None
 
 
 def test_at_1024_wide_every_ranking_cell_keeps_its_score_and_movement(qtbot, loop):
@@ -303,10 +314,10 @@ def test_at_1024_wide_every_ranking_cell_keeps_its_score_and_movement(qtbot, loo
     widget = CompareView(None)
     qtbot.addWidget(widget)
     names = ["none", "keyword-boost", "rrf", "hybrid", "heuristic", "metadata", "bug-report", "tuned"]
-    widget.show_rankings({n: result for n in names})
+    widget.rankings_panel.show_rankings({n: result for n in names})
     widget.resize(1024, 560)
     widget.show()
-    table = widget.rankings
+    table = widget.rankings_panel.rankings
     qtbot.waitUntil(lambda: table.viewport().width() > 0)
     metrics = table.fontMetrics()
     for col in range(table.columnCount()):
@@ -324,33 +335,35 @@ def test_in_the_window_a_selected_result_shows_its_code_and_why_and_a_fallback_s
     qtbot.waitUntil(window.open_workspace(str(workspace)).done, timeout=60_000)
     qtbot.waitUntil(window.start_index(False).done, timeout=240_000)
     window.compare_action.trigger()
-    view = window.compare_view
-    view.set_question("check whether a number is prime")
-    qtbot.waitUntil(view.run_question().done, timeout=120_000)
+    compare = window.compare_view
+    compare.set_question("check whether a number is prime")
+    qtbot.waitUntil(compare.run_question().done, timeout=120_000)
+    panel = compare.rankings_panel
     listed = asyncio.ensure_future(service.strategies())
     qtbot.waitUntil(listed.done)
     unavailable = {s.name: s.reason for s in listed.result() if not s.available}
 
-    names = column_titles(view.rankings)
+    names = column_titles(panel.rankings)
     tuned = names.index("tuned")  # no labels yet: it falls back to the vector ranking, and says why
-    reason = view.results["tuned"].fallback_reason
+    reason = panel.results["tuned"].fallback_reason
     assert reason and "label" in reason
-    header = view.rankings.horizontalHeaderItem(tuned)
+    header = panel.rankings.horizontalHeaderItem(tuned)
     assert header.text().endswith("\nfell back to none") and header.toolTip() == f"tuned fell back to none: {reason}"
-    assert view.fallbacks.isVisible() and f"tuned fell back to none: {reason}" in view.fallbacks.text()
+    assert panel.fallbacks.isVisible() and f"tuned fell back to none: {reason}" in panel.fallbacks.text()
     for name, why in unavailable.items():  # and the strategies not run, with theirs
-        assert f"{name} ({why})" in view.fallbacks.text()
-    assert all(not h.text().endswith("fell back to none") for h in map(view.rankings.horizontalHeaderItem,
+        assert f"{name} ({why})" in panel.fallbacks.text()
+    assert all(not h.text().endswith("fell back to none") for h in map(panel.rankings.horizontalHeaderItem,
                                                                        range(len(names))) if h is not header)
 
-    assert view.code.item is None and not view.why.rows()
-    view.rankings.setCurrentCell(0, names.index("none"))
-    item = view.rankings.item(0, names.index("none")).data(ResultRole)
-    assert view.code.isVisible() and view.code.item is item
-    assert "def is_prime(n):" in view.code.editor.toPlainText()
-    assert view.why.heading.text().startswith("Why is_prime scores") and "by none" in view.why.heading.text()
-    view.rankings.setCurrentCell(0, tuned)
-    assert "(tuned fell back)" in view.why.heading.text()
-    assert any(reason in note for note in (view.why.table.item(r, 3).text() for r in range(view.why.table.rowCount())))
+    assert panel.code.item is None and not panel.why.rows()
+    panel.rankings.setCurrentCell(0, names.index("none"))
+    item = panel.rankings.item(0, names.index("none")).data(ResultRole)
+    assert panel.code.isVisible() and panel.code.item is item
+    assert "def is_prime(n):" in panel.code.editor.toPlainText()
+    assert panel.why.heading.text().startswith("Why is_prime scores") and "by none" in panel.why.heading.text()
+    panel.rankings.setCurrentCell(0, tuned)
+    assert "(tuned fell back)" in panel.why.heading.text()
+    why = panel.why.table
+    assert any(reason in note for note in (why.item(r, 3).text() for r in range(why.rowCount())))
     window.navigation.open_selected()  # Ctrl+E opens the row on screen: Compare's
-    assert window.navigation.shown_code_view() is view.code
+    assert window.navigation.shown_code_view() is panel.code

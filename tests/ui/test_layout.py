@@ -232,8 +232,8 @@ def test_compare_cells_show_file_names_and_every_strategy_at_1024(qtbot, loop):
     view.show()
     result = sample_result()
     names = ["none", "keyword-boost", "rrf", "hybrid", "heuristic", "metadata", "bug-report", "tuned"]
-    view.show_rankings({name: result for name in names})
-    table = view.rankings
+    view.rankings_panel.show_rankings({name: result for name in names})
+    table = view.rankings_panel.rankings
     qtbot.waitUntil(lambda: table.viewport().width() > 900)
     header = table.horizontalHeader()
     assert all(header.sectionViewportPosition(c) + header.sectionSize(c) <= table.viewport().width() + 1
@@ -263,7 +263,7 @@ def test_the_compare_tab_with_a_report_fits_1024x700(qtbot, loop):
     view.resize(1024, 560)  # what the window leaves the tab at 1024×700
     view.show()
     assert view.minimumSizeHint().height() <= 560
-    table = view.metrics
+    table = view.report_panel.metrics
     qtbot.waitUntil(lambda: table.viewport().height() > 0)
     shown = sum(1 for row in range(len(names)) if table.rowViewportPosition(row) + table.rowHeight(row)
                 <= table.viewport().height())

@@ -67,7 +67,7 @@ def test_window_indexes_queries_and_shows_health_through_a_remote_engine(qtbot, 
     compare.run_question()
     qtbot.waitUntil(lambda: compare.status.text() == "Done", timeout=120_000)  # set once the task's callbacks ran
     available = [s.name for s in strategies if s.available]
-    assert compare.rankings.columnCount() == len(available) and compare.status.text() == "Done"
+    assert compare.rankings_panel.rankings.columnCount() == len(available) and compare.status.text() == "Done"
     labels = tmp_path / "queries.jsonl"
     labels.write_text('{"id": "q1", "text": "save a note", "relevant": [{"path": "notes/store.py"}]}\n')
     assert compare.load_query_set(labels) == 1
@@ -76,5 +76,6 @@ def test_window_indexes_queries_and_shows_health_through_a_remote_engine(qtbot, 
     # matplotlib, 15-30 s) and numba compiling its typed-dict code, which its on-disk cache does not keep
     # (35-90 s more), measured on a loaded 2-core machine: the 180 s limit this once hit. A hang guard only.
     qtbot.waitUntil(task.done, timeout=600_000)
-    assert compare.report is not None and compare.report.queries == 1
-    assert compare.report.strategies["none"].metrics["r@10"] == 1.0
+    report = compare.report_panel.report
+    assert report is not None and report.queries == 1
+    assert report.strategies["none"].metrics["r@10"] == 1.0
