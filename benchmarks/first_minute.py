@@ -80,7 +80,7 @@ async def first_answers(service: LocalEngine, folder: Path) -> dict:
     """Go to symbol, go to file and references on the last file step 1 committed: seconds each took."""
     index = service.workspace_index(str(folder))
     last = max(index.catalog().files())  # by path: the last file of the repository
-    symbol = next((row[4] for row in index.catalog().definition_rows() if row[0] == last), "")
+    symbol = next((row[4] for row in index.catalog().graph.definition_rows() if row[0] == last), "")
     took = {}
     for name, ask in (("symbol", lambda: service.goto_symbols(symbol or "main", folder)),
                       ("file", lambda: service.goto_files(last, folder)),

@@ -228,7 +228,7 @@ def typed(text: str) -> list[str]:
 
 def questions(catalog: Catalog, count: int, seed: int) -> tuple[list[str], list[str]]:
     rng = random.Random(seed + 1)
-    definitions = catalog.definition_rows()
+    definitions = catalog.graph.definition_rows()
     symbols = []
     for row in rng.sample(definitions, count):
         symbol, qualified = row[4], row[5]
@@ -236,7 +236,7 @@ def questions(catalog: Catalog, count: int, seed: int) -> tuple[list[str], list[
         if "." in qualified:
             symbols.append(qualified)
     files = []
-    for path, _, _ in rng.sample(catalog.file_spans(), count):
+    for path, _, _ in rng.sample(catalog.graph.file_spans(), count):
         name = path.rsplit("/", 1)[-1]
         files += typed(name) + [path, f"{name}:120"]
     return symbols, files

@@ -159,12 +159,12 @@ async def main() -> int:
     try:
         index = WorkspaceIndex(root, Path(args.data_dir))
         catalog = index.catalog()
-        assert catalog.graph_ready(), "index the workspace first (knowledge-explorer --data-dir D index W)"
+        assert catalog.graph.graph_ready(), "index the workspace first (knowledge-explorer --data-dir D index W)"
         records = list(catalog.files().values())
         files = sorted(r.path for r in records if r.language == "python")
         defined: dict[str, int] = {}
         seen = set()
-        for path, language, _s, _e, symbol, qualified, kind in catalog.definition_rows():
+        for path, language, _s, _e, symbol, qualified, kind in catalog.graph.definition_rows():
             if language == "python" and (path, qualified) not in seen:
                 seen.add((path, qualified))
                 defined[symbol] = defined.get(symbol, 0) + 1
@@ -173,7 +173,7 @@ async def main() -> int:
         manifest_bytes, refs_bytes = graph_bytes(index.folder / "manifest.sqlite")
         index_bytes = index.size_bytes()
         seconds = extraction_seconds(root, records)
-        graph_rows = catalog.graph_rows()
+        graph_rows = catalog.graph.graph_rows()
     finally:
         service.close()
     once = [r for r in rows if r["definitions"] == 1]

@@ -218,9 +218,9 @@ def test_the_catalogue_keeps_no_free_pages_after_files_are_removed(tmp_path):
             assert db.execute("PRAGMA freelist_count").fetchone()[0] == 0
         assert (tmp_path / "manifest.sqlite").stat().st_size < size
         size = (tmp_path / "manifest.sqlite").stat().st_size
-    assert [path for _name, path, _uses in catalog.uses_of(["shared"])] == [f"f{n}.py" for n in sorted(
+    assert [path for _name, path, _uses in catalog.graph.uses_of(["shared"])] == [f"f{n}.py" for n in sorted(
         range(150, 200), key=str)]
-    assert catalog.uses_in("f199.py") == [("local_199_" + "x" * 200, "3n"), ("name_199", "1c"), ("shared", "2c")]
+    assert catalog.graph.uses_in("f199.py") == [("local_199_" + "x" * 200, "3n"), ("name_199", "1c"), ("shared", "2c")]
     catalog.close()
 
 

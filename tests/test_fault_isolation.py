@@ -71,7 +71,7 @@ def indexed_paths(service, root) -> tuple[set[str], set[str], set[str]]:
     """(files in the catalogue, ids of the chunks not awaiting vectors, vector ids)."""
     index = WorkspaceIndex(workspace_root(root), service.data_dir)
     catalog = index.catalog()
-    state = set(catalog.files()), catalog.chunk_ids() - catalog.awaiting_ids(), index.store().all_ids()
+    state = set(catalog.files()), catalog.chunk_ids() - catalog.awaiting.awaiting_ids(), index.store().all_ids()
     index.close()
     return state
 
@@ -79,7 +79,7 @@ def indexed_paths(service, root) -> tuple[set[str], set[str], set[str]]:
 def awaiting_paths(service, root) -> set[str]:
     """The files whose chunks are committed and await their vectors."""
     index = WorkspaceIndex(workspace_root(root), service.data_dir)
-    paths = set(index.catalog().awaiting_paths())
+    paths = set(index.catalog().awaiting.awaiting_paths())
     index.close()
     return paths
 
@@ -209,7 +209,7 @@ async def test_chroma_server_dying_mid_run_stops_with_one_message(workspace, tmp
         files = index.catalog().files()
         for path, record in files.items():
             assert all(c.file_hash == record.file_hash for c in index.catalog().chunks(path=path))
-        awaiting, chunks = index.catalog().awaiting_count(), index.catalog().counts()[1]
+        awaiting, chunks = index.catalog().awaiting.awaiting_count(), index.catalog().counts()[1]
         index.close()
         assert len(files) == 24 and 0 < awaiting < chunks  # every file committed, some vectors stored
         assert "indexing stopped" in (await service.health(workspace)).last_error

@@ -152,8 +152,8 @@ def git_repository(root: Path) -> Path:
 
 HOLDER = textwrap.dedent("""
     import sys, threading
-    from services.storage.catalog import Catalog
-    mark, windows = Catalog.vectors_stored, []
+    from services.storage.catalog_awaiting import Awaiting
+    mark, windows = Awaiting.vectors_stored, []
 
     def held_after_one(self, ids):  # the first window's vectors are stored and marked; the second's never are
         windows.append(len(ids))
@@ -162,7 +162,7 @@ HOLDER = textwrap.dedent("""
             threading.Event().wait()
         return mark(self, ids)
 
-    Catalog.vectors_stored = held_after_one
+    Awaiting.vectors_stored = held_after_one
     from app.cli import main
     sys.exit(main(sys.argv[1:]))
 """)
@@ -206,7 +206,7 @@ def stored_paths(root: Path, data: Path) -> set[str]:
     """The files whose chunks all have their vectors stored."""
     index = WorkspaceIndex(workspace_root(root), data)
     try:
-        return set(index.catalog().files()) - set(index.catalog().awaiting_paths())
+        return set(index.catalog().files()) - set(index.catalog().awaiting.awaiting_paths())
     finally:
         index.close()
 
@@ -252,7 +252,7 @@ async def test_a_file_a_question_finds_while_its_vectors_wait_gets_them_next(dat
         await wait_for(reached.is_set, 300, "step 2 to start")
         assert not any("docs/architecture.md" in paths for paths in calls)
         catalog = WorkspaceIndex(workspace_root(workspace), data_dir).catalog()
-        counts = catalog.awaiting_paths()
+        counts = catalog.awaiting.awaiting_paths()
         planned = list(windows(vector_order(list(counts), []), counts, WINDOW_CHUNKS))
         answer = await service.query("architecture overview of the components", options(workspace, strategy="none"))
         assert "docs/architecture.md" in [r.chunk.path for r in answer.results]

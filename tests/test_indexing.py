@@ -33,7 +33,7 @@ def assert_consistent(service, workspace) -> None:
     for path, record in files.items():
         chunks = index.catalog().chunks(path=path)
         assert all(c.file_hash == record.file_hash for c in chunks), path
-    assert chunk_ids - index.catalog().awaiting_ids() <= vector_ids
+    assert chunk_ids - index.catalog().awaiting.awaiting_ids() <= vector_ids
     index.close()
 
 

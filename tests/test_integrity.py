@@ -161,7 +161,7 @@ def test_kill_9_inside_a_files_commit_leaves_the_keyword_index_agreeing_with_the
 
         index = WorkspaceIndex(workspace_root(workspace), data)
         try:
-            assert index.catalog().keyword_problem() == ""
+            assert index.catalog().keywords.keyword_problem() == ""
             assert "fresh_topic.py" not in index.catalog().files()
             assert index.keywords.search("zanzibar quokka", 5) == []
         finally:

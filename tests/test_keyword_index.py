@@ -47,7 +47,7 @@ async def test_an_edit_is_keyword_searchable_after_its_run_and_a_deletion_remove
     (workspace / "quokka.py").unlink()
     await service.index(workspace)
     assert keyword_paths(service, workspace, "madagascar quokka") == []
-    assert service.workspace_index(workspace).catalog().keyword_problem() == ""
+    assert service.workspace_index(workspace).catalog().keywords.keyword_problem() == ""
 
 
 @pytest.mark.slow  # starts a process, a server or the model: not the unit tier
@@ -71,7 +71,7 @@ async def test_an_index_with_the_old_bm25_files_is_upgraded_on_open_without_re_e
     try:
         result = await service.query("save note", options(workspace, "metadata"))
         assert result.results and not (folder / "bm25").exists()
-        assert service.workspace_index(workspace).catalog().keyword_problem() == ""
+        assert service.workspace_index(workspace).catalog().keywords.keyword_problem() == ""
         assert keyword_paths(service, workspace, "NoteStore")
         report = await service.index(workspace)
         assert report.chunks_embedded == 0 and report.chunks_total == first.chunks_total
@@ -105,7 +105,7 @@ def test_hits_point_at_their_chunks_after_removals_and_a_vacuum(tmp_path):
     index = KeywordIndex(lambda: catalog)
     for n in (250, 299):
         assert [i.split(":")[0] for i, _ in index.search(f"name_{n}", 1)] == [f"f{n}.py"]
-    assert catalog.keyword_problem() == ""
+    assert catalog.keywords.keyword_problem() == ""
 
 
 def test_weighted_search_sums_each_tokens_weighted_score(tmp_path):
@@ -127,8 +127,8 @@ def test_weighted_search_sums_each_tokens_weighted_score(tmp_path):
 # --- whole-file keywords for file answers (services/storage/file_words.py) ---
 
 def file_hits(catalog: Catalog, term: str) -> list[str]:
-    paths = dict(catalog.file_listing())
-    return sorted(paths[n] for n, _ in catalog.file_term_scores(term))
+    paths = dict(catalog.keywords.file_listing())
+    return sorted(paths[n] for n, _ in catalog.keywords.file_term_scores(term))
 
 
 async def test_a_file_answer_sees_an_edit_after_its_run_without_any_rebuild(service, workspace):
@@ -150,7 +150,7 @@ async def test_a_file_answer_sees_an_edit_after_its_run_without_any_rebuild(serv
     await service.index(workspace)
     answer = await service.find_files("madagascar quokka total", options(workspace, "none"), max_files=3)
     assert "quokka.py" not in [f.path for f in answer.files] and file_hits(catalog, "madagascar") == []
-    assert catalog.keyword_problem(verify=True) == ""
+    assert catalog.keywords.keyword_problem(verify=True) == ""
 
 
 def test_the_file_table_stays_exact_through_edits_and_scores_as_the_in_memory_one(tmp_path):
@@ -162,7 +162,7 @@ def test_the_file_table_stays_exact_through_edits_and_scores_as_the_in_memory_on
                                 [chunk(path, f"{path[0]}_name_{round_}", body)])
     catalog.commit_file(FileRecord("gone.py", "cd" * 8, 1, 1, "python"), [chunk("gone.py", "gone", "return 0")])
     catalog.remove_file("gone.py")
-    assert catalog.keyword_problem(verify=True) == ""
+    assert catalog.keywords.keyword_problem(verify=True) == ""
     assert file_hits(catalog, "a_name_0") == [] and file_hits(catalog, "a_name_2") == ["a.py"]
     assert file_hits(catalog, "gone") == []
 
@@ -185,7 +185,7 @@ def test_a_manifest_from_before_the_file_table_gets_it_filled_on_open(tmp_path):
     db.commit()
     db.close()
     reopened = Catalog(tmp_path / "manifest.sqlite")
-    assert reopened.keyword_problem(verify=True) == "" and file_hits(reopened, "near_total") == ["a.py"]
+    assert reopened.keywords.keyword_problem(verify=True) == "" and file_hits(reopened, "near_total") == ["a.py"]
 
 
 def test_a_short_question_on_a_big_index_is_answered_by_its_telling_words(tmp_path, monkeypatch):

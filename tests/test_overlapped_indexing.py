@@ -61,10 +61,10 @@ def indexed(tmp_path):
 
 HOLDER = textwrap.dedent("""
     import sys, threading
-    from services.storage.catalog import Catalog
+    from services.storage.catalog_awaiting import Awaiting
     from services.encoders.embedder import Embedder
     held, windows, encoded = threading.Event(), [], [0]
-    stored, encode = Catalog.vectors_stored, Embedder.encode_chunks
+    stored, encode = Awaiting.vectors_stored, Embedder.encode_chunks
 
     def holding_write(self, ids):
         if threading.current_thread().name.startswith("ke-store"):
@@ -82,7 +82,7 @@ HOLDER = textwrap.dedent("""
         encoded[0] += len(chunks)
         return encode(self, chunks)
 
-    Catalog.vectors_stored, Embedder.encode_chunks = holding_write, watched_encode
+    Awaiting.vectors_stored, Embedder.encode_chunks = holding_write, watched_encode
     from app.cli import main
     sys.exit(main(sys.argv[1:]))
 """)
@@ -105,15 +105,15 @@ def test_kill_9_during_an_overlapped_run_leaves_every_file_fully_old_or_fully_ne
     try:
         catalog = index.catalog()
         records = catalog.files()
-        assert len(records) == FILES and catalog.keyword_problem() == ""
+        assert len(records) == FILES and catalog.keywords.keyword_problem() == ""
         # step 1 committed every file, fully new; step 2 had marked the vectors of the first three windows
         assert all(r.file_hash == digest(version(int(p[1:-3]), new=True)) for p, r in records.items())
         for path in records:
             symbols = {chunk.symbol for chunk in catalog.chunks(path=path)}
             assert len(symbols) == 8 and all(s.endswith("_v2") for s in symbols), path
-        assert catalog.awaiting_count() == 8 * (FILES - 28)
-        assert set(catalog.awaiting_paths()) == {p for p in records if p not in vector_order_first(28)}
-        assert catalog.chunk_ids() - catalog.awaiting_ids() <= index.store().all_ids()  # marked: stored
+        assert catalog.awaiting.awaiting_count() == 8 * (FILES - 28)
+        assert set(catalog.awaiting.awaiting_paths()) == {p for p in records if p not in vector_order_first(28)}
+        assert catalog.chunk_ids() - catalog.awaiting.awaiting_ids() <= index.store().all_ids()  # marked: stored
     finally:
         index.close()
 
@@ -126,7 +126,7 @@ def test_kill_9_during_an_overlapped_run_leaves_every_file_fully_old_or_fully_ne
     assert f"{8 * (FILES - 28)} chunks embedded" in rerun.stdout
     index = WorkspaceIndex(workspace_root(root), data)
     try:
-        assert index.store().all_ids() == index.catalog().chunk_ids() and index.catalog().awaiting_count() == 0
+        assert index.store().all_ids() == index.catalog().chunk_ids() and index.catalog().awaiting.awaiting_count() == 0
     finally:
         index.close()
 

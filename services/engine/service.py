@@ -186,7 +186,7 @@ class LocalEngine:
         file ranking reads the vector ranking); `asked`: the question's plan when the caller made it."""
         self._validate(question, options)
         index = self.workspaces.readable(options.workspace)
-        awaiting = index.catalog().awaiting_count() if index.exists() else 0  # (never creates a manifest)
+        awaiting = index.catalog().awaiting.awaiting_count() if index.exists() else 0  # (never creates a manifest)
         key = (question.strip(), str(index.root), options, names_by_keyword, awaiting)  # an answer of its moment
         if options.use_cache:
             with self._lock:

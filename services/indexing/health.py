@@ -93,7 +93,7 @@ def _index_health(index: WorkspaceIndex, settings: Settings, last_error: str) ->
                            message=found.message(), last_error=last_error, size_bytes=index.size_bytes())
     catalog = index.catalog()
     files, chunks = catalog.counts()
-    with_vectors = chunks - catalog.awaiting_count()  # the rest await the vectors a run makes
+    with_vectors = chunks - catalog.awaiting.awaiting_count()  # the rest await the vectors a run makes
     embedded = with_vectors - found.missing_vectors if not found.unreadable else 0
     gone = not index.root.is_dir()
     try:
@@ -107,7 +107,7 @@ def _index_health(index: WorkspaceIndex, settings: Settings, last_error: str) ->
     # the spec's flag: many files changed (a normal run catches up; no state below offers a full rebuild)
     needs_reindex = (len(stale) > settings.stale_ratio_for_reindex * files and not run) or found.damaged
     state, message = _state(files, len(skipped), stale, needs_reindex)
-    if state == "ready" and not catalog.graph_ready():  # an index from before the graph: search is whole
+    if state == "ready" and not catalog.graph.graph_ready():  # an index from before the graph: search is whole
         message += "; find references needs one more index run (it adds the code graph, nothing is re-embedded)"
     run_done, run_total = (with_vectors, int(catalog.get_meta("run_chunks_total", "0") or 0)) if run else (0, 0)
     if gone:

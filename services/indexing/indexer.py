@@ -158,7 +158,7 @@ class Indexer:
         self._start_catalog()
         self._fill_graph()
         if self.found.keywords:  # the keyword table disagrees with the catalogue: fill it again from it
-            self.index.catalog().refill_keywords()
+            self.index.catalog().keywords.refill_keywords()
         if not quick:
             self._sweep_orphans()
         plan = self._plan()
@@ -337,7 +337,7 @@ class Indexer:
         references from the file as it is on disk, without re-embedding; a file that changed since is
         committed, references and all, by this run. Cancelled half-way, the next run does it again."""
         catalog = self.index.catalog()
-        if catalog.graph_ready():
+        if catalog.graph.graph_ready():
             return
         records = list(catalog.files().values())
         for number, record in enumerate(records, 1):
@@ -349,7 +349,7 @@ class Indexer:
             except Exception:  # unreadable or gone: the run's scan decides what happens to it
                 continue
             if digest == record.file_hash:
-                catalog.set_graph_uses(record.path, digest, file_graph(record.path, text, record.language))
+                catalog.graph.set_graph_uses(record.path, digest, file_graph(record.path, text, record.language))
             if number % 200 == 0:
                 self.meter.emit("chunking", number, len(records), message="adding the code graph (no re-embedding)")
         catalog.set_meta(graph=GRAPH_VERSION)
@@ -365,7 +365,7 @@ class Indexer:
 
     def _plan(self) -> Plan:
         self.step1_started = time.monotonic()
-        self.awaiting_before = self.index.catalog().awaiting_count()
+        self.awaiting_before = self.index.catalog().awaiting.awaiting_count()
         self.meter.emit("scanning", 0, 0)
         plan = Planner(self.index, self.settings, self.everything, self.paths, self.found.repair_paths).plan()
         self.step1_files = len(plan.changed)
@@ -512,7 +512,7 @@ class Indexer:
         catalog.set_meta(updated_at=now_iso())
         if self.cancel.is_set():
             catalog.set_meta(run_cancelled=self._cancelled_text())
-        if not self.cancel.is_set() or not catalog.awaiting_count():  # its end, or nothing left that a run resumes
+        if not self.cancel.is_set() or not catalog.awaiting.awaiting_count():  # its end, or nothing left to resume
             catalog.set_meta(run_started="", run_chunks_total="")
         catalog.compact()
         if not quick and self.embedded >= SETTLE_AFTER_VECTORS:

@@ -149,7 +149,7 @@ def _keyword_problem(index: WorkspaceIndex, verify: bool) -> str:
     """The keyword table (in the catalogue, written with it) against the catalogued chunks; `verify` (when
     cheap, or in a run) also reads its structure, so garbled pages are found before a query or a run meets them."""
     try:
-        return index.catalog().keyword_problem(verify)
+        return index.catalog().keywords.keyword_problem(verify)
     except sqlite3.DatabaseError as error:
         log.warning("the keyword index of %s cannot be read", index.root, exc_info=True)
         if faults.transient(error) and not faults.names_damage(error):

@@ -87,7 +87,8 @@ class VectorStep:
         catalog = self.run.index.catalog()
         total = catalog.counts()[1]
         if (not wanted or wanted >= self.run.embedder.dimension or total < self.run.settings.reduce_from_chunks
-                or self.run.index.projection() or self.run.cancel.is_set() or catalog.awaiting_count() < total):
+                or self.run.index.projection() or self.run.cancel.is_set()
+                or catalog.awaiting.awaiting_count() < total):
             return  # (a chunk has its vector already: the index keeps the dimensions it has)
         chunks = [c for part in catalog.chunk_batches() for c in part]
         sample = sorted((chunks[i] for i in sample_positions(len(chunks), self.run.settings.projection_sample)),
@@ -115,7 +116,7 @@ class VectorStep:
         useful files first, window after window; each window is stored and marked by a writer thread while
         the next one is encoded (one write in flight), so the encoder does not wait on the stores."""
         catalog = self.run.index.catalog()
-        counts = catalog.awaiting_paths()
+        counts = catalog.awaiting.awaiting_paths()
         commits = self.run.index.history_store().commits() if counts and self.run.index.history_state().commits else []
         order = vector_order(list(counts), commits, self.run.order_before)
         self.run.total_chunks = sum(counts.values())
@@ -252,7 +253,7 @@ class VectorStep:
             self.run.index.store().upsert(chunks, vectors[positions])
         except Exception as error:  # those stored so far are written again by the next run
             raise StageError("stored", error) from error
-        self.run.index.catalog().vectors_stored([c.id for c in chunks])
+        self.run.index.catalog().awaiting.vectors_stored([c.id for c in chunks])
         self.run.files_committed += len(complete)
         self.run.embedded += len(chunks)  # (of a window a cancel cut short, the files it finished)
         self.run.reused += min(counts[1], len(chunks))

@@ -133,7 +133,7 @@ class FileRanker:
         # their vectors: it would favour the files that have theirs
         if result.reranked and result.chunks_with_vectors is None:
             feats["vector"] = self.index.fold(fr.chunk_evidence(evidence(result.original), weights.chunk_decay))
-        if self.catalog is not None and weights.graph and self.catalog.graph_ready():
+        if self.catalog is not None and weights.graph and self.catalog.graph.graph_ready():
             names = why.signals.names() if self.graph_names else []
             votes = graph_votes(self.catalog, result.results[:self.graph_chunks], why.signals.frames, names,
                                 self.graph_names, result.results[:self.graph_callers])

@@ -343,7 +343,8 @@ class Finders:
             if kept is not None and kept[0] is catalog and kept[1] == catalog.generation:
                 return kept[2]
         generation = catalog.generation
-        finder = SymbolFinder(catalog.definition_rows()) if kind == "symbols" else FileFinder(catalog.file_spans())
+        finder = (SymbolFinder(catalog.graph.definition_rows()) if kind == "symbols"
+                  else FileFinder(catalog.graph.file_spans()))
         with self._lock:
             self._kept[key] = (catalog, generation, finder)
         return finder

@@ -62,11 +62,11 @@ def references(catalog, query: str, root: Path | None = None, limit: int = files
     started = time.perf_counter()
     query = check_query(query, 1)
     targets, symbol = resolve(catalog, query)
-    if not catalog.graph_ready():
+    if not catalog.graph.graph_ready():
         return _answer(query, "references", targets, [], started, NOT_READY)
     rivals = _definitions(catalog, [symbol]).get(symbol, [])
     wanted = {t.key for t in targets}
-    rows = [(path, decode(text)) for _name, path, text in catalog.uses_of([symbol])]
+    rows = [(path, decode(text)) for _name, path, text in catalog.graph.uses_of([symbol])]
     if not targets and not rows:
         return _answer(query, "references", [], [], started, f"No symbol named {shown(query, targets)!r} in the index.")
     if root is not None:
@@ -96,7 +96,7 @@ def uses(catalog, query: str) -> GraphAnswer:
     targets, _symbol = resolve(catalog, query)
     if not targets:
         return _answer(query, "uses", [], [], started, f"No definition named {shown(query, targets)!r} in the index.")
-    if not catalog.graph_ready():
+    if not catalog.graph.graph_ready():
         return _answer(query, "uses", targets, [], started, NOT_READY)
     found: dict[tuple[str, str], tuple[Target, list[int], str]] = {}
     for target in targets:
@@ -222,7 +222,7 @@ def _mentions(catalog, root: Path, symbol: str, coded: set[tuple[str, int]],
     word = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(symbol)}(?![A-Za-z0-9_])")
     defines = re.compile(rf"\b(?:def|class|function|func|fn|interface|struct|enum|trait|type)\s+{re.escape(symbol)}\b")
     found = []
-    for path in catalog.paths_holding(symbol.lower())[:MAX_MENTION_FILES]:
+    for path in catalog.keywords.paths_holding(symbol.lower())[:MAX_MENTION_FILES]:
         text = on_disk.read_text(root, path, limit)
         for number, line in enumerate(text.splitlines(), 1):
             if (path, number) not in coded and word.search(line) and not defines.search(line):
@@ -255,7 +255,7 @@ def _unshadowed(catalog, rows: list[tuple[str, list[Use]]]) -> list[tuple[str, l
     inside the innermost function that binds the name means that local; the bindings go too."""
     bound = [path for path, uses in rows if any(u.kind == LOCAL for u in uses)]
     spans = defaultdict(list)
-    for row in catalog.chunk_spans(bound):
+    for row in catalog.graph.chunk_spans(bound):
         if row[6] in ("function", "method"):
             spans[row[0]].append((row[2], row[3]))
     out = []
@@ -276,7 +276,7 @@ def _enclosed(catalog, symbol: str, places: list[tuple[str, int, str]]) -> list[
     """Links for (path, line, how), each with the innermost chunk holding its line; a file's code uses
     first, its mentions in text after them."""
     spans = defaultdict(list)
-    for row in catalog.chunk_spans([path for path, _line, _how in places]):
+    for row in catalog.graph.chunk_spans([path for path, _line, _how in places]):
         spans[row[0]].append(row)
     links = []
     for path, line, how in sorted(places, key=lambda p: (p[0], p[2] == "text", p[1])):
@@ -292,7 +292,7 @@ def _used_by(catalog, target: Target) -> list[tuple[Target, list[int], str]]:
     too). A name bound in those lines (a parameter, a local) is no use of a definition elsewhere; a member
     used on an object (`obj.attr`) is followed only where the object's class is known or one candidate is
     left; a hook's implementations come with how "hook"."""
-    in_file = {name: decode(text) for name, text in catalog.uses_in(target.path)}
+    in_file = {name: decode(text) for name, text in catalog.graph.uses_in(target.path)}
     spans, own = _spans(catalog, target)
     inside = {name: [u for u in uses if any(a <= u.line <= b for a, b in spans)] for name, uses in in_file.items()}
     local = {name for name, uses in inside.items() if any(u.kind == LOCAL for u in uses)}
@@ -347,7 +347,7 @@ def _spans(catalog, target: Target) -> tuple[list[tuple[int, int]], set[tuple[st
     if target.kind not in CONTAINERS:
         return spans, set()
     prefix = target.qualified_name + "."
-    members = [r for r in catalog.chunk_spans([target.path]) if r[5].startswith(prefix)]
+    members = [r for r in catalog.graph.chunk_spans([target.path]) if r[5].startswith(prefix)]
     return spans + [(r[2], r[3]) for r in members], {(target.path, r[5]) for r in members}
 
 

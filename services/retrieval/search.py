@@ -110,7 +110,7 @@ class Searcher:
         ranked, was_reranked, fallback = steps.rerank(strategy, request)
         kept = steps.above_threshold(ranked, strategy.scale if was_reranked else SIMILARITY,
                                      options.min_relevance, strategy.score_threshold, cosines)
-        chunks, missing = self.index.catalog().vector_counts()  # chunks a run has not made vectors for yet
+        chunks, missing = self.index.catalog().awaiting.vector_counts()  # chunks a run has not made vectors for yet
         if missing:
             kept = steps.fuse(kept, self.by_keywords(question, pool, allowed, definitions), 1 - missing / chunks)
         if strategy.reranks and reading.navigation:

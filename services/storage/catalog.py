@@ -7,6 +7,11 @@ The keyword indexes (FTS5 tables: per chunk, services/storage/keyword_index.py; 
 services/storage/file_words.py) are written in the same transactions, so they always list exactly the
 catalogued chunks and files.
 
+The catalogue is cut by role: its parts share its one connection and lock (services/storage/catalog_db.py)
+and hold their sections' reads and writes: `keywords` (catalog_keywords.py), `graph` (the code graph and go
+to symbol / file's rows, catalog_graph.py) and `awaiting` (the chunks awaiting their vectors,
+catalog_awaiting.py).
+
 An indexing run commits a file in two steps (services/indexing/indexer.py): first its chunks, names, keywords
 and references, each chunk listed in `awaiting` (its vector is not stored yet); then, once its vectors are
 stored, the chunks leave `awaiting`. A chunk awaiting its vector is a state, never damage: the vector store
@@ -15,8 +20,6 @@ is expected to hold a vector for every chunk *not* awaiting one (vector_ids).
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import sqlite3
 import threading
@@ -28,8 +31,12 @@ from pathlib import Path
 from services.core.batching import SQL_VALUES, batches, marks
 from services.core.models import Chunk, SkippedFile, chunk_id, count_by_reason
 from services.storage import code_graph, file_words
-from services.storage.faults import LOCK_WAIT
 from services.storage import keyword_index as words
+from services.storage.catalog_awaiting import Awaiting
+from services.storage.catalog_db import CHUNKS, ID_PARTS, CatalogDb, vector_id
+from services.storage.catalog_graph import Graph
+from services.storage.catalog_keywords import Keywords
+from services.storage.faults import LOCK_WAIT
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -60,21 +67,12 @@ FORMAT_CHANGES = {"1": "chunk text is now stored once, in the manifest",
                   "2": "the index is about half the size: short vector ids, no vector metadata, fewer dimensions"}
 INSERT_COLUMNS = ("vid, file, language, start_line, end_line, text_at, text_length, doc_length, symbol, "
                   "qualified_name, kind, bases, content_hash, refs, ordinal, contiguous")
-CHUNKS = "chunks c JOIN files f ON f.rowid = c.file"  # a chunk with its file's path and hash
 SELECT_CHUNKS = ("SELECT f.path, c.language, c.start_line, c.end_line, c.file, c.text_at, c.text_length, "
                  "c.doc_length, c.symbol, c.qualified_name, c.kind, c.bases, c.content_hash, f.file_hash, c.refs, "
                  f"c.ordinal, c.contiguous FROM {CHUNKS}")
-ID_PARTS = "f.path, c.start_line, c.end_line, c.content_hash, c.ordinal"  # what a chunk id is made of
 TEXT_CACHE_FILES = 512  # files whose decompressed chunk text is kept (a query's results span a few hundred)
 HASH_CHARS = 16  # hashes kept per chunk (64 bits; the chunk id holds the same 16 characters)
 INCREMENTAL = 2  # PRAGMA auto_vacuum's value: free pages go back to the file system on incremental_vacuum
-
-
-def vector_id(chunk_id: str) -> str:
-    """The vector store's id for a chunk: 12 characters (a 72-bit hash) instead of the chunk id's
-    path:lines:hash, which Chroma would keep three times over (two SQLite tables and its HNSW id map).
-    The catalogue keeps it beside each chunk, to map search hits back."""
-    return base64.urlsafe_b64encode(hashlib.blake2b(chunk_id.encode("utf-8"), digest_size=9).digest()).decode()
 
 
 @dataclass(frozen=True)
@@ -86,12 +84,15 @@ class FileRecord:
     language: str
 
 
-class Catalog:
+class Catalog(CatalogDb):
+    """Files and chunks, metadata and skipped files; the rest in its parts (keywords, graph, awaiting)."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         # another process's lock is waited on as long as the other stores wait (then "busy: …"), not 5 s
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=LOCK_WAIT)
+        super().__init__(sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=LOCK_WAIT),
+                         threading.RLock())
         self._text_cache: dict[tuple[int, str], str] = {}  # (file number, file hash) -> its chunks' text
         self._listing: list[tuple[str, str, str]] | None = None  # id_paths_languages() until a write
         self.generation = 0  # counts writes: what is kept of the listing (go to symbol) is of one generation
@@ -101,87 +102,24 @@ class Catalog:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
         self._add_indexes()
-        self._lock = threading.RLock()
-        self.keywords_filled = self._keep_keywords()
+        self.keywords = Keywords(self._db, self._lock)
+        self.graph = Graph(self._db, self._lock)
+        self.awaiting = Awaiting(self._db, self._lock)
+        self.keywords_filled = self.keywords.keep_keywords()
 
     def _add_indexes(self) -> None:
         """On the current layout only: an older catalogue is read for its metadata, then rebuilt."""
-        if "file" in {row[1] for row in self._db.execute("PRAGMA table_info(chunks)")}:
+        if self._current_layout():
             self._db.execute("CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file)")
             self._db.execute("CREATE INDEX IF NOT EXISTS chunks_by_vid ON chunks(vid)")
             self._db.execute("CREATE INDEX IF NOT EXISTS chunks_by_symbol ON chunks(symbol COLLATE NOCASE)")
             code_graph.create(self._db)
-
-    def _keep_keywords(self) -> int:
-        """Create and fill the keyword table when the catalogue has none (an index from before it, whose
-        BM25 files the caller removes) or fills it with other tokens; returns the chunks filled (0: none)."""
-        if not self._current_layout():
-            return 0
-        has = self._db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (words.TABLE,)).fetchone()
-        has_files = file_words.exists(self._db)
-        if has and has_files and self.get_meta("keyword_tokens") == words.TOKENS_VERSION \
-                and self.get_meta("file_words") == file_words.WORDS_VERSION:
-            return 0
-        with self._lock, self._transaction():
-            if not has:
-                words.create(self._db)
-            if not has_files:
-                file_words.create(self._db)
-            return self._fill_keywords()
-
-    def _current_layout(self) -> bool:
-        return "file" in {row[1] for row in self._db.execute("PRAGMA table_info(chunks)")}
-
-    def refill_keywords(self) -> int:
-        """Rebuild the keyword table from the catalogue (a repair); returns the chunks it holds."""
-        with self._lock, self._transaction():
-            return self._fill_keywords()
-
-    def _fill_keywords(self) -> int:
-        """Under the caller's transaction: the keyword table from every catalogued chunk, file by file."""
-        words.remove_all(self._db)
-        file_words.remove_all(self._db)
-        filled = 0
-        for number, path in self._db.execute("SELECT rowid, path FROM files").fetchall():
-            rows = self._word_rows(number)
-            words.add(self._db, rows)
-            file_words.add(self._db, number, path, self._file_text(number))
-            filled += len(rows)
-        self._db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                             [("keyword_tokens", words.TOKENS_VERSION), ("file_words", file_words.WORDS_VERSION)])
-        return filled
-
-    def _file_text(self, number: int) -> str:
-        """A catalogued file's text as file_words holds it: its chunks' content in line order."""
-        rows = self._db.execute("SELECT text_at, text_length, doc_length FROM chunks WHERE file = ? "
-                                "ORDER BY start_line, end_line, rowid", (number,)).fetchall()
-        blob = self._db.execute("SELECT text FROM texts WHERE file = ?", (number,)).fetchone() if rows else None
-        text = zlib.decompress(blob[0]).decode("utf-8") if blob else ""
-        return file_words.file_text(text[at:at + length][doc:] for at, length, doc in rows)
-
-    def _word_rows(self, number: int | None) -> list[tuple[int, str]]:
-        """(chunk row, its words) of a file's catalogued chunks, as the keyword table holds them."""
-        if number is None:
-            return []
-        rows = self._db.execute("SELECT rowid, text_at, text_length, doc_length, qualified_name FROM chunks "
-                                "WHERE file = ? ORDER BY rowid", (number,)).fetchall()
-        blob = self._db.execute("SELECT text FROM texts WHERE file = ?", (number,)).fetchone() if rows else None
-        text = zlib.decompress(blob[0]).decode("utf-8") if blob else ""
-        out = []
-        for rowid, at, length, doc_length, qualified_name in rows:
-            piece = text[at:at + length]
-            out.append((rowid, words.words(qualified_name, piece[:doc_length], piece[doc_length:])))
-        return out
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
     # --- metadata ---
-    def get_meta(self, key: str, default: str = "") -> str:
-        row = self._query("SELECT value FROM meta WHERE key = ?", (key,))
-        return row[0][0] if row else default
-
     def backend(self) -> str:
         """The encoder backend that made this index's vectors (indexes from before backends were torch's)."""
         return self.get_meta("backend", "torch")
@@ -220,19 +158,14 @@ class Catalog:
             number = self._file_number(record.path)
             self._file_changed(number)
             old = set(self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS} WHERE c.file = ?", (number,)))
-            words.remove(self._db, self._word_rows(number))
-            self._remove_file_words(number, record.path)
+            self.keywords.remove_file(number, record.path)
             self._db.execute("DELETE FROM awaiting WHERE vid IN (SELECT vid FROM chunks WHERE file = ?)", (number,))
             self._db.execute("DELETE FROM chunks WHERE file = ?", (number,))
             self._db.executemany("INSERT OR IGNORE INTO awaiting VALUES (?)", [(vector_id(i),) for i in awaiting])
             text, spans = _layout(chunks)
             self._db.executemany(f"INSERT INTO chunks ({INSERT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                  [_chunk_row(c, number, span) for c, span in zip(chunks, spans)])
-            rowids = [row[0] for row in self._db.execute("SELECT rowid FROM chunks WHERE file = ? ORDER BY rowid",
-                                                         (number,))]
-            words.add(self._db, zip(rowids, map(words.chunk_words, chunks)))
-            in_order = sorted(chunks, key=lambda c: (c.start_line, c.end_line))  # stable: rowid order on ties
-            file_words.add(self._db, number, record.path, file_words.file_text(c.content for c in in_order))
+            self.keywords.add_file(number, record.path, chunks)
             self._db.execute("INSERT OR REPLACE INTO texts VALUES (?, ?)", (number, zlib.compress(text.encode(), 6)))
             if uses is not None:
                 code_graph.replace(self._db, number, uses)
@@ -244,20 +177,13 @@ class Catalog:
             number = self._file_number(path)
             self._file_changed(number)
             ids = self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS} WHERE c.file = ?", (number,))
-            words.remove(self._db, self._word_rows(number))
-            self._remove_file_words(number, path)
+            self.keywords.remove_file(number, path)
             self._db.execute("DELETE FROM awaiting WHERE vid IN (SELECT vid FROM chunks WHERE file = ?)", (number,))
             self._db.execute("DELETE FROM chunks WHERE file = ?", (number,))
             self._db.execute("DELETE FROM texts WHERE file = ?", (number,))
             code_graph.remove(self._db, number)
             self._db.execute("DELETE FROM files WHERE path = ?", (path,))
         return ids
-
-    def _remove_file_words(self, number: int | None, path: str) -> None:
-        """Under the caller's transaction: the file's row in file_words, when it has one."""
-        if number is not None and self._db.execute(f"SELECT 1 FROM {file_words.TABLE}_docsize WHERE id = ?",
-                                                   (number,)).fetchone():
-            file_words.remove(self._db, number, path, self._file_text(number))
 
     def _file_number(self, path: str) -> int | None:
         row = self._db.execute("SELECT rowid FROM files WHERE path = ?", (path,)).fetchone()
@@ -387,34 +313,10 @@ class Catalog:
         """The vector id of every chunk that is not awaiting its vector (what the vector store should hold)."""
         return [row[0] for row in self._query("SELECT vid FROM chunks WHERE vid NOT IN (SELECT vid FROM awaiting)")]
 
-    # --- chunks awaiting their vectors (the second step of a run) ---
-    def awaiting_count(self) -> int:
-        """Chunks committed whose vectors are not stored yet."""
-        return self._query("SELECT COUNT(*) FROM awaiting")[0][0]
-
-    def vector_counts(self) -> tuple[int, int]:
-        """(chunks, chunks awaiting their vectors), read together (one statement: one snapshot), so a run
-        committing between two reads never makes "vectors for -155 of 5,068 chunks"."""
-        row = self._query("SELECT (SELECT COUNT(*) FROM chunks), (SELECT COUNT(*) FROM awaiting)")[0]
-        return int(row[0]), int(row[1])
-
-    def awaiting_paths(self) -> dict[str, int]:
-        """{path: chunks awaiting their vectors} of every file that has some."""
-        return dict(self._query(f"SELECT f.path, COUNT(*) FROM {CHUNKS} JOIN awaiting a ON a.vid = c.vid "
-                                "GROUP BY f.path"))
-
+    # --- chunks awaiting their vectors (the second step of a run; which ones: self.awaiting) ---
     def awaiting_chunks(self, path: str) -> list[Chunk]:
         """A file's chunks whose vectors are not stored yet, by line."""
         return self._read("WHERE f.path = ? AND c.vid IN (SELECT vid FROM awaiting) ORDER BY c.start_line", (path,))
-
-    def awaiting_ids(self) -> set[str]:
-        """The ids of every chunk awaiting its vector."""
-        return set(self._ids(f"SELECT {ID_PARTS} FROM {CHUNKS} JOIN awaiting a ON a.vid = c.vid"))
-
-    def vectors_stored(self, ids: list[str]) -> None:
-        """These chunks' vectors are stored: they await nothing now (one transaction)."""
-        with self._lock, self._transaction():
-            self._db.executemany("DELETE FROM awaiting WHERE vid = ?", [(vector_id(i),) for i in ids])
 
     def paths_of_vectors(self, vids: list[str]) -> set[str]:
         """The files holding these vector ids' chunks."""
@@ -425,72 +327,7 @@ class Catalog:
             found.update(row[0] for row in rows)
         return found
 
-    # --- keyword search (services/storage/keyword_index.py) ---
-    def ranked(self, tokens: list[str], limit: int | None) -> list[tuple[int, float]]:
-        """(chunk row, BM25 score) of chunks holding any token, best first."""
-        with self._lock:
-            return words.ranked(self._db, tokens, limit)
-
-    def weighted(self, weights: dict[str, float], limit: int) -> list[tuple[int, float]]:
-        with self._lock:
-            return words.weighted(self._db, weights, limit)
-
-    def file_listing(self) -> list[tuple[int, str]]:
-        """(file number, path) of every catalogued file."""
-        return self._query("SELECT rowid, path FROM files")
-
-    def file_term_scores(self, term: str) -> list[tuple[int, float]]:
-        """(file number, whole-file BM25 score) of every file holding the token (file_words)."""
-        with self._lock:
-            return file_words.term_scores(self._db, term)
-
-    def paths_holding(self, term: str) -> list[str]:
-        """The paths of the files whose text holds the token (file_words), sorted."""
-        with self._lock:
-            numbers = [number for number, _score in file_words.term_scores(self._db, term)]
-            return sorted(path for part in batches(numbers) for (path,) in self._db.execute(
-                f"SELECT path FROM files WHERE rowid IN ({marks(len(part))})", part))
-
-    def file_names(self) -> list[tuple[int, str]]:
-        """(file number, a function or class it defines), every file's."""
-        with self._lock:
-            return file_words.names(self._db)
-
-    def refs(self, rowids: list[int]) -> dict[int, tuple[str, str]]:
-        """(chunk id, path) by chunk row."""
-        found: dict = {}
-        for part in batches(rowids):
-            rows = self._query(f"SELECT c.rowid, {ID_PARTS} FROM {CHUNKS} WHERE c.rowid IN ({marks(len(part))})",
-                               part)
-            found.update((row[0], (chunk_id(*row[1:]), row[1])) for row in rows)
-        return found
-
-    def keyword_problem(self, verify: bool = False) -> str:
-        """What is wrong with the keyword table against the chunks ("" when they agree). `verify` also reads
-        the whole table's structure (FTS5's integrity-check), raising sqlite3.DatabaseError when garbled."""
-        with self._lock:
-            if not self._db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (words.TABLE,)).fetchone():
-                return "the keyword index is missing"
-            if verify:
-                words.verify(self._db)
-            lacking = self._db.execute(f"SELECT COUNT(*) FROM chunks WHERE rowid NOT IN "
-                                       f"(SELECT id FROM {words.TABLE}_docsize)").fetchone()[0]
-            extra = words.row_count(self._db) + lacking - self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
-            if not file_words.exists(self._db):
-                return "the file-level keyword index is missing"
-            if verify:
-                file_words.verify(self._db)
-            files_lacking, files_extra = file_words.mismatch(self._db)
-        if lacking:
-            return f"{lacking} chunks missing from the keyword index"
-        if extra:
-            return f"{extra} removed chunks still in the keyword index"
-        if files_lacking:
-            return f"{files_lacking} files missing from the file-level keyword index"
-        if files_extra:
-            return f"{files_extra} removed files still in the file-level keyword index"
-        return ""
-
+    # --- reference counts and totals ---
     def set_references(self, counts: dict[str, int]) -> None:
         with self._lock, self._transaction():
             self._db.execute("UPDATE chunks SET refs = 0")
@@ -511,59 +348,7 @@ class Catalog:
                            " ORDER BY symbol")
         return [r[0] for r in rows]
 
-    # --- the code graph (services/storage/code_graph.py, services/retrieval/graph.py) ---
-    def graph_ready(self) -> bool:
-        """Whether every catalogued file's references are in the graph (an index from before the graph,
-        or of an older GRAPH_VERSION, has them filled by the next run: Indexer._fill_graph)."""
-        return self.get_meta("graph") == code_graph.GRAPH_VERSION
-
-    def set_graph_uses(self, path: str, file_hash: str, uses: dict[str, str]) -> bool:
-        """A file's references alone (filling the graph of an existing index), when the catalogue still
-        has the file at `file_hash`; False when it does not (a run will commit it, references and all)."""
-        with self._lock, self._transaction():
-            row = self._db.execute("SELECT rowid, file_hash FROM files WHERE path = ?", (path,)).fetchone()
-            if row is None or row[1] != file_hash:
-                return False
-            code_graph.replace(self._db, row[0], uses)
-            return True
-
-    def uses_of(self, names: list[str]) -> list[tuple[str, str, str]]:
-        """(name, path, encoded uses) of every file using one of `names` (exact case)."""
-        with self._lock:
-            return [row for part in batches(list(dict.fromkeys(names))) for row in code_graph.of_names(self._db, part)]
-
-    def uses_in(self, path: str) -> list[tuple[str, str]]:
-        """(name, encoded uses) of every name a file uses."""
-        with self._lock:
-            return code_graph.of_file(self._db, path)
-
-    def graph_rows(self) -> int:
-        with self._lock:
-            return code_graph.row_count(self._db)
-
-    def chunk_spans(self, paths: list[str]) -> list[tuple]:
-        """(path, language, start_line, end_line, symbol, qualified_name, kind, chunk id) of every chunk of
-        these files, by path and line; no chunk text is read."""
-        found = []
-        for part in batches(sorted(set(paths))):
-            rows = self._query(f"SELECT {ID_PARTS}, c.language, c.symbol, c.qualified_name, c.kind FROM {CHUNKS} "
-                               f"WHERE f.path IN ({marks(len(part))})", part)
-            found += [(r[0], r[5], r[1], r[2], r[6], r[7], r[8], chunk_id(*r[:5])) for r in rows]
-        return sorted(found, key=lambda r: (r[0], r[2], -r[3]))
-
-    # --- go to symbol / file (services/retrieval/goto.py) ---
-    def definition_rows(self) -> list[tuple]:
-        """(path, language, start_line, end_line, symbol, qualified_name, kind) of every named definition
-        (no module or text chunks), by path and line; no chunk text is read."""
-        return self._query(f"SELECT f.path, c.language, c.start_line, c.end_line, c.symbol, c.qualified_name, c.kind "
-                           f"FROM {CHUNKS} WHERE c.symbol != '' AND c.kind NOT IN ('module', 'text') "
-                           "ORDER BY f.path, c.start_line, c.end_line")
-
-    def file_spans(self) -> list[tuple[str, str, int]]:
-        """(path, language, last indexed line) of every file."""
-        return self._query(f"SELECT f.path, f.language, COALESCE(MAX(c.end_line), 1) FROM files f "
-                           "LEFT JOIN chunks c ON c.file = f.rowid GROUP BY f.rowid ORDER BY f.path")
-
+    # --- compaction ---
     def compact(self) -> None:
         """Fold the write-ahead log into the database and return its free pages to the file system: VACUUM
         when over a quarter of it is free (after a rebuild or many removals; it also packs the tables) or when
@@ -599,30 +384,6 @@ class Catalog:
 
     def skipped_by_reason(self) -> dict[str, int]:
         return count_by_reason(self.skipped())
-
-    # --- plumbing ---
-    def _ids(self, sql: str, params=()) -> list[str]:
-        """Chunk ids from rows of ID_PARTS (under the caller's lock or transaction, or its own)."""
-        with self._lock:
-            return [chunk_id(*row) for row in self._db.execute(sql, params)]
-
-    def _query(self, sql: str, params=()) -> list[tuple]:
-        with self._lock:
-            return self._db.execute(sql, params).fetchall()
-
-    def _transaction(self):
-        return _Transaction(self._db)
-
-
-class _Transaction:
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-
-    def __enter__(self):
-        self.db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, kind, value, traceback):
-        self.db.execute("ROLLBACK" if kind else "COMMIT")
 
 
 def _layout(chunks: list[Chunk]) -> tuple[str, list[tuple[int, int, int]]]:

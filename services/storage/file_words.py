@@ -119,6 +119,6 @@ class CatalogFileWords:
     """A catalogue's table, as FileIndex reads it."""
 
     def __init__(self, catalog) -> None:
-        self.listing = catalog.file_listing
-        self.term_scores = catalog.file_term_scores
-        self.names = catalog.file_names
+        self.listing = catalog.keywords.file_listing
+        self.term_scores = catalog.keywords.file_term_scores
+        self.names = catalog.keywords.file_names

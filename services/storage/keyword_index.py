@@ -139,7 +139,7 @@ def row_count(db: sqlite3.Connection) -> int:
 
 
 class KeywordIndex:
-    """Top-k BM25 search over the catalogue's chunks (services/storage/catalog.py)."""
+    """Top-k BM25 search over the catalogue's chunks (its `keywords`: services/storage/catalog_keywords.py)."""
 
     def __init__(self, catalog: Callable[[], Any]) -> None:
         self._catalog = catalog
@@ -152,7 +152,7 @@ class KeywordIndex:
         """As `search`, for tokens as the table stores them (`query_tokens` of a question, or whole identifiers)."""
         if not tokens or k <= 0 or allowed == set():
             return []
-        return self._top(k, allowed, lambda source, limit: source.ranked(tokens, limit))
+        return self._top(k, allowed, lambda keywords, limit: keywords.ranked(tokens, limit))
 
     def search_weighted(self, weights: dict[str, float], k: int) -> list[tuple[str, float]]:
         """Top-k (id, score) where score = sum over tokens of weight x that token's BM25 score.
@@ -162,18 +162,18 @@ class KeywordIndex:
         weights = {t: w for t, w in weights.items() if w > 0 and t}
         if not weights or k <= 0:
             return []
-        return self._top(k, None, lambda source, limit: source.weighted(weights, limit))
+        return self._top(k, None, lambda keywords, limit: keywords.weighted(weights, limit))
 
     def _top(self, k: int, allowed: set[str] | None,
              best_rows: Callable[[Any, int], list[tuple[int, float]]]) -> list[tuple[str, float]]:
-        """The k best hits over the catalogue; `best_rows(catalog, limit)` gives its best (row, score) pairs.
+        """The k best hits over the catalogue; `best_rows(keywords, limit)` gives its best (row, score) pairs.
         A filter may drop many: the limit widens until k are kept or every match was seen."""
-        catalog = self._catalog()
+        keywords = self._catalog().keywords
         accept = None if allowed is None else (lambda i, path: i in allowed)
         limit = k if accept is None else max(4 * k, MAP_BATCH)
         while True:
-            rows = best_rows(catalog, limit)
-            found = _first(rows, k, catalog.refs, accept)
+            rows = best_rows(keywords, limit)
+            found = _first(rows, k, keywords.refs, accept)
             if len(found) == k or len(rows) < limit:
                 return _best(found, k)
             limit *= 16

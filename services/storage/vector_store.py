@@ -23,7 +23,7 @@ import numpy as np
 
 from services.core.batching import CHROMA_IDS, batches
 from services.storage import faults
-from services.storage.catalog import vector_id
+from services.storage.catalog_db import vector_id
 from services.core.errors import IndexStoreError, IndexUnavailable, KnowledgeError
 from services.core.models import Chunk
 
