@@ -67,15 +67,24 @@ class FileRanker:
     def answer(self, result: QueryResult, max_files: int, before: int | None = None,
                allowed: set[str] | None = None) -> FileAnswer:
         """The `max_files` best files for `result`'s question; `allowed`: paths the filters let through."""
-        weights = self.weights()
+        weights = self.partial(self.weights(), result)
         feats, why = self.features(result, before, weights)
         return self.ranked(result, feats, why, weights, max_files, before, allowed)
+
+    def partial(self, weights: fr.Weights, result: QueryResult) -> fr.Weights:
+        """While chunks await their vectors, the vector ranking's weight times the share of the answer's
+        chunks that have theirs (the vector ranking favours the files that have theirs, so it counts as
+        far as the question's likely files have them: with the useful order, source files come first)."""
+        if result.chunks_with_vectors is None or self.catalog is None or not result.results:
+            return weights
+        ids = [r.chunk.id for r in result.results]
+        return replace(weights, vector=weights.vector * (1.0 - self.catalog.awaiting.among(ids) / len(ids)))
 
     def blended(self, report: QueryResult, words: QueryResult, max_files: int, before: int | None,
                 allowed: set[str] | None, blend) -> FileAnswer:
         """`auto`'s answer to a report (strategies/auto.py `Blend`): the report strategy's file ranking (the
         vector ranking's chunks at `blend.vector`) and the words strategy's, fused by reciprocal rank."""
-        report_weights = replace(self.weights(), vector=blend.vector)
+        report_weights = self.partial(replace(self.weights(), vector=blend.vector), report)
         named = replace(report, strategy=blend.first)  # its why rows name the strategy that ranked its chunks
         first = self.ranked(named, *self.features(named, before, report_weights), report_weights, BLEND_POOL,
                             before, allowed)
@@ -129,9 +138,9 @@ class FileRanker:
         for r in result.original:
             why.vector.setdefault(r.chunk.path, []).append(r)
         feats = dict(why.features, chunks=self.index.fold(fr.chunk_evidence(evidence(result.results), weights.chunk_decay)))
-        # the vector ranking as a second opinion (without reranking it is the first); not while chunks await
-        # their vectors: it would favour the files that have theirs
-        if result.reranked and result.chunks_with_vectors is None:
+        # the vector ranking as a second opinion (without reranking it is the first); while chunks await
+        # their vectors, weighed down by `partial`
+        if result.reranked:
             feats["vector"] = self.index.fold(fr.chunk_evidence(evidence(result.original), weights.chunk_decay))
         if self.catalog is not None and weights.graph and self.catalog.graph.graph_ready():
             names = why.signals.names() if self.graph_names else []

@@ -112,7 +112,8 @@ class Searcher:
                                      options.min_relevance, strategy.score_threshold, cosines)
         chunks, missing = self.index.catalog().awaiting.vector_counts()  # chunks a run has not made vectors for yet
         if missing:
-            kept = steps.fuse(kept, self.by_keywords(question, pool, allowed, definitions), 1 - missing / chunks)
+            by_keywords = self.by_keywords(question, pool, allowed, definitions)
+            kept = steps.fuse(kept, by_keywords, self.covered(by_keywords))
         if strategy.reranks and reading.navigation:
             kept = steps.names_first(kept, definitions, ranked + pooled, reading)
         original = [c for c in semantic if c.original_score >= options.min_relevance][:options.top_k]
@@ -158,12 +159,21 @@ class Searcher:
                     definitions: list[names.Definition]) -> list[Candidate]:
         """While a run makes vectors: the chunks the question's names define, then those its keywords find
         (BM25) over every committed chunk, with a vector or not: the complete channel step 1 made, for
-        steps.fuse to rank beside the vector-ranked ones (weighed by the share of chunks still without)."""
+        steps.fuse to rank beside the vector-ranked ones (weighed by `covered`)."""
         named = [d.chunk for d in definitions if allowed is None or d.chunk.id in allowed]
         hits = self.index.keywords.search(question, min(pool, KEYWORD_POOL), allowed)
         chunks = self.index.chunks([i for i, _ in hits])
         found = list({c.id: c for c in named + [chunks[i] for i, _ in hits if i in chunks]}.values())
         return [Candidate(c, 0.0, None, None) for c in found]
+
+    def covered(self, by_keywords: list[Candidate]) -> float:
+        """The vector ranking's weight while vectors are missing: the share of the chunks the question's names
+        and keywords find that have their vectors (what the vector ranking could rank of them), not of the
+        whole repository's: the files made first (source) are those questions point at."""
+        if not by_keywords:
+            return 0.0
+        ids = [c.chunk.id for c in by_keywords]
+        return 1.0 - self.index.catalog().awaiting.among(ids) / len(ids)
 
     def name_query(self, question: str, options: QueryOptions, reading: names.Reading) -> QueryResult | None:
         """`auto` on a name: its definitions, then the chunks that use it by keyword, no vectors

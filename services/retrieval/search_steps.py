@@ -282,8 +282,8 @@ RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al.)
 
 
 def fuse(ranked: list[Candidate], by_keywords: list[Candidate], share: float) -> list[Candidate]:
-    """While vectors are missing: the strategy's ranking (over chunks with vectors, weighed by `share`, their
-    share of the chunks) and what names and keywords found over every chunk (weighed by the rest), in one
+    """While vectors are missing: the strategy's ranking (over chunks with vectors, weighed by `share`:
+    Searcher.covered) and what names and keywords found over every chunk (weighed by the rest), in one
     ranking by reciprocal rank fusion: with no vectors it is the keyword answer, with all the strategy's.
     Scores become the fused ones."""
     if not by_keywords:

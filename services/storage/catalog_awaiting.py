@@ -4,6 +4,7 @@ read by Catalog.awaiting_chunks."""
 
 from __future__ import annotations
 
+from services.core.batching import batches, marks
 from services.storage.catalog_db import CHUNKS, ID_PARTS, CatalogDb, vector_id
 
 
@@ -19,6 +20,11 @@ class Awaiting(CatalogDb):
         committing between two reads never makes "vectors for -155 of 5,068 chunks"."""
         row = self._query("SELECT (SELECT COUNT(*) FROM chunks), (SELECT COUNT(*) FROM awaiting)")[0]
         return int(row[0]), int(row[1])
+
+    def among(self, ids: list[str]) -> int:
+        """How many of these chunks await their vectors."""
+        return sum(self._query(f"SELECT COUNT(*) FROM awaiting WHERE vid IN ({marks(len(part))})",
+                               [vector_id(i) for i in part])[0][0] for part in batches(ids))
 
     def awaiting_paths(self) -> dict[str, int]:
         """{path: chunks awaiting their vectors} of every file that has some."""
