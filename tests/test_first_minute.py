@@ -263,3 +263,41 @@ async def test_a_file_a_question_finds_while_its_vectors_wait_gets_them_next(dat
     finally:
         release.set()
         service.close()
+
+
+async def test_a_question_whose_chunks_all_have_vectors_is_answered_as_when_the_run_is_done(data_dir, workspace,
+                                                                                           held_embedding):
+    """New files wait for their vectors; a question none of their words match ranks its chunks as it will once
+    the run is done, and its best file with the vector ranking's opinion at full weight (the vector ranking
+    counts as far as the question's own chunks have vectors, not by the repository's share), and says what it
+    stands on. (Its files below the best may move a little once the new chunks join the 100-chunk pool.)"""
+    reached, release = held_embedding
+    release.set()
+    service = LocalEngine(stand_in_settings(), data_dir=data_dir)
+    try:
+        await service.index(workspace)
+        for i in range(10):
+            (workspace / f"zoo_{i}.py").write_text("".join(
+                f"def zebra_{i}_{k}(herd):\n    return [giraffe for giraffe in herd if giraffe.tall]\n\n\n"
+                for k in range(4)))
+        reached.clear()
+        release.clear()
+        run = asyncio.create_task(service.index(workspace))
+        await wait_for(reached.is_set, 300, "step 2 of the second run to start")
+        question = "save a note to the store"
+        during = await service.query(question, options(workspace))
+        files_during = await service.find_files(question, options(workspace, strategy="auto"))
+        release.set()
+        await run
+
+        assert during.warning.startswith("vectors for 121 of 161 chunks (75 %)")
+        done = await service.query(question, options(workspace))
+        files_done = await service.find_files(question, options(workspace, strategy="auto"))
+        assert not done.warning
+        assert [r.chunk.id for r in during.results] == [r.chunk.id for r in done.results]
+        # the file answer keeps the vector ranking's second opinion, at full weight (its "why" row says so)
+        vector_rows = [next(x for x in f.signals if x.name == "vector") for f in files_during.files[:1]]
+        assert vector_rows == [next(x for x in f.signals if x.name == "vector") for f in files_done.files[:1]]
+    finally:
+        release.set()
+        service.close()

@@ -113,7 +113,9 @@ class Searcher:
         chunks, missing = self.index.catalog().awaiting.vector_counts()  # chunks a run has not made vectors for yet
         if missing:
             by_keywords = self.by_keywords(question, pool, allowed, definitions)
-            kept = steps.fuse(kept, by_keywords, self.covered(by_keywords))
+            covered = self.covered(by_keywords)
+            if covered < 1.0:  # else the question's own chunks all have their vectors: the strategy's answer
+                kept = steps.fuse(kept, by_keywords, covered)
         if strategy.reranks and reading.navigation:
             kept = steps.names_first(kept, definitions, ranked + pooled, reading)
         original = [c for c in semantic if c.original_score >= options.min_relevance][:options.top_k]
