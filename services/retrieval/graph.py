@@ -22,6 +22,7 @@ from services.core.models import Chunk, GotoHit, GraphAnswer, GraphFile, GraphLi
 from services.storage.code_graph import KINDS, LOCAL, Use, decode
 from services.retrieval import on_disk
 from services.retrieval.goto import check_query
+from services.retrieval.names import dotted_size
 
 MAX_LINKS = 2000  # rows an answer lists; `total` still counts them all
 MAX_MENTION_FILES = 400  # files read from disk for a name's mentions in text (a common word is in thousands)
@@ -139,10 +140,10 @@ def resolve(catalog, query: str) -> tuple[list[Target], str]:
     symbol = parts[-1] if parts else query
     candidates = _definitions(catalog, [symbol], exact=False)
     exact = [t for t in candidates.get(symbol, [])] or [t for ts in candidates.values() for t in ts]
-    if len(parts) > 1:
-        dotted = ".".join(parts)
-        exact = [t for t in exact if t.qualified_name == dotted or t.qualified_name.endswith("." + dotted)
-                 or (_module(t.path) + "." + t.qualified_name).endswith(dotted)]
+    if len(parts) > 1:  # `Class.method`, `module.name`: the rule questions read them by (names.dotted_size),
+        sizes = [dotted_size(t.path, t.qualified_name, parts) for t in exact]  # the whole name before a tail
+        whole = [t for t, size in zip(exact, sizes) if size == len(parts)]
+        exact = whole or [t for t, size in zip(exact, sizes) if size]
     return exact, (exact[0].symbol if exact else symbol)
 
 

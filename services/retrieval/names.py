@@ -146,14 +146,22 @@ def _dotted_matches(chunks: list[Chunk], parts: list[str]) -> list[Definition]:
     (Those ending with its last two parts are read first: `Config.__init__` among thousands of `__init__`.)"""
     found = []
     for chunk in chunks:
-        qualified = chunk.qualified_name.lower()
-        for size in range(len(parts), 0, -1):
-            tail = ".".join(parts[-size:]).lower()
-            if qualified == tail or qualified.endswith("." + tail):
-                if size == len(parts) or _in_module(chunk.path, parts[:-size]):
-                    found.append(Definition(chunk, _dotted_match(chunk, parts, size)))
-                break
+        size = dotted_size(chunk.path, chunk.qualified_name, parts)
+        if size:
+            found.append(Definition(chunk, _dotted_match(chunk, parts, size)))
     return found
+
+
+def dotted_size(path: str, qualified_name: str, parts: list[str]) -> int:
+    """How many of the dotted name's last parts the definition's qualified name ends with, the parts
+    before them naming its module (`nodes.Node` in `…/nodes.py`); 0: it is not what the name names. The one
+    rule for questions (`find`) and references (graph.resolve)."""
+    qualified = qualified_name.lower()
+    for size in range(len(parts), 0, -1):
+        tail = ".".join(parts[-size:]).lower()
+        if qualified == tail or qualified.endswith("." + tail):
+            return size if size == len(parts) or _in_module(path, parts[:-size]) else 0
+    return 0
 
 
 def _dotted_match(chunk: Chunk, parts: list[str], size: int) -> str:
