@@ -309,7 +309,8 @@ def exit_now(code: int) -> None:
 
 
 def valid_query(args) -> bool:
-    """Check `query`'s options against the server's limits (app.limits); print one line when they fail."""
+    """Parse `query`'s options as the server parses a body (app.limits: types and ranges), into args.request;
+    print one line when they fail (the question's own rules are the engine's, checked as it is asked)."""
     from app.limits import query_request
     from app.render import shown
     from services.core.errors import KnowledgeError
@@ -318,11 +319,11 @@ def valid_query(args) -> bool:
         print("error: --files answers one workspace; drop --workspace or --files", file=sys.stderr)
         return False
     fields = {"question": args.question, "top_k": args.top_k, "strategy": args.strategy,
-              "languages": tuple(args.language), "path_glob": args.path_glob}
+              "languages": tuple(args.language), "path_glob": args.path_glob, "before": args.before}
     if args.min_relevance is not None:
         fields["min_relevance"] = args.min_relevance
     try:
-        query_request(**fields)
+        args.request = query_request(**fields)  # parsed once, here: cmd_query asks with it
     except KnowledgeError as error:
         print(f"error: {shown(error)}", file=sys.stderr)
         return False
@@ -524,13 +525,10 @@ async def cmd_query(args, service) -> int:
         files_json, files_text, multi_query_json, multi_query_text, query_json, query_text,
     )
 
-    fields = {"question": args.question, "workspace": args.path, "strategy": args.strategy,
-              "languages": args.language, "path_glob": args.path_glob, "before": args.before,
-              **({} if args.min_relevance is None else {"min_relevance": args.min_relevance})}
     if args.files:
-        answer = await operations.find_files(service, as_given, max_files=args.top_k, **fields)
+        answer = await operations.ask_files(service, as_given, args.request, args.path, args.top_k)
         return emit(args, answer, files_json, files_text)
-    result = await operations.search(service, as_given, top_k=args.top_k, workspaces=args.workspace, **fields)
+    result = await operations.ask(service, as_given, args.request, args.path, args.workspace)
     if operations.is_many(result):
         return emit(args, result, multi_query_json, multi_query_text)
     return emit(args, result, query_json, query_text)

@@ -23,7 +23,7 @@ from services.core.messages import (
     DocumentRerankRequest, IndexRequest, Label, LabelRequest, Labels, FilesRequest,
     MultiQueryRequest, QueryRequest, RerankingConfig, SearchRerankRequest, SearchRerankResponse, WatchRequest, Workspace, WorkspaceRequest,
 )
-from services.transport.paths import confined
+from services.core.paths import confined
 from services.transport.registry import WorkspaceRegistry
 from services.core.errors import (
     QueryError,
@@ -132,17 +132,15 @@ def query_routes(parts: Parts) -> Handlers:
 
     async def query(workspace_id: str, request: QueryRequest) -> JSONResponse:
         root = workspace(workspace_id)  # an unknown id first (404), then the fields
-        return respond(await operations.search(service, lambda _: root, workspace="", **query_fields(request)))
+        return respond(await operations.ask(service, lambda _: root, request, workspace=""))
 
     async def query_many(request: MultiQueryRequest) -> JSONResponse:
         roots = [str(registry.find(w)[1]) for w in request.workspaces]  # ids or folders, registered only
-        check_fields(languages=request.languages, path_glob=request.path_glob)
         return respond(await operations.search_many(service, request.question, roots, request))
 
     async def files(workspace_id: str, request: FilesRequest) -> JSONResponse:
         root = workspace(workspace_id)
-        return respond(await operations.find_files(service, lambda _: root, workspace="", **query_fields(request),
-                                                   max_files=request.max_files))
+        return respond(await operations.ask_files(service, lambda _: root, request, "", request.max_files))
 
     async def search_rerank(workspace_id: str, request: SearchRerankRequest) -> JSONResponse:
         root = workspace(workspace_id)
@@ -221,14 +219,6 @@ def label_routes(parts: Parts) -> Handlers:
         return Labels(question, [Label(path, symbol, grade) for (path, symbol), grade in found.items()])
 
     return handlers(record_label, labels_for)
-
-
-def query_fields(request: QueryRequest) -> dict:
-    """A REST query body as the search operation's arguments (the workspace is in the URL)."""
-    return {"question": request.question, "top_k": request.top_k, "strategy": request.strategy,
-            "languages": list(request.languages), "path_glob": request.path_glob,
-            "min_relevance": request.min_relevance, "context_lines": request.context_lines,
-            "expand_context": request.expand_context, "use_cache": request.use_cache, "before": request.before}
 
 
 class ClientGone(Exception):

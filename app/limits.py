@@ -1,7 +1,8 @@
 """The limits every face applies to its input: the REST body schema (services.core.messages.QueryRequest),
-checked the same way for MCP tools and CLI arguments, plus one validator per field beyond the schema
-(FIELD_CHECKS: known languages, path filters, workspace-relative paths, names) that REST, MCP and the CLI
-all call through check_fields."""
+parsed the same way for MCP tools and CLI arguments (query_request), plus one validator per label field beyond
+the schema (FIELD_CHECKS: workspace-relative paths, names). A question's own rules (its length, the strategy,
+known languages, a path filter inside the workspace) are the engine's, checked once whichever face asks
+(LocalEngine.validate)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from services.core.errors import InvalidRequest, QueryError
 from services.core.messages import MAX_QUESTION_CHARS, QueryRequest
-from services.transport.paths import check_glob, check_relative_path
+from services.core.paths import check_relative_path
 
 _QUERY = TypeAdapter(QueryRequest)
 QUERY_FIELDS = [field.name for field in dataclasses.fields(QueryRequest)]
@@ -55,24 +56,7 @@ def query_request(**fields) -> QueryRequest:
         request = _QUERY.validate_python(fields)
     except ValidationError as error:
         raise InvalidRequest("; ".join(describe(p) for p in error.errors()[:5])) from None
-    check_fields(languages=request.languages, path_glob=request.path_glob)
     return request
-
-
-def known_languages() -> list[str]:
-    # here, not at the top: the scanner's tables pull in pathspec, which the CLI's start-up does not need
-    from services.indexing.scanning import LANGUAGE_BY_EXTENSION, LANGUAGE_BY_INTERPRETER, LANGUAGE_BY_NAME
-
-    return sorted({*LANGUAGE_BY_EXTENSION.values(), *LANGUAGE_BY_NAME.values(), *LANGUAGE_BY_INTERPRETER.values()})
-
-
-def check_languages(languages) -> None:
-    if not languages:
-        return
-    known = known_languages()
-    unknown = [language for language in languages if language not in known]
-    if unknown:
-        raise QueryError(f"Unknown language {unknown[0]!r}. Known: {', '.join(known)}.")
 
 
 MAX_NAME_CHARS = 1000
@@ -91,8 +75,7 @@ def check_question(question: str) -> None:
         raise QueryError(f"question: give 1 to {MAX_QUESTION_CHARS} characters.")
 
 
-FIELD_CHECKS = {"languages": check_languages, "path_glob": check_glob, "path": check_relative_path,
-                "symbol": check_name, "question": check_question}
+FIELD_CHECKS = {"path": check_relative_path, "symbol": check_name, "question": check_question}
 
 
 def check_fields(**fields) -> None:

@@ -21,7 +21,7 @@ from app.operations import OPERATIONS, Operation, is_many, signature
 from app.render import mcp_json
 from services.core.errors import ForbiddenWorkspace, KnowledgeError
 from services.storage.workspace_index import expanded
-from services.transport.paths import check_path_text
+from services.core.paths import check_path_text
 from services.transport.roots import refusal
 
 INSTRUCTIONS = ("Semantic code search over indexed workspaces. `search` answers a question with code "

@@ -31,7 +31,7 @@ from services.core.models import (
 )
 from services.core.settings import DEFAULT_STRATEGY
 from services.engine.protocol import Engine
-from services.transport.paths import check_glob, confined
+from services.core.paths import confined
 from services.transport.routes import ROUTES
 
 Where = Callable[[str], "str | Path"]
@@ -93,13 +93,19 @@ class Operation:
 async def search(engine: Engine, where: Where, question: str, workspace: str, strategy: str = DEFAULT_STRATEGY,
                  top_k: int = 10, languages: list[str] | None = None, path_glob: str = "",
                  workspaces: list[str] | None = None, **rest: Any):
+    """MCP's and the CLI's search: the fields parsed as REST's body is (app.limits), then `ask`."""
     request = query_request(question=question, top_k=top_k, strategy=strategy, languages=tuple(languages or ()),
-                            path_glob=path_glob, **rest)  # REST's limits
-    check_glob(path_glob)
+                            path_glob=path_glob, **rest)
+    return await ask(engine, where, request, workspace, workspaces)
+
+
+async def ask(engine: Engine, where: Where, request: QueryRequest, workspace: str,
+              workspaces: list[str] | None = None):
+    """A parsed question (the engine checks its rules, once) in one workspace, or over several."""
     first = str(where(workspace))
     if not workspaces:
-        return await engine.query(question, request.options(first))
-    return await search_many(engine, question, [first, *(str(where(w)) for w in workspaces)], request)
+        return await engine.query(request.question, request.options(first))
+    return await search_many(engine, request.question, [first, *(str(where(w)) for w in workspaces)], request)
 
 
 async def search_many(engine: Engine, question: str, folders: list[str], request: QueryRequest) -> MultiQueryResult:
@@ -112,10 +118,14 @@ async def find_files(engine: Engine, where: Where, question: str, workspace: str
                      before: int | None = None, top_k: int | None = None, **rest: Any) -> FileAnswer:
     """`top_k` (REST's body only): the chunks asked for before they are grouped by file; MCP's is max_files."""
     request = query_request(question=question, top_k=max_files if top_k is None else top_k, strategy=strategy,
-                            languages=tuple(languages or ()), path_glob=path_glob, **rest)  # REST's limits
-    check_glob(path_glob)
-    options = request.options(str(where(workspace)))
-    return await engine.find_files(question, options, max_files, before)
+                            languages=tuple(languages or ()), path_glob=path_glob, **rest)
+    return await ask_files(engine, where, request, workspace, max_files, before)
+
+
+async def ask_files(engine: Engine, where: Where, request: QueryRequest, workspace: str, max_files: int,
+                    before: int | None = None) -> FileAnswer:
+    """A parsed question answered as files (the engine checks its rules, once)."""
+    return await engine.find_files(request.question, request.options(str(where(workspace))), max_files, before)
 
 
 async def find_symbol(engine: Engine, where: Where, name: str, workspace: str, limit: int = 10) -> GotoAnswer:

@@ -208,13 +208,24 @@ def test_malformed_and_escaping_paths_are_refused_with_400(tmp_path):
 @pytest.mark.parametrize("arguments, words", [
     (["--min-relevance", "nan"], "min_relevance"), (["--min-relevance", "5"], "min_relevance"),
     (["--min-relevance", "-3"], "min_relevance"), (["--top-k", "0"], "top_k"), (["--top-k", "101"], "top_k"),
-    (["--language", "klingon"], "Known: c, "),
 ])
 def test_the_cli_refuses_what_the_server_refuses_in_one_line(tmp_path, arguments, words):
+    """Fields REST's body schema refuses are refused as the CLI parses them, before anything starts."""
     done = subprocess.run(cli("query", str(folder(tmp_path / "w")), "what", "--data-dir", str(tmp_path / "data"),
                               *arguments), cwd=ROOT, env=env(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stderr.startswith("error: ") and words in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "data").exists()
+
+
+def test_the_cli_says_the_engines_refusal_of_a_question_in_one_line(tmp_path):
+    """A question's own rules (here a language no file is read as) are the engine's, as for every face: one
+    line, nothing indexed."""
+    done = subprocess.run(cli("query", str(folder(tmp_path / "w")), "what", "--data-dir", str(tmp_path / "data"),
+                              "--language", "klingon"), cwd=ROOT, env=env(), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1 and done.stderr.startswith("error: Unknown language 'klingon'. Known: c, ")
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not list((tmp_path / "data").glob("**/manifest.sqlite")), "nothing indexed"
 
 
 # --- a big rerank does not starve queries and stops when its client leaves ---

@@ -36,6 +36,8 @@ from services.engine.reranking import Reranking
 from services.engine.watching import Hooks, ReferenceRecounts, Watching
 from services.engine.workspaces import Workspaces
 from services.indexing.health import index_health
+from services.indexing.scanning import check_languages
+from services.core.paths import check_glob
 from services.indexing.indexer import Indexer
 from services.core.models import (
     FileAnswer, GotoAnswer, GraphAnswer, IndexHealth, IndexReport, MultiQueryResult, QueryOptions, QueryResult,
@@ -178,13 +180,14 @@ class LocalEngine:
     async def query(self, question: str, options: QueryOptions) -> QueryResult:
         """Raises QueryError (bad input), WorkspaceError, IndexMissingError, ModelLoadError. A workspace
         whose folder is gone (moved, unmounted) is answered from its kept index."""
+        self.validate(question, options)
         return await self._query(question, options, names_by_keyword=True)
 
     async def _query(self, question: str, options: QueryOptions, names_by_keyword: bool,
                      asked: QueryPlan | None = None) -> QueryResult:
         """`query`; `names_by_keyword`: `auto` answers a name without vectors (not for a file answer, whose
-        file ranking reads the vector ranking); `asked`: the question's plan when the caller made it."""
-        self._validate(question, options)
+        file ranking reads the vector ranking); `asked`: the question's plan when the caller made it. The
+        caller validated the question."""
         index = self.workspaces.readable(options.workspace)
         awaiting = index.catalog().awaiting.awaiting_count() if index.exists() else 0  # (never creates a manifest)
         key = (question.strip(), str(index.root), options, names_by_keyword, awaiting)  # an answer of its moment
@@ -210,10 +213,10 @@ class LocalEngine:
     async def query_many(self, question: str, workspaces: list[str], options: QueryOptions) -> MultiQueryResult:
         """Ask each workspace (top_k results each, so one workspace can fill the list when the others have
         nothing), then merge by evidence (services.retrieval.multi). A folder named twice is asked once."""
-        self._validate(question, options)
+        self.validate(question, options)
         roots = list(dict.fromkeys(workspace_root(w) for w in check_workspaces(workspaces)))
         started = time.perf_counter()
-        asked = await asyncio.gather(*(self.query(question, replace(options, workspace=str(root)))
+        asked = await asyncio.gather(*(self._query(question, replace(options, workspace=str(root)), True)
                                        for root in roots), return_exceptions=True)
         missing = {str(root): str(a) for root, a in zip(roots, asked) if isinstance(a, IndexMissingError)}
         failed = [a for a in asked if isinstance(a, BaseException) and not isinstance(a, IndexMissingError)]
@@ -241,14 +244,19 @@ class LocalEngine:
         built_with = index.catalog().backend() if index.exists() else ""
         return self.embedder.for_index(built_with).encode(texts)
 
-    def _validate(self, question: str, options: QueryOptions) -> None:
+    def validate(self, question: str, options: QueryOptions) -> None:
+        """A question's rules, checked once per question whichever face asks (REST, MCP and the CLI parse
+        its fields' types and ranges first, app.limits; the window asks the engine directly): QueryError (or
+        PathEscape) with one line saying what is wrong."""
         if not isinstance(question, str) or not question.strip():
             raise QueryError("Type a question first: the question is empty.")
-        if len(question) > MAX_QUESTION_CHARS:  # the faces check it first; the window asks the engine directly
+        if len(question) > MAX_QUESTION_CHARS:
             raise QueryError(question_too_long(len(question)))
         if options.top_k < 1:
             raise QueryError(f"The result count must be at least 1 (got {options.top_k}).")
         self.reranking.strategy(options.strategy)
+        check_languages(options.languages)
+        check_glob(options.path_glob)
 
     async def strategies(self) -> list[StrategyInfo]:
         """Every reranking strategy, with whether it can run now (cheap checks, no model loading)."""
@@ -258,7 +266,7 @@ class LocalEngine:
                          before: int | None = None) -> FileAnswer:
         """The question answered as ranked files: the strategy's chunk ranking folded per file, with
         whole-file keywords, mentions and the history's votes (commits at or after `before` ignored)."""
-        self._validate(question, options)
+        self.validate(question, options)
         if max_files < 1:
             raise QueryError(f"The file count must be at least 1 (got {max_files}).")
         started = time.perf_counter()
@@ -268,7 +276,7 @@ class LocalEngine:
         result = await self._query(question, pooled, names_by_keyword=False, asked=asked)
         words = None
         if result.strategy == "auto" and asked.route == FOR_REPORTS:  # auto's report blend
-            words = await self.query(question, replace(pooled, strategy=auto.FILES.second))
+            words = await self._query(question, replace(pooled, strategy=auto.FILES.second), True)
         index = self.workspace_index(options.workspace)
         answer = await self._run(self._query_pool, self.file_answers.answer, index, result, options, max_files, before, words)
         total = (time.perf_counter() - started) * 1000

@@ -19,6 +19,7 @@ import pathspec
 
 from services.core import files
 from services.core.models import SkippedFile
+from services.core.errors import QueryError
 
 MIB = files.MIB
 BINARY_SNIFF_BYTES = 8192
@@ -117,6 +118,20 @@ class ScanResult:
     files: list[SourceFile] = field(default_factory=list)
     skipped: list[SkippedFile] = field(default_factory=list)
     symlinks: bool = False  # a symlink was met (scan_paths cannot tell when a link's target changes)
+
+
+def known_languages() -> list[str]:
+    return sorted({*LANGUAGE_BY_EXTENSION.values(), *LANGUAGE_BY_NAME.values(), *LANGUAGE_BY_INTERPRETER.values()})
+
+
+def check_languages(languages) -> None:
+    """QueryError naming the first language no file is ever read as."""
+    if not languages:
+        return
+    known = known_languages()
+    unknown = [language for language in languages if language not in known]
+    if unknown:
+        raise QueryError(f"Unknown language {unknown[0]!r}. Known: {', '.join(known)}.")
 
 
 def language_for(name: str, head: bytes = b"") -> str:

@@ -1,7 +1,7 @@
 """Workspaces registered on a server, persisted in its data dir.
 
 Requests name a workspace by id (services.storage.workspace_index.workspace_key of its folder); paths inside
-requests must stay inside that folder (services.transport.paths). Only folders the operator allows can be
+requests must stay inside that folder (services.core.paths). Only folders the operator allows can be
 registered (services.transport.roots): inside an `--allow-root`, or opened by the owner from its own CLI or
 window (listed in the data dir, or indexed there); never a system folder, the home folder or `/`.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from services.core.errors import ForbiddenWorkspace, KnowledgeError, UnknownWorkspace, WorkspaceError
 from services.storage.workspace_index import workspace_key, workspace_root
-from services.transport.paths import check_path_text
+from services.core.paths import check_path_text
 from services.transport.roots import inside_any, owner_folders, refusal
 
 REGISTRY_FILE = "server-workspaces.json"
