@@ -60,20 +60,26 @@ async def file_mrr(service: LocalEngine, folder: Path, queries, qrels) -> float:
 
 
 async def run_until(service: LocalEngine, folder: Path, share: float | None) -> tuple[float, int, int]:
-    """Index until `share` of the chunks have vectors (None: until step 2 starts); (seconds, with vectors, chunks)."""
-    cancel = threading.Event()
+    """Index until at least `share` of the chunks have their vectors stored (None: until step 2 starts);
+    (seconds, with vectors, chunks). A cancel keeps only the files of its window it finished, so the run is
+    resumed (its first windows are small) until the share is stored."""
+    seconds, passes = 0.0, 0
+    while True:
+        cancel = threading.Event()
 
-    def progress(event) -> None:
-        if event.phase != "embedding" or not event.index_total:
-            return
-        if share is None or (share < 1.0 and event.index_done >= share * event.index_total):
-            cancel.set()
+        def progress(event) -> None:
+            if event.phase != "embedding" or not event.index_total:
+                return
+            if share is None or (share < 1.0 and event.index_done >= share * event.index_total):
+                cancel.set()
 
-    started = time.monotonic()
-    await service.index(folder, progress=progress, cancel=cancel)
-    seconds = time.monotonic() - started
-    health = await service.health(folder)
-    return seconds, health.chunks_embedded or 0, health.chunks
+        started = time.monotonic()
+        await service.index(folder, progress=progress, cancel=cancel)
+        seconds += time.monotonic() - started
+        health = await service.health(folder)
+        stored, passes = health.chunks_embedded or 0, passes + 1
+        if share is None or stored >= share * health.chunks or passes == 20:
+            return seconds, stored, health.chunks
 
 
 async def first_answers(service: LocalEngine, folder: Path) -> dict:
