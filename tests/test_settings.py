@@ -36,8 +36,9 @@ def test_settings_combines_every_area_under_flat_names():
     names = [name for area in AREAS for name in area.model_fields]
     assert len(AREAS) >= 11 and len(names) == len(set(names))  # each setting belongs to one area
     assert set(names) == set(Settings.model_fields)
-    settings = Settings(rrf_k=10, candidate_pool_min=7)
+    settings = Settings(rrf_k=10, candidate_pool_min=7, max_file_bytes=2048)
     assert settings.rrf_k == 10 and settings.candidate_pool(top_k=1) == 7 and settings.hybrid_alpha == 0.7
+    assert settings.max_file_bytes == 2048
 
 
 def test_an_area_is_usable_alone_and_validated_alike():
@@ -243,18 +244,3 @@ def test_every_entry_point_refuses_an_unknown_setting_in_one_line(tmp_path, argv
     done = cli(tmp_path, {"KE_CANDIDTE_POOL_MIN": "7"}, *[arg.format(path=tmp_path) for arg in argv])
     expected = "error: unknown setting KE_CANDIDTE_POOL_MIN (did you mean KE_CANDIDATE_POOL_MIN?)"
     assert (done.returncode, done.stderr.strip()) == (1, expected), done.stderr[-2000:]
-
-
-def test_each_area_is_reached_by_name_with_the_combined_values():
-    """`settings.indexing.…`, `settings.rrf.…`: an area's own class and values, the flat names kept."""
-    settings = Settings(rrf_k=10, max_file_bytes=2048, candidate_pool_min=7)
-    areas = {"indexing": IndexingSettings, "query": QuerySettings, "rrf": RrfSettings, "hybrid": HybridSettings,
-             "cross_encoder": CrossEncoderSettings, "bugreport": BugReportSettings}
-    for name, area in areas.items():
-        assert type(getattr(settings, name)) is area
-    assert settings.indexing.max_file_bytes == 2048 and settings.rrf.rrf_k == 10
-    assert settings.query.candidate_pool(top_k=1) == 7 == settings.candidate_pool(top_k=1)
-    named = {name for name in dir(Settings)
-             if not name.startswith(("_", "model_")) and isinstance(getattr(Settings, name, None), property)}
-    assert len(named) == len(AREAS)  # every area has its name
-    assert {type(getattr(settings, name)) for name in named} == set(AREAS)

@@ -14,7 +14,7 @@ import difflib
 import os
 from pathlib import Path
 from collections.abc import Mapping, Set as AbstractSet
-from typing import Literal, Self, TypeVar, get_args, get_origin
+from typing import Literal, Self, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
@@ -239,65 +239,10 @@ class FileAnswerSettings(Area):
     files_graph_callers: int = Field(0, ge=0)
 
 
-AreaT = TypeVar("AreaT", bound=Area)
-
-
 class Settings(FileAnswerSettings, BugReportSettings, LlmSettings, CrossEncoderSettings, PathPriorSettings,
                MetadataSettings, HeuristicSettings, HybridSettings, RrfSettings, KeywordBoostSettings, QuerySettings,
                IndexingSettings):
-    """Every area under flat names (`settings.rrf_k`), and each area by its name (`settings.rrf.rrf_k`: the
-    area's own class, for code that needs that area alone); fields run in reverse base order: indexing first."""
-
-    def _area(self, area: type[AreaT]) -> AreaT:
-        return area(**{name: getattr(self, name) for name in area.model_fields})
-
-    @property
-    def indexing(self) -> IndexingSettings:
-        return self._area(IndexingSettings)
-
-    @property
-    def query(self) -> QuerySettings:
-        return self._area(QuerySettings)
-
-    @property
-    def keyword_boost(self) -> KeywordBoostSettings:
-        return self._area(KeywordBoostSettings)
-
-    @property
-    def rrf(self) -> RrfSettings:
-        return self._area(RrfSettings)
-
-    @property
-    def hybrid(self) -> HybridSettings:
-        return self._area(HybridSettings)
-
-    @property
-    def heuristic(self) -> HeuristicSettings:
-        return self._area(HeuristicSettings)
-
-    @property
-    def metadata(self) -> MetadataSettings:
-        return self._area(MetadataSettings)
-
-    @property
-    def path_prior(self) -> PathPriorSettings:
-        return self._area(PathPriorSettings)
-
-    @property
-    def cross_encoder(self) -> CrossEncoderSettings:
-        return self._area(CrossEncoderSettings)
-
-    @property
-    def llm(self) -> LlmSettings:
-        return self._area(LlmSettings)
-
-    @property
-    def bugreport(self) -> BugReportSettings:
-        return self._area(BugReportSettings)
-
-    @property
-    def file_answers(self) -> FileAnswerSettings:
-        return self._area(FileAnswerSettings)
+    """Every area's settings under flat names (`settings.rrf_k`); fields run in reverse base order: indexing first."""
 
 
 def settings_from_env(base: Settings | None = None) -> Settings:
