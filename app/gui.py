@@ -1,4 +1,5 @@
-"""GUI entry point: QApplication + qasync loop + the engine process + MainWindow (and --screenshot).
+"""GUI entry point: QApplication + qasync loop + the engine process + MainWindow (and --screenshot);
+run_scenes starts the same window for the pictures in docs/.
 
 The window talks to LocalEngine running in a child process (services.transport.engine_process), so
 ChromaDB and model work never hold the GUI process's GIL.
@@ -7,14 +8,19 @@ ChromaDB and model work never hold the GUI process's GIL.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from PySide6.QtCore import QCoreApplication, QSettings
 from PySide6.QtWidgets import QApplication
+
+if TYPE_CHECKING:
+    from qasync import QEventLoop
 
 log = logging.getLogger(__name__)
 
@@ -94,35 +100,76 @@ def make_engine(service_kwargs: dict | None, engine_url: str | None, token_file:
     return EngineProcess(**(service_kwargs or {}))
 
 
-def run_gui(path: str | None, screenshot: str | None, query: str | None, strategy: str | None,
-            service_kwargs: dict, engine_url: str | None = None, token_file: str | None = None,
-            log_path: Path | None = None) -> int:
-    """Start the desktop app on `path`; with `screenshot`, render the window to that PNG and exit.
-    `log_path`: the log file; a fatal error's traceback and the last actions go beside it."""
-    import qasync
-
-    from app.crash_log import CrashLog
-
+@functools.cache
+def gui_thread_collector():
+    """pyqtgraph's GarbageCollector, made once and kept: Python's GC runs in the GUI thread only (a
+    collection in a worker thread that frees a Qt object deadlocks with the GUI thread, seen in tests)."""
     from pyqtgraph.util.garbage_collector import GarbageCollector
 
-    from ui.main_window import APPLICATION, ORGANIZATION, MainWindow, app_settings
+    return GarbageCollector()
+
+
+def start_app() -> tuple[QApplication, QEventLoop]:
+    """The QApplication and its qasync loop (asyncio's) as the desktop app starts them: its names and
+    theme, the GIL handed over often, Python's GC in the GUI thread only."""
+    import qasync
+
+    from ui.main_window import APPLICATION, ORGANIZATION
     from ui.theme import apply_theme
 
     QCoreApplication.setOrganizationName(ORGANIZATION)
     QCoreApplication.setApplicationName(APPLICATION)
     QApplication.setDesktopFileName("knowledge-explorer")  # the menu entry (app/desktop_entry.py): Wayland's app id
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app = cast(QApplication, QApplication.instance()) or QApplication(sys.argv[:1])
     apply_theme(app)
     prefer_gui_thread()
-    collector = GarbageCollector()  # noqa: F841 (kept alive) Python's GC runs in the GUI thread only:
-    # a collection in a worker thread that frees a Qt object deadlocks with the GUI thread (seen in tests)
+    gui_thread_collector()
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
+    return app, loop
+
+
+def scratch_settings(folder: str) -> QSettings:
+    """A settings file in `folder`: a reproducible layout that leaves the user's saved window state alone."""
+    return QSettings(str(Path(folder) / "settings.ini"), QSettings.Format.IniFormat)
+
+
+def run_scenes(scenes, service, size: tuple[int, int] | None = None) -> int:
+    """The pictures in docs/: the window started as the app starts it, on `service` with throwaway settings,
+    shown at `size` (else its first size); runs `scenes(app, window)` to its end, then shuts the window and
+    the engine down."""
+    from ui.main_window import MainWindow
+
+    app, loop = start_app()
+    with tempfile.TemporaryDirectory(prefix="ke-docs-") as scratch:
+        window = MainWindow(service, scratch_settings(scratch))
+        if size:
+            window.resize(*size)
+        window.show()
+        try:
+            with loop:
+                loop.run_until_complete(scenes(app, window))
+        finally:
+            window.shutdown()
+            window.close()
+            service.close()
+    return 0
+
+
+def run_gui(path: str | None, screenshot: str | None, query: str | None, strategy: str | None,
+            service_kwargs: dict, engine_url: str | None = None, token_file: str | None = None,
+            log_path: Path | None = None) -> int:
+    """Start the desktop app on `path`; with `screenshot`, render the window to that PNG and exit.
+    `log_path`: the log file; a fatal error's traceback and the last actions go beside it."""
+    from app.crash_log import CrashLog
+    from ui.main_window import MainWindow, app_settings
+
+    app, loop = start_app()
     settings = app_settings()
     workspace = default_workspace(path, settings)
-    if screenshot:  # a reproducible layout that leaves the user's saved window state alone
+    if screenshot:
         scratch = tempfile.TemporaryDirectory(prefix="ke-screenshot-")
-        settings = QSettings(str(Path(scratch.name) / "settings.ini"), QSettings.Format.IniFormat)
+        settings = scratch_settings(scratch.name)
     crash_log = CrashLog(log_path.parent) if log_path is not None and not screenshot else None
     crashed = crash_log.start() if crash_log is not None else None
     service = make_engine(service_kwargs, engine_url, token_file)

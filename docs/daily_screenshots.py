@@ -12,9 +12,7 @@ settings file keeps the user's own window state alone.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -153,13 +151,8 @@ async def used_by(app, window, qualified_name: str) -> None:
 
 
 def main() -> int:
-    import qasync
-    from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QApplication
-
+    from app.gui import run_scenes
     from services.engine.service import LocalEngine
-    from ui.main_window import MainWindow
-    from ui.theme import apply_theme
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", required=True)
@@ -167,22 +160,8 @@ def main() -> int:
     parser.add_argument("--out", default=str(ROOT / "docs"))
     parser.add_argument("--only", nargs="*", default=[], help="only these pictures (file names)")
     args = parser.parse_args()
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    apply_theme(app)
-    loop = qasync.QEventLoop(app)
-    asyncio.set_event_loop(loop)
-    scratch = tempfile.TemporaryDirectory(prefix="ke-docs-")
-    settings = QSettings(str(Path(scratch.name) / "settings.ini"), QSettings.Format.IniFormat)
-    service = LocalEngine(data_dir=args.data_dir)
-    window = MainWindow(service, settings)
-    window.show()
-    try:
-        with loop:
-            loop.run_until_complete(scenes(app, window, args.workspace, Path(args.out), set(args.only)))
-    finally:
-        window.shutdown()
-        service.close()
-    return 0
+    return run_scenes(lambda app, window: scenes(app, window, args.workspace, Path(args.out), set(args.only)),
+                      LocalEngine(data_dir=args.data_dir))
 
 
 if __name__ == "__main__":

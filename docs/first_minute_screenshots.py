@@ -10,7 +10,6 @@ while the pictures are taken, then released.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import tempfile
 import threading
@@ -27,30 +26,27 @@ async def scenes(app, window, workspace: str, out: Path, held: threading.Event, 
         window.grab().save(str(out / name))
         print(f"saved {out / name}")
 
-    await window.open_workspace(workspace)
-    window.start_index(False)
-    await wait_for(held.is_set, 600)
-    await wait_for(lambda: window.health_panel.values["Files"].text() not in ("—", "0"), 60)
-    await settle(app, 1.0)
-    shot("first-minute-step-2.png")
-    window.query_bar.query.setText("save a note to the store")
-    window.run_query()
-    await wait_for(lambda: not window.runner.is_running("query"), 120)
-    await settle(app, 0.5)
-    shot("first-minute-answer.png")
-    release.set()
+    try:
+        await window.open_workspace(workspace)
+        window.start_index(False)
+        await wait_for(held.is_set, 600)
+        await wait_for(lambda: window.health_panel.values["Files"].text() not in ("—", "0"), 60)
+        await settle(app, 1.0)
+        shot("first-minute-step-2.png")
+        window.query_bar.query.setText("save a note to the store")
+        window.run_query()
+        await wait_for(lambda: not window.runner.is_running("query"), 120)
+        await settle(app, 0.5)
+        shot("first-minute-answer.png")
+    finally:
+        release.set()  # before the window and the engine shut down
     await wait_for(lambda: window.health_panel.badge.text() == "up to date", 600)
 
 
 def main() -> int:
-    import qasync
-    from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QApplication
-
+    from app.gui import run_scenes
     from services.encoders.embedder import Embedder
     from services.engine.service import LocalEngine
-    from ui.main_window import MainWindow
-    from ui.theme import apply_theme
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workspace", default=str(ROOT / "tests" / "sample_workspace"))
@@ -65,24 +61,9 @@ def main() -> int:
         return encode(self, chunks)
 
     Embedder.encode_chunks = gated  # type: ignore[method-assign]
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    apply_theme(app)
-    loop = qasync.QEventLoop(app)
-    asyncio.set_event_loop(loop)
-    scratch = tempfile.TemporaryDirectory(prefix="ke-docs-")
-    settings = QSettings(str(Path(scratch.name) / "settings.ini"), QSettings.Format.IniFormat)
-    service = LocalEngine(data_dir=Path(scratch.name) / "data")
-    window = MainWindow(service, settings)
-    window.resize(1440, 900)
-    window.show()
-    try:
-        with loop:
-            loop.run_until_complete(scenes(app, window, args.workspace, Path(args.out), held, release))
-    finally:
-        release.set()
-        window.shutdown()
-        service.close()
-    return 0
+    with tempfile.TemporaryDirectory(prefix="ke-docs-") as scratch:
+        return run_scenes(lambda app, window: scenes(app, window, args.workspace, Path(args.out), held, release),
+                          LocalEngine(data_dir=Path(scratch) / "data"), (1440, 900))
 
 
 if __name__ == "__main__":

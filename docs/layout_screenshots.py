@@ -9,7 +9,6 @@ needed), with a throwaway settings file; see docs/layout.md for what each pictur
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import tempfile
 from pathlib import Path
@@ -102,13 +101,8 @@ async def compare_scene(app, window, out: Path, shot) -> None:
 
 
 def main() -> int:
-    import qasync
-    from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QApplication
-
+    from app.gui import run_scenes
     from services.engine.service import LocalEngine
-    from ui.main_window import MainWindow
-    from ui.theme import apply_theme
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", default=None)
@@ -118,23 +112,8 @@ def main() -> int:
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    apply_theme(app)
-    loop = qasync.QEventLoop(app)
-    asyncio.set_event_loop(loop)
-    scratch = tempfile.TemporaryDirectory(prefix="ke-docs-")
-    settings = QSettings(str(Path(scratch.name) / "settings.ini"), QSettings.Format.IniFormat)
-    service = LocalEngine(data_dir=args.data_dir) if args.data_dir else LocalEngine()
-    window = MainWindow(service, settings)
-    window.resize(1024, 700)
-    window.show()
-    try:
-        with loop:
-            loop.run_until_complete(scenes(app, window, args.workspace, out, args.only))
-    finally:
-        window.shutdown()
-        service.close()
-    return 0
+    return run_scenes(lambda app, window: scenes(app, window, args.workspace, out, args.only),
+                      LocalEngine(data_dir=args.data_dir), (1024, 700))
 
 
 if __name__ == "__main__":

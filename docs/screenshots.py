@@ -100,13 +100,8 @@ async def goto_scenes(app, window, out: Path) -> None:
 
 
 def main() -> int:
-    import qasync
-    from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QApplication
-
+    from app.gui import run_scenes
     from services.engine.service import LocalEngine
-    from ui.main_window import MainWindow
-    from ui.theme import apply_theme
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", default=None)
@@ -114,24 +109,9 @@ def main() -> int:
     parser.add_argument("--out", default=str(ROOT / "docs"))
     parser.add_argument("--only-goto", action="store_true", help="only the go to finder's pictures")
     args = parser.parse_args()
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    apply_theme(app)
-    loop = qasync.QEventLoop(app)
-    asyncio.set_event_loop(loop)
-    scratch = tempfile.TemporaryDirectory(prefix="ke-docs-")
-    settings = QSettings(str(Path(scratch.name) / "settings.ini"), QSettings.Format.IniFormat)
-    service = LocalEngine(data_dir=args.data_dir) if args.data_dir else LocalEngine()
-    window = MainWindow(service, settings)
-    window.resize(1440, 900)
-    window.show()
-    try:
-        with loop:
-            chosen = only_goto if args.only_goto else scenes
-            loop.run_until_complete(chosen(app, window, args.workspace, Path(args.out)))
-    finally:
-        window.shutdown()
-        service.close()
-    return 0
+    chosen = only_goto if args.only_goto else scenes
+    return run_scenes(lambda app, window: chosen(app, window, args.workspace, Path(args.out)),
+                      LocalEngine(data_dir=args.data_dir), (1440, 900))
 
 
 if __name__ == "__main__":

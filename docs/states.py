@@ -90,34 +90,18 @@ async def scenes(app, window, scratch: Path, out: Path) -> None:
 
 
 def main() -> int:
-    import qasync
-    from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QApplication
-
+    from app.gui import run_scenes
     from services.engine.service import LocalEngine
-    from ui.main_window import MainWindow
-    from ui.theme import apply_theme
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "docs" / "states"))
     args = parser.parse_args()
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    apply_theme(app)
-    loop = qasync.QEventLoop(app)
-    asyncio.set_event_loop(loop)
     scratch = Path(tempfile.mkdtemp(prefix="ke-states-"))
-    settings = QSettings(str(scratch / "settings.ini"), QSettings.Format.IniFormat)
-    service = LocalEngine(data_dir=scratch / "data")
-    window = MainWindow(service, settings)  # no saved geometry: its first size, fitted to the screen
-    window.show()
-    try:
-        with loop:
-            loop.run_until_complete(scenes(app, window, scratch, Path(args.out)))
+    try:  # no size: its first size, fitted to the screen
+        return run_scenes(lambda app, window: scenes(app, window, scratch, Path(args.out)),
+                          LocalEngine(data_dir=scratch / "data"))
     finally:
-        window.shutdown()
-        service.close()
         shutil.rmtree(scratch, ignore_errors=True)
-    return 0
 
 
 if __name__ == "__main__":
