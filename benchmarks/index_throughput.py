@@ -37,15 +37,16 @@ async def index_once(workspace: Path, backend: str) -> dict:
     with tempfile.TemporaryDirectory() as data_dir:
         service = LocalEngine(Settings(embedding_backend=backend), data_dir=data_dir)
         await asyncio.to_thread(service.index_embedder.load)  # model load and export are not indexing
-        phases: dict[str, float] = {}  # when each step of the run began
+        step_2: list[float] = []  # when the first vector-making event came, and the first event after them
 
         def progress(event) -> None:
-            phases.setdefault(event.phase, time.perf_counter())
+            if (event.phase == "embedding") != (len(step_2) == 1):  # step 2 begins, or the first event after it
+                step_2.append(time.perf_counter())
 
         started = time.perf_counter()
         report = await service.index(workspace, full=True, progress=progress)
         total = time.perf_counter() - started
-        step_2 = phases.get("finalizing", started + total) - phases.get("embedding", started)
+        step_2_seconds = (step_2 + [started + total])[1] - step_2[0] if step_2 else total
         texts = chunk_texts(workspace, Path(data_dir))
         encode_started = time.perf_counter()
         service.index_embedder.encode(texts)
@@ -57,7 +58,7 @@ async def index_once(workspace: Path, backend: str) -> dict:
         service.close()
     return {"backend": used, "files": report.files_indexed, "chunks": report.chunks_embedded,
             "pipeline s": round(total, 1), "pipeline chunks/s": round(report.chunks_embedded / total, 1),
-            "step 2 chunks/s": round(report.chunks_embedded / step_2, 1),
+            "step 2 chunks/s": round(report.chunks_embedded / step_2_seconds, 1),
             "bare model chunks/s": round(len(texts) / encode_seconds, 1),
             "no-change reindex ms": round(no_change * 1000), "unchanged": second.files_unchanged}
 
@@ -95,7 +96,8 @@ def cosqa_quality(backends: list[str], encoders: Path) -> dict[str, dict]:
 
 async def measure(args) -> None:
     backends = args.backends.split(",")
-    encoders = Path(tempfile.mkdtemp(prefix="ke-encoders-"))  # every backend exported anew, shared by the rounds
+    # every backend exported anew (unless --encoders names a folder of earlier exports), shared by the rounds
+    encoders = args.encoders or Path(tempfile.mkdtemp(prefix="ke-encoders-"))
     os.environ["KE_ENCODER_CACHE_DIR"] = str(encoders)
     runs: dict[str, list[dict]] = {b: [] for b in backends}
     for round_number in range(1, args.rounds + 1):
@@ -133,6 +135,7 @@ def main() -> None:
     parser.add_argument("--backends", default="onnx-int8,openvino,openvino-int8")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--cosqa", action="store_true")
+    parser.add_argument("--encoders", type=Path, default=None, help="reuse the exported encoders in this folder")
     asyncio.run(measure(parser.parse_args()))
 
 
