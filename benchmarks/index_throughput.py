@@ -120,7 +120,7 @@ async def measure(args) -> None:
                "no-change reindex ms": statistics.median(r["no-change reindex ms"] for r in runs[backend])}
         table.append(row | quality.get(backend, {}))
         print(table[-1])
-    record("index_throughput", table, settings={"workspace": str(args.workspace), "rounds": args.rounds,
+    record(args.record, table, settings={"workspace": str(args.workspace), "rounds": args.rounds,
                                                 "backends": backends, "engine": engine_settings()},
            uses_percentiles=False,
            note=(f"per backend, the median of {args.rounds} rounds, the backends taking turns; a round: one full "
@@ -136,6 +136,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--cosqa", action="store_true")
     parser.add_argument("--encoders", type=Path, default=None, help="reuse the exported encoders in this folder")
+    parser.add_argument("--record", default="index_throughput", help="the results' name (encoder_limit: step 2 "
+                        "against the bare encoder, issue 51)")
     asyncio.run(measure(parser.parse_args()))
 
 
