@@ -285,12 +285,7 @@ class LocalEngine:
                                            "total": round(total, 1)})
 
     async def symbol_names(self, workspace: str | Path) -> list[str]:
-        try:
-            index = self.workspace_index(workspace)
-        except WorkspaceError:  # a folder that is gone: its index still lists them
-            index = self.workspaces.known(workspace)
-            if index is None:
-                raise
+        index = self.workspaces.readable(workspace)  # a folder that is gone: its index still lists them
         return await self._run(self._query_pool, lambda: index.catalog().symbols() if index.exists() else [])
 
     # --- go to symbol / file (services/retrieval/goto.py) ---

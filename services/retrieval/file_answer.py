@@ -77,8 +77,8 @@ class FileRanker:
         far as the question's likely files have them: with the useful order, source files come first)."""
         if result.chunks_with_vectors is None or self.catalog is None or not result.results:
             return weights
-        ids = [r.chunk.id for r in result.results]
-        return replace(weights, vector=weights.vector * (1.0 - self.catalog.awaiting.among(ids) / len(ids)))
+        share = self.catalog.awaiting.share_with_vectors([r.chunk.id for r in result.results])
+        return replace(weights, vector=weights.vector * share)
 
     def blended(self, report: QueryResult, words: QueryResult, max_files: int, before: int | None,
                 allowed: set[str] | None, blend) -> FileAnswer:

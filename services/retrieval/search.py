@@ -172,10 +172,7 @@ class Searcher:
         """The vector ranking's weight while vectors are missing: the share of the chunks the question's names
         and keywords find that have their vectors (what the vector ranking could rank of them), not of the
         whole repository's: the files made first (source) are those questions point at."""
-        if not by_keywords:
-            return 0.0
-        ids = [c.chunk.id for c in by_keywords]
-        return 1.0 - self.index.catalog().awaiting.among(ids) / len(ids)
+        return self.index.catalog().awaiting.share_with_vectors([c.chunk.id for c in by_keywords])
 
     def name_query(self, question: str, options: QueryOptions, reading: names.Reading) -> QueryResult | None:
         """`auto` on a name: its definitions, then the chunks that use it by keyword, no vectors

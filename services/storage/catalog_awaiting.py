@@ -21,10 +21,13 @@ class Awaiting(CatalogDb):
         row = self._query("SELECT (SELECT COUNT(*) FROM chunks), (SELECT COUNT(*) FROM awaiting)")[0]
         return int(row[0]), int(row[1])
 
-    def among(self, ids: list[str]) -> int:
-        """How many of these chunks await their vectors."""
-        return sum(self._query(f"SELECT COUNT(*) FROM awaiting WHERE vid IN ({marks(len(part))})",
-                               [vector_id(i) for i in part])[0][0] for part in batches(ids))
+    def share_with_vectors(self, ids: list[str]) -> float:
+        """The share of these chunks whose vectors are stored (0 for no chunk)."""
+        if not ids:
+            return 0.0
+        waiting = sum(self._query(f"SELECT COUNT(*) FROM awaiting WHERE vid IN ({marks(len(part))})",
+                                  [vector_id(i) for i in part])[0][0] for part in batches(ids))
+        return 1.0 - waiting / len(ids)
 
     def awaiting_paths(self) -> dict[str, int]:
         """{path: chunks awaiting their vectors} of every file that has some."""
