@@ -204,6 +204,7 @@ class StandInEmbedder(Embedder):
     name = "stand-in"
     device = "cpu"
     call_size = 32  # texts per call the indexer hands it (it is its own encoder: Embedder.call_size would load one)
+    calls_at_once = 1
 
     @property
     def backend_used(self) -> str:

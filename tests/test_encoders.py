@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -112,6 +113,29 @@ def test_openvino_vector_of_a_text_does_not_depend_on_its_batch(encoder, request
     alone = encoder.encode(SAMPLES[:1])
     beside_longer = encoder.encode(SAMPLES[:1] + ["x = 1\n" * 200, "def f():\n    pass"])[:1]
     assert np.allclose(alone, beside_longer, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_openvino_calls_from_two_threads_at_once_give_each_text_its_own_vectors(openvino_int8):
+    """The indexer keeps two calls running (calls_at_once): each thread gets the vectors of its own texts."""
+    texts = [f"def f{i}(x):\n    return x * {i}\n" * (1 + i % 5) for i in range(96)]
+    halves = [texts[:48], texts[48:]]
+    alone = [openvino_int8.encode(half) for half in halves]
+    start = threading.Barrier(2)
+    together: list = [None, None]
+
+    def encode(number: int) -> None:
+        start.wait(timeout=60)
+        together[number] = [openvino_int8.encode(halves[number]) for _ in range(3)]
+
+    threads = [threading.Thread(target=encode, args=(n,)) for n in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert openvino_int8.calls_at_once == 2
+    for number in (0, 1):
+        assert all(np.allclose(vectors, alone[number], atol=1e-5) for vectors in together[number])
 
 
 @pytest.mark.slow

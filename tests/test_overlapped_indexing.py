@@ -16,9 +16,11 @@ import textwrap
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from services.engine.service import LocalEngine
+from services.indexing import vector_step
 from services.indexing.preparing import PARALLEL_FILES, prepared
 from services.indexing.scanning import scan_workspace
 from services.storage.workspace_index import WorkspaceIndex, workspace_root
@@ -127,6 +129,53 @@ def test_kill_9_during_an_overlapped_run_leaves_every_file_fully_old_or_fully_ne
     index = WorkspaceIndex(workspace_root(root), data)
     try:
         assert index.store().all_ids() == index.catalog().chunk_ids() and index.catalog().awaiting.awaiting_count() == 0
+    finally:
+        index.close()
+
+
+def test_the_next_encoder_call_runs_while_the_last_ends_and_every_chunk_keeps_its_own_vector(tmp_path, monkeypatch):
+    """OpenVINO takes two calls at once: step 2 starts the next call before the last one returns (its streams do
+    not wait between calls), and each chunk's stored vector is still its own."""
+    from services.encoders.embedder import Embedder, chunk_text
+
+    root, data = tmp_path / "ws", tmp_path / "data"
+    root.mkdir()
+    write_all(root, new=False)
+    second_started, overlapped = threading.Event(), []
+    running = [0]
+    lock = threading.Lock()
+    encode = Embedder.encode_chunks
+
+    def watched(self, chunks):
+        with lock:
+            running[0] += 1
+            first = running[0] == 1 and not overlapped
+            if running[0] == 2:
+                second_started.set()
+        try:
+            if first:  # hold the first call until a second one has started beside it
+                overlapped.append(second_started.wait(timeout=120))
+            return encode(self, chunks)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(Embedder, "encode_chunks", watched)
+    monkeypatch.setattr(vector_step, "FIRST_WINDOW_CHUNKS", vector_step.WINDOW_CHUNKS)  # its first call has a next
+    service = LocalEngine(stand_in_settings(embedding_backend="openvino-int8"), data_dir=data)
+    try:
+        report = asyncio.run(service.index(root))
+        assert report.files_indexed == FILES and overlapped == [True]
+    finally:
+        service.close()
+    index = WorkspaceIndex(workspace_root(root), data)
+    try:
+        chunks = index.catalog().chunks()[::97]
+        stored = index.store().embeddings([c.id for c in chunks])
+        embedder = Embedder(str(stand_in_model()), backend="openvino-int8", role="check")
+        expected = index.project(embedder.encode([chunk_text(c) for c in chunks]))
+        for chunk, vector in zip(chunks, expected):
+            assert np.allclose(stored[chunk.id], vector, atol=1e-4), chunk.id
     finally:
         index.close()
 

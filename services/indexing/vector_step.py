@@ -10,6 +10,7 @@ import errno
 import logging
 import re
 import time
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -76,6 +77,8 @@ class VectorStep:
         self.window_reused = 0
         self.writer: ThreadPoolExecutor | None = None  # stores and commits a window while the next is encoded
         self.writing: tuple[list[Pending], Future] | None = None  # the window being written
+        self.encoders: ThreadPoolExecutor | None = None  # runs encoder calls, where the encoder takes several at once
+        self.at_once = 1
         self.presampled: dict[str, np.ndarray] = {}  # encoder vectors of the projection's sample, by chunk id
         self.presampled_cached: set[str] = set()  # those of them the shared cache held
 
@@ -129,6 +132,9 @@ class VectorStep:
         self.run.meter.emit("embedding", 0, self.run.files_total, 0, self.run.total_chunks)
         writer = ThreadPoolExecutor(1, thread_name_prefix="ke-store")
         self.writer = writer
+        self.at_once = self.run.embedder.calls_at_once
+        if self.at_once > 1:
+            self.encoders = ThreadPoolExecutor(self.at_once, thread_name_prefix="ke-encode")
         try:
             for paths in windows(order, counts, WINDOW_CHUNKS, self.run.index.asked):
                 self.run._still_there()
@@ -141,6 +147,9 @@ class VectorStep:
             self.run._still_there()
         finally:
             self.writer = None
+            if self.encoders:
+                self.encoders.shutdown(wait=True)
+                self.encoders = None
             self.run.index.asked.clear()  # asked of this run; the next one has its own
             writer.shutdown(wait=True)  # a run stopping on an error still lets the last write end first
         return self.run.files_committed
@@ -264,8 +273,8 @@ class VectorStep:
         return vectors, self._encode_into(vectors, chunks, list(range(len(chunks))))
 
     def _encode_into(self, vectors: np.ndarray, chunks: list[Chunk], fresh: list[int]) -> set[int]:
-        """Take what the shared cache holds, then encode the rest in length-sorted slices (less padding),
-        checking for a cancel between slices."""
+        """Take what the shared cache holds, then encode the rest in length-sorted slices (less padding);
+        a cancel keeps the slices done and those running."""
         presampled = [i for i in fresh if chunks[i].id in self.presampled]
         if presampled:
             kept = np.stack([self.presampled.pop(chunks[i].id) for i in presampled])
@@ -281,20 +290,45 @@ class VectorStep:
             self.window_reused += len(hits)
         self.window_embedded = len(done)
         fresh = sorted((i for i in fresh if i not in done), key=lambda i: len(chunks[i].content))
-        size = self.run.embedder.call_size  # a cancel waits for one call: a batch for each of the encoder's lanes
-        for start in range(0, len(fresh), size):
-            if self.run.cancel.is_set():
-                return done | set(fresh[:start])
-            part = fresh[start:start + size]
-            try:
-                vectors[part] = self.run.index.project(self.run.vector_maker.encode([chunks[i] for i in part]))
-            except Exception as error:
-                raise StageError("embedded", error) from error
+        size = self.run.embedder.call_size  # a cancel waits for the calls running: a batch for each encoder lane
+        parts = [fresh[start:start + size] for start in range(0, len(fresh), size)]
+        finished: set[int] = set()
+        for part, made in self._encoded(chunks, parts):
+            vectors[part] = self.run.index.project(made)
+            finished.update(part)
             self.window_embedded += len(part)
             run = self.run
             run.meter.emit("embedding", run.files_committed, run.files_total, run.made + self.window_embedded,
                            run.total_chunks)
-        return done | set(fresh)
+        return done | finished
+
+    def _encoded(self, chunks: list[Chunk], parts: list[list[int]]):
+        """(part, its vectors) in order. Where the encoder takes several calls at once, that many run, so the
+        next call's batches are queued while this one's end. No call starts once the run is cancelled."""
+        def encode(part: list[int]) -> np.ndarray:
+            try:
+                return self.run.vector_maker.encode([chunks[i] for i in part])
+            except Exception as error:
+                raise StageError("embedded", error) from error
+
+        if self.encoders is None:
+            for part in parts:
+                if self.run.cancel.is_set():
+                    return
+                yield part, encode(part)
+            return
+        running: deque[tuple[list[int], Future]] = deque()
+        waiting = iter(parts)
+        while True:
+            while len(running) < self.at_once and not self.run.cancel.is_set():
+                part = next(waiting, None)
+                if part is None:
+                    break
+                running.append((part, self.encoders.submit(encode, part)))
+            if not running:
+                return
+            part, call = running.popleft()
+            yield part, call.result()
 
 
 def windows(order: list[str], counts: dict[str, int], size: int, asked: set[str] | None = None):
