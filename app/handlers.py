@@ -241,6 +241,6 @@ async def unless_disconnected(request: Request, work: asyncio.Future, poll_secon
 async def search_and_rerank(service: ServedEngine, root: Path, request: SearchRerankRequest, strategy: str) -> SearchRerankResponse:
     """The spec's search-then-rerank response, from the pipeline's QueryResult."""
     options = QueryOptions(workspace=str(root), top_k=request.final_top_k, strategy=strategy,
-                           min_relevance=request.min_relevance, expand_context=False)
+                           min_relevance=request.min_relevance, expand_context=False, pool=request.initial_top_k)
     result = await service.query(request.query_text, options)
     return search_rerank_response(result, service.model_name(strategy, root), strategy)

@@ -200,7 +200,7 @@ LANGUAGES = Param("languages", list[str] | None, None)
 PATH_GLOB = Param("path_glob", str, "")
 IN_URL = {"workspace": "workspace_id"}
 QUERY_FIELDS = {"question": "question", "strategy": "strategy", "languages": "languages", "path_glob": "path_glob"}
-QUERY_EXTRA = ("min_relevance", "context_lines", "expand_context", "use_cache", "before")  # REST's QueryRequest beyond MCP
+QUERY_EXTRA = ("min_relevance", "context_lines", "expand_context", "use_cache", "before", "pool")  # REST's QueryRequest beyond MCP
 GOTO_HITS = ("{query, target, matched (how many names matched), line, message ('' or why nothing was found), "
              "hits: [{path, start_line, end_line, symbol, qualified_name, kind, language, score}]}, fields of the "
              "REST goto JSON")

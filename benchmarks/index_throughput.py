@@ -112,18 +112,23 @@ async def measure(args) -> None:
         pipeline = round(statistics.median(r["pipeline chunks/s"] for r in runs[backend]), 1)
         bare = round(statistics.median(r["bare model chunks/s"] for r in runs[backend]), 1)
         step_2 = round(statistics.median(r["step 2 chunks/s"] for r in runs[backend]), 1)
+        # each round's own ratio (its step 2 and its bare encoder minutes apart), then their median
+        step_2_rounds = [r["step 2 chunks/s"] / r["bare model chunks/s"] for r in runs[backend]]
         row = {"backend": backend, "runs as": runs[backend][0]["backend"], "files": runs[backend][0]["files"],
                "chunks": runs[backend][0]["chunks"], "pipeline chunks/s": pipeline, "bare model chunks/s": bare,
                f"pipeline × {first}": round(pipeline / statistics.median(r["pipeline chunks/s"] for r in runs[first]), 2),
-               "pipeline / model": round(pipeline / bare, 2), "step 2 chunks/s": step_2,
-               "step 2 / model": round(step_2 / bare, 2),
+               "pipeline / model": round(statistics.median(r["pipeline chunks/s"] / r["bare model chunks/s"]
+                                                           for r in runs[backend]), 2),
+               "step 2 chunks/s": step_2, "step 2 / model": round(statistics.median(step_2_rounds), 3),
+               "step 2 / model by round": ", ".join(f"{x:.3f}" for x in step_2_rounds),
                "no-change reindex ms": statistics.median(r["no-change reindex ms"] for r in runs[backend])}
         table.append(row | quality.get(backend, {}))
         print(table[-1])
     record(args.record, table, settings={"workspace": str(args.workspace), "rounds": args.rounds,
                                                 "backends": backends, "engine": engine_settings()},
            uses_percentiles=False,
-           note=(f"per backend, the median of {args.rounds} rounds, the backends taking turns; a round: one full "
+           note=(f"per backend, the median of {args.rounds} rounds (a ratio: the median of each round's own), the "
+                 "backends taking turns; a round: one full "
                  "index into a fresh data dir (model loaded and exported beforehand), then the bare encoder on the "
                  "same chunks, then a no-change reindex" + ("; CoSQA: bare encoder, exact cosine top 10 of 6,267 "
                  "functions, fp32 ONNX as the cosine reference" if args.cosqa else "")))

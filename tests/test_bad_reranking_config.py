@@ -52,6 +52,15 @@ def test_a_threshold_that_is_not_a_finite_number_from_0_to_1_is_refused_and_not_
     assert answer.json()["warning"] == ""
 
 
+def test_raw_scores_are_refused_with_why_and_nothing_is_stored(served):
+    url, key, _service, _workspace = served
+    before = httpx.get(f"{url}/v1/workspaces/{key}/reranking/config").json()
+    response = put_config(url, key, '{"strategy": "none", "normalize_scores": false}')
+    assert response.status_code == 422, response.text
+    assert response.json()["error"]["message"].startswith("normalize_scores: Scores are always normalized to 0-1")
+    assert httpx.get(f"{url}/v1/workspaces/{key}/reranking/config").json() == before
+
+
 def test_a_bad_stored_value_is_ignored_with_a_note_and_queries_still_answer(served):
     url, key, service, workspace = served
     assert put_config(url, key, '{"strategy": "none", "score_threshold": 0.3}').status_code == 200

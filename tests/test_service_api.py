@@ -66,6 +66,14 @@ def test_spec_rerank_endpoints_score_documents_and_search_results(client, served
         hit["metadata"]["path"])
 
 
+def test_the_spec_search_reranks_initial_top_k_candidates(client, served_workspace):
+    key = served_workspace["id"]
+    for pool in (4, 12):
+        body = {"query_text": "save a note", "initial_top_k": pool, "final_top_k": 3, "strategy": "keyword-boost"}
+        searched = client.post(f"/v1/workspaces/{key}/search/rerank", json=body).json()
+        assert searched["total_candidates"] == pool and searched["total_returned"] == 3, searched
+
+
 def test_index_runs_report_progress_by_server_sent_events_and_cancel(client, tmp_path):
     key = register(client, copy_sample(tmp_path / "fresh"))
     assert client.post(f"/v1/workspaces/{key}/index", json={}).status_code == 202

@@ -41,6 +41,13 @@ def _fraction(value: float) -> float:
     return value
 
 
+def _normalized(value: bool) -> bool:
+    if not value:
+        raise PydanticCustomError("normalized", "Scores are always normalized to 0-1 here (min_relevance and "
+                                  "score_threshold are on that scale); leave it true")
+    return value
+
+
 TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K)]
 Fraction = Annotated[float, AfterValidator(_fraction), WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1})]
 Question = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS)]
@@ -74,12 +81,14 @@ class QueryRequest:
     expand_context: bool = True
     use_cache: bool = True
     before: int | None = None  # history cut-off (unix time): commits at or after it are ignored
+    pool: TopK | None = None  # vector candidates the strategy sees (the spec's initial_top_k); None: its own
 
     def options(self, workspace: str) -> QueryOptions:
         return QueryOptions(workspace=workspace, top_k=self.top_k, strategy=self.strategy,
                             min_relevance=self.min_relevance, languages=tuple(self.languages),
                             path_glob=self.path_glob, context_lines=self.context_lines,
-                            expand_context=self.expand_context, use_cache=self.use_cache, before=self.before)
+                            expand_context=self.expand_context, use_cache=self.use_cache, before=self.before,
+                            pool=self.pool)
 
 
 MAX_WORKSPACES = 20  # as services.retrieval.multi.MAX_WORKSPACES
@@ -112,7 +121,7 @@ class RerankingConfig:
     batch_size: Annotated[int, Field(ge=1, le=512)] = 32
     max_input_length: Annotated[int, Field(ge=16, le=4096)] = 512
     score_threshold: Fraction = 0.0  # the cross-encoder's, on its 0-1 scale
-    normalize_scores: bool = True
+    normalize_scores: Annotated[bool, AfterValidator(_normalized)] = True  # its scores are always 0-1
 
 
 @dataclass(frozen=True)
@@ -121,7 +130,7 @@ class SearchRerankRequest:
     __pydantic_config__ = STRICT
 
     query_text: Question
-    initial_top_k: TopK = 50  # accepted for the spec; the pool is the strategy's own (pool_size: 2 x top_k, 50)
+    initial_top_k: TopK = 50  # the candidates the strategy sees (final_top_k at least)
     final_top_k: TopK = 5
     enable_reranking: bool = True
     strategy: str | None = None  # default: the workspace's reranking config

@@ -234,6 +234,7 @@ class QueryOptions:
     expand_context: bool = True
     use_cache: bool = True
     before: int | None = None  # history cut-off (unix time): strategies ignore commits at or after it
+    pool: int | None = None  # vector candidates the strategy sees (the spec's initial_top_k); None: its own
 
 
 @dataclass(frozen=True)

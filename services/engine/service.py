@@ -28,7 +28,7 @@ from services.retrieval.plan import FOR_REPORTS, QueryPlan, plan
 from services.retrieval.search import Searcher
 from services.encoders.embedder import embedder_for, query_embedder
 from services.core.errors import IndexMissingError, IndexUnavailable, KnowledgeError, QueryError, WorkspaceError
-from services.core.messages import MAX_QUESTION_CHARS, DocumentRerankResponse, question_too_long
+from services.core.messages import MAX_QUESTION_CHARS, MAX_TOP_K, DocumentRerankResponse, question_too_long
 from services.engine.protocol import ProgressCallback, WatchCallback
 from services.engine.scheduler import IndexScheduler
 from services.engine.file_answers import FileAnswers
@@ -254,6 +254,8 @@ class LocalEngine:
             raise QueryError(question_too_long(len(question)))
         if options.top_k < 1:
             raise QueryError(f"The result count must be at least 1 (got {options.top_k}).")
+        if options.pool is not None and not 1 <= options.pool <= MAX_TOP_K:
+            raise QueryError(f"The candidate pool must be from 1 to {MAX_TOP_K} (got {options.pool}).")
         self.reranking.strategy(options.strategy)
         check_languages(options.languages)
         check_glob(options.path_glob)

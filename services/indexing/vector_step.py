@@ -1,6 +1,7 @@
 """Step 2 of an index run: the vectors of the chunks that wait for them (this run's and any an earlier run left),
 the most useful files first (services/indexing/vector_order.py), window after window. Each window is encoded
-shortest first and handed to a writer thread that stores its vectors and marks its chunks (one write in flight),
+shortest first (with as many encoder calls running as the encoder takes at once: OpenVINO's streams then never wait
+between calls) and handed to a writer thread that stores its vectors and marks its chunks (one write in flight),
 while the next window is encoded. A window that fails is tried again file by file; a component that fails for a
 probe too stops the run. The run's counts and progress stay the Indexer's (`run`)."""
 

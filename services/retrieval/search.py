@@ -91,7 +91,7 @@ class Searcher:
                 return named
         strategy, strategy_note = strategy.route(asked)
         stages = steps.Stages()
-        pool = max(strategy.pool_size(options.top_k), options.top_k)
+        pool = max(options.pool or strategy.pool_size(options.top_k), options.top_k)
         try:
             vector = self.index.project(self.encode([question]))[0]
         except InvalidVectors as error:  # never searched with: an answer that says why it has no results

@@ -6,6 +6,7 @@ its chunk, and a resize round trip keeps every panel, the why rows included."""
 from __future__ import annotations
 
 import pytest
+from PySide6.QtWidgets import QApplication
 from pytestqt.exceptions import TimeoutError as NotThere
 
 from tests.ui.test_layout import ask, indexed, window  # noqa: F401 (the module's indexed sample, its window)
@@ -28,7 +29,7 @@ def resize(qtbot, window, width: int, height: int) -> None:
     except NotThere:
         window.resize(width, height)
         qtbot.waitUntil(there)
-    qtbot.wait(50)  # the splits are restored once the arrangement is laid out (a zero timer)
+    QApplication.processEvents()  # the splits are restored once the arrangement is laid out (a posted zero timer)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
