@@ -43,6 +43,17 @@ def test_a_dotted_name_matches_qualified_names():
     assert found(finder, "ns.sa")[0] == "NoteStore.save"
 
 
+def test_a_module_and_a_name_go_to_that_module_s_definition_first():
+    """`nodes.Node` names `Node` in nodes.py, as a question and references read it (services/retrieval/definitions.py):
+    go to symbol's first tier, though no qualified name holds the module's name."""
+    finder = SymbolFinder([("src/pkg/nodes.py", "python", 1, 9, "Node", "Node", "class"),
+                           ("src/pkg/other.py", "python", 1, 9, "Node", "Node", "class"),
+                           ("src/pkg/nodes.py", "python", 10, 19, "visit", "NodeVisitor.visit", "method")])
+    hits, matched, _ = finder.find("nodes.Node", 10)
+    assert [(h.path, h.qualified_name) for h in hits] == [("src/pkg/nodes.py", "Node")] and matched == 1
+    assert [h.path for h in finder.find("Node", 10)[0]][:2] == ["src/pkg/nodes.py", "src/pkg/other.py"]
+
+
 def test_matched_characters_are_given_for_highlighting():
     hit = symbols("FixtureManager").find("fixman", 1)[0][0]
     assert hit.label == "FixtureManager" and hit.positions == (0, 1, 2, 7, 8, 9)

@@ -5,7 +5,9 @@ A question matches a name when its characters appear in it in order (case-insens
 matches when its longest common subsequence with the question is the whole question); the best few
 hundred are then aligned here, like fzf: a matched character counts more at a word start, a camel hump
 or right after the previous one, gaps cost, an exact name and a prefix come first, shorter names and
-paths before longer ones. A question with a dot (`Class.method`) matches qualified names; a path
+paths before longer ones. Before all of them come the definitions the name names by the rule a question and
+references read it by (services/retrieval/definitions.py: `nodes.Node` is `Node` in nodes.py). A question with a
+dot (`Class.method`) matches qualified names; a path
 question matches file paths, its file name counting most, and `latex.py:120` asks for line 120.
 Space-separated terms (`fill_fixtures conftest`) match where every term does: a file's path; a
 definition's name (one term at least) or its path.
@@ -25,6 +27,7 @@ import numpy as np
 
 from services.core.errors import QueryError
 from services.core.models import GotoAnswer, GotoHit
+from services.retrieval.definitions import named, parts_of
 
 SHORTLIST = 200  # names aligned in full per question; the rest are ordered by cheap signals first
 MAX_QUERY = 200
@@ -188,6 +191,7 @@ class SymbolFinder:
         self.names = Names([d.symbol for d in self.items])
         self.qualified = Names([d.qualified_name for d in self.items])
         self._paths: Names | None = None
+        self._by_symbol: dict[str, list[int]] | None = None  # lower-case symbol -> its definitions, for `exact`
 
     @property
     def paths(self) -> Names:
@@ -204,20 +208,38 @@ class SymbolFinder:
         names = self.qualified if "." in dotted else self.names
         wanted = dotted.lower()
         found = names.matching(wanted)
-        scored = []
-        for i in names.shortlist(wanted, found).tolist():
+        exact = self.exact(dotted)
+        tier = set(exact)
+        first, scored = [], []
+        for i in exact + [i for i in names.shortlist(wanted, found).tolist() if i not in tier]:
             label = names.labels[i]
             aligned = align(dotted, label)
-            if aligned is None:
+            if aligned is None and i not in tier:
                 continue
-            score = aligned[0] + exactness(wanted, names.lower[i]) - len(label)
+            score = aligned[0] + exactness(wanted, names.lower[i]) - len(label) if aligned else float(EXACT)
             item = self.items[i]
-            scored.append(((-score, KIND_ORDER.get(item.kind, 3), len(item.path), item.path, item.start_line),
-                           GotoHit(item.path, item.start_line, item.end_line, item.symbol, item.qualified_name,
-                                   item.kind, item.language, float(score), label, aligned[1])))
-        scored.sort(key=lambda pair: pair[0])
-        closest = names.closest(wanted) if not len(found) else []
-        return [hit for _, hit in scored[:limit]], len(found), closest
+            (first if i in tier else scored).append((
+                (-score, KIND_ORDER.get(item.kind, 3), len(item.path), item.path, item.start_line),
+                GotoHit(item.path, item.start_line, item.end_line, item.symbol, item.qualified_name, item.kind,
+                        item.language, float(score), label, aligned[1] if aligned else ())))
+        ranked = sorted(first, key=lambda pair: pair[0]) + sorted(scored, key=lambda pair: pair[0])
+        matched = len(set(found.tolist()) | tier)
+        closest = names.closest(wanted) if not matched else []
+        return [hit for _, hit in ranked[:limit]], matched, closest
+
+    def exact(self, dotted: str) -> list[int]:
+        """The definitions the name names, by the rule questions and references read it by (definitions.named):
+        go to symbol's first tier, before its fuzzy matches (`nodes.Node` finds `Node` in nodes.py)."""
+        parts = parts_of(dotted)
+        if not parts:
+            return []
+        if self._by_symbol is None:
+            self._by_symbol = {}
+            for i, item in enumerate(self.items):
+                self._by_symbol.setdefault(item.symbol.lower(), []).append(i)
+        candidates = self._by_symbol.get(parts[-1].lower(), [])
+        chosen = {id(item) for item in named([self.items[i] for i in candidates], parts)}
+        return [i for i in candidates if id(self.items[i]) in chosen]
 
 
     def find_terms(self, terms: list[str], limit: int) -> tuple[list[GotoHit], int, list[str]]:

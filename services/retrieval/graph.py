@@ -22,7 +22,7 @@ from services.core.models import Chunk, GotoHit, GraphAnswer, GraphFile, GraphLi
 from services.storage.code_graph import KINDS, LOCAL, Use, decode
 from services.retrieval import on_disk
 from services.retrieval.goto import check_query
-from services.retrieval.names import dotted_size
+from services.retrieval.definitions import named, parts_of
 
 MAX_LINKS = 2000  # rows an answer lists; `total` still counts them all
 MAX_MENTION_FILES = 400  # files read from disk for a name's mentions in text (a common word is in thousands)
@@ -136,15 +136,10 @@ def resolve(catalog, query: str) -> tuple[list[Target], str]:
         chunks = catalog.chunks(ids=[query])
         if chunks:
             return _targets(chunks), chunks[0].symbol
-    parts = [p for p in re.split(r"\.|::", query) if p]
-    symbol = parts[-1] if parts else query
-    candidates = _definitions(catalog, [symbol], exact=False)
-    exact = [t for t in candidates.get(symbol, [])] or [t for ts in candidates.values() for t in ts]
-    if len(parts) > 1:  # `Class.method`, `module.name`: the rule questions read them by (names.dotted_size),
-        sizes = [dotted_size(t.path, t.qualified_name, parts) for t in exact]  # the whole name before a tail
-        whole = [t for t, size in zip(exact, sizes) if size == len(parts)]
-        exact = whole or [t for t, size in zip(exact, sizes) if size]
-    return exact, (exact[0].symbol if exact else symbol)
+    parts = parts_of(query) or [query]
+    candidates = _definitions(catalog, [parts[-1]], exact=False)
+    found = named([t for ts in candidates.values() for t in ts], parts)  # the rule questions and go-to read it by
+    return found, (found[0].symbol if found else parts[-1])
 
 
 def _definitions(catalog, names: list[str], exact: bool = True) -> dict[str, list[Target]]:
@@ -191,7 +186,7 @@ def _binding(path: str, uses: list[Use], candidates: list[Target]) -> list[Targe
     for use in uses:
         if use.module:
             module = use.module.lstrip(".")
-            chosen = [c for c in candidates if _in_module(c.path, module)]
+            chosen = [c for c in candidates if _is_module(c.path, module)]
             if chosen:
                 return chosen
     return [c for c in candidates if c.path == path]
@@ -209,7 +204,7 @@ def _imported_modules(in_file: dict[str, list[Use]]) -> set[str]:
     return modules
 
 
-def _in_module(path: str, module: str) -> bool:
+def _is_module(path: str, module: str) -> bool:
     """Whether the file at `path` is `module` (`src/_pytest/config/__init__.py` is `_pytest.config`)."""
     name = _module(path)
     return name == module or name.endswith("." + module)
@@ -331,12 +326,12 @@ def _bound(target: Target, name: str, receiver: str, in_file: dict[str, list[Use
         module = any(u.kind == "i" for u in in_file.get(receiver, []))  # `from pkg import tools`, `import a as b`
         dotted = f"{receiver}.{name}"
         named = [c for c in candidates if (c.qualified_name == dotted or c.qualified_name.endswith("." + dotted)
-                                           or module and c.qualified_name == name and _in_module(c.path, receiver))
-                 and (c.path == target.path or any(_in_module(c.path, m) for m in imported) or module)]
+                                           or module and c.qualified_name == name and _is_module(c.path, receiver))
+                 and (c.path == target.path or any(_is_module(c.path, m) for m in imported) or module)]
         if named:  # a class's member (`Base.run`), a module's name (`tools.prepare`)
             return named
     known = _binding(target.path, in_file.get(name, []), candidates) or [
-        d for d in candidates if any(_in_module(d.path, module) for module in imported)][:MAX_CANDIDATES]
+        d for d in candidates if any(_is_module(d.path, module) for module in imported)][:MAX_CANDIDATES]
     if receiver:  # a member of an object of unknown class: only when one candidate is left
         return known if len(known) == 1 else []
     return known  # a name the file neither imports nor defines is not guessed at by name

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from services.core.files import is_test_file
 from services.core.models import Chunk
 from services.core.text import STOP_WORDS, split_identifier
+from services.retrieval.definitions import dotted_size
 from services.retrieval.query_signals import extract, is_long, looks_like_code
 
 NAME = "name"
@@ -152,30 +153,11 @@ def _dotted_matches(chunks: list[Chunk], parts: list[str]) -> list[Definition]:
     return found
 
 
-def dotted_size(path: str, qualified_name: str, parts: list[str]) -> int:
-    """How many of the dotted name's last parts the definition's qualified name ends with, the parts
-    before them naming its module (`nodes.Node` in `…/nodes.py`); 0: it is not what the name names. The one
-    rule for questions (`find`) and references (graph.resolve)."""
-    qualified = qualified_name.lower()
-    for size in range(len(parts), 0, -1):
-        tail = ".".join(parts[-size:]).lower()
-        if qualified == tail or qualified.endswith("." + tail):
-            return size if size == len(parts) or _in_module(path, parts[:-size]) else 0
-    return 0
-
-
 def _dotted_match(chunk: Chunk, parts: list[str], size: int) -> str:
     """The whole dotted name matched first; a tail matched in the module asked (`nodes.Node`) after it."""
     if chunk.symbol != parts[-1]:
         return "name, other case"
     return "qualified name" if size == len(parts) else "name"
-
-
-def _in_module(path: str, module: list[str]) -> bool:
-    """Whether `path` is module `a.b` (`…/a/b.py`) or in package `a.b` (`…/a/b/…`), by path components."""
-    folders = "/" + path.lower().rsplit(".", 1)[0]
-    wanted = "/" + "/".join(module).lower()
-    return folders.endswith(wanted) or wanted + "/" in folders
 
 
 def _module_definitions(catalog, parts: list[str]) -> list[Definition]:
