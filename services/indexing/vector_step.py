@@ -322,10 +322,10 @@ class VectorStep:
         waiting = iter(parts)
         while True:
             while len(running) < self.at_once and not self.run.cancel.is_set():
-                part = next(waiting, None)
-                if part is None:
+                following: list[int] | None = next(waiting, None)
+                if following is None:
                     break
-                running.append((part, self.encoders.submit(encode, part)))
+                running.append((following, self.encoders.submit(encode, following)))
             if not running:
                 return
             part, call = running.popleft()

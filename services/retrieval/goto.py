@@ -210,7 +210,8 @@ class SymbolFinder:
         found = names.matching(wanted)
         exact = self.exact(dotted)
         tier = set(exact)
-        first, scored = [], []
+        first: list[tuple[tuple, GotoHit]] = []
+        scored: list[tuple[tuple, GotoHit]] = []
         for i in exact + [i for i in names.shortlist(wanted, found).tolist() if i not in tier]:
             label = names.labels[i]
             aligned = align(dotted, label)
