@@ -75,7 +75,10 @@ def test_the_spec_search_reranks_initial_top_k_candidates(client, served_workspa
 
 
 def test_index_runs_report_progress_by_server_sent_events_and_cancel(client, tmp_path):
-    key = register(client, copy_sample(tmp_path / "fresh"))
+    fresh = copy_sample(tmp_path / "fresh")
+    for i in range(300):  # thousands of chunks: the run cannot end in the time a cancel takes to arrive
+        (fresh / f"generated_{i}.py").write_text("".join(f"def f{i}_{j}(x):\n    return x + {j}\n\n" for j in range(8)))
+    key = register(client, fresh)
     assert client.post(f"/v1/workspaces/{key}/index", json={}).status_code == 202
     busy = client.post(f"/v1/workspaces/{key}/index", json={})
     assert busy.status_code == 409 and busy.json()["error"]["code"] == "index_running"

@@ -19,6 +19,7 @@ from PySide6.QtGui import QImage
 
 from services.engine.service import LocalEngine
 from services.core.models import QueryOptions
+from tests.helpers.run_gate import hold_after_first_commit
 from ui.main_window import MainWindow
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_workspace"
@@ -81,6 +82,7 @@ def test_open_index_cancel_then_finish_through_the_buttons(qtbot, window, tmp_pa
     # its chunks are encoded, as with share_vectors off: another test of this module may have put the same
     # texts in the data dir's shared vector cache, and a run that only copies vectors ends before a cancel lands
     monkeypatch.setattr(service, "vector_cache", None)
+    clicked = hold_after_first_commit(monkeypatch)  # the run cannot end before the click lands
     health = wait_task(qtbot, window.open_workspace(workspace))
     assert not health.indexed
     assert window.health_panel.badge.text() == "not indexed"
@@ -94,6 +96,7 @@ def test_open_index_cancel_then_finish_through_the_buttons(qtbot, window, tmp_pa
                     timeout=INDEX_TIMEOUT)
     assert window.query_bar.query.isEnabled()  # queries stay available while indexing
     qtbot.mouseClick(window.health_panel.cancel_button, Qt.MouseButton.LeftButton)
+    clicked.set()
     qtbot.waitUntil(lambda: not window.runner.is_running("index"), timeout=INDEX_TIMEOUT)
     report = window.last_report
     assert report.cancelled
