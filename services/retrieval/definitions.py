@@ -1,11 +1,12 @@
-"""What a name names: the one rule by which a question (names.find), go to symbol's exact tier (goto.SymbolFinder)
-and references (graph.resolve) resolve `name`, `Class.method` and `module.name` to definitions, so that
-`query a.b.C`, `goto a.b.C` and `refs a.b.C` name the same ones (tests/test_names_agree.py). Go to symbol adds its
-fuzzy tier after these; a question ranks them (names.find)."""
+"""What a definition is and what a name names. `whole`: one definition from the chunker's pieces, for go to
+symbol and references alike. `named`: the one rule by which a question (names.find), go to symbol's exact tier
+(goto.SymbolFinder) and references (graph.resolve) resolve `name`, `Class.method` and `module.name` to
+definitions, so that `query a.b.C`, `goto a.b.C` and `refs a.b.C` name the same ones (tests/test_names_agree.py).
+Go to symbol adds its fuzzy tier after these; a question ranks them (names.find)."""
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, TypeVar
+from typing import Iterable, Protocol, Sequence, TypeVar
 
 
 class Named(Protocol):
@@ -17,7 +18,35 @@ class Named(Protocol):
     def qualified_name(self) -> str: ...
 
 
+class Piece(Named, Protocol):
+    @property
+    def kind(self) -> str: ...
+    @property
+    def start_line(self) -> int: ...
+    @property
+    def end_line(self) -> int: ...
+
+
 N = TypeVar("N", bound=Named)
+P = TypeVar("P", bound=Piece)
+
+
+def whole(pieces: Iterable[P]) -> list[list[P]]:
+    """The pieces of each definition, grouped: the chunker cuts a long one into several, each with the
+    definition's file, names and kind, their lines touching or overlapping. Two definitions of one name
+    in one file (`@overload`s, a property's setter) stay two. By file and first line."""
+    runs: dict[tuple[str, str, str, str], list[list[P]]] = {}
+    ends: dict[tuple[str, str, str, str], int] = {}  # the last line of each key's latest definition
+    for piece in sorted(pieces, key=lambda p: (p.path, p.start_line, p.end_line)):
+        key = (piece.path, piece.qualified_name, piece.symbol, piece.kind)
+        groups = runs.setdefault(key, [])
+        if groups and piece.start_line <= ends[key] + 1:
+            groups[-1].append(piece)
+            ends[key] = max(ends[key], piece.end_line)
+        else:
+            groups.append([piece])
+            ends[key] = piece.end_line
+    return sorted((g for gs in runs.values() for g in gs), key=lambda g: (g[0].path, g[0].start_line, g[0].end_line))
 
 
 def parts_of(name: str) -> list[str]:

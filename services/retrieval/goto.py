@@ -27,7 +27,7 @@ import numpy as np
 
 from services.core.errors import QueryError
 from services.core.models import GotoAnswer, GotoHit
-from services.retrieval.definitions import named, parts_of
+from services.retrieval.definitions import named, parts_of, whole
 
 SHORTLIST = 200  # names aligned in full per question; the rest are ordered by cheap signals first
 MAX_QUERY = 200
@@ -170,19 +170,9 @@ class Definition:
 
 
 def definitions(rows) -> list[Definition]:
-    """Catalogue rows as definitions; the pieces of one definition cut by the chunker (same file, name and
-    kind, touching lines) become one."""
-    out: list[Definition] = []
-    for row in rows:
-        item = Definition(*row)
-        last = out[-1] if out else None
-        if last and (last.path, last.qualified_name, last.kind) == (item.path, item.qualified_name, item.kind) \
-                and item.start_line <= last.end_line + 1:
-            out[-1] = Definition(last.path, last.language, last.start_line, max(last.end_line, item.end_line),
-                                 last.symbol, last.qualified_name, last.kind)
-        else:
-            out.append(item)
-    return out
+    """Catalogue rows as definitions, each whole (definitions.whole)."""
+    return [Definition(g[0].path, g[0].language, g[0].start_line, max(d.end_line for d in g), g[0].symbol,
+                       g[0].qualified_name, g[0].kind) for g in whole(Definition(*row) for row in rows)]
 
 
 class SymbolFinder:

@@ -22,7 +22,7 @@ from services.core.models import Chunk, GotoHit, GraphAnswer, GraphFile, GraphLi
 from services.storage.code_graph import KINDS, LOCAL, Use, decode
 from services.retrieval import on_disk
 from services.retrieval.goto import check_query
-from services.retrieval.definitions import named, parts_of
+from services.retrieval.definitions import named, parts_of, whole
 
 MAX_LINKS = 2000  # rows an answer lists; `total` still counts them all
 MAX_MENTION_FILES = 400  # files read from disk for a name's mentions in text (a common word is in thousands)
@@ -77,7 +77,7 @@ def references(catalog, query: str, root: Path | None = None, limit: int = files
     coded = {(path, use.line) for path, uses in rows for use in uses}
     for path, uses in _unshadowed(catalog, rows):
         bound = _binding(path, uses, rivals)
-        if not targets or len(wanted) >= len(rivals) or not bound or wanted & {t.key for t in bound}:
+        if not targets or len(wanted) >= len({r.key for r in rivals}) or not bound or wanted & {t.key for t in bound}:
             kept += [(path, use) for use in uses]
     places = [(path, use.line, KINDS.get(use.kind, "name")) for path, use in kept]
     if root is not None:
@@ -144,28 +144,17 @@ def resolve(catalog, query: str) -> tuple[list[Target], str]:
 
 def _definitions(catalog, names: list[str], exact: bool = True) -> dict[str, list[Target]]:
     """{symbol: its definitions} (exact case unless asked), each definition once."""
-    merged: dict[tuple[str, str], list[Chunk]] = defaultdict(list)
     wanted = set(names)
-    for chunk in catalog.definitions(names):
-        if not exact or chunk.symbol in wanted:
-            merged[(chunk.path, chunk.qualified_name)].append(chunk)
     found: dict[str, list[Target]] = defaultdict(list)
-    for target in (t for chunks in merged.values() for t in _targets(chunks)):
+    for target in _targets([c for c in catalog.definitions(names) if not exact or c.symbol in wanted]):
         found[target.symbol].append(target)
     return found
 
 
 def _targets(chunks: list[Chunk]) -> list[Target]:
-    """One Target per definition, its chunks' spans merged."""
-    groups: dict[tuple[str, str], list[Chunk]] = defaultdict(list)
-    for chunk in chunks:
-        groups[(chunk.path, chunk.qualified_name)].append(chunk)
-    targets = []
-    for group in groups.values():
-        first = min(group, key=lambda c: c.start_line)
-        targets.append(Target(first.path, first.start_line, max(c.end_line for c in group), first.symbol,
-                              first.qualified_name, first.kind, first.language, first.id, _hook_mark(first.content)))
-    return sorted(targets, key=lambda t: (t.path, t.start_line))
+    """One Target per definition, whole (definitions.whole)."""
+    return [Target(g[0].path, g[0].start_line, max(c.end_line for c in g), g[0].symbol, g[0].qualified_name,
+                   g[0].kind, g[0].language, g[0].id, _hook_mark(g[0].content)) for g in whole(chunks)]
 
 
 def _hook_mark(content: str) -> str:
@@ -414,7 +403,7 @@ def named_targets(catalog, names: list[str], skip: Sequence[Target] = ()) -> lis
     out: list[Target] = []
     for name in names:
         candidates = found.get(name, [])
-        if len(candidates) <= MAX_CANDIDATES:
+        if len({c.key for c in candidates}) <= MAX_CANDIDATES:
             out += [t for t in candidates if t not in skip and t not in out]
     return out
 

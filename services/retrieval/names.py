@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from services.core.files import is_test_file
 from services.core.models import Chunk
 from services.core.text import STOP_WORDS, split_identifier
-from services.retrieval.definitions import dotted_size
+from services.retrieval.definitions import dotted_size, whole
 from services.retrieval.query_signals import extract, is_long, looks_like_code
 
 NAME = "name"
@@ -38,7 +38,6 @@ txt cfg toml ini json yaml yml html css scss sh bash m mm scala lua sql xml vue 
 MAX_DEFINITIONS = 20  # a name defined more often than this is not one place to go
 MENTIONED_NAMES = 20  # names of a sentence or a report looked up (the first ones)
 PER_MENTIONED_NAME = 3  # and definitions taken for each
-HEAD_LINES = 4  # a definition names itself within its first lines (decorators, a signature over lines)
 
 
 @dataclass(frozen=True)
@@ -190,21 +189,10 @@ _ORDER = {"qualified name": 0, "line": 0, "path": 0, "name": 1, "name, other cas
 
 def _ranked(found: list[Definition]) -> list[Definition]:
     """Best match first, then sources before tests, by path and line (an editor's go-to-symbol); of a definition
-    cut into pieces (a long class), only its first piece. Overloads (`@overload def parse…` three times) are
-    definitions each: every one names itself in its first lines."""
-    seen, out = set(), []
-    for d in sorted(found, key=lambda d: (d.rank, is_test_file(d.chunk.path), d.chunk.path, d.chunk.start_line)):
-        key = (d.chunk.path, d.chunk.qualified_name or d.chunk.symbol, d.chunk.kind)
-        if key not in seen or _heads(d.chunk):
-            seen.add(key)
-            out.append(d)
-    return out[:MAX_DEFINITIONS]
-
-
-def _heads(chunk: Chunk) -> bool:
-    """Whether the chunk starts its definition (its first lines, decorators included, name it), not a piece
-    that continues one cut by length."""
-    return bool(chunk.symbol) and chunk.symbol in "\n".join(chunk.content.splitlines()[:HEAD_LINES])
+    cut into pieces (a long class), only its first piece (definitions.whole: overloads stay definitions each)."""
+    firsts = {id(group[0]) for group in whole(d.chunk for d in found)}
+    ranked = sorted(found, key=lambda d: (d.rank, is_test_file(d.chunk.path), d.chunk.path, d.chunk.start_line))
+    return [d for d in ranked if id(d.chunk) in firsts][:MAX_DEFINITIONS]
 
 
 def mentioned(catalog, question: str) -> list[Definition]:
