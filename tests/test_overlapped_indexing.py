@@ -180,6 +180,42 @@ def test_the_next_encoder_call_runs_while_the_last_ends_and_every_chunk_keeps_it
         index.close()
 
 
+def test_the_next_window_s_first_call_runs_while_the_last_window_s_last_call_ends(tmp_path, monkeypatch):
+    """Calls run on across a window's end: the first window (one file, one call) is held until a call of the next
+    window has started beside it, so the encoder never waits while a window ends and the next is read. Every
+    file is indexed whole."""
+    from services.encoders.embedder import Embedder
+
+    root, data = tmp_path / "ws", tmp_path / "data"
+    root.mkdir()
+    write_all(root, new=False)
+    first_window = vector_order_first(1)
+    beside, held = threading.Event(), []
+    encode = Embedder.encode_chunks
+
+    def watched(self, chunks):
+        paths = {c.path for c in chunks}
+        if paths == first_window and not held:  # the first window's only call
+            held.append(beside.wait(timeout=60))
+        elif not paths & first_window:
+            beside.set()
+        return encode(self, chunks)
+
+    monkeypatch.setattr(Embedder, "encode_chunks", watched)
+    monkeypatch.setattr(vector_step, "FIRST_WINDOW_CHUNKS", 1)  # the first window: one file
+    service = LocalEngine(stand_in_settings(embedding_backend="openvino-int8"), data_dir=data)
+    try:
+        report = asyncio.run(service.index(root))
+        assert held == [True] and report.files_indexed == FILES
+    finally:
+        service.close()
+    index = WorkspaceIndex(workspace_root(root), data)
+    try:
+        assert index.store().all_ids() == index.catalog().chunk_ids() and index.catalog().awaiting.awaiting_count() == 0
+    finally:
+        index.close()
+
+
 def vector_order_first(files: int) -> set[str]:
     """The first files step 2 embeds (all are source files without history: by path)."""
     return set(sorted(f"m{i}.py" for i in range(FILES))[:files])

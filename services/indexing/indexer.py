@@ -75,11 +75,8 @@ class Indexer:
         self.progress = progress or (lambda event: None)
         self.cancel = cancel or threading.Event()
         self.started = time.monotonic()
-        self.embed_started: float | None = None
         self.everything = False  # a full rebuild re-embeds every file, replacing each in place
-        self.embedded = 0  # chunks embedded and committed
-        self.reused = 0  # of `embedded`, vectors taken from the shared cache instead of the encoder
-        self.made = 0  # chunks whose vectors are made (committed or being written): what progress counts
+        self.reused = 0  # vectors taken from the shared cache instead of the encoder
         self.total_chunks = self.files_total = self.files_committed = 0
         self.full_rebuild = False  # asked for a full rebuild (every file read again)
         self.read = (0, 0)  # step 1: files committed, of the files it had to read
@@ -183,7 +180,7 @@ class Indexer:
         return IndexReport(
             files_indexed=done - len({f.path for f in self.failed} & {p.record.path for p in pending}),
             files_unchanged=len(plan.unchanged), files_removed=len(plan.removed),
-            chunks_embedded=self.embedded, chunks_total=chunks, vectors_reused=self.reused, files_added=self.files_added,
+            chunks_embedded=self.step_two.embedded, chunks_total=chunks, vectors_reused=self.reused, files_added=self.files_added,
             seconds=round(time.monotonic() - self.started, 3), cancelled=self.cancel.is_set(),
             rebuilt_reason=rebuilt_reason, skipped=tuple(plan.skipped),
             failed=count_by_reason(s for s in plan.skipped if s.category in FAILURE_REASONS),
@@ -486,8 +483,9 @@ class Indexer:
         full rebuild, as the index had it."""
         done, planned = self.read
         kind, again = ("full rebuild", " again") if self.full_rebuild else ("index run", "")
-        embedded = f" and {self.embedded:,} chunks embedded" if self.embedded else ""
-        return f"{kind} cancelled after {done:,} of {planned:,} files were read{again}{embedded}"
+        embedded = self.step_two.embedded
+        embedded_text = f" and {embedded:,} chunks embedded" if embedded else ""
+        return f"{kind} cancelled after {done:,} of {planned:,} files were read{again}{embedded_text}"
 
     def _update_history(self) -> None:
         """Store the commits new since the last run (services/indexing/history.py); a failure to read them is
@@ -504,18 +502,19 @@ class Indexer:
         catalog = self.index.catalog()
         if self.failed:  # files step 2 could not embed (taken out of the index again): listed with the rest
             catalog.set_skipped(plan.skipped, only=plan.targeted)
-        if self.embedded:  # health tells how many vectors the last run that needed some found in the cache
-            catalog.set_meta(last_run_vectors=str(self.embedded), last_run_reused=str(self.reused),
+        embedded, started = self.step_two.embedded, self.step_two.started
+        if embedded:  # health tells how many vectors the last run that needed some found in the cache
+            catalog.set_meta(last_run_vectors=str(embedded), last_run_reused=str(self.reused),
                              cache_repair=self.vector_maker.repair_note())
-        if self.embedded >= RATE_SAMPLE and self.embed_started:  # the next run's progress weighs step 2 by it
-            catalog.set_meta(chunks_per_second=f"{self.embedded / (time.monotonic() - self.embed_started):.1f}")
+        if embedded >= RATE_SAMPLE and started:  # the next run's progress weighs step 2 by it
+            catalog.set_meta(chunks_per_second=f"{embedded / (time.monotonic() - started):.1f}")
         catalog.set_meta(updated_at=now_iso())
         if self.cancel.is_set():
             catalog.set_meta(run_cancelled=self._cancelled_text())
         if not self.cancel.is_set() or not catalog.awaiting.awaiting_count():  # its end, or nothing left to resume
             catalog.set_meta(run_started="", run_chunks_total="")
         catalog.compact()
-        if not quick and self.embedded >= SETTLE_AFTER_VECTORS:
+        if not quick and embedded >= SETTLE_AFTER_VECTORS:
             self.meter.emit("finalizing", 0, 0, message="settling the vector store")
             self.index.store().settle()
         self.meter.emit("cancelled" if self.cancel.is_set() else "done", 0, 0)

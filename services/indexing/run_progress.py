@@ -1,6 +1,6 @@
 """An index run's progress, as every face shows it: one percentage for the whole run (step 1 and step 2 each
 weighed by its measured cost), the step named, the chunks made, and an ETA from the speed of the last 30 s.
-The counts are the run's (services/indexing/indexer.py, `run`); the last event is what health shows meanwhile."""
+The counts are the run's (services/indexing/indexer.py, `run`) and its step 2's (`run.step_two`); the last event is what health shows meanwhile."""
 
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ class RunProgress:
 
     def emit(self, phase: str, files_done: int, files_total: int, chunks_done: int = 0,
               chunks_total: int = 0, message: str = "") -> None:
-        elapsed = max(time.monotonic() - (self.run.embed_started or self.run.started), 1e-6)
+        elapsed = max(time.monotonic() - (self.run.step_two.started or self.run.started), 1e-6)
         now = self.rate_meter.add(chunks_done) if chunks_total else 0.0  # the speed of the last 30 s
-        rate = now or max(chunks_done, self.run.embedded) / elapsed
+        rate = now or max(chunks_done, self.run.step_two.embedded) / elapsed
         left = eta(now, chunks_done, chunks_total)
         if phase == "embedding" and not message:  # where the vectors are computed, for the status bar
             message = self._encoder_line()
@@ -69,8 +69,9 @@ class RunProgress:
         if self.step1_weight is None:  # fixed as step 2 begins: the bar then moves only with vectors made
             self.step1_weight = run.step1_seconds / (run.step1_seconds + run.total_chunks / rate)
         whole = run.kept_chunks + run.total_chunks  # of the whole index: a resumed run starts where it stopped
-        made = min(run.kept_chunks + run.made, whole) / whole
-        return self.step1_weight + (1 - self.step1_weight) * made, max(run.total_chunks - run.made, 0) / rate
+        made = run.step_two.made
+        share = min(run.kept_chunks + made, whole) / whole
+        return self.step1_weight + (1 - self.step1_weight) * share, max(run.total_chunks - made, 0) / rate
 
     def _rate_hint(self) -> float:
         """Chunks per second the encoder is expected to make before this run measured it."""

@@ -1,9 +1,11 @@
 """Step 2 of an index run: the vectors of the chunks that wait for them (this run's and any an earlier run left),
 the most useful files first (services/indexing/vector_order.py), window after window. Each window is encoded
-shortest first (with as many encoder calls running as the encoder takes at once: OpenVINO's streams then never wait
-between calls) and handed to a writer thread that stores its vectors and marks its chunks (one write in flight),
-while the next window is encoded. A window that fails is tried again file by file; a component that fails for a
-probe too stops the run. The run's counts and progress stay the Indexer's (`run`)."""
+shortest first, with as many encoder calls running as the encoder takes at once (OpenVINO's streams then never wait
+between calls), and the calls run on across windows' ends: the next window is read and its first call queued while
+this one's last calls run. A window whose calls are back is handed to a writer thread that stores its vectors and
+marks its chunks (one write in flight). A window that fails is tried again file by file; a component that fails for
+a probe too stops the run. Step 2's counts (chunks made, embedded) are its own; the run's progress is the
+Indexer's (`run.meter`)."""
 
 from __future__ import annotations
 
@@ -13,8 +15,9 @@ import re
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 import numpy as np
 
@@ -71,15 +74,37 @@ class StageError(Exception):
         self.error = error
 
 
+@dataclass
+class Window:
+    """Files of step 2 taken together: their chunks, the vectors made so far, the encoder calls left."""
+
+    batch: list[Pending]
+    chunks: list[Chunk]
+    vectors: np.ndarray
+    ready: set[int]  # positions with a vector (the projection's sample, the shared cache's, encoded)
+    parts: list[list[int]]  # the positions left to encode, a call each, shortest first
+    reused: int = 0  # of `ready`, vectors the shared cache held
+    counted: int = 0  # of `ready`, those counted in VectorStep.made
+
+
+@dataclass
+class Call:
+    """An encoder call of a window (`part`, running as `future`), or the window's end (`part` None)."""
+
+    window: Window
+    part: list[int] | None = None
+    future: Future | None = field(default=None, repr=False)
+
+
 class VectorStep:
     def __init__(self, run: Indexer) -> None:
         self.run = run
-        self.window_embedded = 0  # chunks embedded in the window being written
-        self.window_reused = 0
+        self.started: float | None = None  # when the first window began
+        self.made = 0  # chunks whose vectors are made (being written or committed): what progress counts
+        self.embedded = 0  # chunks embedded and committed
         self.writer: ThreadPoolExecutor | None = None  # stores and commits a window while the next is encoded
         self.writing: tuple[list[Pending], Future] | None = None  # the window being written
-        self.encoders: ThreadPoolExecutor | None = None  # runs encoder calls, where the encoder takes several at once
-        self.at_once = 1
+        self.encoders: ThreadPoolExecutor | None = None  # runs the encoder calls, as many at once as it takes
         self.presampled: dict[str, np.ndarray] = {}  # encoder vectors of the projection's sample, by chunk id
         self.presampled_cached: set[str] = set()  # those of them the shared cache held
 
@@ -129,31 +154,34 @@ class VectorStep:
         self._record_run_total()
         if not order:
             return 0
-        self.run.embed_started = time.monotonic()
-        self.run.meter.emit("embedding", 0, self.run.files_total, 0, self.run.total_chunks)
+        self.started = time.monotonic()
+        self._emit()
         writer = ThreadPoolExecutor(1, thread_name_prefix="ke-store")
         self.writer = writer
-        self.at_once = self.run.embedder.calls_at_once
-        if self.at_once > 1:
-            self.encoders = ThreadPoolExecutor(self.at_once, thread_name_prefix="ke-encode")
+        self.encoders = ThreadPoolExecutor(self.run.embedder.calls_at_once, thread_name_prefix="ke-encode")
         try:
-            for paths in windows(order, counts, WINDOW_CHUNKS, self.run.index.asked):
-                self.run._still_there()
-                batch = [Pending(FileRecord(path, "", 0, 0, ""), catalog.awaiting_chunks(path)) for path in paths]
-                if self.run.cancel.is_set() or not self._embed_batch([p for p in batch if p.chunks]):
-                    break
-                run = self.run
-                run.meter.emit("embedding", run.files_committed, run.files_total, run.made, run.total_chunks)
+            self._encode_windows(self._read(paths) for paths in
+                                 windows(order, counts, WINDOW_CHUNKS, self.run.index.asked))
             self._written()
             self.run._still_there()
         finally:
             self.writer = None
-            if self.encoders:
-                self.encoders.shutdown(wait=True)
-                self.encoders = None
+            self.encoders.shutdown(wait=True)  # a cancel or an error lets the calls running end
+            self.encoders = None
             self.run.index.asked.clear()  # asked of this run; the next one has its own
             writer.shutdown(wait=True)  # a run stopping on an error still lets the last write end first
         return self.run.files_committed
+
+    def _read(self, paths: list[str]) -> list[Pending]:
+        """A window's files with the chunks that wait for vectors (read when the window is reached)."""
+        self.run._still_there()
+        catalog = self.run.index.catalog()
+        batch = [Pending(FileRecord(path, "", 0, 0, ""), catalog.awaiting_chunks(path)) for path in paths]
+        return [p for p in batch if p.chunks]
+
+    def _emit(self) -> None:
+        run = self.run
+        run.meter.emit("embedding", run.files_committed, run.files_total, self.made, run.total_chunks)
 
     def _record_run_total(self) -> None:
         """The chunks the index holds at the end of this run, for "1,200 of 7,206 chunks done" (kept in the
@@ -163,13 +191,131 @@ class VectorStep:
         self.run.kept_chunks = chunks - self.run.total_chunks
         catalog.set_meta(run_chunks_total=str(chunks))
 
-    def _embed_batch(self, batch: list[Pending]) -> bool:
-        """Embed a window and hand it to the writer; when that fails, retry its files one by one to find
-        the culprit. False when cancelled."""
+    def _encode_windows(self, batches: Iterable[list[Pending]], overlap: bool = True) -> bool:
+        """Encode window after window and hand each to the writer (`overlap`) or store it here. A window whose
+        encoding fails is tried again file by file (with `overlap`; else the error is raised), then the windows
+        after it go on. False when cancelled."""
+        batches = iter(batches)
+        while True:
+            failed = self._calls(batches, overlap)
+            if failed is None:
+                return not self.run.cancel.is_set()
+            error, window, later = failed
+            if not overlap:
+                raise error
+            if not self._retry(window.batch, error):
+                return False
+            batches = chain([w.batch for w in later], batches)
+
+    def _calls(self, batches: Iterator[list[Pending]], overlap: bool) -> tuple[StageError, Window, list[Window]] | None:
+        """Keep as many encoder calls running as the encoder takes, window after window, and finish each window
+        once its calls are back. No call starts once the run is cancelled or a call failed; the calls running
+        end first. On a cancel, the windows begun keep their files whose chunks all have vectors. None, or
+        (the error, the window whose call failed, the windows begun after it: none of theirs is kept)."""
+        encoders = self.encoders
+        assert encoders is not None, "step 2's calls run in embed_awaiting"
+        begun: list[Window] = []  # windows begun and not finished, in order
+        plan = self._planned(batches, begun)
+        running: deque[Call] = deque()
+        failed: tuple[StageError, Window] | None = None
+        while True:
+            while (failed is None and not self.run.cancel.is_set()
+                   and sum(c.future is not None for c in running) < self.run.embedder.calls_at_once):
+                call = next(plan, None)
+                if call is None:
+                    break
+                if call.part is not None:
+                    if self.run.cancel.is_set():  # came while the window was read: its call does not start
+                        break
+                    call.future = encoders.submit(self._encode, call.window, call.part)
+                running.append(call)
+            if not running:
+                break
+            call = running.popleft()
+            if failed is not None:
+                _wait(call.future)
+            elif call.future is None or call.part is None:
+                self._finish(begun.pop(0), overlap)
+            else:
+                try:
+                    self._take(call.window, call.part, call.future.result())
+                except StageError as error:
+                    failed = (error, call.window)
+        if failed is not None:
+            for undone in begun:
+                self.made -= undone.counted  # (tried again from the start)
+            return failed[0], failed[1], begun[begun.index(failed[1]) + 1:]
+        for window in begun:  # cancelled: what each window has whole is kept
+            self._finish(window, overlap)
+        return None
+
+    def _planned(self, batches: Iterator[list[Pending]], begun: list[Window]) -> Iterator[Call]:
+        """Each window's calls, then its end; a window is read and planned when its first call is wanted."""
+        for batch in batches:
+            window = self._begin(batch)
+            begun.append(window)
+            for part in window.parts:
+                yield Call(window, part)
+            yield Call(window)
+
+    def _begin(self, batch: list[Pending]) -> Window:
+        """A window's vectors that need no encoder (the projection's sample's, the shared cache's), and its
+        encoder calls: the rest, length-sorted (less padding), a call's worth each."""
+        chunks = [c for p in batch for c in p.chunks]
+        window = Window(batch, chunks, np.zeros((len(chunks), self.run._dimension()), dtype=np.float32), set(), [])
+        presampled = [i for i, c in enumerate(chunks) if c.id in self.presampled]
+        if presampled:
+            window.vectors[presampled] = self.run.index.project(np.stack([self.presampled[chunks[i].id]
+                                                                          for i in presampled]))
+            window.ready.update(presampled)
+            window.reused = sum(chunks[i].id in self.presampled_cached for i in presampled)
+        fresh = [i for i in range(len(chunks)) if i not in window.ready]
+        cached = self.run.vector_maker.cached([chunks[i] for i in fresh], check=self.run.everything)
+        if cached:
+            hits = [fresh[j] for j in cached]
+            window.vectors[hits] = self.run.index.project(np.stack(list(cached.values())))
+            window.ready.update(hits)
+            window.reused += len(hits)
+        self._count(window, len(window.ready))
+        fresh = sorted((i for i in fresh if i not in window.ready), key=lambda i: len(chunks[i].content))
+        size = self.run.embedder.call_size
+        window.parts = [fresh[start:start + size] for start in range(0, len(fresh), size)]
+        return window
+
+    def _encode(self, window: Window, part: list[int]) -> np.ndarray:
         try:
-            return self._embed_window(batch)
-        except StageError as error:
-            return self._retry(batch, error)
+            return self.run.vector_maker.encode([window.chunks[i] for i in part])
+        except Exception as error:
+            raise StageError("embedded", error) from error
+
+    def _take(self, window: Window, part: list[int], made: np.ndarray) -> None:
+        window.vectors[part] = self.run.index.project(made)
+        window.ready.update(part)
+        self._count(window, len(part))
+        self._emit()
+
+    def _count(self, window: Window, chunks: int) -> None:
+        window.counted += chunks
+        self.made = min(self.made + chunks, self.run.total_chunks)
+
+    def _finish(self, window: Window, overlap: bool) -> None:
+        """Store and commit a window's files whose chunks all have vectors: in the writer thread (`overlap`,
+        while the next window is encoded) or here."""
+        complete, position = [], 0
+        for item in window.batch:
+            span = range(position, position + len(item.chunks))
+            position = span.stop
+            if all(i in window.ready for i in span):
+                complete.append((item, span))
+        for chunk in window.chunks:
+            self.presampled.pop(chunk.id, None)
+        self._written()  # one write in flight at a time, in window order
+        if overlap and self.writer:
+            self.writing = (window.batch, self.writer.submit(self._store_and_commit, complete, window.vectors,
+                                                             window.reused))
+        else:
+            self._store_and_commit(complete, window.vectors, window.reused)
+        self._emit()
 
     def _retry(self, batch: list[Pending], error: StageError) -> bool:
         if error.stage == "stored" and store_down(error.error):
@@ -186,7 +332,7 @@ class VectorStep:
             if self.run.cancel.is_set():
                 return False
             try:
-                if not self._embed_window([item], overlap=False):
+                if not self._encode_windows([[item]], overlap=False):
                     return False
             except StageError as error:
                 errors.append(error)
@@ -221,27 +367,6 @@ class VectorStep:
         return IndexStoreError(f"indexing stopped: {component} failed ({reason}). "
                                "Files indexed so far are kept; run it again once this is fixed.")
 
-    def _embed_window(self, batch: list[Pending], overlap: bool = True) -> bool:
-        """Embed a window of files, then store and commit it: in the writer thread (`overlap`, while the
-        next window is encoded) or here. On a cancel, the files whose chunks are all embedded are still
-        stored and committed; the rest stay at their old version. False then."""
-        chunks = [c for p in batch for c in p.chunks]
-        vectors, ready = self._vectors(batch, chunks)
-        complete, position = [], 0
-        for item in batch:
-            span = range(position, position + len(item.chunks))
-            position = span.stop
-            if all(i in ready for i in span):
-                complete.append((item, span))
-        self.run.made = min(self.run.made + self.window_embedded, self.run.total_chunks)
-        counts = (self.window_embedded, self.window_reused)
-        self._written()  # one write in flight at a time, in window order
-        if overlap and self.writer:
-            self.writing = (batch, self.writer.submit(self._store_and_commit, complete, vectors, counts))
-        else:
-            self._store_and_commit(complete, vectors, counts)
-        return len(complete) == len(batch)
-
     def _written(self) -> None:
         """Wait for the window being written; if its write failed, its files are tried again one by one."""
         if self.writing is None:
@@ -253,7 +378,7 @@ class VectorStep:
         except StageError as error:
             self._retry(batch, error)
 
-    def _store_and_commit(self, complete: list, vectors: np.ndarray, counts: tuple[int, int]) -> None:
+    def _store_and_commit(self, complete: list, vectors: np.ndarray, reused: int) -> None:
         """Store a window's vectors, then mark its chunks as having them (one transaction)."""
         positions = [i for _, span in complete for i in span]
         chunks = [c for item, _ in complete for c in item.chunks]
@@ -265,71 +390,17 @@ class VectorStep:
             raise StageError("stored", error) from error
         self.run.index.catalog().awaiting.vectors_stored([c.id for c in chunks])
         self.run.files_committed += len(complete)
-        self.run.embedded += len(chunks)  # (of a window a cancel cut short, the files it finished)
-        self.run.reused += min(counts[1], len(chunks))
+        self.embedded += len(chunks)  # (of a window a cancel cut short, the files it finished)
+        self.run.reused += min(reused, len(chunks))
 
-    def _vectors(self, batch: list[Pending], chunks: list[Chunk]) -> tuple[np.ndarray, set[int]]:
-        """The window's vectors, and the positions that have one (all but those a cancel left)."""
-        vectors = np.zeros((len(chunks), self.run._dimension()), dtype=np.float32)
-        return vectors, self._encode_into(vectors, chunks, list(range(len(chunks))))
 
-    def _encode_into(self, vectors: np.ndarray, chunks: list[Chunk], fresh: list[int]) -> set[int]:
-        """Take what the shared cache holds, then encode the rest in length-sorted slices (less padding);
-        a cancel keeps the slices done and those running."""
-        presampled = [i for i in fresh if chunks[i].id in self.presampled]
-        if presampled:
-            kept = np.stack([self.presampled.pop(chunks[i].id) for i in presampled])
-            vectors[presampled] = self.run.index.project(kept)
-        self.window_reused = sum(chunks[i].id in self.presampled_cached for i in presampled)
-        done = set(presampled)
-        fresh = [i for i in fresh if i not in done]
-        cached = self.run.vector_maker.cached([chunks[i] for i in fresh], check=self.run.everything)
-        if cached:
-            hits = [fresh[j] for j in cached]
-            vectors[hits] = self.run.index.project(np.stack(list(cached.values())))
-            done |= set(hits)
-            self.window_reused += len(hits)
-        self.window_embedded = len(done)
-        fresh = sorted((i for i in fresh if i not in done), key=lambda i: len(chunks[i].content))
-        size = self.run.embedder.call_size  # a cancel waits for the calls running: a batch for each encoder lane
-        parts = [fresh[start:start + size] for start in range(0, len(fresh), size)]
-        finished: set[int] = set()
-        for part, made in self._encoded(chunks, parts):
-            vectors[part] = self.run.index.project(made)
-            finished.update(part)
-            self.window_embedded += len(part)
-            run = self.run
-            run.meter.emit("embedding", run.files_committed, run.files_total, run.made + self.window_embedded,
-                           run.total_chunks)
-        return done | finished
-
-    def _encoded(self, chunks: list[Chunk], parts: list[list[int]]):
-        """(part, its vectors) in order. Where the encoder takes several calls at once, that many run, so the
-        next call's batches are queued while this one's end. No call starts once the run is cancelled."""
-        def encode(part: list[int]) -> np.ndarray:
-            try:
-                return self.run.vector_maker.encode([chunks[i] for i in part])
-            except Exception as error:
-                raise StageError("embedded", error) from error
-
-        if self.encoders is None:
-            for part in parts:
-                if self.run.cancel.is_set():
-                    return
-                yield part, encode(part)
-            return
-        running: deque[tuple[list[int], Future]] = deque()
-        waiting = iter(parts)
-        while True:
-            while len(running) < self.at_once and not self.run.cancel.is_set():
-                following: list[int] | None = next(waiting, None)
-                if following is None:
-                    break
-                running.append((following, self.encoders.submit(encode, following)))
-            if not running:
-                return
-            part, call = running.popleft()
-            yield part, call.result()
+def _wait(future: Future | None) -> None:
+    """Let a call end, its result or error dropped (its window is tried again)."""
+    if future is not None:
+        try:
+            future.result()
+        except Exception:
+            pass
 
 
 def windows(order: list[str], counts: dict[str, int], size: int, asked: set[str] | None = None):
