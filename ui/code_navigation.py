@@ -15,7 +15,6 @@ from PySide6.QtWidgets import QToolTip
 from services.core.models import ResultChunk
 from ui.action_log import record
 from ui.code_view import CodeView
-from ui.compare import CompareView
 from ui.message_bar import INFO, WARNING
 from ui.viewmodels.goto import GotoViewModel, hover_text
 
@@ -148,7 +147,7 @@ class CodeNavigation(QObject):
         """The preview of the tab on screen (Explore's when that tab has none)."""
         views = {id(self.window.files_view): self.window.files_view.code,
                  id(self.window.workspace_set): self.window.workspace_set.code}
-        if isinstance(self.window.compare_view, CompareView):
+        if self.window.compare_view is not None:
             views[id(self.window.compare_view)] = self.window.compare_view.rankings_panel.code
         return views.get(id(self.window.tabs.currentWidget()), self.window.code)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from functools import partial
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Callable, cast
 
 from PySide6.QtCore import QByteArray, QObject, QPoint, QSettings, QSize, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QContextMenuEvent, QGuiApplication
@@ -254,7 +254,7 @@ class MainWindow(QMainWindow):
         self.code.setMinimumHeight(self.code.editor.fontMetrics().height() * 6 + 40)
         self.setMinimumWidth(720)
 
-    def _build_compare_view(self) -> QWidget | None:
+    def _build_compare_view(self) -> CompareView | None:
         try:
             return CompareView(self.service, preferences=self.preferences)
         except Exception:  # its constructor failing must not take the main window down
@@ -440,9 +440,8 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------- tabs and keyboard
     def focus_query(self) -> None:
         """Ctrl+L: the question box of the tab on screen."""
-        compare_question = getattr(self.compare_view, "question", None)
-        if self.tabs is not None and self.tabs.currentWidget() is self.compare_view and compare_question is not None:
-            box = compare_question
+        if self.compare_view is not None and self.tabs.currentWidget() is self.compare_view:
+            box = self.compare_view.question
         else:
             if self.tabs.currentWidget() not in self.question_tabs():
                 self.show_tab(self.explore)
@@ -490,19 +489,19 @@ class MainWindow(QMainWindow):
 
     def code_views(self) -> list[CodeView]:
         """The previews: Explore's, Files', Several workspaces', Compare strategies'."""
-        compare = [self.compare_view.rankings_panel.code] if isinstance(self.compare_view, CompareView) else []
+        compare = [self.compare_view.rankings_panel.code] if self.compare_view is not None else []
         return [self.code, self.files_view.code, self.workspace_set.code, *compare]
 
     # ------------------------------------------------------------------ misc
-    def tell_compare(self, method: str, *args) -> None:
-        """Keep the compare tab on the same workspace and question (its API: set_workspace, set_question)."""
-        target = getattr(self.compare_view, method, None)
-        if target is None:
+    def tell_compare(self, tell: Callable[[CompareView], object]) -> None:
+        """Keep the compare tab on the same workspace and question (`tell(view)`); its failing never takes the
+        window down."""
+        if self.compare_view is None:
             return
         try:
-            target(*args)
+            tell(self.compare_view)
         except Exception:
-            log.exception("CompareView.%s failed", method)
+            log.exception("telling the Compare strategies tab failed")
 
     def _show_failure(self, context: str, message: str) -> None:
         self.messages.show_message(f"{context} failed: {message}" if context else message, ERROR)
@@ -511,7 +510,7 @@ class MainWindow(QMainWindow):
         """Stop background work: cancel indexing and pending tasks."""
         self.session.close()
         self.runner.cancel_all()
-        self.tell_compare("cancel")
+        self.tell_compare(CompareView.cancel)
         self.workspaces.close()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802

@@ -57,7 +57,7 @@ class QuestionRuns(QObject):
             self.window.query_bar.remember(question)
         record("question (%s): %s", self.window.query_bar.strategy_name(), one_line(question)[:120])
         self.window.status_results.setText(f"Searching for “{one_line(question)}”…")
-        self.window.tell_compare("set_question", question)
+        self.window.tell_compare(lambda view: view.set_question(question))
         bar = self.window.query_bar
         options = self.window.session.options(bar.top_k.value(), bar.strategy_name(), bar.selected_languages(),
                                               bar.path_glob.text())

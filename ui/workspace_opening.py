@@ -61,8 +61,8 @@ class WorkspaceOpening(QObject):
         self.window.setWindowTitle(f"Knowledge Explorer — {Path(path).name}")
         self.fill_recent_menu()
         self._restore_workspace_state(path)
-        self.window.tell_compare("set_workspace", path)
-        self.window.tell_compare("set_question", self.window.query_bar.query.text())
+        self.window.tell_compare(lambda view: view.set_workspace(path))
+        self.window.tell_compare(lambda view: view.set_question(self.window.query_bar.query.text()))
         if self.window.preferences.own_strategy(path):  # after Compare's saved default: the last choice here wins
             self.window.query_bar.select_strategy(self.window.preferences.own_strategy(path))
         self.window.health_panel.set_health(IndexHealth(workspace=path, indexed=False))
