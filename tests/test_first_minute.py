@@ -97,6 +97,41 @@ async def test_names_files_references_and_keywords_answer_while_vectors_are_made
         service.close()
 
 
+async def test_go_to_and_references_say_what_they_miss_while_step_1_commits(data_dir, workspace, monkeypatch):
+    """Step 1 held after its first file: go to and references answer from what is committed and say how much
+    of the run's files is not in the answer yet (never a bare "No symbol named"); once step 1 is over, nothing."""
+    from services.storage.catalog import Catalog
+
+    committed, release = threading.Event(), threading.Event()
+    commit = Catalog.commit_file
+
+    def held(self, *args, **kwargs):
+        if committed.is_set():
+            release.wait(300)
+        result = commit(self, *args, **kwargs)
+        committed.set()
+        return result
+
+    monkeypatch.setattr(Catalog, "commit_file", held)
+    service = LocalEngine(stand_in_settings(), data_dir=data_dir)
+    try:
+        run = asyncio.create_task(service.index(workspace))
+        await wait_for(committed.is_set, 300, "step 1's first commit")
+        note = "An index run is committing files: 1 of 24 so far; the rest are not in this answer yet."
+        missing = await service.goto_symbols("Frobnicate", workspace)
+        assert not missing.hits and missing.message == f"No symbol named 'Frobnicate'. {note}"
+        assert (await service.goto_files("store.py", workspace)).message.endswith(note)
+        assert (await service.references("NoteStore", workspace)).message.endswith(note)
+        release.set()
+        await run
+        after = await service.goto_symbols("Frobnicate", workspace)
+        assert after.message == "No symbol named 'Frobnicate'."
+        assert not (await service.goto_symbols("NoteStore", workspace)).message
+    finally:
+        release.set()
+        service.close()
+
+
 async def test_every_face_says_what_an_answer_stands_on(tmp_path, workspace, held_embedding):
     """REST and MCP on a real server while step 2 is held (the CLI's --json is the REST JSON: test_faces)."""
     from mcp import Client

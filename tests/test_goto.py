@@ -134,3 +134,15 @@ def test_terms_apart_match_where_every_term_does_in_the_name_or_the_path():
     assert [hit.path for hit in files.find("python conftest", 10, None)[0]] == ["testing/python/conftest.py"]
     assert [hit.path for hit in files.find("conftest testing", 10, None)[0]] == [
         "testing/io/conftest.py", "testing/python/conftest.py"]
+
+
+def test_the_finder_shows_what_the_engine_says_it_does_not_see_yet_before_its_own_building_line():
+    """Ctrl+T while step 1 of a first index commits files: the list says the engine's answer (how many files it
+    does not see yet), not its own "still being built"; that line is only for before the engine can answer."""
+    from services.core.models import GotoAnswer
+    from ui.viewmodels.goto import BUILDING, SYMBOLS, empty_text
+
+    said = ("No symbol named 'Frob'. An index run is committing files: 1 of 24 so far; the rest are not in this "
+            "answer yet.")
+    assert empty_text(SYMBOLS, "/ws", GotoAnswer("Frob", "symbols", [], 0, message=said), "Frob", True) == said
+    assert empty_text(SYMBOLS, "/ws", None, "Frob", True) == BUILDING

@@ -35,7 +35,7 @@ from services.engine.file_answers import FileAnswers
 from services.engine.reranking import Reranking
 from services.engine.watching import Hooks, ReferenceRecounts, Watching
 from services.engine.workspaces import Workspaces
-from services.indexing.health import index_health
+from services.indexing.health import committing_note, index_health
 from services.indexing.scanning import check_languages
 from services.core.paths import check_glob
 from services.indexing.indexer import Indexer
@@ -305,7 +305,8 @@ class LocalEngine:
         answer = find(self._finders, index.catalog(), query, limit)
         index.ask_first(hit.path for hit in answer.hits[:1])  # the file a go-to would open: its vectors next
         return replace(answer, hits=on_disk.located(index.catalog(), index.root, answer.hits,
-                                                    self.settings.max_file_bytes))
+                                                    self.settings.max_file_bytes),
+                       message=_joined(answer.message, committing_note(index)))
 
     # --- the code graph (services/retrieval/graph.py) ---
     async def references(self, name_or_chunk: str, workspace: str | Path) -> GraphAnswer:
@@ -320,8 +321,9 @@ class LocalEngine:
     def _graph(self, find, index: WorkspaceIndex, query: str) -> GraphAnswer:
         goto.check_query(query, 1)  # bad input first, then whether there is an index
         index.require()
-        return on_disk.located_answer(index.catalog(), index.root, find(index.catalog(), query),
-                                      self.settings.max_file_bytes)
+        answer = on_disk.located_answer(index.catalog(), index.root, find(index.catalog(), query),
+                                        self.settings.max_file_bytes)
+        return replace(answer, message=_joined(answer.message, committing_note(index)))
 
     # --- standalone reranking and reranker configuration (the service API) ---
     async def rerank_documents(self, query: str, documents: list[str], strategy: str = "cross-encoder",
@@ -431,3 +433,7 @@ class LocalEngine:
         if self.vector_cache is not None:
             self.vector_cache.close()
         self.owner_lock.release()
+
+
+def _joined(*lines: str) -> str:
+    return " ".join(line for line in lines if line)

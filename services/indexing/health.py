@@ -169,6 +169,19 @@ def _run_message(index: WorkspaceIndex, state: str, done: int, total: int) -> st
     return f"{state}: {run_progress_text(done, total)}"
 
 
+def committing_note(index: WorkspaceIndex) -> str:
+    """What a go-to or references answer stands on while step 1 of a run that fills the index (a first index, a
+    rebuild, a resumed run) commits files ("" otherwise): the names, paths and references of the files not yet
+    committed are not in it (after step 1 they are whole; an index run over a whole index keeps the old versions)."""
+    run = index.run
+    if run is None or not run.fills or run.step1_seconds is not None:
+        return ""
+    if not run.files_total:
+        return "An index run is reading the workspace: its files are not in this answer yet."
+    return (f"An index run is committing files: {run.files_committed:,} of {run.files_total:,} so far; "
+            "the rest are not in this answer yet.")
+
+
 def _history(index: WorkspaceIndex) -> dict:
     try:
         history = index.history_state()

@@ -96,6 +96,7 @@ class Indexer:
         self.found = integrity.SOUND  # what the integrity check at the start of the run found
         self.repaired: list[str] = []  # what the run repaired, to tell the user
         self.resuming = False  # the last run stopped before its end: this one continues it
+        self.fills = not index.exists()  # step 1 adds files the index lacks (a first index, a rebuild, a resume)
         self.last_event: ProgressEvent | None = None  # what health says while the run is under way
         self.moved_aside = False  # this run moved the old index aside to rebuild (put back if it fails)
         self.step_two = VectorStep(self)  # step 2: the vectors of the chunks that wait for them
@@ -180,7 +181,8 @@ class Indexer:
         return IndexReport(
             files_indexed=done - len({f.path for f in self.failed} & {p.record.path for p in pending}),
             files_unchanged=len(plan.unchanged), files_removed=len(plan.removed),
-            chunks_embedded=self.step_two.embedded, chunks_total=chunks, vectors_reused=self.reused, files_added=self.files_added,
+            chunks_embedded=self.step_two.embedded, chunks_total=chunks, vectors_reused=self.reused,
+            files_added=self.files_added,
             seconds=round(time.monotonic() - self.started, 3), cancelled=self.cancel.is_set(),
             rebuilt_reason=rebuilt_reason, skipped=tuple(plan.skipped),
             failed=count_by_reason(s for s in plan.skipped if s.category in FAILURE_REASONS),
@@ -322,6 +324,7 @@ class Indexer:
     def _start_catalog(self) -> None:
         catalog = self.index.catalog()
         self.resuming = bool(catalog.get_meta("run_started"))  # cleared by a run that reaches its end
+        self.fills = self.resuming or not catalog.counts()[0]
         if not catalog.get_meta("created_at"):
             catalog.set_meta(created_at=now_iso(), workspace=str(self.index.root))
         catalog.set_meta(run_started=catalog.get_meta("run_started") or now_iso(), run_cancelled="")

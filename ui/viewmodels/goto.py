@@ -108,13 +108,14 @@ BUILDING = ("The index is still being built: names and files appear as their fil
 
 
 def empty_text(target: str, workspace: str, answer: GotoAnswer | None, text: str, building: bool = False) -> str:
-    """What the list says when it has no rows (`building`: an index run is under way)."""
+    """What the list says when it has no rows: the engine's answer's message, else `building` (a first index run is
+    under way, before the engine could answer)."""
     if not workspace:
         return "Open a workspace first."
+    if answer is not None and answer.message:  # while step 1 commits, it says how many files it does not see yet
+        return answer.message
     if building and text.strip():
         return BUILDING
-    if answer is not None and answer.message:
-        return answer.message
     return "Type a name to find its definition." if target == SYMBOLS else "Type a file name or a path."
 
 
