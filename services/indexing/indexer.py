@@ -387,7 +387,7 @@ class Indexer:
                 pending.append(found)
                 self.chunks_chunked += len(found.chunks)
             self.files_chunked = number
-            if number % 50 == 0:
+            if number % 50 == 0 or number == 1:  # (the first at once: the step's name is no longer "scanning")
                 self.meter.emit("chunking", number, len(plan.changed))
         return pending
 
@@ -439,7 +439,7 @@ class Indexer:
                 continue
             self.files_committed += 1
             self.files_added += item.record.path in self.new_paths
-            if number % 50 == 0 or number == len(pending):
+            if number % 50 == 0 or number in (1, len(pending)):
                 self.meter.emit("chunking", number, len(pending), message="names, files, keywords and references")
         return self.files_committed
 
