@@ -37,8 +37,8 @@ async def test_a_question_go_to_and_references_name_the_same_definitions(tmp_pat
         assert len(asked) > 1000
         disagree = []
         for name in sorted(asked):
-            by_question = {(d.chunk.path, d.chunk.qualified_name, d.chunk.start_line) for d in names.find(catalog, names.read(name))
-                           if d.match in ("qualified name", "name")}
+            by_question = {(d.chunk.path, d.chunk.qualified_name, d.chunk.start_line)
+                           for d in names.find(catalog, names.read(name)) if d.match in ("qualified name", "name")}
             if len(by_question) >= names.MAX_DEFINITIONS:
                 continue
             by_references = {(t.path, t.qualified_name, t.start_line) for t in graph.resolve(catalog, name)[0]}

@@ -1,6 +1,7 @@
 """An index run's progress, as every face shows it: one percentage for the whole run (step 1 and step 2 each
 weighed by its measured cost), the step named, the chunks made, and an ETA from the speed of the last 30 s.
-The counts are the run's (services/indexing/indexer.py, `run`) and its step 2's (`run.step_two`); the last event is what health shows meanwhile."""
+The counts are the run's (services/indexing/indexer.py, `run`) and its step 2's (`run.step_two`); the last event
+is what health shows meanwhile."""
 
 from __future__ import annotations
 

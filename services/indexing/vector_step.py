@@ -84,7 +84,6 @@ class Window:
     ready: set[int]  # positions with a vector (the projection's sample, the shared cache's, encoded)
     parts: list[list[int]]  # the positions left to encode, a call each, shortest first
     reused: int = 0  # of `ready`, vectors the shared cache held
-    counted: int = 0  # of `ready`, those counted in VectorStep.made
 
 
 @dataclass
@@ -243,7 +242,7 @@ class VectorStep:
                     failed = (error, call.window)
         if failed is not None:
             for undone in begun:
-                self.made -= undone.counted  # (tried again from the start)
+                self.made -= len(undone.ready)  # (tried again from the start)
             return failed[0], failed[1], begun[begun.index(failed[1]) + 1:]
         for window in begun:  # cancelled: what each window has whole is kept
             self._finish(window, overlap)
@@ -276,7 +275,7 @@ class VectorStep:
             window.vectors[hits] = self.run.index.project(np.stack(list(cached.values())))
             window.ready.update(hits)
             window.reused += len(hits)
-        self._count(window, len(window.ready))
+        self._count(len(window.ready))
         fresh = sorted((i for i in fresh if i not in window.ready), key=lambda i: len(chunks[i].content))
         size = self.run.embedder.call_size
         window.parts = [fresh[start:start + size] for start in range(0, len(fresh), size)]
@@ -291,11 +290,10 @@ class VectorStep:
     def _take(self, window: Window, part: list[int], made: np.ndarray) -> None:
         window.vectors[part] = self.run.index.project(made)
         window.ready.update(part)
-        self._count(window, len(part))
+        self._count(len(part))
         self._emit()
 
-    def _count(self, window: Window, chunks: int) -> None:
-        window.counted += chunks
+    def _count(self, chunks: int) -> None:
         self.made = min(self.made + chunks, self.run.total_chunks)
 
     def _finish(self, window: Window, overlap: bool) -> None:

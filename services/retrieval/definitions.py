@@ -63,8 +63,8 @@ def named(items: Sequence[N], parts: list[str]) -> list[N]:
     if len(parts) == 1:
         return same
     sizes = [dotted_size(d.path, d.qualified_name, parts) for d in same]
-    whole = [d for d, size in zip(same, sizes) if size == len(parts)]
-    return whole or [d for d, size in zip(same, sizes) if size]
+    full = [d for d, size in zip(same, sizes) if size == len(parts)]
+    return full or [d for d, size in zip(same, sizes) if size]
 
 
 def dotted_size(path: str, qualified_name: str, parts: list[str]) -> int:
